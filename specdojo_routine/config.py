@@ -1,0 +1,168 @@
+"""Project discovery (SPEC §2): the root, the project and every path derived from them."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import attrs
+import orjson
+
+from .errors import ConfigError
+
+CONFIG_RELPATH = Path(".specdojo") / "specdojo.config.json"
+
+
+@attrs.frozen(kw_only=True)
+class ProjectPaths:
+    """Everything on disk that one project's commands touch."""
+
+    root: Path
+    project_id: str
+    routines_dir: Path
+    jobs_dir: Path
+    execution_dir: Path
+
+    # routine side
+    @property
+    def routine_generated_dir(self) -> Path:
+        return self.routines_dir / "generated"
+
+    @property
+    def routine_ledger(self) -> Path:
+        return self.routine_generated_dir / "routine-runs.jsonl"
+
+    @property
+    def routine_state(self) -> Path:
+        return self.routine_generated_dir / "routine-state.json"
+
+    @property
+    def routine_locks_dir(self) -> Path:
+        return self.routines_dir / ".locks"
+
+    # job side
+    @property
+    def runs_dir(self) -> Path:
+        return self.execution_dir / "jobs" / "runs"
+
+    @property
+    def job_state(self) -> Path:
+        return self.execution_dir / "jobs" / "generated" / "job-state.json"
+
+    @property
+    def exec_dir(self) -> Path:
+        return self.execution_dir / "exec"
+
+    @property
+    def evidence_dir(self) -> Path:
+        return self.exec_dir / "evidence"
+
+    @property
+    def exec_locks_dir(self) -> Path:
+        return self.exec_dir / ".locks"
+
+    @property
+    def plans_dir(self) -> Path:
+        return self.exec_dir / "plans"
+
+    @property
+    def results_dir(self) -> Path:
+        return self.exec_dir / "results"
+
+    def run_ledger(self, run_id: str) -> Path:
+        return self.runs_dir / f"{run_id}.jsonl"
+
+    def run_view(self, run_id: str) -> Path:
+        return self.runs_dir / f"{run_id}.json"
+
+    def rel(self, path: Path) -> str:
+        """``path`` relative to the root in POSIX form (absolute if outside the root)."""
+        try:
+            return path.relative_to(self.root).as_posix()
+        except ValueError:
+            return path.as_posix()
+
+
+def find_root(start: Path) -> Path | None:
+    """The nearest directory at or above ``start`` holding ``.specdojo/specdojo.config.json``."""
+    here = start.resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / CONFIG_RELPATH).is_file():
+            return candidate
+    return None
+
+
+def _load_config(root: Path) -> dict[str, object]:
+    path = root / CONFIG_RELPATH
+    try:
+        data = orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no SpecDojo config here; create it or pass --root") from None
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: invalid JSON ({exc}); fix the file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the config must be a JSON object")
+    return data
+
+
+def _select_project(
+    projects: Mapping[str, object], wanted: str | None, current: object, where: Path
+) -> str:
+    if wanted:
+        if wanted not in projects:
+            known = ", ".join(sorted(projects)) or "none"
+            raise ConfigError(f'{where}: unknown project "{wanted}" (known: {known})')
+        return wanted
+    if isinstance(current, str) and current in projects:
+        return current
+    if not projects:
+        raise ConfigError(f"{where}: no projects configured under \"projects\"")
+    return next(iter(projects))
+
+
+def resolve_project(
+    root: Path | None = None,
+    project: str | None = None,
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> ProjectPaths:
+    """Resolve root and project: ``--root`` or a walk up from ``cwd``; then ``--project``,
+    ``SPECDOJO_PROJECT``, ``current_project``, the first project."""
+    env = os.environ if env is None else env
+    if root is None:
+        start = cwd if cwd is not None else Path.cwd()
+        found = find_root(start)
+        if found is None:
+            raise ConfigError(
+                f"no {CONFIG_RELPATH.as_posix()} found in {start} or any parent; "
+                "run inside a SpecDojo project or pass --root DIR"
+            )
+        root = found
+    root = root.resolve()
+    config = _load_config(root)
+    where = root / CONFIG_RELPATH
+    projects = config.get("projects")
+    if not isinstance(projects, dict):
+        raise ConfigError(f'{where}: "projects" must be an object of project ids')
+    wanted = project or env.get("SPECDOJO_PROJECT") or None
+    project_id = _select_project(projects, wanted, config.get("current_project"), where)
+    entry = projects[project_id]
+    if not isinstance(entry, dict):
+        raise ConfigError(f'{where}: project "{project_id}" must be an object')
+    dirs: dict[str, Path] = {}
+    for key in ("routines_path", "jobs_path", "execution_path"):
+        value = entry.get(key)
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f'{where}: project "{project_id}" needs "{key}" (a path)')
+        dirs[key] = root / value
+    return ProjectPaths(
+        root=root,
+        project_id=project_id,
+        routines_dir=dirs["routines_path"],
+        jobs_dir=dirs["jobs_path"],
+        execution_dir=dirs["execution_path"],
+    )

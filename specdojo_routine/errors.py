@@ -1,0 +1,104 @@
+"""The package's one error family.
+
+Every error a user can cause is a :class:`RoutineError`; the CLI prints ``error: <message>`` on
+stderr and exits with the error's ``exit_code``. This module imports nothing from the package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_BUSY = 75
+
+
+class RoutineError(Exception):
+    """Base of every error this package raises on purpose."""
+
+    exit_code: int = EXIT_FAILURE
+
+
+class ConfigError(RoutineError):
+    """The project root, config file or project selection is unusable."""
+
+    exit_code = EXIT_USAGE
+
+
+class UsageError(RoutineError):
+    """The command line asks for something that cannot be done."""
+
+    exit_code = EXIT_USAGE
+
+
+@attrs.frozen(kw_only=True)
+class Problem:
+    """One validation finding, located in a file."""
+
+    path: str
+    line: int
+    col: int
+    message: str
+    warning: bool = False
+
+    def __str__(self) -> str:
+        tag = "warning: " if self.warning else ""
+        return f"{self.path}:{self.line}:{self.col}: {tag}{self.message}"
+
+
+class DefinitionError(RoutineError):
+    """One or more definition files are invalid (E-01)."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class LedgerError(RoutineError):
+    """A ledger cannot be read or written."""
+
+
+class CorruptLedgerError(LedgerError):
+    """A ledger is damaged somewhere other than a torn last line; never repaired."""
+
+    def __init__(self, path: str, line: int, reason: str) -> None:
+        self.path, self.line, self.reason = path, line, reason
+        super().__init__(
+            f"{path}:{line}: {reason} (the ledger is damaged before its last line; "
+            "restore it from a backup - it is never repaired automatically)"
+        )
+
+
+class TornLedgerError(LedgerError):
+    """A ledger's last line is torn; `fold --repair` or the next locked append repairs it."""
+
+    def __init__(self, path: str, line: int) -> None:
+        self.path, self.line = path, line
+        super().__init__(
+            f"{path}:{line}: last line is torn (a crash mid-write); "
+            "run `fold --repair` or any recording command to repair it"
+        )
+
+
+class InvalidTransition(LedgerError):
+    """An event is not legal in the routine's current state."""
+
+    def __init__(self, routine_id: str, state: str, event: str, where: str = "") -> None:
+        self.routine_id, self.state, self.event = routine_id, state, event
+        prefix = f"{where}: " if where else ""
+        super().__init__(
+            f"{prefix}event {event!r} is not allowed for routine {routine_id} in state {state!r}"
+        )
+
+
+class LockBusy(RoutineError):
+    """Another process holds a lock we need."""
+
+    exit_code = EXIT_BUSY
+
+
+class JobError(RoutineError):
+    """A Job Run cannot be materialised or executed."""

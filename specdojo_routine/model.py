@@ -1,0 +1,231 @@
+"""Definition model: frozen values built from validated ``rtn-*.yaml`` / ``job-*.yaml`` (pure).
+
+Objects here are only ever built by :mod:`specdojo_routine.definitions` after validation, so
+their invariants hold; they carry the source ``path`` (relative to the project root, POSIX form)
+for messages.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Literal
+
+import attrs
+
+
+class MissedRun(enum.Enum):
+    SKIP = "skip"
+    LATEST = "latest"
+    ALL = "all"
+
+
+class OnInterrupted(enum.Enum):
+    REVIEW = "review"
+    RESUME = "resume"
+
+
+class Result(enum.Enum):
+    """The outcome of an action or an attempt (seed 000)."""
+
+    SUCCESS = "success"
+    FAILURE = "failure"
+    SKIPPED = "skipped"
+
+
+def aggregate(results: tuple[Result, ...] | list[Result]) -> Result:
+    """failure if any failed, else skipped if any skipped, else success (seed 000 §1.2)."""
+    if Result.FAILURE in results:
+        return Result.FAILURE
+    if Result.SKIPPED in results:
+        return Result.SKIPPED
+    return Result.SUCCESS
+
+
+@attrs.frozen(kw_only=True)
+class Policy:
+    missed_run: MissedRun = MissedRun.LATEST
+    overlap: str = "skip"
+    on_interrupted: OnInterrupted = OnInterrupted.REVIEW
+
+
+@attrs.frozen(kw_only=True)
+class CronTrigger:
+    cron: str
+    timezone: str
+
+
+@attrs.frozen(kw_only=True)
+class Interval:
+    text: str  # as written, e.g. "6h"
+    seconds: int
+
+
+# --- routine actions -------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class JobAction:
+    job: str
+    inputs: Mapping[str, str] = attrs.field(factory=dict)
+    kind: Literal["job"] = "job"
+
+
+@attrs.frozen(kw_only=True)
+class SpecdojoAction:
+    args: tuple[str, ...]
+    kind: Literal["specdojo"] = "specdojo"
+
+
+@attrs.frozen(kw_only=True)
+class RegisterAction:
+    types: tuple[str, ...] = ()
+    priorities: tuple[str, ...] = ()
+    statuses: tuple[str, ...] = ()
+    limit: int | None = None
+    kind: Literal["register"] = "register"
+
+
+@attrs.frozen(kw_only=True)
+class ExecAutoAction:
+    """``exec-auto`` and ``exec-cycle`` share their options."""
+
+    kind: Literal["exec-auto", "exec-cycle"]
+    strategy: str | None = None
+    parallel: int | None = None
+    loop: bool = False
+    max_rounds: int | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ExecResumeAction:
+    parallel: int | None = None
+    kind: Literal["exec-resume"] = "exec-resume"
+
+
+Action = JobAction | SpecdojoAction | RegisterAction | ExecAutoAction | ExecResumeAction
+
+ACTION_KINDS = ("job", "specdojo", "register", "exec-auto", "exec-resume", "exec-cycle")
+REGISTER_TYPES = ("todo", "question", "risk", "issue", "change-request", "decision", "note")
+REGISTER_PRIORITIES = ("high", "medium", "low")
+REGISTER_STATUSES = (
+    "open", "in-progress", "waiting", "review", "decided", "done", "deferred", "rejected",
+)
+EXEC_STRATEGIES = ("critical-first", "fifo")
+
+
+@attrs.frozen(kw_only=True)
+class Routine:
+    id: str
+    path: str
+    digest: str  # sha256 of the canonical definition
+    name: str | None = None
+    description: str | None = None
+    enabled: bool = True
+    trigger: CronTrigger | None = None
+    interval: Interval | None = None
+    policy: Policy = Policy()
+    actions: tuple[Action, ...]
+    is_list: bool = False  # the action was written as a list
+
+    @property
+    def timezone(self) -> str | None:
+        return self.trigger.timezone if self.trigger else None
+
+    @property
+    def schedule_text(self) -> str:
+        if self.trigger is not None:
+            return f"cron {self.trigger.cron} ({self.trigger.timezone})"
+        assert self.interval is not None
+        return f"every {self.interval.text}"
+
+
+# --- Job Definitions ---------------------------------------------------------------------------
+
+InputType = Literal["string", "integer", "boolean", "list"]
+InputValue = str | int | bool | tuple[str | int | bool, ...]
+
+
+@attrs.frozen(kw_only=True)
+class InputSpec:
+    name: str
+    type: InputType = "string"
+    required: bool = False
+    default: InputValue | None = None
+    enum: tuple[str | int | bool, ...] | None = None
+    minimum: int | None = None
+    maximum: int | None = None
+    from_checkpoint: str | None = None  # dotted path into the previous checkpoint
+    resolve: Literal["git_head"] | None = None
+    git_revision: bool = False
+    description: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Precondition:
+    command: str
+    skip_when: Literal["empty-output"] | int = "empty-output"
+
+
+@attrs.frozen(kw_only=True)
+class Analysis:
+    agent: str
+    description: str
+
+
+@attrs.frozen(kw_only=True)
+class CommandTask:
+    command: str
+    precondition: Precondition | None = None
+    partial_exit_codes: tuple[int, ...] = ()
+    noop_exit_code: int | None = None
+    timeout: str | None = None  # as written ("90s", "10m")
+    timeout_seconds: int | None = None
+    analysis: Analysis | None = None
+    mode: Literal["command"] = "command"
+
+
+@attrs.frozen(kw_only=True)
+class AgentTask:
+    """``edit`` / ``review``: delegated to an injected AgentExecutor."""
+
+    mode: Literal["edit", "review"]
+    description: str
+    targets: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+    executor: str | None = None
+    reporter: str | None = None
+    capabilities: tuple[str, ...] = ()
+    proficiency: str | None = None
+    owner: str | None = None
+
+
+Task = CommandTask | AgentTask
+
+
+@attrs.frozen(kw_only=True)
+class CheckpointSpec:
+    values: Mapping[str, str]
+    advance_on: frozenset[str] = frozenset({"succeeded", "noop"})
+
+
+@attrs.frozen(kw_only=True)
+class JobDefinition:
+    id: str
+    path: str
+    name: str
+    description: str | None = None
+    inputs: tuple[InputSpec, ...] = ()
+    task: Task
+    idempotency_key: str
+    checkpoint: CheckpointSpec | None = None
+
+    @property
+    def slug(self) -> str:
+        return self.id.removeprefix("job-")
+
+    def input_spec(self, name: str) -> InputSpec | None:
+        for spec in self.inputs:
+            if spec.name == name:
+                return spec
+        return None
