@@ -102,3 +102,11 @@ class LockBusy(RoutineError):
 
 class JobError(RoutineError):
     """A Job Run cannot be materialised or executed."""
+
+
+class TooManyMissedOccurrences(RoutineError):
+    """``missed_run: all`` found more than the cap of missed cron occurrences."""
+
+    def __init__(self, routine_id: str) -> None:
+        self.routine_id = routine_id
+        super().__init__(f"Too many missed cron occurrences for {routine_id}")
