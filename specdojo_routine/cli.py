@@ -1,0 +1,209 @@
+"""Command line: ``python -m specdojo_routine <command>`` (SPEC §8).
+
+Parsing and rendering only; every command is a thin handler in :mod:`handlers`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TextIO
+
+from . import errors, handlers, jobcli, jobs, render, views
+from .errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, RoutineError
+from .timeutil import parse_instant
+
+Command = Callable[[argparse.Namespace, TextIO, TextIO], int]
+
+
+def _instant(text: str) -> object:
+    try:
+        return parse_instant(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid time {text!r}: use ISO 8601, e.g. 2026-08-07T08:02:00Z"
+        ) from None
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so ``main`` stays in control."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise errors.UsageError(f"{self.prog}: {message}")
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--root", type=Path, help="project root (default: search upwards)")
+    common.add_argument("--project", help="project id (default: $SPECDOJO_PROJECT, config)")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common()
+    parser = _Parser(prog="specdojo_routine", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub.add_parser("where", parents=[common], help="resolved root, project and paths")
+    sub.add_parser("validate", parents=[common], help="validate routines and jobs")
+    p = sub.add_parser("list", parents=[common], help="routines, status and due")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--now", type=_instant)
+    p = sub.add_parser("run", parents=[common], help="run due routines or one routine")
+    group = p.add_mutually_exclusive_group(required=True)
+    group.add_argument("--due", action="store_true")
+    group.add_argument("--id", dest="routine_id")
+    p.add_argument("--dry-run", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--now", type=_instant)
+    p = sub.add_parser("resolve", parents=[common], help="record an interrupted attempt's outcome")
+    p.add_argument("routine_id", metavar="ID")
+    p.add_argument("--result", required=True, choices=["success", "failure", "skipped"])
+    p.add_argument("--note", required=True)
+    p.add_argument("--by", dest="resolved_by")
+    p = sub.add_parser("fold", parents=[common], help="rebuild every view from the ledgers")
+    p.add_argument("--check", action="store_true")
+    p.add_argument("--repair", action="store_true")
+    p = sub.add_parser("history", parents=[common], help="routine ledger events")
+    p.add_argument("routine_id", nargs="?", metavar="ID")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--limit", type=_positive)
+    _add_job_commands(sub, common)
+    return parser
+
+
+def _add_job_commands(sub: argparse._SubParsersAction[_Parser], common: argparse.ArgumentParser) -> None:
+    job = sub.add_parser("job", help="Job Definitions and Job Runs")
+    jsub = job.add_subparsers(dest="job_command", required=True, parser_class=_Parser)
+    jsub.add_parser("validate", parents=[common], help="validate Job Definitions")
+    p = jsub.add_parser("list", parents=[common], help="Job Definitions and their runs")
+    p.add_argument("--json", action="store_true")
+    p = jsub.add_parser("show", parents=[common], help="one Job Run")
+    p.add_argument("run_id", metavar="RUN_ID")
+    p.add_argument("--json", action="store_true")
+    p = jsub.add_parser("run", parents=[common], help="run a Job")
+    p.add_argument("--job", required=True)
+    p.add_argument("--input", action="append", default=[], metavar="K=V")
+    p.add_argument("--scheduled-at", type=_instant)
+    p.add_argument("--trigger", choices=["manual", "routine", "ci"], default="manual")
+    p.add_argument("--dry-run", action="store_true")
+    p.add_argument("--json", action="store_true")
+
+
+def _dispatch(args: argparse.Namespace) -> Command:
+    if args.command == "job":
+        return _JOB_COMMANDS[args.job_command]
+    return _COMMANDS[args.command]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns the exit code. Never raises for user mistakes."""
+    out, err = sys.stdout, sys.stderr
+    try:
+        args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+        return _dispatch(args)(args, out, err)
+    except RoutineError as exc:
+        err.write(f"error: {exc}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        err.write("error: interrupted\n")
+        return 130
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    except Exception as exc:  # noqa: BLE001 - a bug must still not print a traceback
+        err.write(f"error: internal error ({type(exc).__name__}: {exc}); please report it\n")
+        return EXIT_FAILURE
+
+
+# --- commands ---------------------------------------------------------------------------------
+
+
+def _paths(args: argparse.Namespace) -> handlers.ProjectPaths:
+    return handlers.project(args.root, args.project)
+
+
+def cmd_where(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    out.write(render.where(_paths(args)))
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    report = handlers.validate(_paths(args))
+    return render.validation(report, out, err)
+
+
+def cmd_job_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    report = handlers.validate(_paths(args), jobs_only=True)
+    return render.validation(report, out, err)
+
+
+def cmd_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    listing = handlers.list_routines(_paths(args), now=args.now)
+    render.listing(listing, out, err, as_json=args.json)
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    report = handlers.run(
+        _paths(args), routine_id=args.routine_id, dry_run=args.dry_run, now=args.now,
+        echo=err if args.json else out, job_runner=jobs.routine_job_runner,
+    )
+    render.run_report(report, out, err, as_json=args.json)
+    return report.exit_code
+
+
+def cmd_resolve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    attempt_id = handlers.resolve(_paths(args), args.routine_id, result=args.result,
+                                  note=args.note, by=args.resolved_by)
+    out.write(f"{args.routine_id}: attempt {attempt_id} resolved as {args.result}\n")
+    return EXIT_OK
+
+
+def cmd_fold(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    drifted = views.fold_all(_paths(args), check=args.check, repair=args.repair)
+    if args.check:
+        for path in drifted:
+            err.write(f"drift: {path} differs from the fold of its ledger\n")
+        out.write("views match the ledgers\n" if not drifted else
+                  f"{len(drifted)} view(s) differ; run `fold` to rebuild them\n")
+        return EXIT_FAILURE if drifted else EXIT_OK
+    out.write(f"folded: {len(drifted)} view(s) rewritten\n")
+    return EXIT_OK
+
+
+def cmd_history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    lines = handlers.history(_paths(args), args.routine_id, args.limit)
+    if args.json:
+        for raw, _event in lines:
+            out.write(raw.decode("utf-8") + "\n")
+    else:
+        out.write(render.history([event for _raw, event in lines]))
+    return EXIT_OK
+
+
+_COMMANDS: dict[str, Command] = {
+    "where": cmd_where,
+    "validate": cmd_validate,
+    "list": cmd_list,
+    "run": cmd_run,
+    "resolve": cmd_resolve,
+    "fold": cmd_fold,
+    "history": cmd_history,
+}
+_JOB_COMMANDS: dict[str, Command] = {
+    "validate": cmd_job_validate,
+    "run": jobcli.cmd_job_run,
+    "list": jobcli.cmd_job_list,
+    "show": jobcli.cmd_job_show,
+}

@@ -1,0 +1,350 @@
+"""Definition files (SPEC §2, §3, §7.1): discovery, safe YAML loading, validation (E-01).
+
+Every problem of every file is reported, located (``routines/rtn-a.yaml:3:7: ...``); an invalid
+file never yields a definition. YAML is read as YAML 1.2 core data only: no tags beyond the
+core ones (nothing is ever constructed from a tag), no timestamps, bounded size, depth and
+alias expansion, duplicate keys are errors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import attrs
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.events import (
+    AliasEvent,
+    CollectionEndEvent,
+    CollectionStartEvent,
+    DocumentStartEvent,
+    MappingStartEvent,
+    NodeEvent,
+    ScalarEvent,
+)
+from ruamel.yaml.reader import ReaderError
+from ruamel.yaml.resolver import VersionedResolver, implicit_resolvers
+
+from . import validation
+from .config import ProjectPaths
+from .errors import Problem
+from .model import JobDefinition, Routine
+from .validation import JobIndex, Node, Report
+
+MAX_FILE_BYTES = 1 << 20  # definitions are small; anything bigger is a mistake or an attack
+MAX_DEPTH = 64  # nesting levels
+MAX_NODES = 100_000  # values after alias expansion (a "billion laughs" stops here)
+_CORE_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "map", "seq")
+)
+_NOT_CORE_IMPLICIT = frozenset({"tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:value"})
+
+
+@attrs.frozen(kw_only=True)
+class Definitions:
+    """The outcome of loading a project's definitions: the valid ones and every problem."""
+
+    routines: tuple[Routine, ...] = ()  # valid routines only, in sorted file order
+    jobs: tuple[JobDefinition, ...] = ()  # valid jobs only, in sorted file order
+    invalid_job_ids: frozenset[str] = frozenset()  # base names of invalid job files
+    problems: tuple[Problem, ...] = ()  # errors and warnings, sorted by (path, line, col)
+    routine_files: int = 0
+    job_files: int = 0
+
+    def job(self, job_id: str) -> JobDefinition | None:
+        return next((job for job in self.jobs if job.id == job_id), None)
+
+    def routine(self, routine_id: str) -> Routine | None:
+        return next((r for r in self.routines if r.id == routine_id), None)
+
+    @property
+    def errors(self) -> tuple[Problem, ...]:
+        return tuple(p for p in self.problems if not p.warning)
+
+    @property
+    def warnings(self) -> tuple[Problem, ...]:
+        return tuple(p for p in self.problems if p.warning)
+
+
+def load_definitions(paths: ProjectPaths) -> Definitions:
+    """Load and validate every routine and Job Definition of the project."""
+    return _load(paths, with_routines=True)
+
+
+def load_jobs(paths: ProjectPaths) -> Definitions:
+    """Load and validate the Job Definitions only (``routines`` is empty)."""
+    return _load(paths, with_routines=False)
+
+
+# --- discovery ---------------------------------------------------------------------------------
+
+
+def discover(directory: Path, prefix: str, *, skip: Path | None = None) -> list[Path]:
+    """``<directory>/**/<prefix>*.yaml|.yml``, sorted by path; ``skip`` is not entered."""
+    found: list[tuple[str, Path]] = []
+    for here, dirs, files in os.walk(directory):
+        base = Path(here)
+        dirs[:] = [d for d in dirs if skip is None or base / d != skip]
+        for name in files:
+            if name.startswith(prefix) and name.endswith((".yaml", ".yml")):
+                path = base / name
+                found.append((path.relative_to(directory).as_posix(), path))
+    return [path for _, path in sorted(found)]
+
+
+def file_id(path: Path) -> str:
+    """The id a definition file must declare: its name without ``.yaml``/``.yml``."""
+    return path.name.rsplit(".", 1)[0]
+
+
+# --- loading -----------------------------------------------------------------------------------
+
+
+def _load(paths: ProjectPaths, *, with_routines: bool) -> Definitions:
+    job_paths = discover(paths.jobs_dir, "job-")
+    jobs, invalid, job_problems = _load_jobs(paths, job_paths)
+    routines: list[Routine] = []
+    problems = list(job_problems)
+    routine_paths: list[Path] = []
+    if with_routines:
+        routine_paths = discover(paths.routines_dir, "rtn-", skip=paths.routine_generated_dir)
+        index = JobIndex(valid={j.id: j for j in jobs}, invalid=invalid,
+                         where=paths.rel(paths.jobs_dir))
+        routines, routine_problems = _load_routines(paths, routine_paths, index)
+        problems += routine_problems
+    problems.sort(key=lambda p: (p.path, p.line, p.col))
+    return Definitions(
+        routines=tuple(routines), jobs=tuple(jobs), invalid_job_ids=invalid,
+        problems=tuple(problems), routine_files=len(routine_paths), job_files=len(job_paths),
+    )
+
+
+def _load_jobs(
+    paths: ProjectPaths, files: list[Path]
+) -> tuple[list[JobDefinition], frozenset[str], list[Problem]]:
+    jobs: dict[str, JobDefinition] = {}
+    failed: set[str] = set()
+    problems: list[Problem] = []
+    for path in files:
+        report, data = read_definition(path, paths.rel(path), "job")
+        job = None
+        if data is not None:
+            job = validation.build_job(report, Node(value=data), file_id=file_id(path))
+        if job is not None and job.id in jobs:
+            report.error(_id_pos(data), f'duplicate job id "{job.id}" (also in {jobs[job.id].path})')
+            job = None
+        if job is None:
+            failed.add(file_id(path))
+        else:
+            jobs[job.id] = job
+        problems += report.problems
+    return list(jobs.values()), frozenset(failed - set(jobs)), problems
+
+
+def _load_routines(
+    paths: ProjectPaths, files: list[Path], index: JobIndex
+) -> tuple[list[Routine], list[Problem]]:
+    routines: dict[str, Routine] = {}
+    problems: list[Problem] = []
+    for path in files:
+        report, data = read_definition(path, paths.rel(path), "routine")
+        routine = None
+        if data is not None:
+            built = validation.build_routine(
+                report, Node(value=data), file_id=file_id(path), jobs=index
+            )
+            routine = attrs.evolve(built, digest=digest(data)) if built is not None else None
+        if routine is not None and routine.id in routines:
+            other = routines[routine.id].path
+            report.error(_id_pos(data), f'duplicate routine id "{routine.id}" (also in {other})')
+            routine = None
+        if routine is not None:
+            routines[routine.id] = routine
+        problems += report.problems
+    return list(routines.values()), problems
+
+
+def _id_pos(data: Any) -> tuple[int, int]:
+    node = Node(value=data).get("id")
+    return node.pos if node is not None else (1, 1)
+
+
+def plain(value: Any) -> Any:
+    """Loaded YAML as plain JSON-able data: dict, list, str, int, float, bool, None."""
+    return validation.plain(value)
+
+
+def digest(data: Any) -> str:
+    """sha256 hex of the canonical JSON (sorted keys, compact) of a definition's plain data."""
+    canonical = json.dumps(
+        plain(data), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+# --- safe YAML ---------------------------------------------------------------------------------
+
+
+class _CoreResolver(VersionedResolver):  # type: ignore[misc]
+    """YAML 1.2 implicit typing without timestamps, whatever a document declares."""
+
+    @property
+    def versioned_resolver(self) -> Any:
+        version = (1, 2)
+        if version not in self._version_implicit_resolver:
+            for versions, tag, regexp, first in implicit_resolvers:
+                if version in versions and tag not in _NOT_CORE_IMPLICIT:
+                    self.add_version_implicit_resolver(version, tag, regexp, first)
+        return self._version_implicit_resolver[version]
+
+
+def _yaml() -> YAML:
+    yaml = YAML(typ="rt", pure=True)
+    yaml.Resolver = _CoreResolver
+    return yaml
+
+
+def read_definition(path: Path, rel: str, kind: str) -> tuple[Report, Any]:
+    """Read one definition file safely: ``(report, mapping)``; mapping is None after problems."""
+    report = Report(rel)
+    source = _read_text(path, report)
+    if source is None:
+        return report, None
+    report = Report(rel, source)
+    if not _scan(source, report):
+        return report, None
+    try:
+        data = _yaml().load(source)
+    except MarkedYAMLError as exc:
+        report.error(_mark_pos(exc), _yaml_message(exc))
+        return report, None
+    except (YAMLError, ValueError, RecursionError) as exc:
+        report.error((1, 1), f"YAML parse error: {exc}")
+        return report, None
+    if not isinstance(data, dict):
+        found = "the file is empty" if data is None else f"found {validation.got(data)}"
+        report.error((1, 1), f"{kind} file must be a YAML mapping ({found})")
+        return report, None
+    return report, data
+
+
+def _read_text(path: Path, report: Report) -> str | None:
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        report.error((1, 1), f"cannot read the file ({exc.strerror or exc})")
+        return None
+    if len(raw) > MAX_FILE_BYTES:
+        report.error((1, 1), f"file is larger than {MAX_FILE_BYTES} bytes; a definition is a "
+                     "small YAML mapping - is this the right file?")
+        return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        before = raw[: exc.start]
+        line = before.count(b"\n") + 1
+        col = len(before[before.rfind(b"\n") + 1 :].decode("utf-8", "replace")) + 1
+        report.error((line, col), f"file is not valid UTF-8 (byte 0x{raw[exc.start]:02x}); "
+                     "save it as UTF-8")
+        return None
+
+
+@attrs.define
+class _Frame:
+    mapping: bool
+    anchor: str | None
+    start: int  # nodes counted before this collection
+    children: int = 0
+    keys: set[str] = attrs.field(factory=set)
+
+
+def _scan(source: str, report: Report) -> bool:
+    """Check the event stream before anything is built: tags, depth, alias expansion,
+    duplicate keys, YAML version. Reports what it finds; False when the file must not load."""
+    stack: list[_Frame] = []
+    sizes: dict[str, int] = {}
+    nodes = 0
+    try:
+        for event in _yaml().parse(source):
+            pos = _pos(event)
+            if isinstance(event, DocumentStartEvent) and event.version not in (None, (1, 2)):
+                report.error(pos, "only YAML 1.2 is supported; remove the %YAML directive")
+            if isinstance(event, NodeEvent):
+                _check_node(event, stack, report, pos)
+            if isinstance(event, ScalarEvent | CollectionStartEvent):
+                nodes += 1
+            if isinstance(event, AliasEvent):
+                nodes += sizes.get(str(event.anchor), 1)
+            if isinstance(event, ScalarEvent) and event.anchor is not None:
+                sizes[str(event.anchor)] = 1
+            if isinstance(event, CollectionStartEvent):
+                anchor = None if event.anchor is None else str(event.anchor)
+                stack.append(_Frame(isinstance(event, MappingStartEvent), anchor, nodes - 1))
+                if len(stack) > MAX_DEPTH:
+                    report.error(pos, f"data is nested deeper than {MAX_DEPTH} levels")
+                    return False
+            if isinstance(event, CollectionEndEvent) and stack:
+                frame = stack.pop()
+                if frame.anchor is not None:
+                    sizes[frame.anchor] = nodes - frame.start
+            if nodes > MAX_NODES:
+                report.error(pos, f"the document expands to more than {MAX_NODES} values "
+                             "(an anchor/alias bomb?); a definition is small")
+                return False
+    except MarkedYAMLError as exc:
+        report.error(_mark_pos(exc), _yaml_message(exc))
+    except ReaderError as exc:
+        report.error(_offset_pos(source, exc.position), f"YAML parse error: unacceptable "
+                     f"character #x{exc.character:04x} ({exc.reason})")
+    except YAMLError as exc:
+        report.error((1, 1), f"YAML parse error: {exc}")
+    return not report.failed
+
+
+def _check_node(event: Any, stack: list[_Frame], report: Report, pos: tuple[int, int]) -> None:
+    tag = event.tag
+    if tag is not None and str(tag) not in _CORE_TAGS:
+        shown = str(tag).replace("tag:yaml.org,2002:", "!!")
+        report.error(pos, f'YAML tag "{shown}" is not allowed; definitions are plain data '
+                     "(strings, numbers, booleans, null, lists, mappings)")
+    if not stack:
+        return
+    frame = stack[-1]
+    is_key = frame.mapping and frame.children % 2 == 0
+    frame.children += 1
+    if is_key and isinstance(event, ScalarEvent):
+        key = f"{event.style is None}:{event.value}"
+        if key in frame.keys:
+            report.error(pos, f'duplicate key "{event.value}" (each key may appear once '
+                         "in a mapping)")
+        frame.keys.add(key)
+
+
+def _pos(event: Any) -> tuple[int, int]:
+    mark = event.start_mark
+    return (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+
+
+def _mark_pos(exc: MarkedYAMLError) -> tuple[int, int]:
+    mark = exc.problem_mark or exc.context_mark
+    return (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+
+
+def _offset_pos(source: str, offset: int) -> tuple[int, int]:
+    before = source[:offset]
+    return (before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1)
+
+
+def _yaml_message(exc: MarkedYAMLError) -> str:
+    problem = str(exc.problem or exc.context or "invalid YAML").strip()
+    if problem.startswith("found duplicate key"):
+        key = problem.split('"')[1] if problem.count('"') >= 2 else "?"
+        return f'duplicate key "{key}" (each key may appear once in a mapping)'
+    hint = " (indent with spaces, not tabs)" if "\\t" in problem else ""
+    context = f" {exc.context}" if exc.context and exc.problem else ""
+    return f"YAML parse error{context}: {problem}{hint}"

@@ -1,0 +1,446 @@
+"""One thin handler per command: lock, read, fold, decide, append, publish (SPEC §6, §8).
+
+Business rules live in :mod:`decide`, :mod:`schedule` and :mod:`fold`; this module only wires
+them to the ledger, the locks, the definitions and the runner.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import sys
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Protocol, TextIO
+
+import attrs
+
+from . import decide, definitions, events, ledger, locks, runner, schedule, views
+from .config import ProjectPaths, resolve_project
+from .definitions import Definitions
+from .errors import EXIT_FAILURE, EXIT_OK, RoutineError, TooManyMissedOccurrences, UsageError
+from .model import Result, Routine, aggregate
+from .timeutil import format_ms, format_s, to_utc
+
+__all__ = [
+    "AttemptReport", "JobActionOutcome", "JobActionRunner", "ProjectPaths", "RunReport",
+    "project", "resolve", "run", "validate",
+]
+
+
+def project(root: Path | None = None, project_id: str | None = None) -> ProjectPaths:
+    """Resolve the project the command works on (SPEC §2)."""
+    return resolve_project(root, project_id)
+
+
+def validate(paths: ProjectPaths, *, jobs_only: bool = False) -> Definitions:
+    """Load and validate every definition; problems are in the result, not raised."""
+    return definitions.load_jobs(paths) if jobs_only else definitions.load_definitions(paths)
+
+
+# --- the job action seam ------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class JobActionOutcome:
+    result: Result
+    reason: str | None = None
+    job_run_id: str | None = None
+    exit_code: int | None = None
+
+
+class JobActionRunner(Protocol):
+    """Runs one routine ``job`` action as a Job Run with ``trigger: routine``."""
+
+    def __call__(
+        self, paths: ProjectPaths, defs: Definitions, *, job_id: str,
+        inputs: Mapping[str, str], scheduled_at: datetime, echo: TextIO | None,
+    ) -> JobActionOutcome: ...
+
+
+# --- run -----------------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class AttemptReport:
+    routine_id: str
+    attempt_id: str
+    scheduled_for: str
+    result: str
+    reason: str | None
+    action_results: list[dict[str, Any]] | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"routine_id": self.routine_id, "attempt_id": self.attempt_id,
+                "scheduled_for": self.scheduled_for, "result": self.result,
+                "action_results": self.action_results}
+
+
+@attrs.frozen(kw_only=True)
+class Selected:
+    routine: Routine
+    occurrence: schedule.Occurrence
+    actions: list[decide.PlannedAction]
+
+
+@attrs.define(kw_only=True)
+class RunReport:
+    dry_run: bool
+    prefix: list[str]
+    selected: list[Selected] = attrs.field(factory=list)
+    results: list[AttemptReport] = attrs.field(factory=list)
+    interrupted: list[str] = attrs.field(factory=list)
+    closed_interrupted: list[str] = attrs.field(factory=list)
+    errors: list[str] = attrs.field(factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        failed = any(r.result == Result.FAILURE.value for r in self.results)
+        return EXIT_FAILURE if failed or self.interrupted or self.errors else EXIT_OK
+
+
+@attrs.frozen(kw_only=True)
+class _Context:
+    paths: ProjectPaths
+    defs: Definitions
+    now: datetime
+    env: Mapping[str, str]
+    echo: TextIO | None
+    job_runner: JobActionRunner | None
+    append: Callable[[events.RoutineEvent], int]
+
+
+def _routines_to_consider(defs: Definitions, routine_id: str | None) -> list[Routine]:
+    if routine_id is None:
+        return list(defs.routines)
+    found = defs.routine(routine_id)
+    if found is not None:
+        return [found]
+    if any(p.path.rsplit("/", 1)[-1].split(".")[0] == routine_id for p in defs.errors):
+        raise RoutineError(f"routine {routine_id} is invalid; run `validate` and fix it first")
+    raise UsageError(f'unknown routine "{routine_id}" (see `list`)')
+
+
+def _select(
+    report: RunReport, routine: Routine, state: Mapping[str, Any] | None, now: datetime,
+    explicit: bool, project_id: str,
+) -> None:
+    try:
+        occurrences = schedule.due_occurrences(
+            routine,
+            last_run=(state or {}).get("last_run"),
+            last_scheduled_for=(state or {}).get("last_scheduled_for"),
+            now=now,
+            explicit=explicit,
+        )
+    except TooManyMissedOccurrences as exc:
+        report.errors.append(str(exc))
+        return
+    for occ in occurrences:
+        actions = decide.plan_actions(routine, occ.scheduled_for, project_id)
+        report.selected.append(Selected(routine=routine, occurrence=occ, actions=actions))
+
+
+def _is_open(state: Mapping[str, Any] | None) -> bool:
+    return bool(state) and state is not None and state.get("status") == "running"
+
+
+def run(
+    paths: ProjectPaths,
+    *,
+    routine_id: str | None = None,
+    dry_run: bool = False,
+    now: datetime | None = None,
+    env: Mapping[str, str] | None = None,
+    echo: TextIO | None = None,
+    job_runner: JobActionRunner | None = None,
+    clock: Callable[[], datetime] | None = None,
+) -> RunReport:
+    """``run --due`` (``routine_id`` None) or ``run --id`` (SPEC §6)."""
+    wall = clock or (lambda: datetime.now(UTC))
+    env = dict(os.environ if env is None else env)
+    defs = definitions.load_definitions(paths)
+    report = RunReport(dry_run=dry_run, prefix=runner.specdojo_prefix(env))
+    report.errors.extend(str(p) for p in defs.errors)
+    candidates = _routines_to_consider(defs, routine_id)
+    the_now = to_utc(now) if now is not None else to_utc(wall())
+    if dry_run:
+        view = views.load_routine_view(paths)
+        lock = locks.routine_lock_status(paths.routine_locks_dir, now=to_utc(wall()))
+        _plan(report, candidates, view, the_now, routine_id, paths, interrupted=not lock.held)
+        return report
+    with locks.routine_lock(paths.routine_locks_dir, clock=wall):
+        log = ledger.Ledger(paths.routine_ledger, clock=wall)
+        ctx = _Context(paths=paths, defs=defs, now=the_now, env=env, echo=echo,
+                       job_runner=job_runner, append=log.append)
+        view = views.refresh_routine_view(paths)
+        for routine in candidates:
+            state = view.routines.get(routine.id)
+            if _is_open(state):
+                if routine.policy.on_interrupted.value != "resume":
+                    report.interrupted.append(routine.id)
+                    continue
+                _close_interrupted(ctx, routine, state or {})
+                report.closed_interrupted.append(routine.id)
+                view = views.refresh_routine_view(paths)
+                state = view.routines.get(routine.id)
+            before = len(report.selected)
+            _select(report, routine, state, the_now, routine_id is not None, paths.project_id)
+            for chosen in report.selected[before:]:
+                report.results.append(_attempt(ctx, chosen, state))
+                view = views.refresh_routine_view(paths)
+                state = view.routines.get(routine.id)
+    return report
+
+
+def _plan(
+    report: RunReport, candidates: list[Routine], view: views.RoutineView, now: datetime,
+    routine_id: str | None, paths: ProjectPaths, *, interrupted: bool,
+) -> None:
+    for routine in candidates:
+        state = view.routines.get(routine.id)
+        if _is_open(state):
+            if interrupted and routine.policy.on_interrupted.value != "resume":
+                report.interrupted.append(routine.id)
+            if interrupted and routine.policy.on_interrupted.value == "resume":
+                report.closed_interrupted.append(routine.id)
+            else:
+                continue
+        _select(report, routine, state, now, routine_id is not None, paths.project_id)
+
+
+def _owner() -> dict[str, Any]:
+    return {"pid": os.getpid(), "host": locks.this_host()}
+
+
+def _new_attempt_id(now: datetime) -> str:
+    return f"att-{now.strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex[:8]}"
+
+
+def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -> AttemptReport:
+    routine, occ = chosen.routine, chosen.occurrence
+    if (state or {}).get("digest") != routine.digest:
+        ctx.append(events.RoutineRegistered(
+            routine_id=routine.id, digest=routine.digest, path=routine.path))
+    attempt_id = _new_attempt_id(ctx.now)
+    started_at = format_s(ctx.now)
+    ctx.append(events.AttemptStarted(
+        routine_id=routine.id, attempt_id=attempt_id,
+        transition=decide.start_transition((state or {}).get("status") or "never"),
+        trigger=occ.trigger, scheduled_for=format_ms(occ.scheduled_for), last_run=started_at,
+        passed_over_since=(format_ms(occ.passed_over_since)
+                           if occ.passed_over_since is not None else None),
+        owner=_owner(), schedule="cron" if routine.trigger is not None else "interval",
+    ))
+    t0 = time.monotonic()
+    outcomes: list[tuple[int, str, Result, str | None]] = []
+    job_run_ids: list[str] = []
+    for planned in chosen.actions:
+        ctx.append(events.ActionStarted(routine_id=routine.id, attempt_id=attempt_id,
+                                        index=planned.index, kind=planned.kind))
+        result, reason, run_id, code = _execute(ctx, planned, occ.scheduled_for)
+        if run_id:
+            job_run_ids.append(run_id)
+        ctx.append(events.ActionEnded(
+            routine_id=routine.id, attempt_id=attempt_id, index=planned.index,
+            kind=planned.kind, result=result.value, reason=reason, job_run_id=run_id,
+            exit_code=code))
+        outcomes.append((planned.index, planned.kind, result, reason))
+    completed = ctx.now + timedelta(seconds=time.monotonic() - t0)
+    return _end_attempt(ctx, routine, attempt_id, occ.scheduled_for, started_at,
+                        format_s(completed), outcomes, job_run_ids)
+
+
+def _end_attempt(
+    ctx: _Context, routine: Routine, attempt_id: str, scheduled_for: datetime | str,
+    started_at: str, completed_at: str, outcomes: list[tuple[int, str, Result, str | None]],
+    job_run_ids: list[str], *, reason_override: str | None = None,
+) -> AttemptReport:
+    result = aggregate([o[2] for o in outcomes]) if reason_override is None else Result.FAILURE
+    reason = reason_override or decide.failure_reason(outcomes)
+    scheduled = scheduled_for if isinstance(scheduled_for, str) else format_ms(scheduled_for)
+    reason = decide.failure_reason(outcomes)
+    action_results = decide.action_results_payload(routine, [o[:3] for o in outcomes])
+    ctx.append(events.AttemptEnded(
+        routine_id=routine.id, attempt_id=attempt_id,
+        transition=decide.END_TRANSITIONS[result], result=result.value, reason=reason,
+        action_results=action_results, scheduled_for=scheduled,
+        started_at=started_at, completed_at=completed_at, job_run_ids=job_run_ids,
+    ))
+    return AttemptReport(routine_id=routine.id, attempt_id=attempt_id,
+                         scheduled_for=scheduled, result=result.value,
+                         reason=reason, action_results=action_results)
+
+
+def _execute(
+    ctx: _Context, planned: decide.PlannedAction, scheduled_for: datetime
+) -> tuple[Result, str | None, str | None, int | None]:
+    """Run one action; returns (result, reason, job_run_id, exit_code). Never raises for the
+    action's own failures - they are results."""
+    if planned.argv is None:
+        return _execute_job(ctx, planned, scheduled_for)
+    argv = [*runner.specdojo_prefix(ctx.env), *planned.argv]
+    extra = {"SPECDOJO_PROJECT": ctx.paths.project_id, "SPECDOJO_ROUTINE_EXEC": "1"}
+    outcome = runner.run_argv(argv, cwd=ctx.paths.root,
+                              env=runner.child_env(ctx.env, extra), echo=ctx.echo)
+    result = decide.exit_code_result(outcome.exit_code)
+    if outcome.error is not None:
+        return Result.FAILURE, outcome.error, None, None
+    reason = None
+    if result is Result.SKIPPED:
+        reason = "project busy (exit 75)"
+    elif result is Result.FAILURE:
+        reason = f"command exited with code {outcome.exit_code}"
+    return result, reason, None, outcome.exit_code
+
+
+def _execute_job(
+    ctx: _Context, planned: decide.PlannedAction, scheduled_for: datetime
+) -> tuple[Result, str | None, str | None, int | None]:
+    job_id = planned.job or ""
+    if job_id in ctx.defs.invalid_job_ids or ctx.defs.job(job_id) is None:
+        return Result.FAILURE, f"invalid Job Definition: {job_id}", None, None
+    if ctx.job_runner is None:
+        return Result.FAILURE, "no Job runner configured", None, None
+    out = ctx.job_runner(ctx.paths, ctx.defs, job_id=job_id, inputs=dict(planned.inputs or {}),
+                         scheduled_at=scheduled_for, echo=ctx.echo)
+    return out.result, out.reason, out.job_run_id, out.exit_code
+
+
+def _close_interrupted(ctx: _Context, routine: Routine, state: Mapping[str, Any]) -> None:
+    """``on_interrupted: resume``: close the dead runner's attempt as failure/interrupted."""
+    open_attempt = state.get("open_attempt") or {}
+    outcomes = [
+        (a["index"], a["kind"], Result(a["result"]), a.get("reason"))
+        for a in open_attempt.get("actions", []) if a.get("result")
+    ]
+    job_run_ids = [a["job_run_id"] for a in open_attempt.get("actions", [])
+                   if a.get("job_run_id")]
+    _end_attempt(ctx, routine, open_attempt.get("attempt_id") or state.get("attempt_id") or "",
+                 open_attempt.get("scheduled_for") or "", open_attempt.get("started_at") or "",
+                 format_s(ctx.now), outcomes, job_run_ids, reason_override="interrupted")
+
+
+# --- resolve, fold, history -----------------------------------------------------------------------
+
+
+def resolve(
+    paths: ProjectPaths, routine_id: str, *, result: str, note: str, by: str | None = None,
+    clock: Callable[[], datetime] | None = None,
+) -> str:
+    """Record an operator's outcome for an interrupted attempt (SPEC §6.5); returns its id."""
+    wall = clock or (lambda: datetime.now(UTC))
+    who = by or os.environ.get("USER") or _login_name()
+    with locks.routine_lock(paths.routine_locks_dir, clock=wall):
+        view = views.refresh_routine_view(paths)
+        state = view.routines.get(routine_id)
+        if not _is_open(state):
+            status = (state or {}).get("status", "unknown")
+            raise RoutineError(
+                f"routine {routine_id} has no open attempt to resolve (status: {status})")
+        assert state is not None
+        outcome = Result(result)
+        attempt_id = str(state.get("attempt_id"))
+        ledger.Ledger(paths.routine_ledger, clock=wall).append(events.AttemptResolved(
+            routine_id=routine_id, attempt_id=attempt_id,
+            transition=decide.END_TRANSITIONS[outcome], result=outcome.value, note=note,
+            resolved_by=who))
+        views.refresh_routine_view(paths)
+        return attempt_id
+
+
+def _login_name() -> str:
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return "unknown"
+
+
+def history(
+    paths: ProjectPaths, routine_id: str | None = None, limit: int | None = None
+) -> list[tuple[bytes, dict[str, Any]]]:
+    """Routine ledger events, oldest first: (the line exactly as stored, the upgraded event)."""
+    lines: list[tuple[bytes, dict[str, Any]]] = []
+    for raw, event in ledger.read_lines(paths.routine_ledger):
+        if routine_id is None or event.get("routine_id") == routine_id:
+            lines.append((raw, event))
+    return lines[-limit:] if limit else lines
+
+
+def stdout_echo(json_mode: bool) -> TextIO:
+    """Where delegated commands' output goes: stdout, or stderr when stdout carries JSON."""
+    return sys.stderr if json_mode else sys.stdout
+
+
+
+# --- list ---------------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class RoutineRow:
+    id: str
+    enabled: bool
+    schedule: str
+    kinds: list[str]
+    status: str
+    interrupted: bool
+    last_run: str | None
+    last_result: str | None
+    last_scheduled_for: str | None
+    last_reason: str | None
+    due: bool
+    next_occurrence: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        data = attrs.asdict(self)
+        del data["last_reason"]
+        return data
+
+
+@attrs.frozen(kw_only=True)
+class Listing:
+    now: datetime
+    rows: list[RoutineRow]
+    lock: locks.LockInfo
+    problems: list[str]
+
+
+def list_routines(
+    paths: ProjectPaths, *, now: datetime | None = None,
+    clock: Callable[[], datetime] | None = None,
+) -> Listing:
+    """Every valid routine with its status, due-ness and next occurrence; writes nothing."""
+    wall = to_utc((clock or (lambda: datetime.now(UTC)))())
+    the_now = to_utc(now) if now is not None else wall
+    defs = definitions.load_definitions(paths)
+    view = views.load_routine_view(paths)
+    lock = locks.routine_lock_status(paths.routine_locks_dir, now=wall)
+    rows = [_row(r, view.routines.get(r.id) or {}, the_now, lock.held) for r in defs.routines]
+    return Listing(now=the_now, rows=rows, lock=lock, problems=[str(p) for p in defs.errors])
+
+
+def _row(routine: Routine, state: Mapping[str, Any], now: datetime, lock_held: bool) -> RoutineRow:
+    status = state.get("status") or "never"
+    interrupted = status == "running" and not lock_held
+    try:
+        due = bool(schedule.due_occurrences(
+            routine, last_run=state.get("last_run"),
+            last_scheduled_for=state.get("last_scheduled_for"), now=now))
+    except TooManyMissedOccurrences:
+        due = True
+    if routine.trigger is not None:
+        nxt = schedule.next_occurrence(routine, now=now)
+        next_text = format_ms(nxt) if nxt else None
+    else:
+        next_text = format_s(schedule.next_interval_due(
+            routine, last_run=state.get("last_run"), now=now))
+    return RoutineRow(
+        id=routine.id, enabled=routine.enabled, schedule=routine.schedule_text,
+        kinds=[a.kind for a in routine.actions], status=status, interrupted=interrupted,
+        last_run=state.get("last_run"), last_result=state.get("last_result"),
+        last_scheduled_for=state.get("last_scheduled_for"), last_reason=state.get("last_reason"),
+        due=due and routine.enabled and status != "running", next_occurrence=next_text,
+    )

@@ -1,0 +1,169 @@
+"""Secret redaction and size bounds for command output and evidence (pure; SPEC §7.5).
+
+Redaction runs on the full text before any bounding, so a cut can never expose part of a secret.
+What is covered: the given secret values (and their JSON-escaped form), PEM private key blocks
+(a BEGIN without END is redacted to the end), ``Bearer <token>``, well-known token shapes
+(``sk-``, ``sk-proj-``, ``ghp_``/``gho_``/``ghs_``/``ghu_``, ``github_pat_``, ``AKIA``/``ASIA``,
+``xox?-``), ``user:password@`` in URLs, and ``key=value`` / ``key: value`` (also quoted, JSON
+style) whose key names a credential (api_key, access_token, auth, authorization, password,
+passwd, secret, token, credential, private_key, in any case, also as part of a longer name such
+as ``DB_PASSWORD`` or ``clientSecret``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import Iterable, Mapping
+
+REDACTED = "[REDACTED]"
+DEFAULT_LIMIT_BYTES = 65536
+MIN_SECRET_LENGTH = 6
+
+_SECRET_NAME_PARTS = (
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "API_KEY",
+    "PRIVATE_KEY",
+    "CREDENTIAL",
+)
+
+_PEM_BEGIN = r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+_PEM_END = r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+_PEM = re.compile(rf"{_PEM_BEGIN}(?:.*?{_PEM_END}|.*\Z)", re.S)
+_PEM_BEGIN_LINE = re.compile(_PEM_BEGIN)
+_PEM_END_LINE = re.compile(_PEM_END)
+
+_TOKENS = re.compile(
+    r"(?<![A-Za-z0-9])(?:"
+    r"sk-(?:proj-)?[A-Za-z0-9_-]{8,}"
+    r"|gh[opsu]_[A-Za-z0-9_]{8,}"
+    r"|github_pat_[A-Za-z0-9_]{8,}"
+    r"|(?:AKIA|ASIA)[0-9A-Z]{16}"
+    r"|xox[abeoprs]-[A-Za-z0-9-]{8,}"
+    r")"
+)
+_BEARER = re.compile(r"\b(Bearer\s+)[A-Za-z0-9._~+/=-]+", re.I)
+_URL_PASSWORD = re.compile(r"(://[^/\s:@]+:)[^/\s@]+(@)")
+_KEY_SEP = re.compile(
+    r"""(?<![A-Za-z0-9_.-])(["']?)([A-Za-z][A-Za-z0-9_.-]*)\1([ \t]*[:=][ \t]*)"""
+)
+_VALUE = re.compile(
+    r"""(?:(?:Bearer|Basic|Token|Digest|Bot)[ \t]+)?("(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^\s,;]+)"""
+)
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+_KEY_WORDS = frozenset(
+    {
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "auth",
+        "authorization",
+        "credential",
+        "credentials",
+        "apikey",
+        "api_key",
+        "access_token",
+        "accesstoken",
+        "private_key",
+    }
+)
+
+
+def secret_values(env: Mapping[str, str]) -> list[str]:
+    """Values (length >= 6) of variables whose names mark them as secrets; longest first."""
+    found = {
+        value
+        for name, value in env.items()
+        if len(value) >= MIN_SECRET_LENGTH and any(p in name.upper() for p in _SECRET_NAME_PARTS)
+    }
+    return sorted(found, key=lambda v: (-len(v), v))
+
+
+def _is_credential_key(key: str) -> bool:
+    parts = [p for p in re.split(r"[_.-]+", _CAMEL.sub(r"\1_\2", key).lower()) if p]
+    pairs = {f"{a}_{b}" for a, b in itertools.pairwise(parts)}
+    return bool(_KEY_WORDS.intersection(parts) or _KEY_WORDS.intersection(pairs))
+
+
+def _redact_key_values(text: str) -> str:
+    out: list[str] = []
+    pos = 0
+    for key in _KEY_SEP.finditer(text):
+        if key.start() < pos or not _is_credential_key(key[2]):
+            continue
+        value = _VALUE.match(text, key.end())
+        if value is None:
+            continue
+        quoted = value[1][:1] in "\"'" and len(value[1]) >= 2
+        out += [
+            text[pos : value.start(1)],
+            value[1][0] + REDACTED + value[1][0] if quoted else REDACTED,
+        ]
+        pos = value.end()
+    return "".join(out) + text[pos:]
+
+
+def _secret_pattern(secrets: Iterable[str]) -> re.Pattern[str] | None:
+    variants: set[str] = set()
+    for secret in secrets:
+        if secret:
+            variants.add(secret)
+            variants.add(json.dumps(secret, ensure_ascii=False)[1:-1])
+            variants.add(json.dumps(secret)[1:-1])
+    if not variants:
+        return None
+    ordered = sorted(variants, key=lambda v: (-len(v), v))
+    return re.compile("|".join(re.escape(v) for v in ordered))
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with every secret it contains replaced by ``[REDACTED]``."""
+    pattern = _secret_pattern(secrets)
+    if pattern is not None:
+        text = pattern.sub(REDACTED, text)
+    text = _PEM.sub(REDACTED, text)
+    text = _TOKENS.sub(REDACTED, text)
+    text = _BEARER.sub(rf"\g<1>{REDACTED}", text)
+    text = _URL_PASSWORD.sub(rf"\g<1>{REDACTED}\g<2>", text)
+    return _redact_key_values(text)
+
+
+class LineRedactor:
+    """Redacts a stream line by line, remembering when it is inside a PEM private key block."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self.secrets = tuple(secrets)
+        self.in_key = False
+
+    def line(self, text: str) -> str:
+        """The redacted form of one line (with or without its line ending)."""
+        if self.in_key:
+            end = _PEM_END_LINE.search(text)
+            if end is None:
+                return REDACTED + ("\n" if text.endswith("\n") else "")
+            self.in_key = False
+            text = REDACTED + text[end.end() :]
+        begin = _PEM_BEGIN_LINE.search(text)
+        if begin is not None and _PEM_END_LINE.search(text, begin.end()) is None:
+            self.in_key = True
+        return redact(text, self.secrets)
+
+
+def bound(text: str, limit_bytes: int = DEFAULT_LIMIT_BYTES) -> tuple[str, bool]:
+    """Cut ``text`` at a character boundary so its UTF-8 form fits ``limit_bytes``.
+
+    Returns ``(text, truncated)``. Lone surrogates (never produced by decoding) become ``?``.
+    """
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        data = text.encode("utf-8", errors="replace")
+        text = data.decode("utf-8")
+    if len(data) <= limit_bytes:
+        return text, False
+    return data[:limit_bytes].decode("utf-8", errors="ignore"), True

@@ -1,0 +1,185 @@
+"""What commands print: aligned tables for people, one JSON document for machines."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TextIO
+
+import orjson
+
+from .config import ProjectPaths
+from .definitions import Definitions
+from .errors import EXIT_FAILURE, EXIT_OK
+from .timeutil import format_ms, format_s, try_parse_instant
+
+if TYPE_CHECKING:
+    from .handlers import Listing, RunReport
+
+
+def dumps(data: Any) -> str:
+    """One pretty JSON document with a trailing newline."""
+    return orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Left-aligned columns separated by two spaces."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
+              for i, h in enumerate(headers)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+             for row in [list(headers), *rows]]
+    return "\n".join(lines) + "\n"
+
+
+def relative(stamp: str | None, now: datetime) -> str:
+    """``3h ago`` / ``in 2d`` / ``-`` for a timestamp relative to ``now``."""
+    when = try_parse_instant(stamp)
+    if when is None:
+        return "-"
+    seconds = int((when - now).total_seconds())
+    span = abs(seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if span >= size:
+            text = f"{span // size}{unit}"
+            break
+    else:
+        return "now" if span < 1 else (f"{span}s ago" if seconds < 0 else f"in {span}s")
+    return f"{text} ago" if seconds < 0 else f"in {text}"
+
+
+def where(paths: ProjectPaths) -> str:
+    rows = [
+        ("root", str(paths.root)), ("project", paths.project_id),
+        ("routines", str(paths.routines_dir)), ("jobs", str(paths.jobs_dir)),
+        ("execution", str(paths.execution_dir)), ("routine ledger", str(paths.routine_ledger)),
+        ("routine state", str(paths.routine_state)), ("job runs", str(paths.runs_dir)),
+        ("job state", str(paths.job_state)), ("evidence", str(paths.evidence_dir)),
+    ]
+    width = max(len(k) for k, _ in rows)
+    return "".join(f"{k.ljust(width)}  {v}\n" for k, v in rows)
+
+
+def validation(defs: Definitions, out: TextIO, err: TextIO) -> int:
+    for problem in defs.problems:
+        err.write(f"{problem}\n")
+    out.write(
+        f"Validated: {len(defs.routines)} routine(s), {len(defs.jobs)} job(s), "
+        f"{len(defs.errors)} error(s), {len(defs.warnings)} warning(s)\n"
+    )
+    return EXIT_FAILURE if defs.errors else EXIT_OK
+
+
+def listing(listing: Listing, out: TextIO, err: TextIO, *, as_json: bool) -> None:
+    for problem in listing.problems:
+        err.write(f"{problem}\n")
+    lock = listing.lock
+    if as_json:
+        out.write(dumps({
+            "now": format_s(listing.now),
+            "routines": [row.to_json() for row in listing.rows],
+            "lock": {"held": lock.held, "pid": lock.pid, "host": lock.host,
+                     "acquired_at": lock.acquired_at, "suspicious": lock.suspicious},
+        }))
+        return
+    now = listing.now
+    rows = [[
+        r.id, "yes" if r.enabled else "no", r.schedule, ",".join(r.kinds),
+        r.status + (" (interrupted)" if r.interrupted else ""),
+        relative(r.last_run, now), r.last_result or "-", "yes" if r.due else "no",
+        relative(r.next_occurrence, now),
+    ] for r in listing.rows]
+    out.write(table(["ID", "ENABLED", "SCHEDULE", "KINDS", "STATUS", "LAST RUN", "RESULT",
+                     "DUE", "NEXT"], rows))
+    for r in listing.rows:
+        if r.interrupted:
+            out.write(f"! {r.id}: interrupted - its runner died mid-attempt; check what it did, "
+                      f"then `resolve {r.id} --result ... --note ...`\n")
+        elif r.last_result in ("failure", "skipped") and r.last_reason:
+            out.write(f"  {r.id}: last {r.last_result}: {r.last_reason}\n")
+    if lock.held:
+        flag = " - SUSPICIOUS: held for over 1 hour" if lock.suspicious else ""
+        out.write(f"lock: held by pid {lock.pid} on {lock.host} since {lock.acquired_at}{flag}\n")
+
+
+def run_report(report: RunReport, out: TextIO, err: TextIO, *, as_json: bool) -> None:
+    for problem in report.errors:
+        err.write(f"{problem}\n")
+    for rid in report.interrupted:
+        err.write(f"{rid}: interrupted attempt (its runner died); not started again - check it, "
+                  f"then `resolve {rid} --result success|failure|skipped --note TEXT`\n")
+    if as_json:
+        out.write(dumps({
+            "selected": [{
+                "routine_id": s.routine.id, "scheduled_for": _ms(s.occurrence.scheduled_for),
+                "trigger": s.occurrence.trigger,
+                "actions": [a.to_json(report.prefix) for a in s.actions],
+            } for s in report.selected],
+            "results": [r.to_json() for r in report.results],
+        }))
+        return
+    if not report.selected:
+        out.write("no due routines\n")
+        return
+    if report.dry_run:
+        _dry_run_text(report, out)
+        return
+    for r in report.results:
+        reason = f" - {r.reason}" if r.reason else ""
+        out.write(f"{r.routine_id}  {r.scheduled_for}  {r.result}{reason}\n")
+    counts = {k: sum(1 for r in report.results if r.result == k)
+              for k in ("success", "failure", "skipped")}
+    out.write(f"Ran {len(report.results)} attempt(s): {counts['success']} success, "
+              f"{counts['failure']} failure, {counts['skipped']} skipped\n")
+
+
+def _ms(value: datetime) -> str:
+    return format_ms(value)
+
+
+def _dry_run_text(report: RunReport, out: TextIO) -> None:
+    out.write("dry run - nothing is recorded or executed\n")
+    for s in report.selected:
+        extra = ""
+        if s.occurrence.passed_over_since is not None:
+            extra = f" (coalesces occurrences since {_ms(s.occurrence.passed_over_since)})"
+        out.write(f"{s.routine.id}  {_ms(s.occurrence.scheduled_for)}  "
+                  f"[{s.occurrence.trigger}]{extra}\n")
+        for a in s.actions:
+            if a.argv is not None:
+                out.write(f"  {a.index}. {a.kind}: {shlex.join([*report.prefix, *a.argv])}\n")
+            else:
+                inputs = ", ".join(f"{k}={v}" for k, v in (a.inputs or {}).items())
+                out.write(f"  {a.index}. job {a.job}" + (f" ({inputs})" if inputs else "") + "\n")
+
+
+def _event_detail(event: dict[str, Any]) -> str:
+    etype = event.get("type")
+    if etype == "routine_registered":
+        return f"digest {str(event.get('digest'))[:12]} {event.get('path')}"
+    if etype == "attempt_started":
+        since = event.get("passed_over_since")
+        coalesced = f", coalesced since {since}" if since else ""
+        return (f"{event.get('transition')} {event.get('trigger')} for "
+                f"{event.get('scheduled_for')}{coalesced}")
+    if etype in ("action_started", "action_ended"):
+        tail = f" -> {event.get('result')}" if etype == "action_ended" else ""
+        reason = f" ({event['reason']})" if event.get("reason") else ""
+        run = f" {event['job_run_id']}" if event.get("job_run_id") else ""
+        return f"#{event.get('index')} {event.get('kind')}{tail}{reason}{run}"
+    if etype == "attempt_ended":
+        reason = f" ({event['reason']})" if event.get("reason") else ""
+        return f"{event.get('transition')} {event.get('result')}{reason}"
+    if etype == "attempt_resolved":
+        return (f"{event.get('transition')} {event.get('result')} by "
+                f"{event.get('resolved_by')}: {event.get('note')}")
+    return ""
+
+
+def history(events: Sequence[dict[str, Any]]) -> str:
+    """The routine ledger as an aligned table, oldest first."""
+    if not events:
+        return "no events\n"
+    rows = [[str(e.get("seq")), str(e.get("at")), str(e.get("routine_id", "")),
+             str(e.get("type")), _event_detail(e)] for e in events]
+    return table(["SEQ", "AT", "ROUTINE", "EVENT", "DETAIL"], rows)

@@ -1,0 +1,404 @@
+"""Due determination (SPEC §4): cron and interval syntax, DST rules, due occurrences (pure).
+
+Cron expressions are checked here (5 fields, SpecDojo's restrictions) and rewritten into a
+canonical form that croniter iterates as *naive local wall-clock slots*. Each slot is then
+mapped to UTC instants by the DST rules of docs/dst.md:
+
+- hour field other than a literal ``*``: a slot in a spring-forward gap fires once, at the
+  first instant after the gap; a slot in a fall-back overlap fires once, at its first instant;
+- hour field ``*``: real time - a slot in a gap does not fire, a slot in an overlap fires at
+  both of its instants.
+
+Slots landing on the same instant fire once. Nothing here reads the clock or the disk.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import re
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Literal
+from zoneinfo import ZoneInfo
+
+import attrs
+from croniter import CroniterBadDateError, CroniterError, croniter
+
+from specdojo_routine import errors, model, timeutil
+
+# --- syntax ------------------------------------------------------------------------------------
+
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+_UNSUPPORTED = re.compile(r"[#?@]|(?<![a-z])[lwh](?![a-z])")
+_TOKEN = re.compile(r"(?:(\*)|([0-9a-z]+)(?:-([0-9a-z]+))?)(?:/([0-9]+))?")
+_INTERVAL = re.compile(r"([1-9][0-9]*)([mhdw])")
+_UNIT_SECONDS = {"m": 60, "h": 3600, "d": 86400, "w": 604800}
+_MAX_INTERVAL_SECONDS = 999_999_999 * 86400  # what a timedelta can hold
+
+
+@attrs.frozen
+class _Field:
+    label: str
+    low: int
+    high: int
+    names: tuple[str, ...] = ()  # names[i] is value i (+1 for months)
+    name_base: int = 0
+
+
+_FIELDS = (
+    _Field("minute", 0, 59),
+    _Field("hour", 0, 23),
+    _Field("day-of-month", 1, 31),
+    _Field("month", 1, 12, _MONTHS, 1),
+    _Field("day-of-week", 0, 7, _DAYS, 0),
+)
+
+
+class _BadCron(ValueError):
+    """A cron expression violates SpecDojo's syntax; ``str()`` is the user message."""
+
+
+def cron_syntax_error(expr: str) -> str | None:
+    """The message for an invalid SpecDojo cron expression, or None if it is valid."""
+    try:
+        _canonical(expr)
+    except _BadCron as exc:
+        return str(exc)
+    return None
+
+
+def dom_dow_warning(expr: str) -> str | None:
+    """A warning when day-of-month and day-of-week are both restricted (they are ANDed)."""
+    if cron_syntax_error(expr) is not None:
+        return None
+    fields = expr.split()
+    dom, dow = fields[2], fields[4]
+    if dom == "*" or dow == "*":
+        return None
+    return (
+        f'cron "{expr.strip()}" restricts both day-of-month ({dom}) and day-of-week ({dow}): '
+        "SpecDojo fires only when BOTH match (AND), unlike Vixie cron, which fires when "
+        'EITHER matches (OR) - e.g. "0 0 13 * 5" fires only on a Friday the 13th; '
+        "set one of the two fields to * if you meant either"
+    )
+
+
+def parse_interval(text: str) -> int | None:
+    """Seconds of ``<positive int><m|h|d|w>`` (no leading zero), or None if invalid."""
+    if not isinstance(text, str):
+        return None
+    match = _INTERVAL.fullmatch(text.strip())
+    if match is None:
+        return None
+    seconds = int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    return seconds if seconds <= _MAX_INTERVAL_SECONDS else None
+
+
+def interval_syntax_error(text: object) -> str | None:
+    """The validation message for an invalid interval, or None if it is valid."""
+    if isinstance(text, str) and parse_interval(text) is not None:
+        return None
+    shown = f'"{text}"' if isinstance(text, str) else repr(text)
+    return (
+        f"Invalid interval: {shown}. Use <positive integer><unit> with unit m|h|d|w "
+        "(e.g. 30m, 6h, 1d, 1w)"
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _canonical(expr: str) -> str:
+    """Check ``expr`` and rewrite it into plain tokens croniter reads unambiguously."""
+    if not isinstance(expr, str):
+        raise _BadCron(f"Invalid cron expression: {expr!r} (expected a string of 5 fields)")
+    fields = expr.split()
+    if expr.strip().startswith("@"):
+        raise _BadCron(
+            f'Invalid cron expression: "{expr}" (@ macros are not supported; '
+            'write the 5 fields, e.g. "0 0 * * *" for @daily)'
+        )
+    if len(fields) != 5:
+        extra = "; seconds and year fields are not supported" if len(fields) > 5 else ""
+        raise _BadCron(
+            f'Invalid cron expression: "{expr}" (expected 5 fields, got {len(fields)}{extra})'
+        )
+    pairs = zip(fields, _FIELDS, strict=True)
+    canon = " ".join(_canonical_field(text, spec) for text, spec in pairs)
+    try:
+        croniter.expand(canon, strict=True)
+    except CroniterError as exc:
+        raise _BadCron(
+            f'Invalid cron expression: "{expr}" (the day-of-month never occurs in the '
+            "month(s) given, so it would never fire)"
+        ) from exc
+    return canon
+
+
+def _canonical_field(text: str, spec: _Field) -> str:
+    return ",".join(_canonical_token(tok, text, spec) for tok in text.lower().split(","))
+
+
+def _canonical_token(tok: str, text: str, spec: _Field) -> str:
+    def bad(reason: str) -> _BadCron:
+        return _BadCron(f'Invalid cron {spec.label}: "{text}" ({reason})')
+
+    if _UNSUPPORTED.search(tok):
+        raise bad("L, W, #, ?, H and @ are not supported")
+    match = _TOKEN.fullmatch(tok)
+    if match is None:
+        raise bad("expected *, a number, a range a-b, a step /n, or a list of those")
+    star, first, last, step_text = match.groups()
+    step = int(step_text) if step_text is not None else None
+    if step == 0:
+        raise bad("a step must be at least 1")
+    if star:
+        return "*" if step is None else f"*/{step}"
+    low = _value(first, spec, bad)
+    if last is not None:
+        high = _value(last, spec, bad)
+        if low > high:
+            raise bad(f'range "{tok}" starts after it ends')
+    else:
+        high = spec.high if step is not None else low
+    return _emit_range(low, high, step or 1, spec)
+
+
+def _value(text: str, spec: _Field, bad: Callable[[str], _BadCron]) -> int:
+    if text.isdigit():
+        value = int(text)
+    elif text in spec.names:
+        value = spec.names.index(text) + spec.name_base
+    elif text.isalpha() and spec.names:
+        raise bad(f'unknown name "{text}"; use {spec.names[0]}..{spec.names[-1]}')
+    elif text.isalpha():
+        raise bad("names are only allowed in the month and day-of-week fields")
+    else:
+        raise bad(f'"{text}" is not a number')
+    if not spec.low <= value <= spec.high:
+        raise bad(f"{value} is out of range {spec.low}-{spec.high}")
+    return value
+
+
+def _emit_range(low: int, high: int, step: int, spec: _Field) -> str:
+    """Plain croniter tokens for ``low-high/step`` (weekday 7 becomes 0)."""
+    if spec.label == "day-of-week" and high == 7:
+        parts = [_plain_range(low, 6, step)] if low <= 6 else []
+        if (7 - low) % step == 0:
+            parts.append("0")
+        return ",".join(parts)
+    return _plain_range(low, high, step)
+
+
+def _plain_range(low: int, high: int, step: int) -> str:
+    # croniter reads an equal range "a-a" as the whole field, so a point is written as "a".
+    if low == high:
+        return str(low)
+    return f"{low}-{high}" if step == 1 else f"{low}-{high}/{step}"
+
+
+# --- occurrences -------------------------------------------------------------------------------
+
+MAX_MISSED = 1000  # `missed_run: all` fails the routine above this many occurrences
+WINDOW = timedelta(days=366)  # candidates are at most this old (exactly this old is inside)
+_MINUTE = timedelta(minutes=1)
+_TICK = timedelta(microseconds=1)
+
+
+@attrs.frozen(kw_only=True)
+class Occurrence:
+    """One selected run of a routine."""
+
+    routine_id: str
+    scheduled_for: datetime  # aware UTC; whole minutes for cron
+    trigger: Literal["due", "id"]
+    passed_over_since: datetime | None = None  # `latest`: earliest occurrence coalesced
+
+
+@attrs.frozen
+class _Cron:
+    proto: croniter[datetime]  # iterates naive local wall-clock slots; copied before use
+    tz: ZoneInfo
+    real_time: bool  # the hour field is a literal "*"
+
+
+@functools.lru_cache(maxsize=4096)
+def _compile(expr: str, timezone: str) -> _Cron:
+    proto = croniter(_canonical(expr), datetime(2000, 1, 1), ret_type=datetime, day_or=False)
+    return _Cron(proto, ZoneInfo(timezone), expr.split()[1] == "*")
+
+
+def _offset(tz: ZoneInfo, wall: datetime) -> timedelta:
+    offset = tz.utcoffset(wall)
+    assert offset is not None
+    return offset
+
+
+def _local(cron: _Cron, instant: datetime) -> datetime:
+    """The naive local wall-clock time of a UTC instant."""
+    return instant.astimezone(cron.tz).replace(tzinfo=None)
+
+
+def _overlap(cron: _Cron, wall: datetime) -> timedelta:
+    """How long ``wall`` is repeated by a fall-back overlap (zero when it is not)."""
+    return max(timedelta(0), _offset(cron.tz, wall) - _offset(cron.tz, wall.replace(fold=1)))
+
+
+def _instants(cron: _Cron, slot: datetime) -> tuple[datetime, ...]:
+    """The UTC instants at which a naive local slot fires, by the DST rules."""
+    first = _offset(cron.tz, slot)  # offset before a transition
+    second = _offset(cron.tz, slot.replace(fold=1))  # offset after it
+    if first == second:
+        return ((slot - first).replace(tzinfo=UTC),)
+    if first > second:  # fall-back overlap: the wall time happens twice
+        once = (slot - first).replace(tzinfo=UTC)
+        return (once, (slot - second).replace(tzinfo=UTC)) if cron.real_time else (once,)
+    if cron.real_time:  # spring-forward gap: the wall time does not exist
+        return ()
+    return (_gap_end(cron.tz, slot - second, slot - first),)
+
+
+def _gap_end(tz: ZoneInfo, before: datetime, after: datetime) -> datetime:
+    """The transition instant (first instant after the gap), between naive-UTC bounds."""
+    old = _offset(tz, before.replace(tzinfo=UTC).astimezone(tz).replace(tzinfo=None))
+    low, high = before, after  # offset(low) == old != offset(high)
+    while high - low > timedelta(seconds=1):
+        mid = low + (high - low) // 2
+        mid = mid.replace(microsecond=0)
+        if mid.replace(tzinfo=UTC).astimezone(tz).utcoffset() == old:
+            low = mid
+        else:
+            high = mid
+    return high.replace(tzinfo=UTC)
+
+
+def _slots(cron: _Cron, start: datetime, *, backwards: bool) -> Iterator[datetime]:
+    """Naive slots strictly before (or after) the minute of ``start``, nearest first."""
+    it = copy.copy(cron.proto)
+    it.set_current(start, force=True)
+    step = it.get_prev if backwards else it.get_next
+    try:
+        while True:
+            yield step(datetime)
+    except CroniterBadDateError:  # nothing within croniter's search horizon (50 years)
+        return
+
+
+def _latest(cron: _Cron, low: datetime, high: datetime) -> datetime | None:
+    """The last occurrence in ``(low, high]``, found directly (walking back from ``high``)."""
+    wall = _local(cron, high)
+    best: datetime | None = None
+    for slot in _slots(cron, wall + _overlap(cron, wall) + _MINUTE, backwards=True):
+        instants = _instants(cron, slot)
+        for u in instants:
+            if low < u <= high and (best is None or u > best):
+                best = u
+        # The latest instant of a slot never decreases with the slot, so once a slot lies
+        # wholly at or before `high`, no earlier slot can beat what we have.
+        if instants and max(instants) <= high:
+            return best
+    return best
+
+
+def _earliest(cron: _Cron, low: datetime, high: datetime | None) -> datetime | None:
+    """The first occurrence in ``(low, high]`` (no upper bound when ``high`` is None)."""
+    wall = _local(cron, low)
+    best: datetime | None = None
+    for slot in _slots(cron, wall - _overlap(cron, wall) - _MINUTE, backwards=False):
+        instants = _instants(cron, slot)
+        for u in instants:
+            if low < u and (high is None or u <= high) and (best is None or u < best):
+                best = u
+        if instants and min(instants) > low:
+            return best
+    return best
+
+
+def _between(cron: _Cron, low: datetime, high: datetime, cap: int) -> list[datetime]:
+    """Every occurrence in ``(low, high]``, oldest first; stops once more than ``cap``."""
+    start, stop = _local(cron, low), _local(cron, high)
+    stop += _overlap(cron, stop)
+    found: set[datetime] = set()
+    for slot in _slots(cron, start - _overlap(cron, start) - _MINUTE, backwards=False):
+        if slot > stop or len(found) > cap:
+            break
+        found.update(u for u in _instants(cron, slot) if low < u <= high)
+    return sorted(found)
+
+
+def due_occurrences(
+    routine: model.Routine,
+    *,
+    last_run: str | None,
+    last_scheduled_for: str | None,
+    now: datetime,
+    explicit: bool = False,
+) -> list[Occurrence]:
+    """The occurrences of ``routine`` to run at ``now`` (SPEC §4), oldest first.
+
+    Raises :class:`errors.TooManyMissedOccurrences` for ``missed_run: all`` with more than
+    :data:`MAX_MISSED` candidates.
+    """
+    now = timeutil.to_utc(now)
+    if explicit:
+        return [Occurrence(routine_id=routine.id, scheduled_for=now, trigger="id")]
+    if not routine.enabled:
+        return []
+    if routine.interval is not None:
+        last = timeutil.try_parse_instant(last_run)
+        if last is None or now - last >= timedelta(seconds=routine.interval.seconds):
+            return [Occurrence(routine_id=routine.id, scheduled_for=now, trigger="due")]
+        return []
+    return _cron_due(routine, timeutil.try_parse_instant(last_scheduled_for), now)
+
+
+def _cron_due(routine: model.Routine, last: datetime | None, now: datetime) -> list[Occurrence]:
+    assert routine.trigger is not None
+    cron = _compile(routine.trigger.cron, routine.trigger.timezone)
+    current = now.replace(second=0, microsecond=0)
+    low = current - WINDOW - _TICK  # exclusive: an occurrence exactly 366 days old is inside
+    if last is not None:
+        low = max(low, last)
+    policy = routine.policy.missed_run
+
+    def occurrence(at: datetime, since: datetime | None = None) -> Occurrence:
+        return Occurrence(
+            routine_id=routine.id, scheduled_for=at, trigger="due", passed_over_since=since
+        )
+
+    if policy is model.MissedRun.ALL and last is not None:
+        found = _between(cron, low, current, MAX_MISSED)
+        if len(found) > MAX_MISSED:
+            raise errors.TooManyMissedOccurrences(routine.id)
+        return [occurrence(at) for at in found]
+    latest = _latest(cron, low, current)
+    if latest is None or (policy is model.MissedRun.SKIP and latest != current):
+        return []
+    if policy is model.MissedRun.LATEST and last is not None:
+        earliest = _earliest(cron, low, latest)
+        return [occurrence(latest, earliest if earliest != latest else None)]
+    return [occurrence(latest)]
+
+
+def next_occurrence(routine: model.Routine, *, now: datetime) -> datetime | None:
+    """The first cron occurrence strictly after ``now`` (UTC); None for interval routines."""
+    if routine.trigger is None:
+        return None
+    cron = _compile(routine.trigger.cron, routine.trigger.timezone)
+    return _earliest(cron, timeutil.to_utc(now), None)
+
+
+def next_interval_due(routine: model.Routine, *, last_run: str | None, now: datetime) -> datetime:
+    """When an interval routine is next due: ``last_run + interval``, or ``now`` if never run.
+
+    The result may lie before ``now`` (the routine is overdue).
+    """
+    if routine.interval is None:
+        raise ValueError(f"{routine.id} is not an interval routine")
+    last = timeutil.try_parse_instant(last_run)
+    if last is None:
+        return timeutil.to_utc(now)
+    try:
+        return last + timedelta(seconds=routine.interval.seconds)
+    except OverflowError:
+        return datetime.max.replace(tzinfo=UTC)
