@@ -90,9 +90,13 @@ def routine_lock(
     locks_dir: Path, *, clock: Callable[[], datetime] = _utc_now
 ) -> Iterator[LockInfo]:
     """Hold the routine-wide lock for the ``with`` block; raise ``LockBusy`` if it is taken."""
-    locks_dir.mkdir(parents=True, exist_ok=True)
     path = locks_dir / ROUTINE_FLOCK_NAME
-    with os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT, 0o644), "r+b") as fh:
+    try:
+        locks_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise _unusable(path, exc) from None
+    with os.fdopen(fd, "r+b") as fh:
         _lock_or_busy(fh, path)
         try:
             now = timeutil.to_utc(clock())
@@ -131,6 +135,13 @@ def routine_lock_status(locks_dir: Path, *, now: datetime) -> LockInfo:
     return _FREE
 
 
+def _unusable(path: Path, exc: OSError) -> errors.RoutineError:
+    return errors.RoutineError(
+        f"cannot use the lock {path}: {exc.strerror or exc} (check that its directory exists "
+        "and is writable)"
+    )
+
+
 def holder_is_self(info: LockInfo) -> bool:
     """True when ``info`` names this process on this host."""
     return info.pid == os.getpid() and info.host == this_host()
@@ -146,6 +157,8 @@ def _lock_or_busy(fh: IO[bytes], path: Path) -> None:
             if time.monotonic() >= deadline:
                 raise _routine_busy(path, *_read_holder(path)) from None
             time.sleep(_RETRY_S)
+        except portalocker.LockException as exc:  # e.g. ENOLCK: no flock on this filesystem
+            raise errors.RoutineError(f"cannot lock {path}: {exc}") from None
 
 
 def _routine_busy(
@@ -273,8 +286,11 @@ def exec_lock(
     if inherited and owner is not None and owner.token == inherited:
         yield ExecLockHandle(token=inherited, inherited=True, path=lock_dir)
         return
-    exec_locks_dir.mkdir(parents=True, exist_ok=True)
-    token = _acquire_exec(lock_dir, actor, stale_s)
+    try:
+        exec_locks_dir.mkdir(parents=True, exist_ok=True)
+        token = _acquire_exec(lock_dir, actor, stale_s)
+    except OSError as exc:
+        raise _unusable(lock_dir, exc) from None
     stop = threading.Event()
     args = (lock_dir, token, heartbeat_s, stop)
     beat = threading.Thread(target=_heartbeat, args=args, name=HEARTBEAT_THREAD, daemon=True)

@@ -114,6 +114,15 @@ def test_routine_lock_creates_locks_dir(tmp_path: Path) -> None:
     assert ["routine-run.flock"] == os.listdir(locks_dir)
 
 
+def test_unusable_locks_dir_is_a_routine_error(tmp_path: Path) -> None:
+    """A locks directory that cannot be created is a one-line RoutineError, not a traceback."""
+    (tmp_path / "file").write_text("")
+    locks_dir = tmp_path / "file" / ".locks"
+    with pytest.raises(errors.RoutineError) as caught, locks.routine_lock(locks_dir):
+        pass
+    assert str(caught.value).startswith(f"cannot use the lock {locks_dir / 'routine-run.flock'}: ")
+
+
 def test_second_process_is_refused_with_exact_message(tmp_path: Path) -> None:
     """Another process gets LockBusy (exit 75) naming this holder's pid, host and time."""
     with locks.routine_lock(tmp_path, clock=fixed_clock()):
@@ -392,6 +401,17 @@ def test_exec_lock_is_a_directory_with_owner(tmp_path: Path) -> None:
         False,
     )
     assert expected == shape
+
+
+def test_unusable_exec_locks_dir_is_a_routine_error(tmp_path: Path) -> None:
+    """An exec locks directory that cannot be created is a one-line RoutineError."""
+    (tmp_path / "file").write_text("")
+    locks_dir = tmp_path / "file" / ".locks"
+    with pytest.raises(errors.RoutineError) as caught, locks.exec_lock(
+        locks_dir, actor="x", env={}
+    ):
+        pass
+    assert str(caught.value).startswith(f"cannot use the lock {locks_dir / 'exec-run.lock'}: ")
 
 
 def test_exec_lock_is_removed_on_exit(tmp_path: Path) -> None:
