@@ -236,12 +236,13 @@ def _offset(tz: ZoneInfo, wall: datetime) -> timedelta:
 
 def _local(cron: _Cron, instant: datetime) -> datetime:
     """The naive local wall-clock time of a UTC instant."""
-    return instant.astimezone(cron.tz).replace(tzinfo=None)
+    return instant.astimezone(cron.tz).replace(tzinfo=None, fold=0)
 
 
 def _overlap(cron: _Cron, wall: datetime) -> timedelta:
     """How long ``wall`` is repeated by a fall-back overlap (zero when it is not)."""
-    return max(timedelta(0), _offset(cron.tz, wall) - _offset(cron.tz, wall.replace(fold=1)))
+    first, second = _offset(cron.tz, wall.replace(fold=0)), _offset(cron.tz, wall.replace(fold=1))
+    return max(timedelta(0), first - second)
 
 
 def _instants(cron: _Cron, slot: datetime) -> tuple[datetime, ...]:
@@ -260,16 +261,12 @@ def _instants(cron: _Cron, slot: datetime) -> tuple[datetime, ...]:
 
 def _gap_end(tz: ZoneInfo, before: datetime, after: datetime) -> datetime:
     """The transition instant (first instant after the gap), between naive-UTC bounds."""
-    old = _offset(tz, before.replace(tzinfo=UTC).astimezone(tz).replace(tzinfo=None))
-    low, high = before, after  # offset(low) == old != offset(high)
+    low, high = before.replace(tzinfo=UTC), after.replace(tzinfo=UTC)
+    old = low.astimezone(tz).utcoffset()  # invariant: offset(low) == old != offset(high)
     while high - low > timedelta(seconds=1):
-        mid = low + (high - low) // 2
-        mid = mid.replace(microsecond=0)
-        if mid.replace(tzinfo=UTC).astimezone(tz).utcoffset() == old:
-            low = mid
-        else:
-            high = mid
-    return high.replace(tzinfo=UTC)
+        mid = (low + (high - low) // 2).replace(microsecond=0)
+        low, high = (mid, high) if mid.astimezone(tz).utcoffset() == old else (low, mid)
+    return high
 
 
 def _slots(cron: _Cron, start: datetime, *, backwards: bool) -> Iterator[datetime]:
@@ -282,6 +279,14 @@ def _slots(cron: _Cron, start: datetime, *, backwards: bool) -> Iterator[datetim
             yield step(datetime)
     except CroniterBadDateError:  # nothing within croniter's search horizon (50 years)
         return
+
+
+def _start_after(cron: _Cron, low: datetime) -> datetime:
+    """Where to start walking forward so every slot with an instant after ``low`` is seen."""
+    wall = _local(cron, low)
+    overlap = _overlap(cron, wall)
+    # Without an overlap, the slot at wall's own minute fires at or before `low`: skip it.
+    return wall - overlap - _MINUTE if overlap else wall
 
 
 def _latest(cron: _Cron, low: datetime, high: datetime) -> datetime | None:
@@ -302,9 +307,8 @@ def _latest(cron: _Cron, low: datetime, high: datetime) -> datetime | None:
 
 def _earliest(cron: _Cron, low: datetime, high: datetime | None) -> datetime | None:
     """The first occurrence in ``(low, high]`` (no upper bound when ``high`` is None)."""
-    wall = _local(cron, low)
     best: datetime | None = None
-    for slot in _slots(cron, wall - _overlap(cron, wall) - _MINUTE, backwards=False):
+    for slot in _slots(cron, _start_after(cron, low), backwards=False):
         instants = _instants(cron, slot)
         for u in instants:
             if low < u and (high is None or u <= high) and (best is None or u < best):
@@ -316,10 +320,10 @@ def _earliest(cron: _Cron, low: datetime, high: datetime | None) -> datetime | N
 
 def _between(cron: _Cron, low: datetime, high: datetime, cap: int) -> list[datetime]:
     """Every occurrence in ``(low, high]``, oldest first; stops once more than ``cap``."""
-    start, stop = _local(cron, low), _local(cron, high)
+    stop = _local(cron, high)
     stop += _overlap(cron, stop)
     found: set[datetime] = set()
-    for slot in _slots(cron, start - _overlap(cron, start) - _MINUTE, backwards=False):
+    for slot in _slots(cron, _start_after(cron, low), backwards=False):
         if slot > stop or len(found) > cap:
             break
         found.update(u for u in _instants(cron, slot) if low < u <= high)
@@ -349,7 +353,10 @@ def due_occurrences(
         if last is None or now - last >= timedelta(seconds=routine.interval.seconds):
             return [Occurrence(routine_id=routine.id, scheduled_for=now, trigger="due")]
         return []
-    return _cron_due(routine, timeutil.try_parse_instant(last_scheduled_for), now)
+    try:
+        return _cron_due(routine, timeutil.try_parse_instant(last_scheduled_for), now)
+    except OverflowError:  # `now` within a day of year 1 or 9999: outside what we can compute
+        return []
 
 
 def _cron_due(routine: model.Routine, last: datetime | None, now: datetime) -> list[Occurrence]:
@@ -385,7 +392,10 @@ def next_occurrence(routine: model.Routine, *, now: datetime) -> datetime | None
     if routine.trigger is None:
         return None
     cron = _compile(routine.trigger.cron, routine.trigger.timezone)
-    return _earliest(cron, timeutil.to_utc(now), None)
+    try:
+        return _earliest(cron, timeutil.to_utc(now), None)
+    except OverflowError:  # beyond year 9999
+        return None
 
 
 def next_interval_due(routine: model.Routine, *, last_run: str | None, now: datetime) -> datetime:

@@ -1,8 +1,5 @@
 """Due determination (SPEC §4): cron/interval syntax, policies, the 366-day window and DST."""
 
-# Asserts put the expected value first (project convention), which SIM300 calls "Yoda".
-# ruff: noqa: SIM300
-
 from __future__ import annotations
 
 import time
@@ -530,6 +527,13 @@ def test_dst_worked_examples(
 ) -> None:
     """The DST rules of docs/dst.md: gap → once after it, overlap → once (fixed hour) or both."""
     assert expected == all_between(cron, tz, last, now)
+
+
+def test_all_across_the_fall_back_instant_with_hour_star() -> None:
+    """Every minute across 06:00Z (01:00 EST): 01:59 EDT and 01:00 EST both fire."""
+    assert ["2025-11-02T05:59Z", "2025-11-02T06:00Z"] == all_between(
+        "* * * * *", "America/New_York", "2025-11-02T05:58:00Z", "2025-11-02T06:00:00Z"
+    )
 
 
 def test_gap_slot_is_latest_at_the_first_instant_after_the_gap() -> None:
