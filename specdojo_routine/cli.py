@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
-from . import errors, handlers, jobcli, jobs, render, views
+from . import errors, handlers, render, views
+from .definitions import Definitions
 from .errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, RoutineError
 from .timeutil import parse_instant
 
@@ -157,10 +159,20 @@ def cmd_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     report = handlers.run(
         _paths(args), routine_id=args.routine_id, dry_run=args.dry_run, now=args.now,
-        echo=err if args.json else out, job_runner=jobs.routine_job_runner,
+        echo=err if args.json else out, job_runner=_run_job_action,
     )
     render.run_report(report, out, err, as_json=args.json)
     return report.exit_code
+
+
+def _run_job_action(
+    paths: handlers.ProjectPaths, defs: Definitions, *, job_id: str, inputs: Mapping[str, str],
+    scheduled_at: datetime, echo: TextIO | None,
+) -> handlers.JobActionOutcome:
+    from .jobs import routine_job_runner  # loaded only when a routine has a job action
+
+    return routine_job_runner(paths, defs, job_id=job_id, inputs=inputs,
+                              scheduled_at=scheduled_at, echo=echo)
 
 
 def cmd_resolve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -201,9 +213,19 @@ _COMMANDS: dict[str, Command] = {
     "fold": cmd_fold,
     "history": cmd_history,
 }
+def _job_command(name: str) -> Command:
+    def command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+        from . import jobcli  # the Job commands load the Job Run machinery only when used
+
+        result: int = getattr(jobcli, name)(args, out, err)
+        return result
+
+    return command
+
+
 _JOB_COMMANDS: dict[str, Command] = {
     "validate": cmd_job_validate,
-    "run": jobcli.cmd_job_run,
-    "list": jobcli.cmd_job_list,
-    "show": jobcli.cmd_job_show,
+    "run": _job_command("cmd_job_run"),
+    "list": _job_command("cmd_job_list"),
+    "show": _job_command("cmd_job_show"),
 }

@@ -212,10 +212,6 @@ def _plan(
         _select(report, routine, state, now, routine_id is not None, paths.project_id)
 
 
-def _owner() -> dict[str, Any]:
-    return {"pid": os.getpid(), "host": locks.this_host()}
-
-
 def _new_attempt_id(now: datetime) -> str:
     return f"att-{now.strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex[:8]}"
 
@@ -233,7 +229,8 @@ def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -
         trigger=occ.trigger, scheduled_for=format_ms(occ.scheduled_for), last_run=started_at,
         passed_over_since=(format_ms(occ.passed_over_since)
                            if occ.passed_over_since is not None else None),
-        owner=_owner(), schedule="cron" if routine.trigger is not None else "interval",
+        owner=events.Owner(pid=os.getpid(), host=locks.this_host()),
+        schedule="cron" if routine.trigger is not None else "interval",
     ))
     t0 = time.monotonic()
     outcomes: list[tuple[int, str, Result, str | None]] = []
@@ -262,12 +259,13 @@ def _end_attempt(
     result = aggregate([o[2] for o in outcomes]) if reason_override is None else Result.FAILURE
     reason = reason_override or decide.failure_reason(outcomes)
     scheduled = scheduled_for if isinstance(scheduled_for, str) else format_ms(scheduled_for)
-    reason = decide.failure_reason(outcomes)
     action_results = decide.action_results_payload(routine, [o[:3] for o in outcomes])
     ctx.append(events.AttemptEnded(
         routine_id=routine.id, attempt_id=attempt_id,
         transition=decide.END_TRANSITIONS[result], result=result.value, reason=reason,
-        action_results=action_results, scheduled_for=scheduled,
+        action_results=(None if action_results is None
+                        else tuple(events.ActionResult(**a) for a in action_results)),
+        scheduled_for=scheduled,
         started_at=started_at, completed_at=completed_at, job_run_ids=job_run_ids,
     ))
     return AttemptReport(routine_id=routine.id, attempt_id=attempt_id,

@@ -1,0 +1,98 @@
+"""Shared fixtures: temporary SpecDojo projects and a CLI runner (in-process or subprocess)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FAKE_CLI = REPO / "tests" / "support" / "fake-specdojo"
+
+
+class Project:
+    """A SpecDojo project in a temp dir, with the fake SpecDojo CLI wired in."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        (root / ".specdojo").mkdir(parents=True)
+        (root / ".specdojo" / "specdojo.config.json").write_bytes(orjson.dumps({
+            "version": 1, "current_project": "demo",
+            "projects": {"demo": {"routines_path": "routines", "jobs_path": "jobs",
+                                  "execution_path": "execution"}},
+        }))
+        (root / "routines").mkdir()
+        (root / "jobs").mkdir()
+        self.log = root / "fake-cli.log"
+        self.codes = root / "fake-cli.codes"
+
+    def routine(self, rid: str, body: str) -> Path:
+        path = self.root / "routines" / f"{rid}.yaml"
+        path.write_text(f"id: {rid}\n" + textwrap.dedent(body), encoding="utf-8")
+        return path
+
+    def job(self, jid: str, body: str) -> Path:
+        path = self.root / "jobs" / f"{jid}.yaml"
+        path.write_text(f"id: {jid}\n" + textwrap.dedent(body), encoding="utf-8")
+        return path
+
+    def exit_codes(self, mapping: Mapping[str, int]) -> None:
+        self.codes.write_text("".join(f"{k} {v}\n" for k, v in mapping.items()))
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = dict(os.environ)
+        env.pop("SPECDOJO_PROJECT", None)
+        env.update(SPECDOJO_CLI=str(FAKE_CLI), FAKE_SPECDOJO_LOG=str(self.log),
+                   FAKE_SPECDOJO_CODES=str(self.codes))
+        env.update(extra)
+        return env
+
+    def cli(self, *args: str, env: Mapping[str, str] | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """Run ``python -m specdojo_routine`` for real, in a subprocess."""
+        return subprocess.run(
+            [sys.executable, "-m", "specdojo_routine", *args, "--root", str(self.root)],
+            cwd=self.root, env=dict(env or self.env()), capture_output=True, text=True,
+            timeout=timeout,
+        )
+
+    def popen(self, *args: str, env: Mapping[str, str] | None = None) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "specdojo_routine", *args, "--root", str(self.root)],
+            cwd=self.root, env=dict(env or self.env()), stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True,
+        )
+
+    def calls(self) -> list[str]:
+        return self.log.read_text().splitlines() if self.log.exists() else []
+
+    @property
+    def ledger(self) -> Path:
+        return self.root / "routines" / "generated" / "routine-runs.jsonl"
+
+    def events(self) -> list[dict[str, Any]]:
+        if not self.ledger.exists():
+            return []
+        return [orjson.loads(line) for line in self.ledger.read_bytes().splitlines()]
+
+    def state(self) -> dict[str, Any]:
+        data: dict[str, Any] = orjson.loads(
+            (self.root / "routines" / "generated" / "routine-state.json").read_bytes())
+        return data
+
+    def files(self) -> dict[str, bytes]:
+        """Every file under the root with its content (to prove nothing was written)."""
+        return {p.relative_to(self.root).as_posix(): p.read_bytes()
+                for p in sorted(self.root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[Project]:
+    yield Project(tmp_path / "proj")

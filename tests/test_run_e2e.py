@@ -1,0 +1,213 @@
+"""`run --due` / `run --id` end to end, in real subprocesses with a fake SpecDojo CLI (SPEC §6)."""
+
+from __future__ import annotations
+
+import itertools
+
+import orjson
+import pytest
+
+from tests.conftest import Project
+
+ALL_KINDS = """\
+interval: 1h
+action:
+  - kind: specdojo
+    args: [index, rebuild]
+  - kind: register
+    filter: {types: [todo, issue], priorities: [high], statuses: [open, waiting]}
+    limit: 5
+  - kind: register
+  - kind: exec-auto
+    strategy: fifo
+    parallel: 2
+    loop: true
+    max_rounds: 3
+  - kind: exec-auto
+  - kind: exec-resume
+    parallel: 4
+  - kind: exec-cycle
+    strategy: critical-first
+    parallel: 1
+"""
+
+
+def test_every_kind_delegates_the_exact_argv(project: Project) -> None:
+    """Each action kind becomes exactly the SpecDojo CLI call of SPEC §3."""
+    project.routine("rtn-all", ALL_KINDS)
+    proc = project.cli("run", "--due")
+    assert 0 == proc.returncode, proc.stderr
+    assert [
+        "index rebuild --project demo",
+        "exec run --register-filter --project demo --on-failure continue --if-busy skip "
+        "--register-types todo,issue --register-priorities high "
+        "--register-statuses open,waiting --register-limit 5",
+        "exec run --register-filter --project demo --on-failure continue --if-busy skip",
+        "exec run --auto --project demo --if-busy skip --strategy fifo --parallel 2 --loop "
+        "--max-rounds 3",
+        "exec run --auto --project demo --if-busy skip",
+        "exec resume --due --project demo --if-busy skip --parallel 4",
+        "exec cycle --project demo --if-busy skip --strategy critical-first --parallel 1",
+    ] == project.calls()
+
+
+def test_a_failure_in_the_middle_does_not_stop_the_list(project: Project) -> None:
+    """Every action runs after a failure; the attempt is a failure with per-action results."""
+    project.routine("rtn-list", """\
+        interval: 1h
+        action:
+          - {kind: specdojo, args: [first]}
+          - {kind: specdojo, args: [second]}
+          - {kind: specdojo, args: [third]}
+        """)
+    project.exit_codes({"second": 3})
+    proc = project.cli("run", "--due", "--json")
+    assert 1 == proc.returncode
+    assert ["first --project demo", "second --project demo", "third --project demo"] == \
+        project.calls()
+    result = orjson.loads(proc.stdout)["results"][0]
+    assert [{"index": 1, "kind": "specdojo", "result": "success"},
+            {"index": 2, "kind": "specdojo", "result": "failure"},
+            {"index": 3, "kind": "specdojo", "result": "success"}] == result["action_results"]
+    assert "failure" == result["result"]
+    ended = [e for e in project.events() if e["type"] == "action_ended"]
+    assert "command exited with code 3" == ended[1]["reason"]
+
+
+CODES = {"success": 0, "skipped": 75, "failure": 2}
+
+
+@pytest.mark.parametrize("outcomes", list(itertools.product(CODES, repeat=2)))
+def test_aggregation_is_failure_then_skipped_then_success(
+    project: Project, outcomes: tuple[str, str]
+) -> None:
+    """failure if any failed, else skipped if any skipped, else success (seed 000 §1.2)."""
+    project.routine("rtn-agg", """\
+        interval: 1h
+        action:
+          - {kind: specdojo, args: [one]}
+          - {kind: specdojo, args: [two]}
+        """)
+    project.exit_codes({"one": CODES[outcomes[0]], "two": CODES[outcomes[1]]})
+    proc = project.cli("run", "--due", "--json")
+    expected = ("failure" if "failure" in outcomes else
+                "skipped" if "skipped" in outcomes else "success")
+    assert expected == orjson.loads(proc.stdout)["results"][0]["result"]
+    assert (1 if expected == "failure" else 0) == proc.returncode
+    assert expected == project.state()["routines"]["rtn-agg"]["last_result"]
+
+
+def test_exit_75_is_skipped_with_the_reason(project: Project) -> None:
+    """A delegated call exiting 75 (project busy, E-03) makes the action skipped."""
+    project.routine("rtn-busy", "interval: 1h\naction: {kind: exec-cycle}\n")
+    project.exit_codes({"cycle": 75})
+    proc = project.cli("run", "--due")
+    assert 0 == proc.returncode, proc.stderr
+    state = project.state()["routines"]["rtn-busy"]
+    assert ("skipped", "skipped") == (state["status"], state["last_result"])
+    assert state["last_action_results"] is None  # a single action records no list
+
+
+def test_missing_executable_is_a_failure_with_reason(project: Project) -> None:
+    """A SpecDojo CLI that does not exist fails the action and records why."""
+    project.routine("rtn-missing", "interval: 1h\naction: {kind: exec-resume}\n")
+    proc = project.cli("run", "--due", env=project.env(SPECDOJO_CLI="/nonexistent/specdojo"))
+    assert 1 == proc.returncode
+    ended = [e for e in project.events() if e["type"] == "action_ended"][0]
+    assert "failure" == ended["result"]
+    assert "/nonexistent/specdojo" in ended["reason"]
+    assert "Traceback" not in proc.stderr
+
+
+def test_attempt_is_recorded_before_delegation(project: Project) -> None:
+    """attempt_started is on disk before the delegated command starts (T-02)."""
+    project.routine("rtn-order", "interval: 1h\naction: {kind: specdojo, args: [peek]}\n")
+    peek = project.root / "peek.sh"
+    peek.write_text(f"#!/bin/sh\ncp {project.ledger} {project.root}/seen.jsonl\n")
+    peek.chmod(0o755)
+    proc = project.cli("run", "--due", env=project.env(SPECDOJO_CLI=str(peek)))
+    assert 0 == proc.returncode, proc.stderr
+    seen = [orjson.loads(x)["type"] for x in (project.root / "seen.jsonl").read_bytes().splitlines()]
+    assert ["routine_registered", "attempt_started", "action_started"] == seen
+
+
+def test_nothing_due_prints_and_exits_zero(project: Project) -> None:
+    """With nothing due: `no due routines`, exit 0, and no attempt recorded."""
+    project.routine("rtn-later", """\
+        trigger: {cron: "0 17 * * 5", timezone: Asia/Tokyo}
+        action: {kind: exec-resume}
+        """)
+    first = project.cli("run", "--due", "--now", "2026-08-07T08:02:00Z")
+    assert 0 == first.returncode, first.stderr
+    again = project.cli("run", "--due", "--now", "2026-08-07T08:30:00Z")
+    assert (0, "no due routines\n") == (again.returncode, again.stdout)
+    assert 1 == sum(e["type"] == "attempt_started" for e in project.events())
+
+
+def test_dry_run_writes_nothing_and_shows_the_commands(project: Project) -> None:
+    """--dry-run prints occurrences and exact commands and writes no file at all."""
+    project.routine("rtn-weekly", """\
+        trigger: {cron: "0 17 * * 5", timezone: Asia/Tokyo}
+        action: {kind: exec-auto, strategy: fifo}
+        """)
+    before = project.files()
+    proc = project.cli("run", "--due", "--dry-run", "--json", "--now", "2026-08-07T08:02:00Z")
+    assert 0 == proc.returncode, proc.stderr
+    assert before == project.files()
+    doc = orjson.loads(proc.stdout)
+    assert [] == doc["results"]
+    assert {"routine_id": "rtn-weekly", "scheduled_for": "2026-08-07T08:00:00.000Z",
+            "trigger": "due",
+            "actions": [{"index": 1, "kind": "exec-auto", "command": [
+                str(project.env()["SPECDOJO_CLI"]), "exec", "run", "--auto", "--project",
+                "demo", "--if-busy", "skip", "--strategy", "fifo"]}]} == doc["selected"][0]
+    assert [] == project.calls()
+
+
+def test_explicit_id_runs_a_disabled_routine(project: Project) -> None:
+    """run --id selects a routine even when disabled or not due, scheduled_for = now."""
+    project.routine("rtn-off", "enabled: false\ninterval: 1d\naction: {kind: exec-resume}\n")
+    assert "no due routines\n" == project.cli("run", "--due").stdout
+    proc = project.cli("run", "--id", "rtn-off", "--now", "2026-03-01T10:00:00Z", "--json")
+    assert 0 == proc.returncode, proc.stderr
+    result = orjson.loads(proc.stdout)["results"][0]
+    assert "2026-03-01T10:00:00.000Z" == result["scheduled_for"]
+    started = [e for e in project.events() if e["type"] == "attempt_started"][0]
+    assert ("id", "T-02") == (started["trigger"], started["transition"])
+
+
+def test_unknown_routine_id_is_a_usage_error(project: Project) -> None:
+    """run --id with an unknown id exits 2 with one line."""
+    proc = project.cli("run", "--id", "rtn-nope")
+    assert 2 == proc.returncode
+    assert proc.stderr.startswith("error: ") and 1 == len(proc.stderr.splitlines())
+
+
+def test_an_invalid_routine_is_never_run_but_others_are(project: Project) -> None:
+    """An invalid file is reported and not run; valid routines still run; exit 1."""
+    project.routine("rtn-good", "interval: 1h\naction: {kind: exec-resume}\n")
+    project.routine("rtn-bad", "interval: 0h\naction: {kind: exec-resume}\n")
+    proc = project.cli("run", "--due")
+    assert 1 == proc.returncode
+    assert "rtn-bad.yaml" in proc.stderr
+    assert {"rtn-good"} == {e["routine_id"] for e in project.events()}
+
+
+def test_a_busy_routine_lock_exits_75_and_records_nothing(project: Project) -> None:
+    """A live holder of the routine lock makes `run` exit 75 with the holder named."""
+    project.routine("rtn-slow", "interval: 1h\naction: {kind: specdojo, args: [sleep-3]}\n")
+    first = project.popen("run", "--due")
+    try:
+        import time
+        deadline = time.monotonic() + 20
+        while not project.log.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        before = project.ledger.read_bytes()
+        second = project.cli("run", "--due")
+        assert 75 == second.returncode
+        assert "Another routine run is in progress (lock: " in second.stderr
+        assert f"holder pid {first.pid} on " in second.stderr
+        assert before == project.ledger.read_bytes()
+    finally:
+        first.wait(timeout=60)
+    assert 0 == first.returncode
