@@ -1,5 +1,8 @@
 """Definition files (SPEC §2, §3, §7.1): discovery, safe YAML loading, validation (E-01).
 
+The rules themselves are :mod:`.validation`'s; this module finds the files, reads them safely,
+applies the rules (Jobs first: routines name Jobs) and the cross-file ones (duplicate ids).
+
 Every problem of every file is reported, located (``routines/rtn-a.yaml:3:7: ...``); an invalid
 file never yields a definition. YAML is read as YAML 1.2 core data only: no tags beyond the
 core ones (nothing is ever constructed from a tag), no timestamps, bounded size, depth and
@@ -16,16 +19,17 @@ from typing import Any
 
 import attrs
 from ruamel.yaml import YAML
+from ruamel.yaml.constructor import RoundTripConstructor
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import (
     AliasEvent,
     CollectionEndEvent,
-    CollectionStartEvent,
     DocumentStartEvent,
     MappingStartEvent,
     NodeEvent,
     ScalarEvent,
 )
+from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.reader import ReaderError
 from ruamel.yaml.resolver import VersionedResolver, implicit_resolvers
 
@@ -33,7 +37,7 @@ from . import validation
 from .config import ProjectPaths
 from .errors import Problem
 from .model import JobDefinition, Routine
-from .validation import JobIndex, Node, Report
+from .validation import JobIndex, Node, Report, got
 
 MAX_FILE_BYTES = 1 << 20  # definitions are small; anything bigger is a mistake or an attack
 MAX_DEPTH = 64  # nesting levels
@@ -135,7 +139,8 @@ def _load_jobs(
         if data is not None:
             job = validation.build_job(report, Node(value=data), file_id=file_id(path))
         if job is not None and job.id in jobs:
-            report.error(_id_pos(data), f'duplicate job id "{job.id}" (also in {jobs[job.id].path})')
+            other = jobs[job.id].path
+            report.error(_id_pos(data), f'duplicate job id "{job.id}" (also in {other})')
             job = None
         if job is None:
             failed.add(file_id(path))
@@ -173,15 +178,11 @@ def _id_pos(data: Any) -> tuple[int, int]:
     return node.pos if node is not None else (1, 1)
 
 
-def plain(value: Any) -> Any:
-    """Loaded YAML as plain JSON-able data: dict, list, str, int, float, bool, None."""
-    return validation.plain(value)
-
-
 def digest(data: Any) -> str:
     """sha256 hex of the canonical JSON (sorted keys, compact) of a definition's plain data."""
     canonical = json.dumps(
-        plain(data), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        validation.plain(data),
+        sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False,
     )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -189,7 +190,7 @@ def digest(data: Any) -> str:
 # --- safe YAML ---------------------------------------------------------------------------------
 
 
-class _CoreResolver(VersionedResolver):  # type: ignore[misc]
+class _CoreResolver(VersionedResolver):
     """YAML 1.2 implicit typing without timestamps, whatever a document declares."""
 
     @property
@@ -202,9 +203,28 @@ class _CoreResolver(VersionedResolver):  # type: ignore[misc]
         return self._version_implicit_resolver[version]
 
 
+class _CoreConstructor(RoundTripConstructor):
+    """Round-trip loading, but an explicit ``!!str`` gives a plain string."""
+
+    def construct_yaml_str(self, node: Any) -> Any:
+        return self.construct_scalar(node)
+
+
+_CoreConstructor.add_constructor("tag:yaml.org,2002:str", _CoreConstructor.construct_yaml_str)
+
+
+_RESOLVER = _CoreResolver()
+_TYPED_SCALAR_TAGS = {  # explicit tag -> the implicit types its value may have
+    f"tag:yaml.org,2002:{tag}": frozenset(f"tag:yaml.org,2002:{t}" for t in kinds)
+    for tag, kinds in (("int", ["int"]), ("float", ["float", "int"]), ("bool", ["bool"]),
+                       ("null", ["null"]))
+}
+
+
 def _yaml() -> YAML:
     yaml = YAML(typ="rt", pure=True)
     yaml.Resolver = _CoreResolver
+    yaml.Constructor = _CoreConstructor
     return yaml
 
 
@@ -222,11 +242,11 @@ def read_definition(path: Path, rel: str, kind: str) -> tuple[Report, Any]:
     except MarkedYAMLError as exc:
         report.error(_mark_pos(exc), _yaml_message(exc))
         return report, None
-    except (YAMLError, ValueError, RecursionError) as exc:
-        report.error((1, 1), f"YAML parse error: {exc}")
+    except Exception as exc:  # a constructor surprise is a problem of the file, not a crash
+        report.error((1, 1), f"YAML parse error: {type(exc).__name__}: {exc}")
         return report, None
     if not isinstance(data, dict):
-        found = "the file is empty" if data is None else f"found {validation.got(data)}"
+        found = "the file is empty" if data is None else f"found {got(data)}"
         report.error((1, 1), f"{kind} file must be a YAML mapping ({found})")
         return report, None
     return report, data
@@ -258,71 +278,114 @@ def _read_text(path: Path, report: Report) -> str | None:
 class _Frame:
     mapping: bool
     anchor: str | None
-    start: int  # nodes counted before this collection
+    start: int  # values counted before this collection
     children: int = 0
     keys: set[str] = attrs.field(factory=set)
 
 
+class _Fatal(Exception):
+    """A problem after which scanning stops and the file is not loaded."""
+
+    def __init__(self, pos: tuple[int, int], message: str) -> None:
+        super().__init__(message)
+        self.pos, self.message = pos, message
+
+
+@attrs.define
+class _Scan:
+    """Checks YAML events before anything is built: tags, duplicate keys, nesting depth, alias
+    expansion and recursion, the YAML version."""
+
+    report: Report
+    stack: list[_Frame] = attrs.field(factory=list)
+    sizes: dict[str, int] = attrs.field(factory=dict)  # anchor -> values it expands to
+    nodes: int = 0  # values so far, aliases expanded
+    blocking: bool = False  # a problem that must stop the load was found
+
+    def event(self, event: Any) -> None:
+        pos = _pos(event)
+        if isinstance(event, DocumentStartEvent) and event.version not in (None, (1, 2)):
+            # not blocking: the file is read as YAML 1.2 anyway, so go on finding problems
+            self.report.error(pos, "only YAML 1.2 is supported; remove the %YAML directive")
+        if isinstance(event, NodeEvent):
+            self._check_tag(event, pos)
+            self._check_key(event, pos)
+            self._count(event, pos)
+        if isinstance(event, CollectionEndEvent) and self.stack:
+            frame = self.stack.pop()
+            if frame.anchor is not None:
+                self.sizes[frame.anchor] = self.nodes - frame.start
+        if self.nodes > MAX_NODES:
+            raise _Fatal(pos, f"the document expands to more than {MAX_NODES} values (an "
+                         "anchor/alias bomb?); a definition is small")
+
+    def _count(self, event: Any, pos: tuple[int, int]) -> None:
+        anchor = None if event.anchor is None else str(event.anchor)
+        if isinstance(event, AliasEvent):
+            if any(frame.anchor == anchor for frame in self.stack):
+                raise _Fatal(pos, f"alias *{anchor} is inside its own anchor (recursive data "
+                             "is not allowed)")
+            self.nodes += self.sizes.get(str(anchor), 1)
+            return
+        self.nodes += 1
+        if isinstance(event, ScalarEvent):
+            if anchor is not None:
+                self.sizes[anchor] = 1
+            return
+        self.stack.append(_Frame(isinstance(event, MappingStartEvent), anchor, self.nodes - 1))
+        if len(self.stack) > MAX_DEPTH:
+            raise _Fatal(pos, f"data is nested deeper than {MAX_DEPTH} levels")
+
+    def _check_tag(self, event: Any, pos: tuple[int, int]) -> None:
+        tag = getattr(event, "tag", None)
+        if tag is None:
+            return
+        shown = str(tag).replace("tag:yaml.org,2002:", "!!")
+        if str(tag) not in _CORE_TAGS:
+            self.report.error(pos, f'YAML tag "{shown}" is not allowed; definitions are plain '
+                              "data (strings, numbers, booleans, null, lists, mappings)")
+            self.blocking = True
+        elif isinstance(event, ScalarEvent) and str(tag) in _TYPED_SCALAR_TAGS:
+            plain = str(_RESOLVER.resolve(ScalarNode, event.value, (True, False)))
+            if plain not in _TYPED_SCALAR_TAGS[str(tag)]:
+                self.report.error(pos, f'"{event.value}" is not a valid {shown} value')
+                self.blocking = True
+
+    def _check_key(self, event: Any, pos: tuple[int, int]) -> None:
+        if not self.stack:
+            return
+        frame = self.stack[-1]
+        is_key = frame.mapping and frame.children % 2 == 0
+        frame.children += 1
+        if is_key and isinstance(event, ScalarEvent):
+            key = f"{event.style is None}:{event.value}"  # `a` and `"a"`: ruamel's check
+            if key in frame.keys:
+                self.report.error(pos, f'duplicate key "{event.value}" (each key may appear '
+                                  "once in a mapping)")
+                self.blocking = True
+            frame.keys.add(key)
+
+
 def _scan(source: str, report: Report) -> bool:
-    """Check the event stream before anything is built: tags, depth, alias expansion,
-    duplicate keys, YAML version. Reports what it finds; False when the file must not load."""
-    stack: list[_Frame] = []
-    sizes: dict[str, int] = {}
-    nodes = 0
+    """Report what the event stream shows; False when the file must not be loaded."""
+    scan = _Scan(report)
     try:
-        for event in _yaml().parse(source):
-            pos = _pos(event)
-            if isinstance(event, DocumentStartEvent) and event.version not in (None, (1, 2)):
-                report.error(pos, "only YAML 1.2 is supported; remove the %YAML directive")
-            if isinstance(event, NodeEvent):
-                _check_node(event, stack, report, pos)
-            if isinstance(event, ScalarEvent | CollectionStartEvent):
-                nodes += 1
-            if isinstance(event, AliasEvent):
-                nodes += sizes.get(str(event.anchor), 1)
-            if isinstance(event, ScalarEvent) and event.anchor is not None:
-                sizes[str(event.anchor)] = 1
-            if isinstance(event, CollectionStartEvent):
-                anchor = None if event.anchor is None else str(event.anchor)
-                stack.append(_Frame(isinstance(event, MappingStartEvent), anchor, nodes - 1))
-                if len(stack) > MAX_DEPTH:
-                    report.error(pos, f"data is nested deeper than {MAX_DEPTH} levels")
-                    return False
-            if isinstance(event, CollectionEndEvent) and stack:
-                frame = stack.pop()
-                if frame.anchor is not None:
-                    sizes[frame.anchor] = nodes - frame.start
-            if nodes > MAX_NODES:
-                report.error(pos, f"the document expands to more than {MAX_NODES} values "
-                             "(an anchor/alias bomb?); a definition is small")
-                return False
+        for event in YAML(typ="safe", pure=True).parse(source):  # no comment tracking
+            scan.event(event)
+    except _Fatal as exc:
+        report.error(exc.pos, exc.message)
+        return False
     except MarkedYAMLError as exc:
         report.error(_mark_pos(exc), _yaml_message(exc))
+        return False
     except ReaderError as exc:
-        report.error(_offset_pos(source, exc.position), f"YAML parse error: unacceptable "
+        report.error(_offset_pos(source, exc.position), "YAML parse error: unacceptable "
                      f"character #x{exc.character:04x} ({exc.reason})")
+        return False
     except YAMLError as exc:
         report.error((1, 1), f"YAML parse error: {exc}")
-    return not report.failed
-
-
-def _check_node(event: Any, stack: list[_Frame], report: Report, pos: tuple[int, int]) -> None:
-    tag = event.tag
-    if tag is not None and str(tag) not in _CORE_TAGS:
-        shown = str(tag).replace("tag:yaml.org,2002:", "!!")
-        report.error(pos, f'YAML tag "{shown}" is not allowed; definitions are plain data '
-                     "(strings, numbers, booleans, null, lists, mappings)")
-    if not stack:
-        return
-    frame = stack[-1]
-    is_key = frame.mapping and frame.children % 2 == 0
-    frame.children += 1
-    if is_key and isinstance(event, ScalarEvent):
-        key = f"{event.style is None}:{event.value}"
-        if key in frame.keys:
-            report.error(pos, f'duplicate key "{event.value}" (each key may appear once '
-                         "in a mapping)")
-        frame.keys.add(key)
+        return False
+    return not scan.blocking
 
 
 def _pos(event: Any) -> tuple[int, int]:
@@ -346,5 +409,5 @@ def _yaml_message(exc: MarkedYAMLError) -> str:
         key = problem.split('"')[1] if problem.count('"') >= 2 else "?"
         return f'duplicate key "{key}" (each key may appear once in a mapping)'
     hint = " (indent with spaces, not tabs)" if "\\t" in problem else ""
-    context = f" {exc.context}" if exc.context and exc.problem else ""
-    return f"YAML parse error{context}: {problem}{hint}"
+    context = f"{exc.context}, " if exc.context and exc.problem else ""
+    return f"YAML parse error: {context}{problem}{hint}"

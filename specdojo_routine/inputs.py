@@ -8,6 +8,9 @@ routine inputs, checkpoint values). A message names the input (``Input level mus
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
+
+import attrs
 
 from .model import InputSpec, InputValue
 
@@ -16,38 +19,60 @@ from .model import InputSpec, InputValue
 MAX_SAFE_INTEGER = 2**53 - 1
 
 _INTEGER_TEXT = re.compile(r"[-+]?[0-9]{1,20}")
+INPUT_TYPES = ("string", "integer", "boolean", "list")
+INPUT_FIELDS = ("type", "description", "required", "default", "enum", "minimum", "maximum",
+                "from_checkpoint", "resolve", "git_revision")
+DOTTED_PATH = re.compile(r"[A-Za-z0-9_]+(?:\.[A-Za-z0-9_-]+)*")
 
 
-def _is_integer(value: object) -> bool:
+def is_int(value: object) -> bool:
+    """An integer, not a boolean."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _show(value: object) -> str:
+def describe(value: object) -> str:
+    """A short description of a value for a ``(got …)`` message suffix."""
+    if value is None:
+        return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
-        return f'"{value}"'
+        return f'"{value}"' if len(value) <= 60 else f'"{value[:57]}..."'
+    if isinstance(value, int):
+        digits = str(value)
+        return digits if len(digits) <= 30 else f"a {len(digits)}-digit number"
+    if isinstance(value, float):
+        return repr(float(value))
+    if isinstance(value, list | tuple) and len(value) <= 5 and all(map(_scalar, value)):
+        return "[" + ", ".join(describe(item) for item in value) + "]"
     if isinstance(value, list | tuple):
-        return "[" + ", ".join(_show(item) for item in value) + "]"
-    return str(value)
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def _scalar(value: object) -> bool:
+    return value is None or isinstance(value, str | int | float)
 
 
 def _type_error(spec: InputSpec, value: object) -> str | None:
     name, kind = spec.name, spec.type
     if kind == "string" and not isinstance(value, str):
-        return f"Input {name} must be a string (got {_show(value)})"
+        return f"Input {name} must be a string (got {describe(value)})"
     if kind == "boolean" and not isinstance(value, bool):
-        return f"Input {name} must be true or false (got {_show(value)})"
+        return f"Input {name} must be true or false (got {describe(value)})"
     if kind == "integer":
-        if not _is_integer(value):
-            return f"Input {name} must be an integer (got {_show(value)})"
+        if not is_int(value):
+            return f"Input {name} must be an integer (got {describe(value)})"
         assert isinstance(value, int)
         if abs(value) > MAX_SAFE_INTEGER:
-            return f"Input {name} must be an integer between -{MAX_SAFE_INTEGER} and {MAX_SAFE_INTEGER}"
+            limit = MAX_SAFE_INTEGER
+            return f"Input {name} must be an integer between -{limit} and {limit}"
     if kind == "list" and not (
         isinstance(value, list | tuple) and all(isinstance(item, str) for item in value)
     ):
-        return f"Input {name} must be a list of strings (got {_show(value)})"
+        return f"Input {name} must be a list of strings (got {describe(value)})"
     return None
 
 
@@ -65,7 +90,7 @@ def check_value(spec: InputSpec, value: object) -> str | None:
         for item in items:
             if not any(_same(item, allowed) for allowed in spec.enum):
                 allowed_text = ", ".join(_plain(a) for a in spec.enum)
-                return f"Input {spec.name} must be one of: {allowed_text} (got {_show(item)})"
+                return f"Input {spec.name} must be one of: {allowed_text} (got {describe(item)})"
     if spec.type == "integer" and isinstance(value, int):
         if spec.minimum is not None and value < spec.minimum:
             return f"Input {spec.name} must be at least {spec.minimum} (got {value})"
@@ -94,12 +119,12 @@ def parse_text(spec: InputSpec, text: str) -> InputValue:
     if spec.type == "integer":
         stripped = text.strip()
         if not _INTEGER_TEXT.fullmatch(stripped):
-            raise ValueError(f"Input {spec.name} must be an integer (got {_show(text)})")
+            raise ValueError(f"Input {spec.name} must be an integer (got {describe(text)})")
         return int(stripped)
     if spec.type == "boolean":
         if text in ("true", "false"):
             return text == "true"
-        raise ValueError(f"Input {spec.name} must be true or false (got {_show(text)})")
+        raise ValueError(f"Input {spec.name} must be true or false (got {describe(text)})")
     if spec.type == "list":
         return tuple(item.strip() for item in text.split(",") if item.strip())
     return text
@@ -133,3 +158,112 @@ def coerce_value(spec: InputSpec, value: object) -> InputValue:
         raise ValueError(problem)
     assert isinstance(normal, str | int | bool | tuple)
     return normal
+
+
+# --- input declarations (a Job's ``inputs.<name>`` mapping) ------------------------------------
+
+Complaint = tuple[str, str]  # (offending field, or "" for the declaration itself; message)
+
+
+def safe_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= MAX_SAFE_INTEGER
+
+
+def build_input_spec(
+    name: str, raw: Mapping[str, object]
+) -> tuple[InputSpec | None, list[Complaint]]:
+    """An :class:`InputSpec` from the declaration ``inputs.<name>`` (plain data; unknown fields
+    are the caller's to report), and every problem as ``(field, message)``."""
+    out: list[Complaint] = []
+
+    def bad(field: str, message: str) -> None:
+        out.append((field, f"inputs.{name}.{field} {message}"))
+
+    kind = raw.get("type")
+    if not isinstance(kind, str) or kind not in INPUT_TYPES:
+        bad("type", f"must be string|integer|boolean|list (got {_given(raw, 'type')})")
+        return None, out
+    source, description = raw.get("from_checkpoint"), raw.get("description")
+    spec = InputSpec(
+        name=name, type=kind,  # type: ignore[arg-type]
+        required=_flag(raw, "required", bad) is True,
+        enum=_enum(raw, kind, bad),
+        minimum=_bound(raw, "minimum", kind, bad), maximum=_bound(raw, "maximum", kind, bad),
+        from_checkpoint=source if isinstance(source, str) else None,
+        resolve="git_head" if raw.get("resolve") == "git_head" else None,
+        git_revision=_flag(raw, "git_revision", bad) is True,
+        description=description if isinstance(description, str) else None,
+    )
+    _check_declaration(spec, raw, bad)
+    if "default" in raw:
+        default = raw["default"]
+        default = tuple(default) if isinstance(default, list) else default
+        problem = check_value(spec, default)
+        if problem is not None:
+            bad("default", f"is invalid: {problem}")
+        elif isinstance(default, str | int | tuple):
+            spec = attrs.evolve(spec, default=default)
+    return (spec if not out else None), out
+
+
+def _check_declaration(
+    spec: InputSpec, raw: Mapping[str, object], bad: Callable[[str, str], None]
+) -> None:
+    """The rules between fields, and those of the fields not checked while building."""
+    if spec.git_revision and spec.type != "string":
+        bad("git_revision", f"needs type string (got type {spec.type})")
+    source = raw.get("from_checkpoint")
+    if source is not None and (not isinstance(source, str) or not DOTTED_PATH.fullmatch(source)):
+        bad("from_checkpoint", f"must be a dotted path such as revision (got {describe(source)})")
+    if "resolve" in raw and spec.resolve is None:
+        bad("resolve", f"must be git_head (got {describe(raw['resolve'])})")
+    if "description" in raw and spec.description is None:
+        bad("description", f"must be a string (got {describe(raw['description'])})")
+    low, high = spec.minimum, spec.maximum
+    if low is not None and high is not None and low > high:
+        bad("minimum", f"must not exceed maximum ({low} > {high})")
+
+
+def _given(raw: Mapping[str, object], key: str) -> str:
+    return describe(raw[key]) if key in raw else "nothing"
+
+
+def _flag(raw: Mapping[str, object], key: str, bad: Callable[[str, str], None]) -> bool | None:
+    value = raw.get(key)
+    if value is not None and not isinstance(value, bool):
+        bad(key, f"must be a boolean (true or false, got {describe(value)})")
+        return None
+    return value
+
+
+def _bound(
+    raw: Mapping[str, object], key: str, kind: str, bad: Callable[[str, str], None]
+) -> int | None:
+    if key not in raw:
+        return None
+    value = raw[key]
+    if kind != "integer" or not safe_int(value):
+        bad(key, f"is only allowed as an integer constraint (type {kind}, got {describe(value)})")
+        return None
+    assert isinstance(value, int)
+    return value
+
+
+def _enum(
+    raw: Mapping[str, object], kind: str, bad: Callable[[str, str], None]
+) -> tuple[str | int | bool, ...] | None:
+    if "enum" not in raw:
+        return None
+    value = raw["enum"]
+    item_kind = "string" if kind == "list" else kind
+    fits: dict[str, Callable[[object], bool]] = {
+        "string": lambda v: isinstance(v, str), "integer": safe_int,
+        "boolean": lambda v: isinstance(v, bool),
+    }
+    items = value if isinstance(value, list | tuple) else []
+    good = [v for v in items if fits[item_kind](v)]
+    if not items or len(good) != len(items) or len({(type(v), v) for v in good}) != len(good):
+        shown = describe(value)
+        bad("enum", f"must be a non-empty unique list of {item_kind} values (got {shown})")
+        return None
+    return tuple(v for v in good if isinstance(v, str | int))

@@ -1,9 +1,9 @@
-"""Shared checking machinery for definition files: located nodes, problems, templates.
+"""The rules of definition files: routines (SPEC §3) and Job Definitions (SPEC §7.1, §7.2).
 
-A :class:`Node` is a loaded YAML value with its dotted label (``action.filter.types``) and its
-1-based position; a :class:`Report` collects the problems of one file. The routine and job rules
-(:mod:`.rules`) are written against these helpers, so every message is located and every
-problem of a file is reported.
+A :class:`Node` is a loaded YAML value with its dotted label (``task.precondition``) and its
+1-based position; a :class:`Report` collects the problems of one file. Checks report and carry
+on, so every problem of a file is found. Sections: checking machinery, routines, Jobs, Job
+templates. Loading and discovery are :mod:`.definitions`'.
 """
 
 from __future__ import annotations
@@ -13,34 +13,52 @@ import functools
 import re
 import zoneinfo
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
 from . import model
 from .errors import Problem
-from .inputs import MAX_SAFE_INTEGER, check_value, parse_cli_value
+from .inputs import (
+    INPUT_FIELDS,
+    MAX_SAFE_INTEGER,
+    build_input_spec,
+    describe,
+    is_int,
+    parse_cli_value,
+    safe_int,
+)
 from .schedule import cron_syntax_error, dom_dow_warning, interval_syntax_error, parse_interval
 from .templates import Placeholder, TemplateError, find_placeholders
 
 Pos = tuple[int, int]
+got = describe
+
+
+def one_line(message: str) -> str:
+    """``message`` with control characters escaped, so that a problem is one line."""
+    if message.isprintable():
+        return message
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
 
 
 class Report:
     """The problems of one definition file, and its source lines (for template columns)."""
 
-    def __init__(self, path: str, text: str = "") -> None:
+    def __init__(self, path: str, source: str = "") -> None:
         self.path = path
-        self.lines = text.splitlines()
+        self.lines = source.splitlines()
         self.problems: list[Problem] = []
 
     def error(self, pos: Pos, message: str) -> None:
-        self.problems.append(Problem(path=self.path, line=pos[0], col=pos[1], message=message))
+        self.problems.append(
+            Problem(path=self.path, line=pos[0], col=pos[1], message=one_line(message))
+        )
 
     def warn(self, pos: Pos, message: str) -> None:
-        self.problems.append(
-            Problem(path=self.path, line=pos[0], col=pos[1], message=message, warning=True)
-        )
+        self.problems.append(Problem(
+            path=self.path, line=pos[0], col=pos[1], message=one_line(message), warning=True
+        ))
 
     @property
     def failed(self) -> bool:
@@ -48,7 +66,7 @@ class Report:
 
 
 def _lc(container: Any, kind: str, key: object, fallback: Pos) -> Pos:
-    """1-based position from ruamel's ``.lc`` (merged keys have none: use ``fallback``)."""
+    """1-based position from ruamel's ``.lc`` (merged keys have none: ``fallback``)."""
     try:
         line, col = getattr(container.lc, kind)(key)
     except (AttributeError, KeyError, IndexError, TypeError):
@@ -58,29 +76,25 @@ def _lc(container: Any, kind: str, key: object, fallback: Pos) -> Pos:
 
 @attrs.frozen(kw_only=True)
 class Node:
-    """A loaded YAML value, its label for messages and where it is."""
+    """A loaded YAML value, its label for messages, and where it and its key are."""
 
     value: Any
     label: str = ""
     pos: Pos = (1, 1)
     key_pos: Pos = (1, 1)
 
-    def _sub(self, key: object) -> str:
-        return f"{self.label}.{key}" if self.label else str(key)
-
     def get(self, key: str) -> Node | None:
-        value = self.value
-        if not isinstance(value, dict) or key not in value:
+        if not isinstance(self.value, dict) or key not in self.value:
             return None
         return self.child(key)
 
     def child(self, key: object) -> Node:
-        mapping = self.value
+        parent = self.value
         return Node(
-            value=mapping[key],
-            label=self._sub(key),
-            pos=_lc(mapping, "value", key, self.pos),
-            key_pos=_lc(mapping, "key", key, self.pos),
+            value=parent[key],
+            label=f"{self.label}.{key}" if self.label else str(key),
+            pos=_lc(parent, "value", key, self.pos),
+            key_pos=_lc(parent, "key", key, self.pos),
         )
 
     def entries(self) -> list[tuple[object, Node]]:
@@ -93,41 +107,22 @@ class Node:
         """The items of a list; ``label(i)`` names item ``i`` (0-based) in messages."""
         if not isinstance(self.value, list):
             return []
-        name = label or (lambda _i: self.label)
         out = []
         for i, item in enumerate(self.value):
             pos = _lc(self.value, "item", i, self.pos)
-            out.append(Node(value=item, label=name(i), pos=pos, key_pos=pos))
+            name = label(i) if label is not None else self.label
+            out.append(Node(value=item, label=name, pos=pos, key_pos=pos))
         return out
 
-
-# --- describing values ------------------------------------------------------------------------
-
-
-def got(value: object) -> str:
-    """A short description of ``value`` for a ``(got …)`` suffix."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return f'"{value}"' if len(value) <= 60 else f'"{value[:57]}..."'
-    if isinstance(value, int):
-        text = str(value)
-        return text if len(text) <= 30 else f"a {len(text)}-digit number"
-    if isinstance(value, float):
-        return repr(float(value))
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__
+    def where(self) -> Pos:
+        """The value's position, or the key's for a missing (null) value."""
+        return self.pos if self.value is not None else self.key_pos
 
 
 def plain(value: Any) -> Any:
     """Loaded YAML as plain data: dict, list, str, int, float, bool, None."""
     if isinstance(value, dict):
-        return {plain(k): plain(v) for k, v in value.items()}
+        return {k if isinstance(k, str) else str(plain(k)): plain(v) for k, v in value.items()}
     if isinstance(value, list):
         return [plain(v) for v in value]
     if isinstance(value, bool) or value is None:
@@ -138,42 +133,40 @@ def plain(value: Any) -> Any:
     return value
 
 
-def is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+# --- checks: each reports and returns the value, or None ---------------------------------------
 
 
-def safe_int(value: object) -> bool:
-    return is_int(value) and abs(value) <= MAX_SAFE_INTEGER  # type: ignore[arg-type]
-
-
-# --- checking helpers (each reports and returns the value, or None) ---------------------------
-
-
-def unknown_keys(
-    r: Report, node: Node, allowed: Sequence[str], owner: str, *, hint: str = ""
-) -> None:
-    """Report every key of ``node`` not in ``allowed``, at the key's position."""
-    where = node.label or owner
+def unknown_keys(r: Report, node: Node, allowed: Sequence[str], owner: str, hint: str = "") -> None:
+    """Report every key of ``node`` not in ``allowed``, at the key."""
     for key, child in node.entries():
         if key in allowed:
             continue
         close = difflib.get_close_matches(str(key), list(allowed), n=1)
         more = f'did you mean "{close[0]}"?' if close else hint or "allowed: " + ", ".join(allowed)
-        r.error(child.key_pos, f'{where} has unknown key "{key}" ({more})')
+        r.error(child.key_pos, f'{node.label or owner} has unknown key "{key}" ({more})')
 
 
 def mapping(r: Report, node: Node, what: str) -> bool:
     if isinstance(node.value, dict):
         return True
-    r.error(node.pos, f"{node.label} must be a mapping{what} (got {got(node.value)})")
+    r.error(node.where(), f"{node.label} must be a mapping{what} (got {got(node.value)})")
     return False
+
+
+def required(r: Report, parent: Node, key: str, message: str = "") -> Node | None:
+    """``parent[key]``, reporting ``<label>.<key> is required`` (at the parent) when absent."""
+    child = parent.get(key)
+    if child is None:
+        label = f"{parent.label}.{key}" if parent.label else key
+        r.error(parent.key_pos, message or f"{label} is required")
+    return child
 
 
 def text(r: Report, node: Node | None, *, nonempty: bool = False) -> str | None:
     if node is None:
         return None
     if not isinstance(node.value, str):
-        r.error(node.pos, f"{node.label} must be a string (got {got(node.value)})")
+        r.error(node.where(), f"{node.label} must be a string (got {got(node.value)})")
         return None
     if nonempty and not node.value.strip():
         r.error(node.pos, f"{node.label} must not be empty")
@@ -185,9 +178,10 @@ def flag(r: Report, node: Node | None) -> bool | None:
     if node is None:
         return None
     if not isinstance(node.value, bool):
-        r.error(node.pos, f"{node.label} must be a boolean (true or false, got {got(node.value)})")
+        shown = got(node.value)
+        r.error(node.where(), f"{node.label} must be a boolean (true or false, got {shown})")
         return None
-    return node.value
+    return bool(node.value)
 
 
 def positive_int(r: Report, node: Node | None) -> int | None:
@@ -196,7 +190,7 @@ def positive_int(r: Report, node: Node | None) -> int | None:
     value = node.value
     if not safe_int(value) or value < 1:
         limit = f", at most {MAX_SAFE_INTEGER}" if is_int(value) and value > 1 else ""
-        r.error(node.pos, f"{node.label} must be a positive integer (got {got(value)}{limit})")
+        r.error(node.where(), f"{node.label} must be a positive integer (got {got(value)}{limit})")
         return None
     return int(value)
 
@@ -204,45 +198,63 @@ def positive_int(r: Report, node: Node | None) -> int | None:
 def choice(r: Report, node: Node | None, allowed: Sequence[str]) -> str | None:
     if node is None:
         return None
-    if node.value not in allowed or not isinstance(node.value, str):
-        r.error(
-            node.pos,
-            f"{node.label} must be one of: {', '.join(allowed)} (got {got(node.value)})",
-        )
+    if not isinstance(node.value, str) or node.value not in allowed:
+        r.error(node.where(), f"{node.label} must be one of: {', '.join(allowed)} "
+                f"(got {got(node.value)})")
         return None
     return str(node.value)
 
 
-def text_list(r: Report, node: Node | None, *, allow_empty: bool = False) -> tuple[str, ...] | None:
-    """A list of non-empty strings (non-empty unless ``allow_empty``)."""
+def text_list(r: Report, node: Node | None) -> tuple[str, ...] | None:
+    """A non-empty list of non-empty strings."""
     if node is None:
         return None
-    value = node.value
-    if not isinstance(value, list) or (not value and not allow_empty):
-        r.error(node.pos, f"{node.label} must be a non-empty list of strings (got {got(value)})")
+    if not isinstance(node.value, list) or not node.value:
+        r.error(node.where(), f"{node.label} must be a non-empty list of strings "
+                f"(got {got(node.value)})")
         return None
-    ok = True
-    for item in node.elements():
-        if not isinstance(item.value, str) or not item.value.strip():
-            r.error(item.pos, f"{node.label} items must be non-empty strings (got {got(item.value)})")
-            ok = False
-    return tuple(str(v) for v in value) if ok else None
+    bad = [item for item in node.elements() if not isinstance(item.value, str) or not item.value]
+    for item in bad:
+        r.error(item.pos, f"{node.label} items must be non-empty strings (got {got(item.value)})")
+    return None if bad else tuple(str(v) for v in node.value)
+
+
+ROUTINE_ID = re.compile(r"rtn-[a-z0-9][a-z0-9-]*")
+JOB_ID = re.compile(r"job-[a-z0-9][a-z0-9-]*")
+
+
+def check_id(
+    r: Report, root: Node, file_id: str, pattern: re.Pattern[str], shape: str
+) -> str | None:
+    """The ``id``: required, of the right shape, equal to the file name base."""
+    node = required(r, root, "id", f'id is required (use "{file_id}", the file name base)')
+    value = text(r, node, nonempty=True)
+    if node is None or value is None:
+        return None
+    ok = bool(pattern.fullmatch(value))
+    if not ok:
+        r.error(node.pos, f'id "{value}" must match {shape} (lowercase letters, digits, hyphens)')
+    if value != file_id:
+        r.error(node.pos, f'id "{value}" must match the file name base "{file_id}"')
+    return value if ok and value == file_id else None
 
 
 # --- templates ---------------------------------------------------------------------------------
 
 
 def template_pos(r: Report, node: Node, offset: int) -> Pos:
-    """The position of character ``offset`` of the string in ``node``: exact for a one-line
-    plain or quoted scalar written without escapes, else the scalar's start."""
+    """Where character ``offset`` of the string in ``node`` is: exact for a one-line plain or
+    quoted scalar written without escapes, else the scalar's start."""
     line, col = node.pos
-    if not isinstance(node.value, str) or not 0 < line <= len(r.lines):
+    value = node.value
+    if not isinstance(value, str) or not 0 < line <= len(r.lines):
         return node.pos
-    source, value = r.lines[line - 1], node.value
+    source = r.lines[line - 1]
     start = col - 1
     if source[start : start + len(value)] == value:
         return (line, col + offset)
-    if source[start : start + 1] in ("'", '"') and source[start + 1 : start + 1 + len(value)] == value:
+    quoted = source[start + 1 : start + 1 + len(value)] == value
+    if source[start : start + 1] in ("'", '"') and quoted:
         return (line, col + 1 + offset)
     return node.pos
 
@@ -260,8 +272,6 @@ def placeholders(r: Report, node: Node) -> list[Placeholder]:
 
 # --- routines (SPEC §3) ------------------------------------------------------------------------
 
-ROUTINE_ID = re.compile(r"rtn-[a-z0-9][a-z0-9-]*")
-JOB_ID = re.compile(r"job-[a-z0-9][a-z0-9-]*")
 ROUTINE_KEYS = ("id", "name", "description", "enabled", "trigger", "interval", "policy", "action")
 _ACTION_KEYS: dict[str, tuple[str, ...]] = {
     "job": ("kind", "job", "inputs"),
@@ -285,24 +295,6 @@ class JobIndex:
     valid: Mapping[str, model.JobDefinition] = attrs.field(factory=dict)
     invalid: frozenset[str] = frozenset()
     where: str = "jobs"
-
-
-def check_id(r: Report, root: Node, file_id: str, pattern: re.Pattern[str], shape: str) -> str | None:
-    node = root.get("id")
-    if node is None:
-        r.error((1, 1), f'id is required (use "{file_id}", the file name base)')
-        return None
-    value = text(r, node, nonempty=True)
-    if value is None:
-        return None
-    ok = True
-    if not pattern.fullmatch(value):
-        r.error(node.pos, f'id "{value}" must match {shape} (lowercase letters, digits, hyphens)')
-        ok = False
-    if value != file_id:
-        r.error(node.pos, f'id "{value}" must match the file name base "{file_id}"')
-        ok = False
-    return value if ok else None
 
 
 def build_routine(r: Report, root: Node, *, file_id: str, jobs: JobIndex) -> model.Routine | None:
@@ -336,7 +328,7 @@ def _schedule(r: Report, root: Node) -> tuple[model.CronTrigger | None, model.In
     if interval_node is not None:
         problem = interval_syntax_error(interval_node.value)
         if problem is not None:
-            r.error(interval_node.pos, problem)
+            r.error(interval_node.where(), problem)
         else:
             seconds = parse_interval(interval_node.value)
             assert seconds is not None
@@ -349,10 +341,7 @@ def _trigger(r: Report, node: Node) -> model.CronTrigger | None:
     if not mapping(r, node, " with cron and timezone"):
         return None
     unknown_keys(r, node, ("cron", "timezone"), "trigger")
-    cron_node, zone_node = node.get("cron"), node.get("timezone")
-    for key, child in (("cron", cron_node), ("timezone", zone_node)):
-        if child is None:
-            r.error(node.key_pos, f"trigger.{key} is required")
+    cron_node, zone_node = required(r, node, "cron"), required(r, node, "timezone")
     cron, zone = text(r, cron_node, nonempty=True), text(r, zone_node, nonempty=True)
     if cron is not None and cron_node is not None:
         problem = cron_syntax_error(cron)
@@ -421,7 +410,7 @@ def _action(r: Report, node: Node, jobs: JobIndex) -> model.Action | None:
     if not isinstance(kind, str) or kind not in model.ACTION_KINDS:
         shown = got(kind) if kind_node is not None else "nothing"
         r.error(
-            kind_node.pos if kind_node is not None else node.key_pos,
+            kind_node.where() if kind_node is not None else node.key_pos,
             f"{node.label}.kind must be one of: {', '.join(model.ACTION_KINDS)} (got {shown})",
         )
         return None
@@ -439,9 +428,8 @@ def _action(r: Report, node: Node, jobs: JobIndex) -> model.Action | None:
 
 
 def _specdojo_action(r: Report, node: Node) -> model.SpecdojoAction | None:
-    args_node = node.get("args")
+    args_node = required(r, node, "args")
     if args_node is None:
-        r.error(node.key_pos, f"{node.label}.args is required (a non-empty list of strings)")
         return None
     args = text_list(r, args_node)
     for item in args_node.elements():
@@ -464,14 +452,17 @@ def _register_action(r: Report, node: Node) -> model.RegisterAction:
             values = _filter_list(r, filter_node.get(name), allowed)
             if values:
                 chosen[name] = values
-    return model.RegisterAction(limit=positive_int(r, node.get("limit")), **chosen)
+    return model.RegisterAction(
+        types=chosen.get("types", ()), priorities=chosen.get("priorities", ()),
+        statuses=chosen.get("statuses", ()), limit=positive_int(r, node.get("limit")),
+    )
 
 
 def _filter_list(r: Report, node: Node | None, allowed: Sequence[str]) -> tuple[str, ...] | None:
     if node is None:
         return None
     if not isinstance(node.value, list) or not node.value:
-        r.error(node.pos, f"{node.label} must be a non-empty list of strings "
+        r.error(node.where(), f"{node.label} must be a non-empty list of strings "
                 f"(omit it for the default; got {got(node.value)})")
         return None
     for item in node.elements():
@@ -488,7 +479,7 @@ def _exec_auto_action(r: Report, node: Node, kind: str) -> model.ExecAutoAction:
         if strategy_node.value in model.EXEC_STRATEGIES:
             strategy = str(strategy_node.value)
         else:
-            r.error(strategy_node.pos, f'{strategy_node.label} must be "critical-first" or '
+            r.error(strategy_node.where(), f'{strategy_node.label} must be "critical-first" or '
                     f'"fifo" (got {got(strategy_node.value)})')
     loop = flag(r, node.get("loop"))
     rounds_node = node.get("max_rounds")
@@ -507,13 +498,19 @@ def _job_action(r: Report, node: Node, jobs: JobIndex) -> model.JobAction | None
     job_id = job_node.value if job_node is not None else None
     if not isinstance(job_id, str) or not JOB_ID.fullmatch(job_id):
         shown = got(job_id) if job_node is not None else "nothing"
-        where = job_node.pos if job_node is not None else node.key_pos
+        where = job_node.where() if job_node is not None else node.key_pos
         r.error(where, f"{node.label}.job must match job-<slug> (got {shown})")
         job_id = None
-    inputs = _routine_inputs(r, node.get("inputs"))
+    inputs_node = node.get("inputs")
+    inputs = _routine_inputs(r, inputs_node)
     if job_id is None or job_node is None:
         return None
-    _check_job_ref(r, node, job_node, inputs, jobs)
+    job = jobs.valid.get(job_id)
+    if job is not None:
+        _check_job_inputs(r, job, job_node, inputs_node, inputs)
+    elif job_id not in jobs.invalid:  # an invalid Job file fails the action at run time
+        r.error(job_node.pos, f'{job_node.label} "{job_id}" names no Job Definition '
+                f"(no {jobs.where}/**/{job_id}.yaml)")
     return model.JobAction(job=job_id, inputs={k: str(v.value) for k, v in inputs.items()})
 
 
@@ -524,86 +521,86 @@ def _routine_inputs(r: Report, node: Node | None) -> dict[str, Node]:
     for key, child in node.entries():
         if not isinstance(key, str):
             r.error(child.key_pos, f"{node.label} keys must be input names (got {got(key)})")
-            continue
-        if not isinstance(child.value, str):
-            r.error(child.pos, f"{child.label} must be a string (got {got(child.value)}; quote it)")
-            continue
-        found[key] = child
-        for ph in placeholders(r, child):
-            if ph.name != "scheduled_at" or ph.filter not in (None, "iso_week"):
-                r.error(template_pos(r, child, ph.start),
-                        f"{child.label}: unknown template value {{{{{ph.expression}}}}}; routine "
-                        "inputs may use only {{scheduled_at}} and {{scheduled_at | iso_week}}")
+        elif not isinstance(child.value, str):
+            r.error(child.where(), f"{child.label} must be a string "
+                    f"(got {got(child.value)}; quote it)")
+        else:
+            found[key] = child
+            _check_routine_template(r, child)
     return found
 
 
-def _check_job_ref(
-    r: Report, action: Node, job_node: Node, inputs: dict[str, Node], jobs: JobIndex
+def _check_routine_template(r: Report, node: Node) -> None:
+    for ph in placeholders(r, node):
+        if ph.name != "scheduled_at" or ph.filter not in (None, "iso_week"):
+            r.error(template_pos(r, node, ph.start),
+                    f"{node.label}: unknown template value {{{{{ph.expression}}}}}; routine "
+                    "inputs may use only {{scheduled_at}} and {{scheduled_at | iso_week}}")
+
+
+def _check_job_inputs(
+    r: Report, job: model.JobDefinition, job_node: Node, inputs_node: Node | None,
+    inputs: dict[str, Node],
 ) -> None:
-    job_id = str(job_node.value)
-    job = jobs.valid.get(job_id)
-    if job is None:
-        if job_id not in jobs.invalid:
-            r.error(job_node.pos, f'{job_node.label} "{job_id}" names no Job Definition '
-                    f"(no {jobs.where}/**/{job_id}.yaml)")
-        return
+    """Routine inputs against the Job's declarations: declared, valid when literal, complete."""
     declared = ", ".join(spec.name for spec in job.inputs) or "none"
     for key, child in inputs.items():
         spec = job.input_spec(key)
         if spec is None:
-            r.error(child.key_pos, f"{child.label} is not an input of {job_id} (declared: {declared})")
+            r.error(child.key_pos, f"{child.label} is not an input of {job.id} "
+                    f"(declared: {declared})")
         elif "{{" not in child.value:
             try:
                 parse_cli_value(spec, child.value)
             except ValueError as exc:
                 r.error(child.pos, f"{child.label}: {exc}")
+    given = inputs_node.value if inputs_node is not None else {}
+    if not isinstance(given, dict):
+        return
     for spec in job.inputs:
         unresolved = spec.default is None and spec.from_checkpoint is None and spec.resolve is None
-        if spec.required and unresolved and spec.name not in inputs:
-            r.error(job_node.pos, f'{action.label}.inputs must set "{spec.name}": {job_id} '
-                    "requires it and has no default")
+        if spec.required and unresolved and spec.name not in given:
+            label = job_node.label.rsplit(".", 1)[0]
+            r.error(job_node.pos, f'{label}.inputs must set "{spec.name}": {job.id} requires '
+                    "it and has no default")
 
 
-# --- Job Definitions (SPEC §7.1, §7.2) ----------------------------------------------------------
+# --- Job Definitions ---------------------------------------------------------------------------
 
-JOB_KEYS = ("id", "name", "description", "inputs", "task", "run", "checkpoint")
-INPUT_KEYS = ("type", "description", "required", "default", "enum", "minimum", "maximum",
-              "from_checkpoint", "resolve", "git_revision")
-INPUT_TYPES = ("string", "integer", "boolean", "list")
 SNAKE = re.compile(r"[a-z][a-z0-9_]*")
 NICKNAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
-DOTTED = re.compile(r"[A-Za-z0-9_]+(?:\.[A-Za-z0-9_-]+)*")
-TIMEOUT_SECONDS = re.compile(r"([1-9][0-9]{0,9})s")
+_TIMEOUT_SECONDS = re.compile(r"([1-9][0-9]{0,9})s")
+JOB_KEYS = ("id", "name", "description", "inputs", "task", "run", "checkpoint")
+# upstream accepts owner/targets/paths in every mode; only edit/review carry them
 _COMMON_TASK_KEYS = ("mode", "owner", "targets", "paths")
 _COMMAND_ONLY = ("command", "precondition", "partial_exit_code", "noop_exit_code", "timeout",
                  "analysis")
 _AGENT_ONLY = ("description", "agent", "capabilities", "proficiency")
-_IN_COMMAND_MODE = {
+_NOT_IN_COMMAND_MODE = {
     "agent": "task.agent is not allowed in command mode; use task.analysis.agent",
-    "description": "task.description is not allowed in command mode; "
-    "use task.analysis.description",
+    "description": "task.description is not allowed in command mode; use "
+    "task.analysis.description",
     "capabilities": "task.capabilities is not allowed in command mode",
     "proficiency": "task.proficiency is not allowed in command mode",
 }
+_ONLY_IN_COMMAND_MODE = {k: f"task.{k} is only allowed in command mode" for k in _COMMAND_ONLY}
 PROFICIENCIES = ("low", "normal", "high", "expert")
-BUSY_EXIT_CODE = 75
-_SCALAR_TEMPLATE_NAMES = ("job_id", "project_id", "specdojo", "scheduled_at", "job_run_id")
+BUSY_EXIT_CODE = 75  # a command exiting 75 means "project busy" (SPEC §7.3)
+_PLAIN_NAMES = ("job_id", "project_id", "specdojo", "scheduled_at", "job_run_id")
+_ADVANCE = ("succeeded", "noop")
 
 
 def build_job(r: Report, root: Node, *, file_id: str) -> model.JobDefinition | None:
     """The Job Definition in ``root`` (a loaded ``job-*.yaml``), or None after reporting."""
     unknown_keys(r, root, JOB_KEYS, "job")
     job_id = check_id(r, root, file_id, JOB_ID, "job-<slug>")
-    name_node = root.get("name")
-    if name_node is None:
-        r.error((1, 1), "name is required")
-    name = text(r, name_node, nonempty=True)
+    name = text(r, required(r, root, "name"), nonempty=True)
     description = text(r, root.get("description"))
     specs = _input_specs(r, root.get("inputs"))
     task = _task(r, root.get("task"))
     key = _idempotency_key(r, root.get("run"))
     checkpoint = _checkpoint(r, root.get("checkpoint"))
-    _check_job_templates(r, root, specs, checkpoint)
+    _check_job_templates(r, root, specs)
     if r.failed or job_id is None or name is None or task is None or key is None:
         return None
     return model.JobDefinition(
@@ -616,77 +613,18 @@ def _input_specs(r: Report, node: Node | None) -> tuple[model.InputSpec, ...]:
     if node is None or not mapping(r, node, " of input names"):
         return ()
     specs = []
-    for key, child in node.entries():
-        if not isinstance(key, str) or not SNAKE.fullmatch(key):
+    for name, child in node.entries():
+        if not isinstance(name, str) or not SNAKE.fullmatch(name):
             r.error(child.key_pos, f"{child.label} must use lowercase snake_case")
         elif mapping(r, child, " (type, required, default, ...)"):
-            spec = _input_spec(r, key, child)
+            unknown_keys(r, child, INPUT_FIELDS, "input")
+            spec, complaints = build_input_spec(name, plain(child.value))
+            for field, message in complaints:
+                located = child.get(field)
+                r.error(located.where() if located is not None else child.key_pos, message)
             if spec is not None:
                 specs.append(spec)
     return tuple(specs)
-
-
-def _input_spec(r: Report, name: str, node: Node) -> model.InputSpec | None:
-    unknown_keys(r, node, INPUT_KEYS, "input")
-    type_node = node.get("type")
-    kind = type_node.value if type_node is not None else None
-    if kind not in INPUT_TYPES or not isinstance(kind, str):
-        shown = got(kind) if type_node is not None else "nothing"
-        where = type_node.pos if type_node is not None else node.key_pos
-        r.error(where, f"{node.label}.type must be string|integer|boolean|list (got {shown})")
-        return None
-    source = node.get("from_checkpoint")
-    if (path := text(r, source, nonempty=True)) is not None and not DOTTED.fullmatch(path):
-        r.error(source.pos if source else node.pos,
-                f"{node.label}.from_checkpoint must be a dotted path such as revision")
-    resolve = choice(r, node.get("resolve"), ("git_head",))
-    git_node = node.get("git_revision")
-    if flag(r, git_node) and kind != "string" and git_node is not None:
-        r.error(git_node.pos, f"{node.label}.git_revision needs type string (got type {kind})")
-    bounds = [_bound(r, node.get(side), kind) for side in ("minimum", "maximum")]
-    if bounds[0] is not None and bounds[1] is not None and bounds[0] > bounds[1]:
-        r.error(node.child("minimum").pos, f"{node.label}.minimum must not exceed maximum")
-    spec = model.InputSpec(
-        name=name, type=kind, required=flag(r, node.get("required")) is True,  # type: ignore[arg-type]
-        enum=_enum(r, node.get("enum"), kind), minimum=bounds[0], maximum=bounds[1],
-        from_checkpoint=path, resolve="git_head" if resolve else None,
-        git_revision=bool(git_node is not None and git_node.value is True),
-        description=text(r, node.get("description")),
-    )
-    default_node = node.get("default")
-    if default_node is None:
-        return spec
-    default = plain(default_node.value)
-    default = tuple(default) if isinstance(default, list) else default
-    problem = check_value(spec, default)
-    if problem is not None:
-        r.error(default_node.pos, f"{default_node.label} is invalid: {problem}")
-        return None
-    return attrs.evolve(spec, default=default)
-
-
-def _bound(r: Report, node: Node | None, kind: str) -> int | None:
-    if node is None:
-        return None
-    if kind != "integer" or not safe_int(node.value):
-        r.error(node.pos, f"{node.label} is only allowed as an integer constraint "
-                f"(type {kind}, got {got(node.value)})")
-        return None
-    return int(node.value)
-
-
-def _enum(r: Report, node: Node | None, kind: str) -> tuple[str | int | bool, ...] | None:
-    if node is None:
-        return None
-    value = node.value
-    item_kind = "string" if kind == "list" else kind
-    fits = {"string": lambda v: isinstance(v, str), "integer": safe_int,
-            "boolean": lambda v: isinstance(v, bool)}[item_kind]
-    unique = isinstance(value, list) and len({(type(v), v) for v in value if fits(v)}) == len(value)
-    if not isinstance(value, list) or not value or not unique:
-        r.error(node.pos, f"{node.label} must be a non-empty unique list of {item_kind} values")
-        return None
-    return tuple(plain(v) for v in value)
 
 
 def _task(r: Report, node: Node | None) -> model.Task | None:
@@ -700,43 +638,43 @@ def _task(r: Report, node: Node | None) -> model.Task | None:
     if mode == "command":
         return _command_task(r, node)
     if mode in ("edit", "review"):
-        return _agent_task(r, node, str(mode))
+        return _agent_task(r, node, "edit" if mode == "edit" else "review")
     shown = got(mode) if mode_node is not None else "nothing"
-    r.error(mode_node.pos if mode_node else node.key_pos,
-            f"task.mode must be edit, review, or command (got {shown})")
+    where = mode_node.where() if mode_node is not None else node.key_pos
+    r.error(where, f"task.mode must be edit, review, or command (got {shown})")
     return None
 
 
-def _task_keys(r: Report, node: Node, allowed: Sequence[str], misplaced: Mapping[str, str]) -> None:
+def _task_common(
+    r: Report, node: Node, allowed: Sequence[str], misplaced: Mapping[str, str]
+) -> str | None:
+    """Keys valid in this mode, and the fields every mode takes; returns the owner."""
     for key, child in node.entries():
         if key in misplaced:
-            r.error(child.key_pos, misplaced[key])
-    rest = Node(value={k: v for k, v in node.value.items() if k not in misplaced}, label="task")
-    unknown_keys(r, attrs.evolve(rest, value=node.value) if not misplaced else node,
-                 [*allowed, *misplaced], "task")
-    text(r, node.get("owner"), nonempty=True)
+            r.error(child.key_pos, misplaced[str(key)])
+    unknown_keys(r, node, [*allowed, *misplaced], "task")
     for key in ("targets", "paths"):
         text_list(r, node.get(key))
+    return text(r, node.get("owner"), nonempty=True)
 
 
 def _command_task(r: Report, node: Node) -> model.CommandTask | None:
-    _task_keys(r, node, (*_COMMON_TASK_KEYS, *_COMMAND_ONLY), _IN_COMMAND_MODE)
-    command_node = node.get("command")
-    if command_node is None:
-        r.error(node.key_pos, "task.command is required for command mode")
+    _task_common(r, node, (*_COMMON_TASK_KEYS, *_COMMAND_ONLY), _NOT_IN_COMMAND_MODE)
+    command_node = required(r, node, "command", "task.command is required for command mode")
     command = text(r, command_node, nonempty=True)
     partial = _exit_codes(r, node.get("partial_exit_code"))
     noop_node = node.get("noop_exit_code")
     noop = _exit_code(r, noop_node)
-    if noop is not None and noop in (partial or ()) and noop_node is not None:
+    if noop_node is not None and noop is not None and noop in partial:
         r.error(noop_node.pos, f"task.noop_exit_code {noop} is also in task.partial_exit_code")
     timeout, seconds = _timeout(r, node.get("timeout"))
+    precondition = _precondition(r, node.get("precondition"))
+    analysis = _analysis(r, node.get("analysis"))
     if command is None:
         return None
     return model.CommandTask(
-        command=command, precondition=_precondition(r, node.get("precondition")),
-        partial_exit_codes=partial or (), noop_exit_code=noop, timeout=timeout,
-        timeout_seconds=seconds, analysis=_analysis(r, node.get("analysis")),
+        command=command, precondition=precondition, partial_exit_codes=partial,
+        noop_exit_code=noop, timeout=timeout, timeout_seconds=seconds, analysis=analysis,
     )
 
 
@@ -745,20 +683,21 @@ def _exit_code(r: Report, node: Node | None) -> int | None:
         return None
     value = node.value
     if not is_int(value) or not 1 <= value <= 255 or value == BUSY_EXIT_CODE:
-        r.error(node.pos, f"{node.label} must be an exit code from 1 to 255 other than "
-                f"{BUSY_EXIT_CODE} (reserved for project busy; got {got(value)})")
+        r.error(node.where(), f"{node.label} must be an exit code from 1 to 255 other than "
+                f"{BUSY_EXIT_CODE} (which means project busy; got {got(value)})")
         return None
     return int(value)
 
 
-def _exit_codes(r: Report, node: Node | None) -> tuple[int, ...] | None:
+def _exit_codes(r: Report, node: Node | None) -> tuple[int, ...]:
     if node is None:
-        return None
+        return ()
     if not isinstance(node.value, list) or not node.value:
-        r.error(node.pos, f"{node.label} must be a non-empty list of exit codes (got {got(node.value)})")
-        return None
-    codes = [_exit_code(r, item) for item in node.elements(lambda _i: node.label)]
-    return tuple(c for c in codes if c is not None)
+        r.error(node.where(), f"{node.label} must be a non-empty list of exit codes "
+                f"(got {got(node.value)})")
+        return ()
+    codes = [_exit_code(r, item) for item in node.elements()]
+    return tuple(code for code in codes if code is not None)
 
 
 def _timeout(r: Report, node: Node | None) -> tuple[str | None, int | None]:
@@ -767,11 +706,11 @@ def _timeout(r: Report, node: Node | None) -> tuple[str | None, int | None]:
     value = node.value
     seconds = None
     if isinstance(value, str):
-        match = TIMEOUT_SECONDS.fullmatch(value.strip())
+        match = _TIMEOUT_SECONDS.fullmatch(value.strip())
         seconds = int(match.group(1)) if match else parse_interval(value)
     if seconds is None:
-        r.error(node.pos, f"task.timeout must be <positive integer><unit> with unit s|m|h|d|w "
-                f"(e.g. 90s, 10m; got {got(value)})")
+        r.error(node.where(), "task.timeout must be <positive integer><unit> with unit "
+                f"s|m|h|d|w, e.g. 90s or 10m (got {got(value)})")
         return None, None
     return str(value), seconds
 
@@ -780,50 +719,41 @@ def _precondition(r: Report, node: Node | None) -> model.Precondition | None:
     if node is None or not mapping(r, node, " with command and skip_when"):
         return None
     unknown_keys(r, node, ("command", "skip_when"), "task.precondition")
-    command_node, skip_node = node.get("command"), node.get("skip_when")
-    if command_node is None:
-        r.error(node.key_pos, "task.precondition.command is required")
-    command = text(r, command_node, nonempty=True)
-    skip = skip_node.value if skip_node is not None else None
+    command = text(r, required(r, node, "command"), nonempty=True)
+    skip_node = node.get("skip_when")
+    skip: Any = skip_node.value if skip_node is not None else None
     if skip != "empty-output" and not (is_int(skip) and 0 <= skip <= 255):
-        r.error(skip_node.pos if skip_node else node.key_pos, "task.precondition.skip_when "
-                f"must be empty-output or an exit code from 0 to 255 (got {got(skip)})")
+        where = skip_node.where() if skip_node is not None else node.key_pos
+        r.error(where, "task.precondition.skip_when must be empty-output or an exit code "
+                f"from 0 to 255 (got {got(skip) if skip_node is not None else 'nothing'})")
         return None
-    return model.Precondition(command=command, skip_when=skip) if command else None
+    if command is None:
+        return None
+    return model.Precondition(command=command, skip_when="empty-output" if skip is None else skip)
 
 
 def _analysis(r: Report, node: Node | None) -> model.Analysis | None:
     if node is None or not mapping(r, node, " with agent and description"):
         return None
     unknown_keys(r, node, ("agent", "description"), "task.analysis")
-    agent = _nickname(r, node, "agent", required=True)
-    description_node = node.get("description")
-    if description_node is None:
-        r.error(node.key_pos, "task.analysis.description is required")
-    description = text(r, description_node, nonempty=True)
+    agent = _nickname(r, required(r, node, "agent"))
+    description = text(r, required(r, node, "description"), nonempty=True)
     return model.Analysis(agent=agent, description=description) if agent and description else None
 
 
-def _nickname(r: Report, node: Node, key: str, *, required: bool) -> str | None:
-    child = node.get(key)
-    if child is None:
-        if required:
-            r.error(node.key_pos, f"{node.label}.{key} is required")
+def _nickname(r: Report, node: Node | None) -> str | None:
+    if node is None:
         return None
-    if not isinstance(child.value, str) or not NICKNAME.fullmatch(child.value):
-        r.error(child.pos, f"{child.label} must be an agent nickname from pm-members.yaml "
-                f"(got {got(child.value)})")
+    if not isinstance(node.value, str) or not NICKNAME.fullmatch(node.value):
+        r.error(node.where(), f"{node.label} must be an agent nickname from pm-members.yaml "
+                f"(got {got(node.value)})")
         return None
-    return str(child.value)
+    return str(node.value)
 
 
-def _agent_task(r: Report, node: Node, mode: str) -> model.AgentTask | None:
-    misplaced = {key: f"task.{key} is only allowed in command mode" for key in _COMMAND_ONLY}
-    _task_keys(r, node, (*_COMMON_TASK_KEYS, *_AGENT_ONLY), misplaced)
-    description_node = node.get("description")
-    if description_node is None:
-        r.error(node.key_pos, "task.description is required")
-    description = text(r, description_node, nonempty=True)
+def _agent_task(r: Report, node: Node, mode: Literal["edit", "review"]) -> model.AgentTask | None:
+    owner = _task_common(r, node, (*_COMMON_TASK_KEYS, *_AGENT_ONLY), _ONLY_IN_COMMAND_MODE)
+    description = text(r, required(r, node, "description"), nonempty=True)
     targets, paths = node.get("targets"), node.get("paths")
     if targets is None and paths is None:
         r.error(node.key_pos, "task.targets or task.paths must be a non-empty string list")
@@ -831,17 +761,16 @@ def _agent_task(r: Report, node: Node, mode: str) -> model.AgentTask | None:
     agent = node.get("agent")
     if agent is not None and mapping(r, agent, " with executor and optional reporter"):
         unknown_keys(r, agent, ("executor", "reporter"), "task.agent")
-        executor = _nickname(r, agent, "executor", required=True)
-        reporter = _nickname(r, agent, "reporter", required=False)
+        executor = _nickname(r, required(r, agent, "executor"))
+        reporter = _nickname(r, agent.get("reporter"))
     capabilities = text_list(r, node.get("capabilities"))
     proficiency = choice(r, node.get("proficiency"), PROFICIENCIES)
     if description is None:
         return None
     return model.AgentTask(
-        mode="edit" if mode == "edit" else "review", description=description,
-        targets=_strings(targets), paths=_strings(paths), executor=executor,
-        reporter=reporter, capabilities=capabilities or (), proficiency=proficiency,
-        owner=text(Report(r.path), node.get("owner")),
+        mode=mode, description=description, targets=_strings(targets), paths=_strings(paths),
+        executor=executor, reporter=reporter, capabilities=capabilities or (),
+        proficiency=proficiency, owner=owner,
     )
 
 
@@ -858,90 +787,82 @@ def _idempotency_key(r: Report, node: Node | None) -> str | None:
     if not mapping(r, node, " with idempotency_key"):
         return None
     unknown_keys(r, node, ("idempotency_key",), "run")
-    key_node = node.get("idempotency_key")
-    if key_node is None:
-        r.error(node.key_pos, "run.idempotency_key is required")
-    return text(r, key_node, nonempty=True)
+    return text(r, required(r, node, "idempotency_key"), nonempty=True)
 
 
 def _checkpoint(r: Report, node: Node | None) -> model.CheckpointSpec | None:
     if node is None or not mapping(r, node, " with values"):
         return None
     unknown_keys(r, node, ("values", "advance_on"), "checkpoint")
-    values_node = node.get("values")
-    if values_node is None:
-        r.error(node.key_pos, "checkpoint.values must be a mapping")
-        return None
+    values_node = required(r, node, "values", "checkpoint.values must be a mapping")
     values: dict[str, str] = {}
-    if mapping(r, values_node, " of snake_case keys to templates"):
+    if values_node is not None and mapping(r, values_node, " of snake_case keys to templates"):
         for key, child in values_node.entries():
-            if not isinstance(key, str) or not SNAKE.fullmatch(key) or not isinstance(child.value, str):
-                r.error(child.key_pos, f"{child.label} must be a string with a lowercase "
-                        "snake_case key")
-            else:
-                values[key] = child.value
-    advance = _advance_on(r, node.get("advance_on"))
+            if not isinstance(key, str) or not SNAKE.fullmatch(key):
+                r.error(child.key_pos, f"{child.label} must use a lowercase snake_case key")
+            elif (value := text(r, child)) is not None:
+                values[key] = value
+    advance = frozenset(_ADVANCE)
+    advance_node = node.get("advance_on")
+    if advance_node is not None:
+        listed = advance_node.value
+        if isinstance(listed, list) and listed and all(v in _ADVANCE for v in listed):
+            advance = frozenset(str(v) for v in listed)
+        else:
+            r.error(advance_node.where(), "checkpoint.advance_on must contain succeeded and/or "
+                    f"noop (got {got(listed)})")
     return model.CheckpointSpec(values=values, advance_on=advance)
 
 
-def _advance_on(r: Report, node: Node | None) -> frozenset[str]:
-    if node is None:
-        return frozenset({"succeeded", "noop"})
-    value = node.value
-    if not isinstance(value, list) or not value or any(v not in ("succeeded", "noop") for v in value):
-        r.error(node.pos, f"checkpoint.advance_on must contain succeeded and/or noop "
-                f"(got {got(value)})")
-        return frozenset({"succeeded", "noop"})
-    return frozenset(str(v) for v in value)
+# --- Job templates (SPEC §7.2) -----------------------------------------------------------------
 
 
 def _template_nodes(root: Node) -> list[Node]:
     """Every templated string of a Job Definition."""
     found: list[Node | None] = []
     task = root.get("task")
-    if task is not None and isinstance(task.value, dict):
+    if task is not None:
         found += [task.get("command"), task.get("description")]
-        for key in ("precondition", "analysis"):
+        for key, field in (("precondition", "command"), ("analysis", "description")):
             child = task.get(key)
-            if child is not None and isinstance(child.value, dict):
-                found.append(child.get("command" if key == "precondition" else "description"))
+            found.append(child.get(field) if child is not None else None)
     run = root.get("run")
-    if run is not None and isinstance(run.value, dict):
-        found.append(run.get("idempotency_key"))
+    found.append(run.get("idempotency_key") if run is not None else None)
     checkpoint = root.get("checkpoint")
     values = checkpoint.get("values") if checkpoint is not None else None
-    if values is not None:
-        found += [child for _, child in values.entries()]
+    found += [child for _, child in values.entries()] if values is not None else []
     return [n for n in found if n is not None and isinstance(n.value, str)]
 
 
-def _check_job_templates(
-    r: Report, root: Node, specs: Sequence[model.InputSpec], checkpoint: model.CheckpointSpec | None
-) -> None:
-    inputs = [spec.name for spec in specs]
-    values = sorted(checkpoint.values) if checkpoint is not None else None
-    for spec_node in _input_nodes(root):
-        path = spec_node.value
-        if isinstance(path, str) and DOTTED.fullmatch(path):
-            problem = _segment_problem("checkpoint", path.split(".")[0], values)
-            if problem:
-                r.error(spec_node.pos, f"{spec_node.label}: {problem}")
+def _declared(root: Node) -> tuple[list[str], list[str] | None]:
+    """Input names and checkpoint value keys as written (valid or not, so that one bad
+    declaration is not reported again at every use); None when there is no checkpoint."""
+    inputs = root.get("inputs")
+    given = inputs.value if inputs is not None and isinstance(inputs.value, dict) else {}
+    names = [k for k in given if isinstance(k, str)]
+    checkpoint = root.get("checkpoint")
+    if checkpoint is None:
+        return names, None
+    values = checkpoint.get("values")
+    keys = values.value if values is not None and isinstance(values.value, dict) else {}
+    return names, [k for k in keys if isinstance(k, str)]
+
+
+def _check_job_templates(r: Report, root: Node, specs: Sequence[model.InputSpec]) -> None:
+    inputs, values = _declared(root)
+    declared = root.get("inputs")
+    for spec in specs:
+        source = spec.from_checkpoint
+        problem = _names(f'"{source}"', source, values, "checkpoint") if source else None
+        if problem is not None and declared is not None:
+            where = declared.child(spec.name).child("from_checkpoint")
+            r.error(where.pos, f"{where.label}: {problem}")
     for node in _template_nodes(root):
         in_key = node.label == "run.idempotency_key"
         for ph in placeholders(r, node):
             problem = _placeholder_problem(ph, inputs, values, in_key=in_key)
             if problem is not None:
                 r.error(template_pos(r, node, ph.start), f"{node.label}: {problem}")
-
-
-def _input_nodes(root: Node) -> list[Node]:
-    inputs = root.get("inputs")
-    found = []
-    for _, spec in inputs.entries() if inputs is not None else []:
-        source = spec.get("from_checkpoint")
-        if source is not None:
-            found.append(source)
-    return found
 
 
 def _placeholder_problem(
@@ -952,24 +873,22 @@ def _placeholder_problem(
         return f"{shown}: Job templates take no filters"
     if ph.name == "job_run_id" and in_key:
         return "cannot use {{job_run_id}} (the Job Run id is derived from this key)"
-    if ph.name in _SCALAR_TEMPLATE_NAMES:
+    if ph.name in _PLAIN_NAMES:
         return None
     head, _, rest = ph.name.partition(".")
     if head == "inputs" and rest:
-        return _segment_problem("input", rest.split(".")[0], inputs, shown)
+        return _names(shown, rest, inputs, "input")
     if head == "checkpoint" and rest:
-        return _segment_problem("checkpoint", rest.split(".")[0], values, shown)
+        return _names(shown, rest, values, "checkpoint")
     return (f"unknown template value {shown} (use job_id, project_id, specdojo, scheduled_at, "
             "job_run_id, inputs.<name> or checkpoint.<key>)")
 
 
-def _segment_problem(
-    what: str, name: str, declared: Sequence[str] | None, shown: str = ""
-) -> str | None:
-    subject = shown or f'"{name}"'
+def _names(shown: str, path: str, declared: Sequence[str] | None, what: str) -> str | None:
+    """None when the first segment of ``path`` is declared, else why not."""
     if declared is None:
-        return f"{subject} names no checkpoint value (the job declares no checkpoint)"
-    if name in declared:
+        return f"{shown} names no checkpoint value (the job declares no checkpoint)"
+    if path.split(".")[0] in declared:
         return None
     noun = "input" if what == "input" else "checkpoint value"
-    return f"{subject} names no declared {noun} (declared: {', '.join(declared) or 'none'})"
+    return f"{shown} names no declared {noun} (declared: {', '.join(declared) or 'none'})"
