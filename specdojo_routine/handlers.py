@@ -429,7 +429,9 @@ def _row(routine: Routine, state: Mapping[str, Any], now: datetime, lock_held: b
             last_scheduled_for=state.get("last_scheduled_for"), now=now))
     except TooManyMissedOccurrences:
         due = True
-    if routine.trigger is not None:
+    if not routine.enabled:
+        next_text = None  # a disabled routine has no next occurrence until it is enabled
+    elif routine.trigger is not None:
         nxt = schedule.next_occurrence(routine, now=now)
         next_text = format_ms(nxt) if nxt else None
     else:
