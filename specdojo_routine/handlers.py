@@ -170,7 +170,7 @@ def run(
     if dry_run:
         view = views.load_routine_view(paths)
         lock = locks.routine_lock_status(paths.routine_locks_dir, now=to_utc(wall()))
-        _plan(report, candidates, view, the_now, routine_id, paths, interrupted=not lock.held)
+        plan_selection(report, candidates, view, the_now, routine_id, paths, interrupted=not lock.held)
         return report
     with locks.routine_lock(paths.routine_locks_dir, clock=wall):
         log = ledger.Ledger(paths.routine_ledger, clock=wall)
@@ -196,7 +196,7 @@ def run(
     return report
 
 
-def _plan(
+def plan_selection(
     report: RunReport, candidates: list[Routine], view: views.RoutineView, now: datetime,
     routine_id: str | None, paths: ProjectPaths, *, interrupted: bool,
 ) -> None:
