@@ -1,6 +1,6 @@
 """Definition files (SPEC §2, §3, §7.1): discovery, safe YAML loading, validation (E-01).
 
-The rules themselves are :mod:`.validation`'s; this module finds the files, reads them safely,
+The rules themselves are :mod:`.validate_routines` and :mod:`.validate_jobs`; this module finds the files, reads them safely,
 applies the rules (Jobs first: routines name Jobs) and the cross-file ones (duplicate ids).
 
 Every problem of every file is reported, located (``routines/rtn-a.yaml:3:7: ...``); an invalid
@@ -37,7 +37,9 @@ from . import validation
 from .config import ProjectPaths
 from .errors import Problem
 from .model import JobDefinition, Routine
-from .validation import JobIndex, Node, Report, got
+from .validate_jobs import build_job
+from .validate_routines import JobIndex, build_routine
+from .validation import Node, Report, got
 
 MAX_FILE_BYTES = 1 << 20  # definitions are small; anything bigger is a mistake or an attack
 MAX_DEPTH = 64  # nesting levels
@@ -137,7 +139,7 @@ def _load_jobs(
         report, data = read_definition(path, paths.rel(path), "job")
         job = None
         if data is not None:
-            job = validation.build_job(report, Node(value=data), file_id=file_id(path))
+            job = build_job(report, Node(value=data), file_id=file_id(path))
         if job is not None and job.id in jobs:
             other = jobs[job.id].path
             report.error(_id_pos(data), f'duplicate job id "{job.id}" (also in {other})')
@@ -159,7 +161,7 @@ def _load_routines(
         report, data = read_definition(path, paths.rel(path), "routine")
         routine = None
         if data is not None:
-            built = validation.build_routine(
+            built = build_routine(
                 report, Node(value=data), file_id=file_id(path), jobs=index
             )
             routine = attrs.evolve(built, digest=digest(data)) if built is not None else None

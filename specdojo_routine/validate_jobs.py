@@ -1,0 +1,361 @@
+"""The rules of Job Definition files (SPEC §7.1) and of their templates (SPEC §7.2), on the
+machinery of :mod:`.validation`.
+
+Checks report and carry on, so every problem of a file is found. Sections: Job Definitions, Job
+templates.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from . import model
+from .inputs import INPUT_FIELDS, build_input_spec, is_int
+from .schedule import parse_interval
+from .templates import Placeholder
+from .validation import (
+    JOB_ID,
+    Node,
+    Report,
+    check_id,
+    choice,
+    got,
+    mapping,
+    placeholders,
+    plain,
+    required,
+    template_pos,
+    text,
+    text_list,
+    unknown_keys,
+)
+
+# --- Job Definitions ---------------------------------------------------------------------------
+
+SNAKE = re.compile(r"[a-z][a-z0-9_]*")
+NICKNAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
+_TIMEOUT_SECONDS = re.compile(r"([1-9][0-9]{0,9})s")
+JOB_KEYS = ("id", "name", "description", "inputs", "task", "run", "checkpoint")
+# upstream accepts owner/targets/paths in every mode; only edit/review carry them
+_COMMON_TASK_KEYS = ("mode", "owner", "targets", "paths")
+_COMMAND_ONLY = ("command", "precondition", "partial_exit_code", "noop_exit_code", "timeout",
+                 "analysis")
+_AGENT_ONLY = ("description", "agent", "capabilities", "proficiency")
+_NOT_IN_COMMAND_MODE = {
+    "agent": "task.agent is not allowed in command mode; use task.analysis.agent",
+    "description": "task.description is not allowed in command mode; use "
+    "task.analysis.description",
+    "capabilities": "task.capabilities is not allowed in command mode",
+    "proficiency": "task.proficiency is not allowed in command mode",
+}
+_ONLY_IN_COMMAND_MODE = {k: f"task.{k} is only allowed in command mode" for k in _COMMAND_ONLY}
+PROFICIENCIES = ("low", "normal", "high", "expert")
+BUSY_EXIT_CODE = 75  # a command exiting 75 means "project busy" (SPEC §7.3)
+_PLAIN_NAMES = ("job_id", "project_id", "specdojo", "scheduled_at", "job_run_id")
+_ADVANCE = ("succeeded", "noop")
+
+
+def build_job(r: Report, root: Node, *, file_id: str) -> model.JobDefinition | None:
+    """The Job Definition in ``root`` (a loaded ``job-*.yaml``), or None after reporting."""
+    unknown_keys(r, root, JOB_KEYS, "job")
+    job_id = check_id(r, root, file_id, JOB_ID, "job-<slug>")
+    name = text(r, required(r, root, "name"), nonempty=True)
+    description = text(r, root.get("description"))
+    specs = _input_specs(r, root.get("inputs"))
+    task = _task(r, root.get("task"))
+    key = _idempotency_key(r, root.get("run"))
+    checkpoint = _checkpoint(r, root.get("checkpoint"))
+    _check_job_templates(r, root, specs)
+    if r.failed or job_id is None or name is None or task is None or key is None:
+        return None
+    return model.JobDefinition(
+        id=job_id, path=r.path, name=name, description=description, inputs=specs,
+        task=task, idempotency_key=key, checkpoint=checkpoint,
+    )
+
+
+def _input_specs(r: Report, node: Node | None) -> tuple[model.InputSpec, ...]:
+    if node is None or not mapping(r, node, " of input names"):
+        return ()
+    specs = []
+    for name, child in node.entries():
+        if not isinstance(name, str) or not SNAKE.fullmatch(name):
+            r.error(child.key_pos, f"{child.label} must use lowercase snake_case")
+        elif mapping(r, child, " (type, required, default, ...)"):
+            unknown_keys(r, child, INPUT_FIELDS, "input")
+            spec, complaints = build_input_spec(name, plain(child.value))
+            for field, message in complaints:
+                located = child.get(field)
+                r.error(located.where() if located is not None else child.key_pos, message)
+            if spec is not None:
+                specs.append(spec)
+    return tuple(specs)
+
+
+def _task(r: Report, node: Node | None) -> model.Task | None:
+    if node is None:
+        r.error((1, 1), "task is required and must be a mapping")
+        return None
+    if not mapping(r, node, " with mode"):
+        return None
+    mode_node = node.get("mode")
+    mode = mode_node.value if mode_node is not None else None
+    if mode == "command":
+        return _command_task(r, node)
+    if mode in ("edit", "review"):
+        return _agent_task(r, node, "edit" if mode == "edit" else "review")
+    shown = got(mode) if mode_node is not None else "nothing"
+    where = mode_node.where() if mode_node is not None else node.key_pos
+    r.error(where, f"task.mode must be edit, review, or command (got {shown})")
+    return None
+
+
+def _task_common(
+    r: Report, node: Node, allowed: Sequence[str], misplaced: Mapping[str, str]
+) -> str | None:
+    """Keys valid in this mode, and the fields every mode takes; returns the owner."""
+    for key, child in node.entries():
+        if key in misplaced:
+            r.error(child.key_pos, misplaced[str(key)])
+    unknown_keys(r, node, [*allowed, *misplaced], "task")
+    for key in ("targets", "paths"):
+        text_list(r, node.get(key))
+    return text(r, node.get("owner"), nonempty=True)
+
+
+def _command_task(r: Report, node: Node) -> model.CommandTask | None:
+    _task_common(r, node, (*_COMMON_TASK_KEYS, *_COMMAND_ONLY), _NOT_IN_COMMAND_MODE)
+    command_node = required(r, node, "command", "task.command is required for command mode")
+    command = text(r, command_node, nonempty=True)
+    partial = _exit_codes(r, node.get("partial_exit_code"))
+    noop_node = node.get("noop_exit_code")
+    noop = _exit_code(r, noop_node)
+    if noop_node is not None and noop is not None and noop in partial:
+        r.error(noop_node.pos, f"task.noop_exit_code {noop} is also in task.partial_exit_code")
+    timeout, seconds = _timeout(r, node.get("timeout"))
+    precondition = _precondition(r, node.get("precondition"))
+    analysis = _analysis(r, node.get("analysis"))
+    if command is None:
+        return None
+    return model.CommandTask(
+        command=command, precondition=precondition, partial_exit_codes=partial,
+        noop_exit_code=noop, timeout=timeout, timeout_seconds=seconds, analysis=analysis,
+    )
+
+
+def _exit_code(r: Report, node: Node | None) -> int | None:
+    if node is None:
+        return None
+    value = node.value
+    if not is_int(value) or not 1 <= value <= 255 or value == BUSY_EXIT_CODE:
+        r.error(node.where(), f"{node.label} must be an exit code from 1 to 255 other than "
+                f"{BUSY_EXIT_CODE} (which means project busy; got {got(value)})")
+        return None
+    return int(value)
+
+
+def _exit_codes(r: Report, node: Node | None) -> tuple[int, ...]:
+    if node is None:
+        return ()
+    if not isinstance(node.value, list) or not node.value:
+        r.error(node.where(), f"{node.label} must be a non-empty list of exit codes "
+                f"(got {got(node.value)})")
+        return ()
+    codes = [_exit_code(r, item) for item in node.elements()]
+    return tuple(code for code in codes if code is not None)
+
+
+def _timeout(r: Report, node: Node | None) -> tuple[str | None, int | None]:
+    if node is None:
+        return None, None
+    value = node.value
+    seconds = None
+    if isinstance(value, str):
+        match = _TIMEOUT_SECONDS.fullmatch(value.strip())
+        seconds = int(match.group(1)) if match else parse_interval(value)
+    if seconds is None:
+        r.error(node.where(), "task.timeout must be <positive integer><unit> with unit "
+                f"s|m|h|d|w, e.g. 90s or 10m (got {got(value)})")
+        return None, None
+    return str(value), seconds
+
+
+def _precondition(r: Report, node: Node | None) -> model.Precondition | None:
+    if node is None or not mapping(r, node, " with command and skip_when"):
+        return None
+    unknown_keys(r, node, ("command", "skip_when"), "task.precondition")
+    command = text(r, required(r, node, "command"), nonempty=True)
+    skip_node = node.get("skip_when")
+    skip: Any = skip_node.value if skip_node is not None else None
+    if skip != "empty-output" and not (is_int(skip) and 0 <= skip <= 255):
+        where = skip_node.where() if skip_node is not None else node.key_pos
+        r.error(where, "task.precondition.skip_when must be empty-output or an exit code "
+                f"from 0 to 255 (got {got(skip) if skip_node is not None else 'nothing'})")
+        return None
+    if command is None:
+        return None
+    return model.Precondition(command=command, skip_when="empty-output" if skip is None else skip)
+
+
+def _analysis(r: Report, node: Node | None) -> model.Analysis | None:
+    if node is None or not mapping(r, node, " with agent and description"):
+        return None
+    unknown_keys(r, node, ("agent", "description"), "task.analysis")
+    agent = _nickname(r, required(r, node, "agent"))
+    description = text(r, required(r, node, "description"), nonempty=True)
+    return model.Analysis(agent=agent, description=description) if agent and description else None
+
+
+def _nickname(r: Report, node: Node | None) -> str | None:
+    if node is None:
+        return None
+    if not isinstance(node.value, str) or not NICKNAME.fullmatch(node.value):
+        r.error(node.where(), f"{node.label} must be an agent nickname from pm-members.yaml "
+                f"(got {got(node.value)})")
+        return None
+    return str(node.value)
+
+
+def _agent_task(r: Report, node: Node, mode: Literal["edit", "review"]) -> model.AgentTask | None:
+    owner = _task_common(r, node, (*_COMMON_TASK_KEYS, *_AGENT_ONLY), _ONLY_IN_COMMAND_MODE)
+    description = text(r, required(r, node, "description"), nonempty=True)
+    targets, paths = node.get("targets"), node.get("paths")
+    if targets is None and paths is None:
+        r.error(node.key_pos, "task.targets or task.paths must be a non-empty string list")
+    executor = reporter = None
+    agent = node.get("agent")
+    if agent is not None and mapping(r, agent, " with executor and optional reporter"):
+        unknown_keys(r, agent, ("executor", "reporter"), "task.agent")
+        executor = _nickname(r, required(r, agent, "executor"))
+        reporter = _nickname(r, agent.get("reporter"))
+    capabilities = text_list(r, node.get("capabilities"))
+    proficiency = choice(r, node.get("proficiency"), PROFICIENCIES)
+    if description is None:
+        return None
+    return model.AgentTask(
+        mode=mode, description=description, targets=_strings(targets), paths=_strings(paths),
+        executor=executor, reporter=reporter, capabilities=capabilities or (),
+        proficiency=proficiency, owner=owner,
+    )
+
+
+def _strings(node: Node | None) -> tuple[str, ...]:
+    if node is None or not isinstance(node.value, list):
+        return ()
+    return tuple(str(v) for v in node.value)
+
+
+def _idempotency_key(r: Report, node: Node | None) -> str | None:
+    if node is None:
+        r.error((1, 1), "run.idempotency_key is required")
+        return None
+    if not mapping(r, node, " with idempotency_key"):
+        return None
+    unknown_keys(r, node, ("idempotency_key",), "run")
+    return text(r, required(r, node, "idempotency_key"), nonempty=True)
+
+
+def _checkpoint(r: Report, node: Node | None) -> model.CheckpointSpec | None:
+    if node is None or not mapping(r, node, " with values"):
+        return None
+    unknown_keys(r, node, ("values", "advance_on"), "checkpoint")
+    values_node = required(r, node, "values", "checkpoint.values must be a mapping")
+    values: dict[str, str] = {}
+    if values_node is not None and mapping(r, values_node, " of snake_case keys to templates"):
+        for key, child in values_node.entries():
+            if not isinstance(key, str) or not SNAKE.fullmatch(key):
+                r.error(child.key_pos, f"{child.label} must use a lowercase snake_case key")
+            elif (value := text(r, child)) is not None:
+                values[key] = value
+    advance = frozenset(_ADVANCE)
+    advance_node = node.get("advance_on")
+    if advance_node is not None:
+        listed = advance_node.value
+        if isinstance(listed, list) and listed and all(v in _ADVANCE for v in listed):
+            advance = frozenset(str(v) for v in listed)
+        else:
+            r.error(advance_node.where(), "checkpoint.advance_on must contain succeeded and/or "
+                    f"noop (got {got(listed)})")
+    return model.CheckpointSpec(values=values, advance_on=advance)
+
+
+# --- Job templates (SPEC §7.2) -----------------------------------------------------------------
+
+
+def _template_nodes(root: Node) -> list[Node]:
+    """Every templated string of a Job Definition."""
+    found: list[Node | None] = []
+    task = root.get("task")
+    if task is not None:
+        found += [task.get("command"), task.get("description")]
+        for key, field in (("precondition", "command"), ("analysis", "description")):
+            child = task.get(key)
+            found.append(child.get(field) if child is not None else None)
+    run = root.get("run")
+    found.append(run.get("idempotency_key") if run is not None else None)
+    checkpoint = root.get("checkpoint")
+    values = checkpoint.get("values") if checkpoint is not None else None
+    found += [child for _, child in values.entries()] if values is not None else []
+    return [n for n in found if n is not None and isinstance(n.value, str)]
+
+
+def _declared(root: Node) -> tuple[list[str], list[str] | None]:
+    """Input names and checkpoint value keys as written (valid or not, so that one bad
+    declaration is not reported again at every use); None when there is no checkpoint."""
+    inputs = root.get("inputs")
+    given = inputs.value if inputs is not None and isinstance(inputs.value, dict) else {}
+    names = [k for k in given if isinstance(k, str)]
+    checkpoint = root.get("checkpoint")
+    if checkpoint is None:
+        return names, None
+    values = checkpoint.get("values")
+    keys = values.value if values is not None and isinstance(values.value, dict) else {}
+    return names, [k for k in keys if isinstance(k, str)]
+
+
+def _check_job_templates(r: Report, root: Node, specs: Sequence[model.InputSpec]) -> None:
+    inputs, values = _declared(root)
+    declared = root.get("inputs")
+    for spec in specs:
+        source = spec.from_checkpoint
+        problem = _names(f'"{source}"', source, values, "checkpoint") if source else None
+        if problem is not None and declared is not None:
+            where = declared.child(spec.name).child("from_checkpoint")
+            r.error(where.pos, f"{where.label}: {problem}")
+    for node in _template_nodes(root):
+        in_key = node.label == "run.idempotency_key"
+        for ph in placeholders(r, node):
+            problem = _placeholder_problem(ph, inputs, values, in_key=in_key)
+            if problem is not None:
+                r.error(template_pos(r, node, ph.start), f"{node.label}: {problem}")
+
+
+def _placeholder_problem(
+    ph: Placeholder, inputs: Sequence[str], values: Sequence[str] | None, *, in_key: bool
+) -> str | None:
+    shown = f"{{{{{ph.expression}}}}}"
+    if ph.filter is not None:
+        return f"{shown}: Job templates take no filters"
+    if ph.name == "job_run_id" and in_key:
+        return "cannot use {{job_run_id}} (the Job Run id is derived from this key)"
+    if ph.name in _PLAIN_NAMES:
+        return None
+    head, _, rest = ph.name.partition(".")
+    if head == "inputs" and rest:
+        return _names(shown, rest, inputs, "input")
+    if head == "checkpoint" and rest:
+        return _names(shown, rest, values, "checkpoint")
+    return (f"unknown template value {shown} (use job_id, project_id, specdojo, scheduled_at, "
+            "job_run_id, inputs.<name> or checkpoint.<key>)")
+
+
+def _names(shown: str, path: str, declared: Sequence[str] | None, what: str) -> str | None:
+    """None when the first segment of ``path`` is declared, else why not."""
+    if declared is None:
+        return f"{shown} names no checkpoint value (the job declares no checkpoint)"
+    if path.split(".")[0] in declared:
+        return None
+    noun = "input" if what == "input" else "checkpoint value"
+    return f"{shown} names no declared {noun} (declared: {', '.join(declared) or 'none'})"

@@ -1,0 +1,330 @@
+"""The rules of routine files (SPEC §3), on the machinery of :mod:`.validation`.
+
+Checks report and carry on, so every problem of a file is found. A routine's ``job:`` action is
+checked against the Job Definitions already loaded (a :class:`JobIndex`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import zoneinfo
+from collections.abc import Mapping, Sequence
+
+import attrs
+
+from . import model
+from .inputs import parse_cli_value
+from .schedule import cron_syntax_error, dom_dow_warning, interval_syntax_error, parse_interval
+from .validation import (
+    JOB_ID,
+    ROUTINE_ID,
+    Node,
+    Report,
+    check_id,
+    choice,
+    flag,
+    got,
+    mapping,
+    placeholders,
+    positive_int,
+    required,
+    template_pos,
+    text,
+    text_list,
+    unknown_keys,
+)
+
+# --- routines (SPEC §3) ------------------------------------------------------------------------
+
+ROUTINE_KEYS = ("id", "name", "description", "enabled", "trigger", "interval", "policy", "action")
+_ACTION_KEYS: dict[str, tuple[str, ...]] = {
+    "job": ("kind", "job", "inputs"),
+    "specdojo": ("kind", "args"),
+    "register": ("kind", "filter", "limit"),
+    "exec-auto": ("kind", "strategy", "parallel", "loop", "max_rounds"),
+    "exec-cycle": ("kind", "strategy", "parallel", "loop", "max_rounds"),
+    "exec-resume": ("kind", "parallel"),
+}
+_FILTERS = (
+    ("types", model.REGISTER_TYPES),
+    ("priorities", model.REGISTER_PRIORITIES),
+    ("statuses", model.REGISTER_STATUSES),
+)
+
+
+@attrs.frozen(kw_only=True)
+class JobIndex:
+    """What a routine's ``job:`` can name: valid Jobs, ids of invalid Job files, where to look."""
+
+    valid: Mapping[str, model.JobDefinition] = attrs.field(factory=dict)
+    invalid: frozenset[str] = frozenset()
+    where: str = "jobs"
+
+
+def build_routine(r: Report, root: Node, *, file_id: str, jobs: JobIndex) -> model.Routine | None:
+    """The routine in ``root`` (a loaded ``rtn-*.yaml``), or None after reporting its problems."""
+    unknown_keys(r, root, ROUTINE_KEYS, "routine")
+    routine_id = check_id(r, root, file_id, ROUTINE_ID, "rtn-<slug>")
+    name = text(r, root.get("name"))
+    description = text(r, root.get("description"))
+    enabled = flag(r, root.get("enabled"))
+    trigger, interval = _schedule(r, root)
+    policy = _policy(r, root.get("policy"))
+    actions, is_list = _actions(r, root, jobs)
+    if r.failed or routine_id is None or policy is None:
+        return None
+    return model.Routine(
+        id=routine_id, path=r.path, digest="", name=name, description=description,
+        enabled=enabled is not False, trigger=trigger, interval=interval, policy=policy,
+        actions=actions, is_list=is_list,
+    )
+
+
+def _schedule(r: Report, root: Node) -> tuple[model.CronTrigger | None, model.Interval | None]:
+    interval_node, trigger_node = root.get("interval"), root.get("trigger")
+    if interval_node is not None and trigger_node is not None:
+        second = max(interval_node.key_pos, trigger_node.key_pos)
+        r.error(second, "specify either interval or trigger, not both")
+    if interval_node is None and trigger_node is None:
+        r.error((1, 1), 'interval or trigger is required (e.g. interval: 6h, or trigger: '
+                '{cron: "0 17 * * 5", timezone: Asia/Tokyo})')
+    interval = None
+    if interval_node is not None:
+        problem = interval_syntax_error(interval_node.value)
+        if problem is not None:
+            r.error(interval_node.where(), problem)
+        else:
+            seconds = parse_interval(interval_node.value)
+            assert seconds is not None
+            interval = model.Interval(text=str(interval_node.value), seconds=seconds)
+    trigger = _trigger(r, trigger_node) if trigger_node is not None else None
+    return trigger, interval
+
+
+def _trigger(r: Report, node: Node) -> model.CronTrigger | None:
+    if not mapping(r, node, " with cron and timezone"):
+        return None
+    unknown_keys(r, node, ("cron", "timezone"), "trigger")
+    cron_node, zone_node = required(r, node, "cron"), required(r, node, "timezone")
+    cron, zone = text(r, cron_node, nonempty=True), text(r, zone_node, nonempty=True)
+    if cron is not None and cron_node is not None:
+        problem = cron_syntax_error(cron)
+        if problem is not None:
+            r.error(cron_node.pos, problem)
+            cron = None
+        elif (warning := dom_dow_warning(cron)) is not None:
+            r.warn(cron_node.pos, warning)
+    if zone is not None and zone_node is not None and (problem := _zone_error(zone)):
+        r.error(zone_node.pos, problem)
+        zone = None
+    return model.CronTrigger(cron=cron, timezone=zone) if cron and zone else None
+
+
+def _zone_error(name: str) -> str | None:
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        close = difflib.get_close_matches(name, _zone_names(), n=1)
+        hint = f'did you mean "{close[0]}"?' if close else "use an IANA name such as Asia/Tokyo"
+        return f"Invalid trigger.timezone: {name} ({hint})"
+    return None
+
+
+@functools.cache
+def _zone_names() -> list[str]:
+    return sorted(zoneinfo.available_timezones())
+
+
+def _policy(r: Report, node: Node | None) -> model.Policy | None:
+    if node is None:
+        return model.Policy()
+    if not mapping(r, node, " (missed_run, overlap, on_interrupted)"):
+        return None
+    unknown_keys(r, node, ("missed_run", "overlap", "on_interrupted"), "policy")
+    missed = choice(r, node.get("missed_run"), [m.value for m in model.MissedRun])
+    overlap = choice(r, node.get("overlap"), ("skip",))
+    resume = choice(r, node.get("on_interrupted"), [m.value for m in model.OnInterrupted])
+    return model.Policy(
+        missed_run=model.MissedRun(missed or "latest"),
+        overlap=overlap or "skip",
+        on_interrupted=model.OnInterrupted(resume or "review"),
+    )
+
+
+def _actions(r: Report, root: Node, jobs: JobIndex) -> tuple[tuple[model.Action, ...], bool]:
+    node = root.get("action")
+    if node is None:
+        r.error((1, 1), "action is required (a mapping with kind, or a non-empty list of them)")
+        return (), False
+    if isinstance(node.value, list):
+        if not node.value:
+            r.error(node.pos, "action must be a mapping with kind or a non-empty list (got [])")
+        items = node.elements(lambda i: f"action[{i + 1}]")
+        built = [_action(r, item, jobs) for item in items]
+        return tuple(a for a in built if a is not None), True
+    one = _action(r, node, jobs)
+    return ((one,) if one is not None else ()), False
+
+
+def _action(r: Report, node: Node, jobs: JobIndex) -> model.Action | None:
+    if not mapping(r, node, " with kind"):
+        return None
+    kind_node = node.get("kind")
+    kind = kind_node.value if kind_node is not None else None
+    if not isinstance(kind, str) or kind not in model.ACTION_KINDS:
+        shown = got(kind) if kind_node is not None else "nothing"
+        r.error(
+            kind_node.where() if kind_node is not None else node.key_pos,
+            f"{node.label}.kind must be one of: {', '.join(model.ACTION_KINDS)} (got {shown})",
+        )
+        return None
+    allowed = _ACTION_KEYS[kind]
+    unknown_keys(r, node, allowed, "action", hint=f"kind {kind} takes: {', '.join(allowed)}")
+    if kind == "job":
+        return _job_action(r, node, jobs)
+    if kind == "specdojo":
+        return _specdojo_action(r, node)
+    if kind == "register":
+        return _register_action(r, node)
+    if kind == "exec-resume":
+        return model.ExecResumeAction(parallel=positive_int(r, node.get("parallel")))
+    return _exec_auto_action(r, node, kind)
+
+
+def _specdojo_action(r: Report, node: Node) -> model.SpecdojoAction | None:
+    args_node = required(r, node, "args")
+    if args_node is None:
+        return None
+    args = text_list(r, args_node)
+    for item in args_node.elements():
+        word = item.value
+        if word == "exec":
+            r.error(item.pos, f'{args_node.label} must not contain "exec" '
+                    "(use kind exec-auto, exec-resume or exec-cycle)")
+        elif isinstance(word, str) and (word == "--project" or word.startswith("--project=")):
+            r.error(item.pos, f'{args_node.label} must not contain "--project" '
+                    "(the routine's project is appended)")
+    return model.SpecdojoAction(args=args) if args else None
+
+
+def _register_action(r: Report, node: Node) -> model.RegisterAction:
+    chosen: dict[str, tuple[str, ...]] = {}
+    filter_node = node.get("filter")
+    if filter_node is not None and mapping(r, filter_node, " (types, priorities, statuses)"):
+        unknown_keys(r, filter_node, [name for name, _ in _FILTERS], "filter")
+        for name, allowed in _FILTERS:
+            values = _filter_list(r, filter_node.get(name), allowed)
+            if values:
+                chosen[name] = values
+    return model.RegisterAction(
+        types=chosen.get("types", ()), priorities=chosen.get("priorities", ()),
+        statuses=chosen.get("statuses", ()), limit=positive_int(r, node.get("limit")),
+    )
+
+
+def _filter_list(r: Report, node: Node | None, allowed: Sequence[str]) -> tuple[str, ...] | None:
+    if node is None:
+        return None
+    if not isinstance(node.value, list) or not node.value:
+        r.error(node.where(), f"{node.label} must be a non-empty list of strings "
+                f"(omit it for the default; got {got(node.value)})")
+        return None
+    for item in node.elements():
+        if item.value not in allowed or not isinstance(item.value, str):
+            r.error(item.pos, f"{node.label} contains unknown value {got(item.value)}. "
+                    f"Allowed: {', '.join(allowed)}")
+    return tuple(str(v) for v in node.value)
+
+
+def _exec_auto_action(r: Report, node: Node, kind: str) -> model.ExecAutoAction:
+    strategy_node = node.get("strategy")
+    strategy = None
+    if strategy_node is not None:
+        if strategy_node.value in model.EXEC_STRATEGIES:
+            strategy = str(strategy_node.value)
+        else:
+            r.error(strategy_node.where(), f'{strategy_node.label} must be "critical-first" or '
+                    f'"fifo" (got {got(strategy_node.value)})')
+    loop = flag(r, node.get("loop"))
+    rounds_node = node.get("max_rounds")
+    rounds = positive_int(r, rounds_node)
+    if rounds_node is not None and rounds is not None and loop is not True:
+        r.warn(rounds_node.key_pos, f"{rounds_node.label} has no effect without loop: true")
+    return model.ExecAutoAction(
+        kind="exec-cycle" if kind == "exec-cycle" else "exec-auto",
+        strategy=strategy, parallel=positive_int(r, node.get("parallel")),
+        loop=loop is True, max_rounds=rounds,
+    )
+
+
+def _job_action(r: Report, node: Node, jobs: JobIndex) -> model.JobAction | None:
+    job_node = node.get("job")
+    job_id = job_node.value if job_node is not None else None
+    if not isinstance(job_id, str) or not JOB_ID.fullmatch(job_id):
+        shown = got(job_id) if job_node is not None else "nothing"
+        where = job_node.where() if job_node is not None else node.key_pos
+        r.error(where, f"{node.label}.job must match job-<slug> (got {shown})")
+        job_id = None
+    inputs_node = node.get("inputs")
+    inputs = _routine_inputs(r, inputs_node)
+    if job_id is None or job_node is None:
+        return None
+    job = jobs.valid.get(job_id)
+    if job is not None:
+        _check_job_inputs(r, job, job_node, inputs_node, inputs)
+    elif job_id not in jobs.invalid:  # an invalid Job file fails the action at run time
+        r.error(job_node.pos, f'{job_node.label} "{job_id}" names no Job Definition '
+                f"(no {jobs.where}/**/{job_id}.yaml)")
+    return model.JobAction(job=job_id, inputs={k: str(v.value) for k, v in inputs.items()})
+
+
+def _routine_inputs(r: Report, node: Node | None) -> dict[str, Node]:
+    if node is None or not mapping(r, node, " of string values"):
+        return {}
+    found: dict[str, Node] = {}
+    for key, child in node.entries():
+        if not isinstance(key, str):
+            r.error(child.key_pos, f"{node.label} keys must be input names (got {got(key)})")
+        elif not isinstance(child.value, str):
+            r.error(child.where(), f"{child.label} must be a string "
+                    f"(got {got(child.value)}; quote it)")
+        else:
+            found[key] = child
+            _check_routine_template(r, child)
+    return found
+
+
+def _check_routine_template(r: Report, node: Node) -> None:
+    for ph in placeholders(r, node):
+        if ph.name != "scheduled_at" or ph.filter not in (None, "iso_week"):
+            r.error(template_pos(r, node, ph.start),
+                    f"{node.label}: unknown template value {{{{{ph.expression}}}}}; routine "
+                    "inputs may use only {{scheduled_at}} and {{scheduled_at | iso_week}}")
+
+
+def _check_job_inputs(
+    r: Report, job: model.JobDefinition, job_node: Node, inputs_node: Node | None,
+    inputs: dict[str, Node],
+) -> None:
+    """Routine inputs against the Job's declarations: declared, valid when literal, complete."""
+    declared = ", ".join(spec.name for spec in job.inputs) or "none"
+    for key, child in inputs.items():
+        spec = job.input_spec(key)
+        if spec is None:
+            r.error(child.key_pos, f"{child.label} is not an input of {job.id} "
+                    f"(declared: {declared})")
+        elif "{{" not in child.value:
+            try:
+                parse_cli_value(spec, child.value)
+            except ValueError as exc:
+                r.error(child.pos, f"{child.label}: {exc}")
+    given = inputs_node.value if inputs_node is not None else {}
+    if not isinstance(given, dict):
+        return
+    for spec in job.inputs:
+        unresolved = spec.default is None and spec.from_checkpoint is None and spec.resolve is None
+        if spec.required and unresolved and spec.name not in given:
+            label = job_node.label.rsplit(".", 1)[0]
+            r.error(job_node.pos, f'{label}.inputs must set "{spec.name}": {job.id} requires '
+                    "it and has no default")
