@@ -12,6 +12,7 @@ as ``DB_PASSWORD`` or ``clientSecret``).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
@@ -54,6 +55,8 @@ _KEY_SEP = re.compile(
 _VALUE = re.compile(
     r"""(?:(?:Bearer|Basic|Token|Digest|Bot)[ \t]+)?("(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^\s,;]+)"""
 )
+# every credential key contains one of these (lower case); text without them skips that pass
+_KEY_HINTS = ("token", "secret", "passw", "auth", "key", "credential")
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 _KEY_WORDS = frozenset(
     {
@@ -108,7 +111,8 @@ def _redact_key_values(text: str) -> str:
     return "".join(out) + text[pos:]
 
 
-def _secret_pattern(secrets: Iterable[str]) -> re.Pattern[str] | None:
+@functools.lru_cache(maxsize=16)
+def _secret_pattern(secrets: tuple[str, ...]) -> re.Pattern[str] | None:
     variants: set[str] = set()
     for secret in secrets:
         if secret:
@@ -123,14 +127,20 @@ def _secret_pattern(secrets: Iterable[str]) -> re.Pattern[str] | None:
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with every secret it contains replaced by ``[REDACTED]``."""
-    pattern = _secret_pattern(secrets)
+    pattern = _secret_pattern(tuple(secrets))
     if pattern is not None:
         text = pattern.sub(REDACTED, text)
-    text = _PEM.sub(REDACTED, text)
+    if "-----BEGIN" in text:
+        text = _PEM.sub(REDACTED, text)
     text = _TOKENS.sub(REDACTED, text)
-    text = _BEARER.sub(rf"\g<1>{REDACTED}", text)
-    text = _URL_PASSWORD.sub(rf"\g<1>{REDACTED}\g<2>", text)
-    return _redact_key_values(text)
+    lowered = text.lower()
+    if "bearer" in lowered:
+        text = _BEARER.sub(rf"\g<1>{REDACTED}", text)
+    if "://" in text:
+        text = _URL_PASSWORD.sub(rf"\g<1>{REDACTED}\g<2>", text)
+    if any(hint in lowered for hint in _KEY_HINTS):
+        text = _redact_key_values(text)
+    return text
 
 
 class LineRedactor:
@@ -142,16 +152,17 @@ class LineRedactor:
 
     def line(self, text: str) -> str:
         """The redacted form of one line (with or without its line ending)."""
+        body, ending = (text[:-1], "\n") if text.endswith("\n") else (text, "")
         if self.in_key:
-            end = _PEM_END_LINE.search(text)
+            end = _PEM_END_LINE.search(body)
             if end is None:
-                return REDACTED + ("\n" if text.endswith("\n") else "")
+                return REDACTED + ending
             self.in_key = False
-            text = REDACTED + text[end.end() :]
-        begin = _PEM_BEGIN_LINE.search(text)
-        if begin is not None and _PEM_END_LINE.search(text, begin.end()) is None:
+            body = REDACTED + body[end.end() :]
+        begin = _PEM_BEGIN_LINE.search(body)
+        if begin is not None and _PEM_END_LINE.search(body, begin.end()) is None:
             self.in_key = True
-        return redact(text, self.secrets)
+        return redact(body, self.secrets) + ending
 
 
 def bound(text: str, limit_bytes: int = DEFAULT_LIMIT_BYTES) -> tuple[str, bool]:

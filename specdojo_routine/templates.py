@@ -6,8 +6,9 @@ A placeholder is ``{{ name }}`` or ``{{ name | filter }}``; a name is a dotted p
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -77,27 +78,37 @@ def iso_week(instant: datetime, timezone: str | None) -> str:
     return f"{year:04d}-W{week:02d}"
 
 
+def _substitute(template: str, replace: Callable[[str, Placeholder], str]) -> str:
+    """``template`` with each placeholder replaced by ``replace(text_before_it, placeholder)``."""
+    out: list[str] = []
+    last = 0
+    for ph in find_placeholders(template):
+        literal = template[last : ph.start]
+        out += [literal, replace(literal, ph)]
+        last = ph.end
+    return "".join(out) + template[last:]
+
+
+def _routine_value(
+    key: str, scheduled_for: datetime, timezone: str | None, _: str, ph: Placeholder
+) -> str:
+    if ph.name != "scheduled_at" or ph.filter not in (None, "iso_week"):
+        raise TemplateError(
+            f"routine input {key}: unknown template value {{{{{ph.expression}}}}} "
+            "(use {{scheduled_at}} or {{scheduled_at | iso_week}})",
+            ph.start,
+        )
+    return iso_week(scheduled_for, timezone) if ph.filter else format_ms(scheduled_for)
+
+
 def render_routine_inputs(
     inputs: Mapping[str, str], *, scheduled_for: datetime, timezone: str | None
 ) -> dict[str, str]:
     """Render a routine's job ``inputs``: only ``{{scheduled_at}}`` and its ``iso_week``."""
     rendered: dict[str, str] = {}
     for key, template in inputs.items():
-        parts: list[str] = []
-        last = 0
-        for ph in find_placeholders(template):
-            if ph.name != "scheduled_at" or ph.filter not in (None, "iso_week"):
-                raise TemplateError(
-                    f"routine input {key}: unknown template value {{{{{ph.expression}}}}} "
-                    "(use {{scheduled_at}} or {{scheduled_at | iso_week}})",
-                    ph.start,
-                )
-            value = (
-                format_ms(scheduled_for) if ph.filter is None else iso_week(scheduled_for, timezone)
-            )
-            parts += [template[last : ph.start], value]
-            last = ph.end
-        rendered[key] = "".join(parts) + template[last:]
+        value = functools.partial(_routine_value, key, scheduled_for, timezone)
+        rendered[key] = _substitute(template, value)
     return rendered
 
 
@@ -126,12 +137,7 @@ def render_text(
     (e.g. ``{"inputs", "checkpoint"}``: an optional input or a first-run checkpoint), which
     render as ``""`` like the upstream tool.
     """
-    out: list[str] = []
-    last = 0
-    for ph in find_placeholders(template):
-        out += [template[last : ph.start], _lookup(ph, values, empty_if_missing)]
-        last = ph.end
-    return "".join(out) + template[last:]
+    return _substitute(template, lambda _, ph: _lookup(ph, values, empty_if_missing))
 
 
 def _scalar(value: object) -> str:
@@ -264,7 +270,9 @@ class _ShellScanner:
         if c == "$":
             return self._dollar(text, i)
         if kind == "dq":
-            return self._dq(c, i)
+            if c in '"`':
+                self._pop() if c == '"' else self._push("backtick")
+            return i + 1
         if kind in ("param", "arith"):
             return self._nested(text, i)
         return self._bare(text, i)
@@ -273,15 +281,13 @@ class _ShellScanner:
         if i + 1 >= len(text):
             self.hazard = "a backslash"
             return i + 1
-        nxt = text[i + 1]
-        if self._ticks() and (nxt == "`" or (nxt == '"' and self._dq_around_ticks())):
+        nxt, kinds = text[i + 1], [frame.kind for frame in self.stack]
+        if "backtick" in kinds and (
+            nxt == "`" or (nxt == '"' and "dq" in kinds[: kinds.index("backtick")])
+        ):
             self.uncertain = f"an escaped {nxt} inside `...` (use $( ) instead)"
         self.word_start, self.word = False, "\0"
         return i + 2
-
-    def _dq_around_ticks(self) -> bool:
-        kinds = [frame.kind for frame in self.stack]
-        return "dq" in kinds[: kinds.index("backtick")]
 
     def _dollar(self, text: str, i: int) -> int:
         nxt = text[i + 1 : i + 2]
@@ -297,13 +303,6 @@ class _ShellScanner:
             return i + 2
         if nxt == "'" and self.top.kind != "dq":
             self.uncertain = "a $'...' string"
-        return i + 1
-
-    def _dq(self, c: str, i: int) -> int:
-        if c == '"':
-            self._pop()
-        elif c == "`":
-            self._push("backtick")
         return i + 1
 
     def _nested(self, text: str, i: int) -> int:
@@ -432,17 +431,16 @@ def render_shell(
     command with an unterminated quote or substitution.
     """
     scanner = _ShellScanner()
-    out: list[str] = []
-    last = 0
-    for ph in find_placeholders(template):
-        literal = template[last : ph.start]
+
+    def insert(literal: str, ph: Placeholder) -> str:
         scanner.feed(literal)
-        value = _lookup(ph, values, empty_if_missing)
-        out += [literal, scanner.insert(ph, value, ph.name in trusted)]
-        last = ph.end
-    scanner.feed(template[last:])
+        return scanner.insert(ph, _lookup(ph, values, empty_if_missing), ph.name in trusted)
+
+    rendered = _substitute(template, insert)
+    found = find_placeholders(template)
+    scanner.feed(template[found[-1].end :] if found else template)
     scanner.finish()
-    return "".join(out) + template[last:]
+    return rendered
 
 
 def check_shell_template(template: str) -> None:

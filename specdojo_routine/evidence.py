@@ -1,0 +1,118 @@
+"""Command evidence of a Job Run attempt (edge; SPEC §7.5, seed 002).
+
+``<evidence_dir>/<run_id>/attempt-<n>/`` holds ``command.stdout.log``, ``command.stderr.log``
+and ``evidence.json``. Every text is redacted first and then bounded (64 KiB per stream, cut at
+a character boundary); ``evidence.json`` carries the same bounded text as the logs, so a reader
+(or an analysis agent) needs nothing else. Each file is written atomically; ``evidence.json``
+is written last, so its presence means the attempt's evidence is complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+import orjson
+
+from .errors import JobError
+from .redact import bound, redact
+from .runner import SHELL, CommandOutcome
+from .timeutil import format_s
+
+SCHEMA_VERSION = 1
+LOG_LIMIT_BYTES = 65536
+FINAL_MESSAGE_LIMIT = 4000  # characters, as the upstream executor evidence
+STDOUT_LOG = "command.stdout.log"
+STDERR_LOG = "command.stderr.log"
+EVIDENCE_JSON = "evidence.json"
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def attempt_dir(evidence_dir: Path, run_id: str, attempt: int) -> Path:
+    """``<evidence_dir>/<run_id>/attempt-<n>``; refuses ids that could leave the directory."""
+    if not _RUN_ID.fullmatch(run_id) or attempt < 1:
+        raise JobError(f"invalid evidence location: run {run_id!r}, attempt {attempt}")
+    return evidence_dir / run_id / f"attempt-{attempt}"
+
+
+def write_evidence(
+    evidence_dir: Path,
+    *,
+    run_id: str,
+    attempt: int,
+    command: str,
+    outcome: CommandOutcome,
+    secrets: Iterable[str],
+    final_message: str,
+    root: Path,
+) -> str:
+    """Write the attempt's evidence; return its directory relative to ``root`` (POSIX)."""
+    secrets = tuple(secrets)
+    target = attempt_dir(evidence_dir, run_id, attempt)
+    target.mkdir(parents=True, exist_ok=True)
+    streams = _write_logs(target, outcome, secrets, root)
+    message = redact(final_message, secrets)
+    document = {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id,
+        "attempt": attempt,
+        "command": {
+            "shell": " ".join(SHELL),
+            "value": redact(command, secrets),
+            "exit_code": outcome.exit_code,
+            "timed_out": outcome.timed_out,
+            "error": None if outcome.error is None else redact(outcome.error, secrets),
+            **streams,
+        },
+        "started_at": format_s(outcome.started_at),
+        "completed_at": format_s(outcome.completed_at),
+        "duration_s": round(outcome.duration_s, 3),
+        "final_message": message[: FINAL_MESSAGE_LIMIT - 1] + "…"
+        if len(message) > FINAL_MESSAGE_LIMIT
+        else message,
+    }
+    _write_atomic(
+        target / EVIDENCE_JSON, orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
+    )
+    return relative_ref(target, root)
+
+
+def _write_logs(
+    target: Path, outcome: CommandOutcome, secrets: tuple[str, ...], root: Path
+) -> dict[str, object]:
+    """Write both stream logs (redacted, then bounded); their evidence.json fields."""
+    fields: dict[str, object] = {}
+    for name, log_name, text, cut_before in (
+        ("stdout", STDOUT_LOG, outcome.stdout, outcome.stdout_truncated),
+        ("stderr", STDERR_LOG, outcome.stderr, outcome.stderr_truncated),
+    ):
+        bounded, cut = bound(redact(text, secrets), LOG_LIMIT_BYTES)
+        _write_atomic(target / log_name, bounded.encode("utf-8"))
+        fields[name] = bounded
+        fields[f"{name}_ref"] = relative_ref(target / log_name, root)
+        fields[f"{name}_truncated"] = cut_before or cut
+    return fields
+
+
+def relative_ref(path: Path, root: Path) -> str:
+    """``path`` relative to ``root``, POSIX form (``..`` steps if it lies outside)."""
+    return Path(os.path.relpath(path.resolve(), root.resolve())).as_posix()
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), 0o644)
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise

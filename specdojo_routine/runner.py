@@ -1,0 +1,391 @@
+"""Subprocesses (edge): Job commands and delegated SpecDojo CLI calls (SPEC §7.3).
+
+Every command runs in its own process group with stdin closed; stdout and stderr are captured
+(the first 4 MiB of each) and streamed live, line by line and redacted, to an optional ``echo``
+stream. When the command ends, or its timeout expires, the whole group is terminated (SIGTERM,
+then SIGKILL after 2 s), so no background child outlives its Job.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import os
+import re
+import selectors
+import shlex
+import signal
+import subprocess
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, TextIO
+
+import attrs
+
+from .errors import ConfigError
+from .redact import LineRedactor, secret_values
+
+SHELL = ("/bin/sh", "-eu", "-c")
+CAPTURE_LIMIT_BYTES = 4 * 1024 * 1024
+KILL_GRACE_S = 2.0  # SIGTERM -> SIGKILL
+DRAIN_GRACE_S = 2.0  # reading on after the group is gone (a detached process holding the pipe)
+ECHO_LINE_LIMIT = 1024 * 1024  # a longer line is echoed in pieces
+_POLL_S = 0.05  # without a pidfd, how often to look for the command's exit
+_KILL_POLL_S = 0.01  # while terminating, how often to look at the group
+
+# `git rev-parse --local-env-vars`: they would point a nested git at the caller's repository.
+GIT_LOCAL_ENV = frozenset(
+    {
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_CONFIG",
+        "GIT_CONFIG_PARAMETERS",
+        "GIT_CONFIG_COUNT",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_IMPLICIT_WORK_TREE",
+        "GIT_GRAFT_FILE",
+        "GIT_INDEX_FILE",
+        "GIT_NO_REPLACE_OBJECTS",
+        "GIT_REPLACE_REF_BASE",
+        "GIT_PREFIX",
+        "GIT_INTERNAL_SUPER_PREFIX",
+        "GIT_SHALLOW_FILE",
+        "GIT_COMMON_DIR",
+    }
+)
+_GIT_CONFIG_ENTRY = re.compile(r"GIT_CONFIG_(?:KEY|VALUE)_[0-9]+")
+
+
+@attrs.frozen(kw_only=True)
+class CommandOutcome:
+    """What one command did. ``error`` is set exactly when ``exit_code`` is ``None``."""
+
+    exit_code: int | None  # None: could not start, or killed by the timeout; 128+N for signal N
+    stdout: str  # captured text (first 4 MiB), NOT redacted: the caller redacts
+    stderr: str
+    started_at: datetime
+    completed_at: datetime
+    duration_s: float
+    timed_out: bool = False
+    error: str | None = None  # e.g. "executable not found: specdojo", "timed out after 5s"
+    stdout_truncated: bool = False  # more than 4 MiB was written; the head is kept
+    stderr_truncated: bool = False
+
+
+def specdojo_prefix(env: Mapping[str, str]) -> list[str]:
+    """The SpecDojo CLI command: ``$SPECDOJO_CLI`` split like a shell would, or ``specdojo``."""
+    raw = env.get("SPECDOJO_CLI", "").strip()
+    try:
+        words = shlex.split(raw)
+    except ValueError as exc:
+        raise ConfigError(f"SPECDOJO_CLI is not valid shell syntax ({exc}): {raw}") from None
+    return words or ["specdojo"]
+
+
+def child_env(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
+    """``base`` without git's repository-local variables, plus ``extra``."""
+    env = {
+        name: value
+        for name, value in base.items()
+        if name not in GIT_LOCAL_ENV and not _GIT_CONFIG_ENTRY.fullmatch(name)
+    }
+    env.update(extra)
+    return env
+
+
+def run_shell(
+    command: str,
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout_s: float | None = None,
+    echo: TextIO | None = None,
+) -> CommandOutcome:
+    """Run ``/bin/sh -eu -c command`` in ``cwd`` (see the module docstring)."""
+    return _run([*SHELL, command], cwd=cwd, env=env, timeout_s=timeout_s, echo=echo)
+
+
+def run_argv(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout_s: float | None = None,
+    echo: TextIO | None = None,
+) -> CommandOutcome:
+    """Run ``argv`` without a shell; a missing executable is an outcome, not an exception."""
+    return _run(list(argv), cwd=cwd, env=env, timeout_s=timeout_s, echo=echo)
+
+
+class _Stream:
+    """One captured output stream: the head in memory, lines echoed redacted."""
+
+    def __init__(self, echo: TextIO | None, redactor: LineRedactor) -> None:
+        self.head = bytearray()
+        self.dropped = 0
+        self.echo = echo
+        self.redactor = redactor
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.partial = ""
+
+    def feed(self, data: bytes) -> None:
+        room = CAPTURE_LIMIT_BYTES - len(self.head)
+        self.head += data[:room]
+        self.dropped += max(0, len(data) - room)
+        if self.echo is not None:
+            self._echo(self.decoder.decode(data))
+
+    def close(self) -> None:
+        if self.echo is not None:
+            self._echo(self.decoder.decode(b"", final=True), final=True)
+
+    def _echo(self, text: str, final: bool = False) -> None:
+        *lines, self.partial = (self.partial + text).split("\n")
+        pieces = [line + "\n" for line in lines]
+        if final or len(self.partial) > ECHO_LINE_LIMIT:
+            pieces.append(self.partial)
+            self.partial = ""
+        try:
+            for piece in pieces:
+                if piece:
+                    self.echo.write(self.redactor.line(piece))  # type: ignore[union-attr]
+            self.echo.flush()  # type: ignore[union-attr]
+        except (OSError, ValueError):
+            self.echo = None  # a closed echo stream must not break the run
+
+    def text(self) -> tuple[str, bool]:
+        if not self.dropped:
+            return bytes(self.head).decode("utf-8", errors="replace"), False
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        return decoder.decode(bytes(self.head), final=False), True  # no torn last character
+
+
+def _start_error(exc: Exception, argv: Sequence[str], cwd: Path) -> str:
+    if not argv:
+        return "empty command"
+    if not isinstance(exc, OSError):
+        return f"could not start {argv[0]}: {exc}"
+    if exc.filename is not None and os.fspath(exc.filename) == os.fspath(cwd):
+        return f"working directory not found: {cwd}"
+    if isinstance(exc, FileNotFoundError):
+        return f"executable not found: {argv[0]}"
+    if isinstance(exc, PermissionError):
+        return f"permission denied: {argv[0]}"
+    return f"could not start {argv[0]}: {exc.strerror or exc}"
+
+
+def _run(
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout_s: float | None,
+    echo: TextIO | None,
+) -> CommandOutcome:
+    started_at, t0 = datetime.now(UTC), time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except (OSError, ValueError, IndexError) as exc:  # ValueError: a NUL; IndexError: no argv
+        return _not_started(started_at, t0, _start_error(exc, argv, cwd))
+    assert proc.stdout is not None and proc.stderr is not None
+    secrets = secret_values(env)
+    streams = {pipe: _Stream(echo, LineRedactor(secrets)) for pipe in (proc.stdout, proc.stderr)}
+    try:
+        timed_out = _pump(proc, streams, timeout_s)
+    except BaseException:  # e.g. Ctrl-C: the command's own group does not get the signal
+        _kill_now(proc)
+        raise
+    for pipe, stream in streams.items():
+        pipe.close()
+        stream.close()
+    return _finished(
+        proc.wait(),
+        streams[proc.stdout],
+        streams[proc.stderr],
+        started_at,
+        t0,
+        timed_out,
+        timeout_s,
+    )
+
+
+def _kill_now(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the whole group, wait (up to the grace) until it is gone, reap the leader."""
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    give_up = time.monotonic() + KILL_GRACE_S
+    while _group_alive(proc.pid) and time.monotonic() < give_up:
+        time.sleep(_KILL_POLL_S)
+    proc.wait()
+
+
+def _not_started(started_at: datetime, t0: float, error: str) -> CommandOutcome:
+    return CommandOutcome(
+        exit_code=None,
+        stdout="",
+        stderr="",
+        started_at=started_at,
+        completed_at=datetime.now(UTC),
+        duration_s=time.monotonic() - t0,
+        error=error,
+    )
+
+
+def _finished(
+    returncode: int,
+    out: _Stream,
+    err: _Stream,
+    started_at: datetime,
+    t0: float,
+    timed_out: bool,
+    timeout_s: float | None,
+) -> CommandOutcome:
+    (stdout, stdout_cut), (stderr, stderr_cut) = out.text(), err.text()
+    return CommandOutcome(
+        exit_code=None if timed_out else returncode if returncode >= 0 else 128 - returncode,
+        stdout=stdout,
+        stderr=stderr,
+        started_at=started_at,
+        completed_at=datetime.now(UTC),
+        duration_s=time.monotonic() - t0,
+        timed_out=timed_out,
+        error=f"timed out after {timeout_s or 0:g}s" if timed_out else None,
+        stdout_truncated=stdout_cut,
+        stderr_truncated=stderr_cut,
+    )
+
+
+def _pump(
+    proc: subprocess.Popen[bytes], streams: Mapping[IO[bytes], _Stream], timeout_s: float | None
+) -> bool:
+    """Read both pipes until the command and its process group are gone; True on timeout."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    killer: _GroupKiller | None = None
+    timed_out = False
+    with selectors.DefaultSelector() as selector, _exit_fd(proc.pid) as exit_fd:
+        for pipe in streams:
+            selector.register(pipe, selectors.EVENT_READ)
+        if exit_fd is not None:
+            selector.register(exit_fd, selectors.EVENT_READ)
+        open_pipes, watching_exit = len(streams), exit_fd is not None
+        while True:
+            now, exited = time.monotonic(), _exited(proc.pid)
+            if killer is None and (exited or (deadline is not None and now >= deadline)):
+                timed_out, killer = not exited, _GroupKiller(proc.pid)
+            if (
+                killer is not None
+                and killer.step(now, exited)
+                and (not open_pipes or now >= killer.done_at + DRAIN_GRACE_S)
+            ):
+                return timed_out
+            for key, _ in selector.select(_wait_s(now, deadline, killer, watching_exit)):
+                if key.fileobj == exit_fd:  # the command exited: the next round notices
+                    selector.unregister(exit_fd)
+                    watching_exit = False
+                    continue
+                data = os.read(key.fd, 65536)
+                if data:
+                    streams[key.fileobj].feed(data)  # type: ignore[index]
+                else:
+                    selector.unregister(key.fileobj)
+                    open_pipes -= 1
+
+
+def _wait_s(
+    now: float, deadline: float | None, killer: _GroupKiller | None, watching_exit: bool
+) -> float | None:
+    """How long to wait for output: no polling while the exit itself is an event."""
+    if killer is not None:
+        return _KILL_POLL_S
+    if not watching_exit:
+        return _POLL_S
+    return None if deadline is None else max(0.0, deadline - now)
+
+
+@contextlib.contextmanager
+def _exit_fd(pid: int) -> Iterator[int | None]:
+    """A pidfd that becomes readable when ``pid`` exits (Linux >= 5.3), else ``None``."""
+    try:
+        fd: int | None = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        fd = None
+    try:
+        yield fd
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def _exited(pid: int) -> bool:
+    """Whether ``pid`` has exited, WITHOUT reaping it (its group id stays reserved)."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+class _GroupKiller:
+    """Terminates a process group: SIGTERM, then SIGKILL to whatever is left after a grace."""
+
+    def __init__(self, pgid: int) -> None:
+        self.pgid = pgid
+        self.term_at: float | None = None
+        self.kill_at: float | None = None
+        self.done_at = 0.0
+
+    def step(self, now: float, leader_exited: bool) -> bool:
+        """Advance; True once the leader has exited and no other member is alive.
+
+        A member still alive 2 s after SIGKILL (stuck in the kernel) is given up on.
+        """
+        if self.term_at is None:
+            self.term_at = now
+            self._signal(signal.SIGTERM)
+        alive = not leader_exited or _group_alive(self.pgid)
+        if alive and self.kill_at is None and now >= self.term_at + KILL_GRACE_S:
+            self.kill_at = now
+            self._signal(signal.SIGKILL)
+        given_up = self.kill_at is not None and now >= self.kill_at + KILL_GRACE_S
+        if leader_exited and (not alive or given_up):
+            self.done_at = self.done_at or now
+            return True
+        return False
+
+    def _signal(self, signum: signal.Signals) -> None:
+        try:
+            os.killpg(self.pgid, signum)
+        except ProcessLookupError:  # not a group leader after all: at least the process itself
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self.pgid, signum)
+        except PermissionError:
+            pass
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a live (non-zombie) process is in group ``pgid`` (Linux /proc; else assume so)."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return True
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                fields = handle.read().rpartition(b")")[2].split()
+        except OSError:
+            continue
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False

@@ -1,0 +1,170 @@
+"""Redaction of secrets and UTF-8 bounding of evidence text (SPEC §7.5)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from specdojo_routine.redact import REDACTED, LineRedactor, bound, redact, secret_values
+
+PEM = (
+    "-----BEGIN RSA PRIVATE KEY-----\n"
+    "MIIEowIBAAKCAQEAsecretbodyline1\n"
+    "c2VjcmV0Ym9keWxpbmUy\n"
+    "-----END RSA PRIVATE KEY-----"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("Authorization: Bearer eyJhbGciOi.payload.sig", "eyJhbGciOi.payload.sig"),
+        ("curl -H 'bearer abc123def456'", "abc123def456"),
+        ("key sk-abcdefgh12345678 used", "sk-abcdefgh12345678"),
+        ("key sk-proj-AbCdEfGh_12345678 used", "AbCdEfGh_12345678"),
+        ("GITHUB=ghp_abcdefghijklmnopqrstuvwxyz0123", "ghp_abcdefghijklmnopqrstuvwxyz0123"),
+        ("t gho_abcdefghijklmnop", "gho_abcdefghijklmnop"),
+        ("t ghs_abcdefghijklmnop", "ghs_abcdefghijklmnop"),
+        ("t ghu_abcdefghijklmnop", "ghu_abcdefghijklmnop"),
+        ("t github_pat_11ABCDEFG_abcdefghijkl", "github_pat_11ABCDEFG_abcdefghijkl"),
+        ("aws AKIAIOSFODNN7EXAMPLE key", "AKIAIOSFODNN7EXAMPLE"),
+        ("slack xoxb-123456789-abcdefghij", "xoxb-123456789-abcdefghij"),
+        ("slack xoxp-123456789-abcdefghij", "xoxp-123456789-abcdefghij"),
+        ("api_key=s3cr3tvalue", "s3cr3tvalue"),
+        ("API-KEY: s3cr3tvalue", "s3cr3tvalue"),
+        ("access_token=s3cr3tvalue&x=1", "s3cr3tvalue"),
+        ("auth = s3cr3tvalue", "s3cr3tvalue"),
+        ("Authorization: Basic dXNlcjpwYXNz", "dXNlcjpwYXNz"),
+        ("password=hunter22", "hunter22"),
+        ("passwd: hunter22", "hunter22"),
+        ("secret=hunter22", "hunter22"),
+        ("token: hunter22", "hunter22"),
+        ("DB_PASSWORD=hunter22", "hunter22"),
+        ("clientSecret=hunter22", "hunter22"),
+        ('{"api_key": "s3cr3t value", "name": "x"}', "s3cr3t value"),
+        ("{'password': 'with spaces'}", "with spaces"),
+        ("git clone https://user:hunter22@example.com/repo", "hunter22"),
+        (f"key:\n{PEM}\nafter", "secretbodyline1"),
+        ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n(truncated", "b3BlbnNzaC1rZXk"),
+    ],
+)
+def test_redact_removes_the_secret(text: str, secret: str) -> None:
+    """Each covered secret form is replaced by [REDACTED]."""
+    redacted = redact(text)
+    assert (False, True) == (secret in redacted, REDACTED in redacted)
+
+
+def test_redact_keeps_the_key_and_quotes() -> None:
+    """key=value keeps the key, the separator and any quotes around the value."""
+    assert 'api_key=[REDACTED] {"token": "[REDACTED]"}' == redact('api_key=abc {"token": "x y"}')
+
+
+def test_redact_keeps_the_bearer_scheme() -> None:
+    """A bearer token keeps its scheme word, like the upstream redaction."""
+    assert "send Bearer [REDACTED] now" == redact("send Bearer abc.def-ghi now")
+
+
+def test_redact_pem_block_keeps_the_text_around_it() -> None:
+    """A complete PEM block is replaced as a whole; text after END is kept."""
+    assert f"before\n{REDACTED}\nafter" == redact(f"before\n{PEM}\nafter")
+
+
+def test_redact_pem_without_end_redacts_to_the_end() -> None:
+    """A BEGIN without an END redacts everything after it."""
+    text = "ok\n-----BEGIN PRIVATE KEY-----\nAAAA\nBBBB"
+    assert f"ok\n{REDACTED}" == redact(text)
+
+
+def test_redact_given_secret_values() -> None:
+    """Given secret values are redacted wherever they occur, also JSON-escaped."""
+    secret = 'pa"ss\\word9'
+    text = f'raw {secret} json "pa\\"ss\\\\word9"'
+    assert f'raw {REDACTED} json "{REDACTED}"' == redact(text, [secret])
+
+
+def test_redact_prefers_the_longest_secret() -> None:
+    """An overlapping shorter secret cannot leave the rest of a longer one behind."""
+    assert f"x {REDACTED} y" == redact("x abcdef-ghijkl y", ["abcdef", "abcdef-ghijkl"])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "author: Bob",
+        "tokens_used: 5",
+        "url=https://example.com/path?page=2",
+        "task-abcdefghijklmnop",
+        "the secretary said",
+    ],
+)
+def test_redact_leaves_ordinary_text(text: str) -> None:
+    """Text that only resembles a credential is left alone."""
+    assert text == redact(text)
+
+
+def test_secret_values_by_name() -> None:
+    """Values of secret-named variables (>= 6 chars) are returned, longest first."""
+    env = {
+        "MY_API_TOKEN": "tok-123456",
+        "DB_PASSWORD": "longer-password",
+        "github_secret": "lower-case-name",
+        "SSH_PRIVATE_KEY": "keydata",
+        "AWS_CREDENTIALS": "credvalue",
+        "OPENAI_API_KEY": "sk-abcdef",
+        "HOME": "/home/someone",
+        "SHORT_TOKEN": "12345",
+    }
+    assert [
+        "longer-password",
+        "lower-case-name",
+        "tok-123456",
+        "credvalue",
+        "sk-abcdef",
+        "keydata",
+    ] == secret_values(env)
+
+
+def test_line_redactor_hides_every_line_of_a_key() -> None:
+    """Streaming line by line, the body lines of a PEM key are redacted too."""
+    redactor = LineRedactor()
+    lines = [redactor.line(line + "\n") for line in ["start", *PEM.split("\n"), "end"]]
+    assert ["start\n", *[f"{REDACTED}\n"] * 4, "end\n"] == lines
+
+
+def test_line_redactor_uses_secret_values() -> None:
+    """The line redactor redacts the given secret values."""
+    assert f"v={REDACTED}\n" == LineRedactor(["abcdef123"]).line("v=abcdef123\n")
+
+
+def test_bound_leaves_short_text() -> None:
+    """Text within the limit is returned unchanged and not truncated."""
+    assert ("日本語", False) == bound("日本語", 9)
+
+
+def test_bound_cuts_at_a_character_boundary() -> None:
+    """A cut inside a multi-byte character drops the whole character."""
+    assert ("日本", True) == bound("日本語", 8)
+
+
+def test_bound_replaces_lone_surrogates() -> None:
+    """A lone surrogate cannot be encoded; it becomes '?' so the result is valid UTF-8."""
+    assert ("a?b", False) == bound("a\udc80b", 10)
+
+
+@given(st.text(), st.integers(min_value=0, max_value=64))
+def test_bound_property(text: str, limit: int) -> None:
+    """The result is the longest prefix whose UTF-8 form fits the limit."""
+    cut, truncated = bound(text, limit)
+    clean = text.encode("utf-8", "replace").decode("utf-8")
+    size = len(cut.encode("utf-8"))
+    longest = size <= limit and (cut == clean or size + len(clean[len(cut)].encode()) > limit)
+    assert (True, True, cut != clean) == (clean.startswith(cut), longest, truncated)
+
+
+def test_redact_before_bound_never_exposes_a_partial_secret() -> None:
+    """Redacting the full text before the cut leaves no prefix of a secret behind."""
+    secret = "supersecretvalue99"
+    text = "x" * 60 + secret + "y" * 100
+    cut, _ = bound(redact(text, [secret]), 70)
+    assert ("x" * 60 + REDACTED, False) == (cut, "super" in cut)
