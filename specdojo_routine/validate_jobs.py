@@ -14,7 +14,7 @@ from typing import Any, Literal
 from . import model
 from .inputs import INPUT_FIELDS, build_input_spec, is_int
 from .schedule import parse_interval
-from .templates import Placeholder
+from .templates import Placeholder, TemplateError, check_shell_template
 from .validation import (
     JOB_ID,
     Node,
@@ -326,10 +326,25 @@ def _check_job_templates(r: Report, root: Node, specs: Sequence[model.InputSpec]
             r.error(where.pos, f"{where.label}: {problem}")
     for node in _template_nodes(root):
         in_key = node.label == "run.idempotency_key"
-        for ph in placeholders(r, node):
+        found = placeholders(r, node)
+        for ph in found:
             problem = _placeholder_problem(ph, inputs, values, in_key=in_key)
             if problem is not None:
                 r.error(template_pos(r, node, ph.start), f"{node.label}: {problem}")
+        if found and node.label in _SHELL_TEMPLATES:
+            _check_shell_safety(r, node)
+
+
+_SHELL_TEMPLATES = ("task.command", "task.precondition.command")
+
+
+def _check_shell_safety(r: Report, node: Node) -> None:
+    """A placeholder the shell renderer cannot quote safely is a validate error, not a
+    run-time surprise (SPEC §7.2)."""
+    try:
+        check_shell_template(str(node.value))
+    except TemplateError as exc:
+        r.error(template_pos(r, node, exc.offset), f"{node.label}: {exc.message}")
 
 
 def _placeholder_problem(
