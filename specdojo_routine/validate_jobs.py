@@ -327,11 +327,13 @@ def _check_job_templates(r: Report, root: Node, specs: Sequence[model.InputSpec]
     for node in _template_nodes(root):
         in_key = node.label == "run.idempotency_key"
         found = placeholders(r, node)
+        clean = bool(found)
         for ph in found:
             problem = _placeholder_problem(ph, inputs, values, in_key=in_key)
             if problem is not None:
+                clean = False
                 r.error(template_pos(r, node, ph.start), f"{node.label}: {problem}")
-        if found and node.label in _SHELL_TEMPLATES:
+        if clean and node.label in _SHELL_TEMPLATES:  # one report per bad placeholder
             _check_shell_safety(r, node)
 
 
