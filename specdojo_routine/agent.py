@@ -1,0 +1,154 @@
+"""The agent-facing side of a Job Run: the executor seam and the exec plan/result documents.
+
+SpecDojo's exec runner hands an agent a *plan* (``exec/plans/<run_id>-plan.md``) and reads its
+outcome from a *result* (``exec/results/<run_id>-result.md``); the Job runner writes both as
+the upstream runner does (SPEC §7.6): the plan when the run is materialised, the result at the
+end of every attempt (``complete``, or ``blocked`` with the reason). The texts are built here,
+purely; :mod:`jobs` writes them.
+
+This library runs no agent itself. A caller that can (SpecDojo's own exec runner, a test)
+passes an :class:`AgentExecutor` to :func:`specdojo_routine.jobs.run_job`; without one an
+``edit``/``review`` attempt fails with reason ``no agent executor configured for mode edit``.
+
+The executor gets the run's FROZEN task (templates already rendered when the run was created,
+the same on every attempt), and returns a status. It must not write the run's ledger: the Job
+runner records the attempt, the result document and the checkpoint from what it returns.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import attrs
+
+from .config import ProjectPaths
+
+AgentStatus = Literal["succeeded", "partial", "failed", "noop"]
+_COMPLETE = frozenset({"succeeded", "noop"})
+
+
+@attrs.frozen(kw_only=True)
+class AgentRequest:
+    """One attempt of an ``edit``/``review`` Job Run, as handed to the executor."""
+
+    run_id: str
+    job_id: str
+    attempt: int  # 1-based
+    mode: Literal["edit", "review"]
+    task: Mapping[str, Any]  # the frozen task: description, targets, paths, agent, ...
+    inputs: Mapping[str, Any]  # the run's resolved inputs
+    paths: ProjectPaths
+    plan_path: Path  # the plan Markdown written at materialisation
+    result_path: Path  # where the runner writes the result Markdown after the attempt
+    env: Mapping[str, str]  # SPECDOJO_JOB_RUN_ID, SPECDOJO_PROJECT, the exec lock token, ...
+
+
+@attrs.frozen(kw_only=True)
+class AgentResult:
+    """What the agent achieved. ``reason`` explains a non-success; ``final_message`` is the
+    agent's closing summary (both are redacted before anything records them)."""
+
+    status: AgentStatus
+    reason: str | None = None
+    final_message: str | None = None
+
+
+class AgentExecutor(Protocol):
+    """Runs one attempt of an ``edit``/``review`` Job Run and reports its status."""
+
+    def __call__(self, request: AgentRequest) -> AgentResult: ...
+
+
+# --- plan and result Markdown (SpecDojo exec plan/result files) ---------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class RunDoc:
+    """What the plan and result documents of a run say about it."""
+
+    run_id: str
+    job_id: str
+    name: str
+    project_id: str
+    trigger: str
+    scheduled_at: str
+    inputs: Mapping[str, Any]
+    task: Mapping[str, Any]
+    plan_ref: str
+    result_ref: str
+
+    def frontmatter(self, kind: str, status: str, extra: Sequence[str] = ()) -> list[str]:
+        prefix = "xep" if kind == "exec-plan" else "xer"
+        mode = "edit" if self.task.get("mode") == "command" else str(self.task.get("mode"))
+        lines = [f"id: {self.project_id}:{prefix}-{self.run_id.lower()}", f"type: {kind}",
+                 *(["rulebook: none"] if kind == "exec-plan" else []), f"task_id: {self.run_id}",
+                 f"name: {json.dumps(self.name, ensure_ascii=False)}",
+                 f"mode: {mode}", f"status: {status}", f"project_id: {self.project_id}",
+                 "origin: job", f"job_id: {self.job_id}", f"run_id: {self.run_id}", *extra]
+        return ["---", "specdojo:", *(f"  {line}" for line in lines), "---", ""]
+
+
+def _fenced(text: str, info: str = "") -> list[str]:
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence + info, text, fence]
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(f"`{item}`" for item in value)
+    return f"`{value}`" if isinstance(value, str) else json.dumps(value)
+
+
+def plan_markdown(doc: RunDoc) -> str:
+    """The plan written when the run is materialised."""
+    lines = doc.frontmatter("exec-plan", "ready", [f"result_ref: {doc.result_ref}"])
+    lines += [f"# Job Run plan: {doc.name}", "", f"- Job: `{doc.job_id}`",
+              f"- Run: `{doc.run_id}`", f"- Trigger: {doc.trigger}",
+              f"- Scheduled at: {doc.scheduled_at}", f"- Result: `{doc.result_ref}`", "",
+              "## Inputs", ""]
+    lines += [f"- `{k}`: {_show(v)}" for k, v in doc.inputs.items()] or ["- (none)"]
+    lines += ["", "## Task", ""]
+    if doc.task.get("mode") == "command":
+        lines.append("The runner executes this resolved command directly (`/bin/sh -eu -c`):")
+        lines += ["", *_fenced(str(doc.task.get("command", "")), "sh")]
+    else:
+        lines.append(f"Mode `{doc.task.get('mode')}`, delegated to the agent executor:")
+        lines += ["", str(doc.task.get("description", "")).rstrip()]
+    return "\n".join(lines) + "\n"
+
+
+@attrs.frozen(kw_only=True)
+class AttemptDoc:
+    """One finished attempt, for the result document."""
+
+    attempt: int
+    status: str
+    reason: str | None
+    started_at: str
+    completed_at: str
+    exit_code: int | None = None
+    evidence_ref: str | None = None
+    final_message: str | None = None
+
+
+def result_markdown(doc: RunDoc, done: AttemptDoc) -> str:
+    """The result written at the end of every attempt: ``complete`` or ``blocked`` + reason."""
+    status = "complete" if done.status in _COMPLETE else "blocked"
+    extra = [f"plan_ref: {doc.plan_ref}", f'started_at: "{done.started_at}"',
+             f'completed_at: "{done.completed_at}"']
+    lines = doc.frontmatter("exec-result", status, extra)
+    outcome = status if status == "complete" else f"blocked: {done.reason or done.status}"
+    lines += [f"# Job Run result: {doc.name}", "", f"- Run: `{doc.run_id}`",
+              f"- Attempt: {done.attempt}", f"- Status: {done.status}", f"- Result: {outcome}"]
+    if done.exit_code is not None:
+        lines.append(f"- Exit code: {done.exit_code}")
+    if done.evidence_ref is not None:
+        lines.append(f"- Evidence: `{done.evidence_ref}`")
+    if done.final_message:
+        lines += ["", "## Final message", "", *_fenced(done.final_message.rstrip("\n"), "text")]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,200 @@
+"""``job run | list | show`` (SPEC §8): parsing results into text or JSON; the work is in jobs."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+import orjson
+
+from . import definitions, jobplan, jobs, views
+from .config import ProjectPaths, resolve_project
+from .errors import UsageError
+from .fold import JobRunDoc
+from .jobplan import JobRunOutcome
+
+_RUN_ID = re.compile(r"JBR-[A-Za-z0-9][A-Za-z0-9-]*")
+
+
+def _paths(args: argparse.Namespace) -> ProjectPaths:
+    return resolve_project(args.root, args.project)
+
+
+def _json(document: Any) -> str:
+    return orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+    return "".join("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+                   + "\n" for row in [header, *rows])
+
+
+# --- job run -----------------------------------------------------------------------------------
+
+
+def cmd_job_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``job run --job ID [--input k=v]… [--scheduled-at T] [--trigger …] [--dry-run] [--json]``"""
+    paths = _paths(args)
+    defs = definitions.load_jobs(paths)
+    job = jobs.find_job(defs, args.job)
+    explicit = jobplan.parse_cli_inputs(job, args.input)
+    scheduled_at = args.scheduled_at or datetime.now(UTC)
+    if args.dry_run:
+        return _dry_run(paths, defs, args, explicit, scheduled_at, out)
+    outcome = jobs.run_job(paths, defs, job.id, explicit, scheduled_at=scheduled_at,
+                           trigger=args.trigger, echo=err if args.json else out)
+    out.write(_json(outcome.to_json()) if args.json else _summary(outcome))
+    return jobplan.exit_code_for(outcome)
+
+
+def _summary(o: JobRunOutcome) -> str:
+    if o.duplicate_complete:
+        return f"{o.run_id}: duplicate complete (state {o.state}, attempt {o.attempt}); " \
+               "nothing to do\n"
+    if o.run_id is None:
+        what = "skipped" if o.skipped else "failed"
+        return f"{o.job_id}: {what}, no Job Run created: {o.reason}\n"
+    if o.skipped and o.attempt is None:
+        return f"{o.run_id}: skipped (state {o.state}): {o.reason}\n"
+    line = f"{o.run_id}: {o.state} (attempt {o.attempt})"
+    if o.skipped:
+        line += ", project busy: action skipped"
+    line += f": {o.reason}" if o.reason else ""
+    line += f"\n  evidence: {o.evidence_ref}" if o.evidence_ref else ""
+    return line + "\n"
+
+
+def _dry_run(
+    paths: ProjectPaths, defs: definitions.Definitions, args: argparse.Namespace,
+    explicit: Mapping[str, Any], scheduled_at: datetime, out: TextIO,
+) -> int:
+    env = dict(os.environ)
+    prep = jobs.prepare(paths, defs, args.job, explicit, scheduled_at=scheduled_at,
+                        trigger=args.trigger, env=env)
+    view = views.load_job_run(paths, prep.run_id)
+    decision = jobplan.existing_run(view, run_id=prep.run_id, job_id=prep.job.id,
+                                    key=prep.recorded_key)
+    existing = {"new": "new run", "duplicate": "duplicate complete (nothing would run)",
+                "retry": f"existing run, attempt {decision.attempt} would start"}[decision.action]
+    if args.json:
+        out.write(_json({"dry_run": True, "job_id": prep.job.id, "run_id": prep.run_id,
+                         "idempotency_key": prep.recorded_key, "scheduled_at": prep.scheduled_at,
+                         "trigger": prep.trigger, "inputs": prep.inputs,
+                         "existing": decision.action, "attempt": decision.attempt,
+                         "task": prep.recorded_task}))
+        return 0
+    lines = [f"job: {prep.job.id}", f"run_id: {prep.run_id}",
+             f"idempotency_key: {prep.recorded_key}", f"scheduled_at: {prep.scheduled_at}",
+             f"trigger: {prep.trigger}", f"existing: {existing}", "inputs:"]
+    lines += [f"  {k}: {_text(v)}" for k, v in prep.inputs.items()] or ["  (none)"]
+    task = prep.recorded_task
+    if "precondition" in task:
+        lines.append(f"precondition: {task['precondition']['command']}")
+    if task.get("mode") == "command":
+        lines.append(f"command: {task['command']}")
+    else:
+        lines += [f"mode: {task.get('mode')}", f"description: {task.get('description', '')}"]
+    out.write("\n".join(lines) + "\n(dry run: nothing written)\n")
+    return 0
+
+
+def _text(value: Any) -> str:
+    return ",".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+# --- job list ------------------------------------------------------------------------------------
+
+
+def _runs(paths: ProjectPaths) -> list[JobRunDoc]:
+    ids = sorted(p.name.removesuffix(".jsonl") for p in paths.runs_dir.glob("*.jsonl")) \
+        if paths.runs_dir.is_dir() else []
+    found = [views.load_job_run(paths, run_id) for run_id in ids]
+    return [doc for doc in found if doc is not None]
+
+
+def _run_row(doc: JobRunDoc) -> dict[str, Any]:
+    return {"run_id": doc["run_id"], "job_id": doc["job_id"], "state": doc["state"],
+            "attempts": len(doc["attempts"]), "trigger": doc["trigger"],
+            "scheduled_at": doc["scheduled_at"], "created_at": doc["created_at"],
+            "updated_at": doc["updated_at"]}
+
+
+def cmd_job_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``job list [--json]``: every valid Job Definition, its checkpoint and its runs."""
+    paths = _paths(args)
+    defs = definitions.load_jobs(paths)
+    runs = sorted((_run_row(doc) for doc in _runs(paths)),
+                  key=lambda r: (r["job_id"], r["created_at"], r["run_id"]))
+    state = views.load_job_state(paths)
+    listing: list[dict[str, Any]] = [
+        {"id": job.id, "name": job.name, "mode": job.task.mode, "path": job.path,
+         "checkpoint": state[job.id]["checkpoint"] if job.id in state else None,
+         "runs": [r["run_id"] for r in runs if r["job_id"] == job.id]}
+        for job in defs.jobs]
+    if defs.invalid_job_ids:
+        err.write(f"warning: {len(defs.invalid_job_ids)} invalid Job Definition(s) not listed: "
+                  f"{', '.join(sorted(defs.invalid_job_ids))} (see `job validate`)\n")
+    if args.json:
+        out.write(_json({"jobs": listing, "runs": runs,
+                         "invalid_job_ids": sorted(defs.invalid_job_ids)}))
+        return 0
+    by_id = {r["run_id"]: r for r in runs}
+    rows = []
+    for job in listing:
+        last = max((by_id[i] for i in job["runs"]), key=lambda r: r["updated_at"], default=None)
+        rows.append([job["id"], job["name"], job["mode"], str(len(job["runs"])),
+                     last["run_id"] if last else "-", last["state"] if last else "-",
+                     _text_map(job["checkpoint"])])
+    out.write(_table(["JOB", "NAME", "MODE", "RUNS", "LAST RUN", "STATE", "CHECKPOINT"], rows)
+              if rows else "no Job Definitions\n")
+    if runs:
+        out.write("\n" + _table(
+            ["RUN", "JOB", "STATE", "ATTEMPTS", "TRIGGER", "SCHEDULED AT", "UPDATED AT"],
+            [[r["run_id"], r["job_id"], r["state"], str(r["attempts"]), r["trigger"],
+              r["scheduled_at"], r["updated_at"]] for r in runs]))
+    return 0
+
+
+def _text_map(values: Mapping[str, Any] | None) -> str:
+    if not values:
+        return "-"
+    return " ".join(f"{k}={_text(v)}" for k, v in values.items())
+
+
+# --- job show ------------------------------------------------------------------------------------
+
+
+def cmd_job_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``job show RUN_ID [--json]``: the run's view (``--json``: exactly runs/<id>.json)."""
+    paths = _paths(args)
+    run_id = args.run_id
+    if not _RUN_ID.fullmatch(run_id):
+        raise UsageError(f"invalid Job Run id {run_id!r} (expected JBR-<slug>-<hash>)")
+    found = views.load_job_run(paths, run_id)
+    if found is None:
+        raise UsageError(f"no Job Run {run_id} in {paths.rel(paths.runs_dir)} (see `job list`)")
+    if args.json:
+        out.write(views.render(found).decode("utf-8"))
+        return 0
+    doc: dict[str, Any] = dict(found)
+    lines = [f"{key}: {doc[key]}" for key in
+             ("run_id", "job_id", "state", "trigger", "scheduled_at", "created_at",
+              "updated_at", "idempotency_key", "plan_ref", "result_ref")]
+    lines.append(f"inputs: {_text_map(doc['inputs'])}")
+    lines.append(f"checkpoint_before: {_text_map(doc['checkpoint_before'])}")
+    lines.append(f"checkpoint_after: {_text_map(doc.get('checkpoint_after'))}")
+    task = doc["task"]
+    body = task.get("command") if task.get("mode") == "command" else task.get("description")
+    lines.append(f"task: {task.get('mode')}: {body}")
+    out.write("\n".join(lines) + "\n\n")
+    out.write(_table(["ATTEMPT", "STATUS", "STARTED", "COMPLETED", "EXIT", "REASON", "EVIDENCE"],
+                     [[str(a["attempt"]), a["status"], a["started_at"],
+                       a.get("completed_at", "-"), str(a.get("exit_code", "-")),
+                       a.get("reason", "-"), a.get("evidence_ref", "-")]
+                      for a in doc["attempts"]]))
+    return 0

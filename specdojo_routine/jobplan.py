@@ -1,0 +1,404 @@
+"""Job Run decisions (pure; SPEC §7.3, seed 002): inputs, identity, existing runs, statuses.
+
+Everything here is a function of the Job Definition, the values given and what the ledgers
+say; the handler (:mod:`jobs`) does the I/O around it. Git is reached through the
+:class:`GitResolver` the caller injects, so input resolution is testable without a repository.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, Protocol
+
+import attrs
+
+from . import inputs as input_rules
+from .errors import JobError, UsageError
+from .model import AgentTask, CommandTask, InputSpec, InputValue, JobDefinition, Result
+from .redact import REDACTED, redact
+from .templates import TemplateError, render_shell, render_text
+
+#: Template roots whose missing dotted names render as "" (an optional input, a first-run
+#: checkpoint), like the upstream tool.
+OPTIONAL_ROOTS = frozenset({"inputs", "checkpoint"})
+COMPLETE_STATES = frozenset({"succeeded", "noop"})
+BUSY_EXIT_CODE = 75
+RunStatus = Literal["succeeded", "partial", "failed", "noop"]
+Trigger = Literal["manual", "routine", "ci"]
+
+
+class InputError(UsageError):
+    """An input given to a Job is unknown, missing, duplicated or invalid (exit 2)."""
+
+
+class GitResolver(Protocol):
+    """The two git questions input resolution asks (``resolve: git_head``, ``git_revision``)."""
+
+    def head(self) -> str:
+        """The full sha of ``HEAD``; raises :class:`JobError` when there is none."""
+        ...
+
+    def commit(self, revision: str) -> str:
+        """The full commit sha ``revision`` names; raises :class:`JobError` when none."""
+        ...
+
+
+# --- inputs ------------------------------------------------------------------------------------
+
+
+def _spec(job: JobDefinition, name: str) -> InputSpec:
+    spec = job.input_spec(name)
+    if spec is None:
+        declared = ", ".join(s.name for s in job.inputs) or "none"
+        raise InputError(f"unknown input for {job.id}: {name} (declared: {declared})")
+    return spec
+
+
+def parse_cli_inputs(job: JobDefinition, pairs: Sequence[str]) -> dict[str, InputValue]:
+    """``--input k=v`` (split at the first ``=``) -> typed values; duplicates are errors."""
+    texts: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise InputError(f"invalid --input {pair!r}: use key=value")
+        if key in texts:
+            raise InputError(f"duplicate --input {key}: give each input once")
+        texts[key] = text
+    return parse_text_inputs(job, texts)
+
+
+def parse_text_inputs(job: JobDefinition, texts: Mapping[str, str]) -> dict[str, InputValue]:
+    """Text values (command line, rendered routine inputs) -> values of the declared types."""
+    values: dict[str, InputValue] = {}
+    for key, text in texts.items():
+        try:
+            values[key] = input_rules.parse_cli_value(_spec(job, key), text)
+        except ValueError as exc:
+            raise InputError(f"{job.id}: {exc}") from None
+    return values
+
+
+def lookup(data: Mapping[str, Any] | None, dotted: str) -> Any:
+    """``data`` at a dotted path, or ``None`` when any segment is missing."""
+    current: Any = data
+    for part in dotted.split("."):
+        if not isinstance(current, Mapping) or part not in current:
+            return None
+        current = current[part]
+    return current
+
+
+def _coerce(job: JobDefinition, spec: InputSpec, value: object, source: str) -> InputValue:
+    try:
+        return input_rules.coerce_value(spec, value)
+    except ValueError as exc:
+        raise InputError(f"{job.id}: {exc} (from {source})") from None
+
+
+def _pick(
+    job: JobDefinition, spec: InputSpec, explicit: Mapping[str, InputValue],
+    checkpoint: Mapping[str, Any] | None, git: GitResolver,
+) -> InputValue | None:
+    """The first source that has a value: explicit, checkpoint, git HEAD, default."""
+    if spec.name in explicit:
+        return _coerce(job, spec, explicit[spec.name], "--input")
+    if spec.from_checkpoint is not None:
+        found = lookup(checkpoint, spec.from_checkpoint)
+        if found is not None:
+            return _coerce(job, spec, found, f"checkpoint {spec.from_checkpoint}")
+    if spec.resolve == "git_head":
+        return _coerce(job, spec, git.head(), "git HEAD")
+    if spec.default is not None:
+        return _coerce(job, spec, spec.default, "default")
+    return None
+
+
+def resolve_inputs(
+    job: JobDefinition, explicit: Mapping[str, InputValue],
+    checkpoint: Mapping[str, Any] | None, git: GitResolver,
+) -> dict[str, Any]:
+    """The run's inputs (JSON values, declaration order): explicit -> from_checkpoint ->
+    git_head -> default -> required error; ``git_revision`` values become full commit shas."""
+    for name in explicit:
+        _spec(job, name)
+    values: dict[str, Any] = {}
+    for spec in job.inputs:
+        value = _pick(job, spec, explicit, checkpoint, git)
+        if value is None:
+            if spec.required:
+                raise InputError(f"missing required input for {job.id}: {spec.name} "
+                                 f"(pass --input {spec.name}=...)")
+            continue
+        if spec.git_revision:
+            if not isinstance(value, str):
+                raise InputError(f"{job.id}: input {spec.name} with git_revision must be a string")
+            value = git.commit(value)
+        values[spec.name] = list(value) if isinstance(value, tuple) else value
+    return values
+
+
+# --- identity ----------------------------------------------------------------------------------
+
+
+def render_key(job: JobDefinition, context: Mapping[str, str]) -> str:
+    """``run.idempotency_key`` rendered (``job_run_id`` is not available there)."""
+    key = _render(job, "run.idempotency_key", job.idempotency_key, context, shell=False)
+    if not key.strip():
+        raise JobError(f"the idempotency key of {job.id} renders empty; check run.idempotency_key")
+    return key
+
+
+def run_id_for(job_id: str, key: str) -> str:
+    """``JBR-<slug>-<first 12 hex of sha256(key)>``."""
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:12]
+    return f"JBR-{job_id.removeprefix('job-')}-{digest}"
+
+
+def _render(
+    job: JobDefinition, where: str, template: str, context: Mapping[str, str], *, shell: bool
+) -> str:
+    try:
+        if shell:
+            return render_shell(template, context, empty_if_missing=OPTIONAL_ROOTS)
+        return render_text(template, context, empty_if_missing=OPTIONAL_ROOTS)
+    except TemplateError as exc:
+        raise JobError(f"{job.path}: cannot render {where}: {exc.message}") from None
+
+
+# --- the frozen task ---------------------------------------------------------------------------
+
+
+def freeze_task(job: JobDefinition, context: Mapping[str, str], project_id: str) -> dict[str, Any]:
+    """The task as the run records it: templates rendered (``job_run_id`` included)."""
+    task = job.task
+    if isinstance(task, CommandTask):
+        return _freeze_command(job, task, context)
+    return _freeze_agent(job, task, context, project_id)
+
+
+def _present(frozen: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in frozen.items() if v is not None and v != []}
+
+
+def _freeze_command(
+    job: JobDefinition, task: CommandTask, context: Mapping[str, str]
+) -> dict[str, Any]:
+    pre, analysis = task.precondition, task.analysis
+    return _present({
+        "mode": "command",
+        "precondition": None if pre is None else {
+            "command": _render(job, "task.precondition.command", pre.command, context, shell=True),
+            "skip_when": pre.skip_when},
+        "command": _render(job, "task.command", task.command, context, shell=True),
+        "partial_exit_code": list(task.partial_exit_codes),
+        "noop_exit_code": task.noop_exit_code,
+        "timeout": task.timeout,
+        "timeout_seconds": task.timeout_seconds if task.timeout is not None else None,
+        "analysis": None if analysis is None else {
+            "agent": analysis.agent,
+            "description": _render(job, "task.analysis.description", analysis.description,
+                                   context, shell=False)},
+    })
+
+
+def _freeze_agent(
+    job: JobDefinition, task: AgentTask, context: Mapping[str, str], project_id: str
+) -> dict[str, Any]:
+    agent = None if task.executor is None else _present(
+        {"executor": task.executor, "reporter": task.reporter})
+    return _present({
+        "mode": task.mode,
+        "owner": task.owner,
+        "description": _render(job, "task.description", task.description, context, shell=False),
+        # targets are qualified like the upstream tool does: <project>:<target>
+        "targets": [t if ":" in t else f"{project_id}:{t}" for t in task.targets],
+        "paths": list(task.paths),
+        "agent": agent,
+        "capabilities": list(task.capabilities),
+        "proficiency": task.proficiency,
+    })
+
+
+def redacted(value: Any, secrets: Sequence[str]) -> Any:
+    """``value`` (JSON data) with every string redacted."""
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, list):
+        return [redacted(item, secrets) for item in value]
+    if isinstance(value, dict):
+        return {k: redacted(v, secrets) for k, v in value.items()}
+    return value
+
+
+def refuse_secret_inputs(
+    job: JobDefinition, values: Mapping[str, Any], secrets: Sequence[str]
+) -> None:
+    """Inputs are recorded verbatim (a retry reuses them): one that holds a secret is refused."""
+    for name, value in values.items():
+        if redacted(value, secrets) != value:
+            raise JobError(f"input {name} of {job.id} looks like a secret; secrets must reach "
+                           "commands through the environment, never through inputs")
+
+
+def task_for_retry(
+    job: JobDefinition, recorded: Mapping[str, Any], fresh: Mapping[str, Any] | None,
+    secrets: Sequence[str], run_id: str,
+) -> dict[str, Any]:
+    """What a new attempt runs: the task as freshly rendered from the definition when it
+    redacts to the recorded (frozen) task, else the recorded task unless it lost secrets."""
+    if fresh is not None and redacted(dict(fresh), secrets) == dict(recorded):
+        return dict(fresh)
+    if REDACTED in repr(recorded):
+        raise JobError(f"cannot retry {run_id}: its recorded task holds redacted secrets and "
+                       f"{job.path} no longer renders to it; start a new run")
+    return dict(recorded)
+
+
+def checkpoint_after(
+    job: JobDefinition, status: str, context: Mapping[str, str]
+) -> dict[str, str] | None:
+    """The values to record when ``status`` is in ``checkpoint.advance_on``, else ``None``.
+
+    ``context`` carries the run's inputs, ``checkpoint_before`` and ``job_run_id``.
+    """
+    spec = job.checkpoint
+    if spec is None or status not in spec.advance_on:
+        return None
+    return {key: _render(job, f"checkpoint.values.{key}", template, context, shell=False)
+            for key, template in spec.values.items()}
+
+
+# --- existing runs -----------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Existing:
+    """What to do given the run's folded view (``None``: no ledger yet)."""
+
+    action: Literal["new", "duplicate", "retry"]
+    attempt: int  # the attempt to start (new/retry), or the last one (duplicate)
+    open_attempt: int | None = None  # an attempt started and never ended
+
+
+def existing_run(
+    view: Mapping[str, Any] | None, *, run_id: str, job_id: str, key: str
+) -> Existing:
+    """New run, duplicate complete (E-08) or a new attempt of a failed/partial/running run."""
+    if view is None:
+        return Existing(action="new", attempt=1)
+    if view.get("idempotency_key") != key or view.get("job_id") != job_id:
+        raise JobError(f"Job Run identity collision: {run_id}")
+    attempts = list(view.get("attempts") or [])
+    last = max((int(a.get("attempt", 0)) for a in attempts), default=0)
+    if view.get("state") in COMPLETE_STATES:
+        return Existing(action="duplicate", attempt=last)
+    open_ = [int(a["attempt"]) for a in attempts if a.get("status") == "running"]
+    return Existing(action="retry", attempt=last + 1, open_attempt=max(open_, default=None))
+
+
+def missing_checkpoint(view: Mapping[str, Any], job: JobDefinition) -> bool:
+    """A complete run whose checkpoint was never recorded (a crash between the two appends)."""
+    spec = job.checkpoint
+    return (spec is not None and view.get("state") in spec.advance_on
+            and view.get("checkpoint_after") is None)
+
+
+# --- statuses ----------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Verdict:
+    """The outcome of one attempt."""
+
+    status: RunStatus
+    reason: str | None = None
+    busy: bool = False  # exit 75: the project was busy; the routine action is skipped
+
+
+def precondition_skips(
+    precondition: Mapping[str, Any], *, exit_code: int | None, stdout: str, error: str | None
+) -> tuple[bool, str | None]:
+    """(skip?, failure reason): ``empty-output`` with blank stdout or exit == ``skip_when``
+    skips; another non-zero exit (or no exit at all) fails without creating the run."""
+    skip_when = precondition.get("skip_when", "empty-output")
+    if exit_code is None:
+        return False, f"precondition did not run: {error or 'unknown error'}"
+    if isinstance(skip_when, int) and exit_code == skip_when:
+        return True, None
+    if exit_code != 0:
+        return False, f"precondition failed with exit code {exit_code}"
+    if skip_when == "empty-output" and not stdout.strip():
+        return True, None
+    return False, None
+
+
+def command_verdict(
+    task: Mapping[str, Any], *, exit_code: int | None, error: str | None
+) -> Verdict:
+    """Exit code -> status, from the FROZEN task: 0 succeeded; ``partial_exit_code`` partial;
+    ``noop_exit_code`` noop; 75 failed (busy); other failed; no exit (timeout) failed."""
+    if exit_code is None:
+        return Verdict(status="failed", reason=error or "command did not run")
+    if exit_code == 0:
+        return Verdict(status="succeeded")
+    if exit_code in (task.get("partial_exit_code") or ()):
+        return Verdict(status="partial", reason=f"command exited with code {exit_code} (partial)")
+    if exit_code == task.get("noop_exit_code"):
+        return Verdict(status="noop", reason=f"command exited with code {exit_code} (noop)")
+    if exit_code == BUSY_EXIT_CODE:
+        return Verdict(status="failed", reason="busy", busy=True)
+    return Verdict(status="failed", reason=f"command exited with code {exit_code}")
+
+
+def no_agent_reason(mode: str) -> str:
+    return f"no agent executor configured for mode {mode}"
+
+
+# --- outcomes ----------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class JobRunOutcome:
+    """What ``run_job`` did; ``to_json`` is the ``job run --json`` document (SPEC §8)."""
+
+    job_id: str
+    run_id: str | None  # None when nothing was created (precondition skip, busy before create)
+    state: str | None  # the run's state afterwards
+    attempt: int | None
+    duplicate_complete: bool = False
+    skipped: bool = False
+    reason: str | None = None
+    evidence_ref: str | None = None
+    exit_code: int | None = None  # the command's exit code
+    trigger: Trigger = "manual"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "job_id": self.job_id, "state": self.state,
+                "attempt": self.attempt, "duplicate_complete": self.duplicate_complete,
+                "skipped": self.skipped, "reason": self.reason,
+                "evidence_ref": self.evidence_ref}
+
+
+def routine_result(outcome: JobRunOutcome) -> tuple[Result, str | None]:
+    """Routine action result: succeeded/noop/duplicate success; skipped skipped; failed
+    failure; partial failure with reason ``partial``."""
+    if outcome.skipped:
+        return Result.SKIPPED, outcome.reason
+    if outcome.duplicate_complete or outcome.state in COMPLETE_STATES:
+        return Result.SUCCESS, None
+    if outcome.state == "partial":
+        return Result.FAILURE, "partial"
+    return Result.FAILURE, outcome.reason or f"job run {outcome.state or 'failed'}"
+
+
+def exit_code_for(outcome: JobRunOutcome) -> int:
+    """``job run`` exit code (SPEC §8): 0 ok and non-routine skips, 1 failed/partial, 75 a
+    skip under ``--trigger routine``."""
+    if outcome.skipped:
+        return BUSY_EXIT_CODE if outcome.trigger == "routine" else 0
+    if outcome.duplicate_complete or outcome.state in COMPLETE_STATES:
+        return 0
+    return 1
+

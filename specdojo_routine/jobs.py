@@ -1,0 +1,484 @@
+"""Job Runs (SPEC §7.3, seed 002): materialise, execute, record; the routine ``job`` seam.
+
+The decisions are :mod:`jobplan`'s; this module does the I/O around them:
+
+1. resolve the inputs (git for ``git_head``/``git_revision``, checkpoints folded from the run
+   ledgers), render the idempotency key, derive the run id, fold the run's ledger;
+2. a NEW run with a precondition runs it first, before anything is locked or written, so a
+   skip leaves no trace at all (E-11);
+3. under the project exec lock (§7.7; busy -> skipped, nothing written) look at the run again,
+   append ``run_created`` (new) and ``attempt_started``, write the plan, execute, write the
+   evidence, append ``attempt_ended`` (+ ``checkpoint_advanced``), write the result, publish
+   the views.
+
+Nothing secret is recorded: the frozen task and the key are stored redacted (a retry re-renders
+the task from the definition and runs it when it redacts to the recorded text), inputs carrying
+a secret are refused, and free text from agents is redacted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import subprocess
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+import attrs
+
+from . import evidence, fold, jobplan, ledger, locks, runner, views
+from .agent import (
+    AgentExecutor,
+    AgentRequest,
+    AttemptDoc,
+    RunDoc,
+    plan_markdown,
+    result_markdown,
+)
+from .config import ProjectPaths
+from .definitions import Definitions
+from .errors import JobError, RoutineError, UsageError
+from .events import (
+    CheckpointAdvanced,
+    JobEvent,
+    Owner,
+    RunAttemptEnded,
+    RunAttemptStarted,
+    RunCreated,
+)
+from .handlers import JobActionOutcome
+from .jobplan import JobRunOutcome, Trigger, Verdict
+from .model import InputValue, JobDefinition, Result
+from .redact import redact, secret_values
+from .templates import job_context
+from .timeutil import format_ms, format_s
+
+__all__ = ["ACTOR", "GitCli", "JobRunOutcome", "Prepared", "find_job", "prepare",
+           "routine_job_runner", "run_job"]
+
+ACTOR = "specdojo_routine"
+GIT_TIMEOUT_S = 60.0
+REASON_LIMIT = 500  # characters of a recorded reason
+Clock = Callable[[], datetime]
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@attrs.frozen(kw_only=True)
+class GitCli:
+    """:class:`jobplan.GitResolver` backed by ``git rev-parse`` in the project root."""
+
+    root: Path
+    env: Mapping[str, str]
+
+    def _rev_parse(self, args: list[str], what: str) -> str:
+        try:
+            done = subprocess.run(["git", "rev-parse", *args], cwd=self.root, text=True,
+                                  capture_output=True, env=runner.child_env(self.env, {}),
+                                  stdin=subprocess.DEVNULL, timeout=GIT_TIMEOUT_S, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise JobError(f"cannot run git to resolve {what}: {exc}") from None
+        sha = done.stdout.strip()
+        if done.returncode != 0 or not sha:
+            detail = (done.stderr.strip().splitlines() or ["git rev-parse failed"])[-1]
+            raise JobError(f"cannot resolve {what} in {self.root}: {detail}")
+        return sha
+
+    def head(self) -> str:
+        return self._rev_parse(["HEAD"], "git HEAD")
+
+    def commit(self, revision: str) -> str:
+        if not revision.strip() or revision.startswith("-"):
+            raise JobError(f"invalid git revision {revision!r}")
+        return self._rev_parse(["--verify", "--quiet", f"{revision}^{{commit}}"],
+                               f"git revision {revision!r} (not a commit)")
+
+
+# --- preparing a run: computed, nothing written ------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Prepared:
+    """A run's identity and content. ``task`` is what runs; ``recorded_*`` what is stored."""
+
+    job: JobDefinition
+    project_id: str
+    specdojo: str
+    trigger: Trigger
+    scheduled_at: str
+    inputs: dict[str, Any]
+    checkpoint_before: dict[str, Any] | None
+    run_id: str
+    key: str
+    recorded_key: str
+    task: dict[str, Any]
+    recorded_task: dict[str, Any]
+
+    def context(self) -> dict[str, str]:
+        """Template values with ``job_run_id`` (task, checkpoint values)."""
+        return job_context(job_id=self.job.id, project_id=self.project_id,
+                           specdojo=self.specdojo, scheduled_at=self.scheduled_at,
+                           inputs=self.inputs, checkpoint=self.checkpoint_before,
+                           job_run_id=self.run_id)
+
+
+def find_job(defs: Definitions, job_id: str) -> JobDefinition:
+    """The valid Job Definition ``job_id``; an invalid or unknown id is an error."""
+    job = defs.job(job_id)
+    if job is not None:
+        return job
+    if job_id in defs.invalid_job_ids:
+        raise JobError(f"invalid Job Definition: {job_id} (run `job validate` and fix it)")
+    known = ", ".join(j.id for j in defs.jobs) or "none"
+    raise UsageError(f"unknown job {job_id!r} (known: {known})")
+
+
+def _checkpoint(paths: ProjectPaths, job_id: str) -> dict[str, Any] | None:
+    """The job's latest advanced checkpoint, folded from ITS run ledgers only (the ids are
+    ``JBR-<slug>-<12 hex>``), with the same ordering rule as ``job-state.json``."""
+    pattern = f"JBR-{job_id.removeprefix('job-')}-{'?' * 12}.jsonl"
+    candidates = []
+    for path in sorted(paths.runs_dir.glob(pattern)):
+        doc = views.load_job_run(paths, path.name.removesuffix(".jsonl"))
+        if doc is not None and doc["job_id"] == job_id and "checkpoint_after" in doc:
+            candidates.append({"job_id": job_id, "checkpoint": doc["checkpoint_after"],
+                               "last_run_id": doc["run_id"], "updated_at": doc["updated_at"]})
+    latest: dict[str, fold.JobCheckpointDoc] = {}
+    fold.merge_checkpoints(latest, candidates)
+    return dict(latest[job_id]["checkpoint"]) if job_id in latest else None
+
+
+def prepare(
+    paths: ProjectPaths, defs: Definitions, job_id: str, inputs: Mapping[str, InputValue], *,
+    scheduled_at: datetime, trigger: Trigger, env: Mapping[str, str],
+) -> Prepared:
+    """Resolve inputs, key, run id and the frozen task; writes nothing (``--dry-run``)."""
+    job = find_job(defs, job_id)
+    checkpoint = _checkpoint(paths, job.id)
+    values = jobplan.resolve_inputs(job, inputs, checkpoint, GitCli(root=paths.root, env=env))
+    secrets = secret_values(env)
+    jobplan.refuse_secret_inputs(job, values, secrets)
+    specdojo = shlex.join(runner.specdojo_prefix(env))
+    stamp = format_ms(scheduled_at)
+    base = job_context(job_id=job.id, project_id=paths.project_id, specdojo=specdojo,
+                       scheduled_at=stamp, inputs=values, checkpoint=checkpoint, job_run_id=None)
+    key = jobplan.render_key(job, base)
+    run_id = jobplan.run_id_for(job.id, key)
+    task = jobplan.freeze_task(job, {**base, "job_run_id": run_id}, paths.project_id)
+    return Prepared(job=job, project_id=paths.project_id, specdojo=specdojo, trigger=trigger,
+                    scheduled_at=stamp, inputs=values, checkpoint_before=checkpoint,
+                    run_id=run_id, key=key, recorded_key=redact(key, secrets), task=task,
+                    recorded_task=jobplan.redacted(task, secrets))
+
+
+def _from_record(prep: Prepared, view: Mapping[str, Any], secrets: list[str]) -> Prepared:
+    """The run as recorded (frozen inputs and task) for a new attempt."""
+    recorded = dict(view["task"])
+    base = attrs.evolve(prep, project_id=view["project_id"], trigger=view["trigger"],
+                        scheduled_at=view["scheduled_at"], inputs=dict(view["inputs"]),
+                        checkpoint_before=dict(view["checkpoint_before"]) or None,
+                        recorded_task=recorded, task=recorded)
+    try:
+        fresh: dict[str, Any] | None = jobplan.freeze_task(prep.job, base.context(),
+                                                           base.project_id)
+    except JobError:
+        fresh = None
+    task = jobplan.task_for_retry(prep.job, recorded, fresh, secrets, prep.run_id)
+    return attrs.evolve(base, task=task)
+
+
+# --- running -----------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class _Env:
+    paths: ProjectPaths
+    env: Mapping[str, str]
+    secrets: list[str]
+    echo: TextIO | None
+    agent: AgentExecutor | None
+    clock: Clock
+    trigger: Trigger
+
+    def child(self, run_id: str, token: str | None) -> dict[str, str]:
+        extra = {"SPECDOJO_JOB_RUN_ID": run_id, "SPECDOJO_PROJECT": self.paths.project_id}
+        if self.trigger == "routine":
+            extra["SPECDOJO_ROUTINE_EXEC"] = "1"
+        if token is not None:
+            extra[locks.EXEC_LOCK_TOKEN_ENV] = token
+        return runner.child_env(self.env, extra)
+
+    def reason(self, text: str | None) -> str | None:
+        if not text:
+            return None
+        return redact(text, self.secrets).replace("\n", " ")[:REASON_LIMIT]
+
+
+def run_job(
+    paths: ProjectPaths, defs: Definitions, job_id: str, inputs: Mapping[str, InputValue], *,
+    scheduled_at: datetime, trigger: Trigger = "manual", agent: AgentExecutor | None = None,
+    echo: TextIO | None = None, env: Mapping[str, str] | None = None, clock: Clock | None = None,
+) -> JobRunOutcome:
+    """Materialise (or find) the Job Run for these inputs and run one attempt (SPEC §7.3)."""
+    base_env = dict(os.environ if env is None else env)
+    ctx = _Env(paths=paths, env=base_env, secrets=secret_values(base_env), echo=echo,
+               agent=agent, clock=clock or _utc_now, trigger=trigger)
+    prep = prepare(paths, defs, job_id, inputs, scheduled_at=scheduled_at, trigger=trigger,
+                   env=base_env)
+    view = views.load_job_run(paths, prep.run_id)
+    decision = jobplan.existing_run(view, run_id=prep.run_id, job_id=prep.job.id,
+                                    key=prep.recorded_key)
+    if (decision.action == "duplicate" and view is not None
+            and not jobplan.missing_checkpoint(view, prep.job)):
+        return _duplicate(prep, view)
+    checked = decision.action == "new" and "precondition" in prep.task
+    if checked:
+        early = _precondition(ctx, prep)
+        if early is not None:
+            return early
+    lock = locks.exec_lock(paths.exec_locks_dir, actor=ACTOR, env=base_env)
+    try:
+        handle = lock.__enter__()
+    except locks.ExecLockBusy as exc:
+        return JobRunOutcome(job_id=prep.job.id, run_id=prep.run_id if view else None,
+                             state=view["state"] if view else None, attempt=None,
+                             skipped=True, reason=str(exc), trigger=trigger)
+    with contextlib.ExitStack() as stack:
+        stack.push(lock)
+        return _locked(ctx, prep, handle, precondition_done=checked)
+
+
+def _duplicate(prep: Prepared, view: Mapping[str, Any]) -> JobRunOutcome:
+    attempts = view.get("attempts") or [{}]
+    return JobRunOutcome(job_id=prep.job.id, run_id=prep.run_id, state=view["state"],
+                         attempt=attempts[-1].get("attempt"), duplicate_complete=True,
+                         evidence_ref=attempts[-1].get("evidence_ref"), trigger=prep.trigger)
+
+
+def _precondition(ctx: _Env, prep: Prepared) -> JobRunOutcome | None:
+    """Run a new run's precondition; an outcome when it skips or fails, else None."""
+    condition = prep.task["precondition"]
+    outcome = runner.run_shell(condition["command"], cwd=ctx.paths.root,
+                               env=ctx.child(prep.run_id, None), echo=ctx.echo)
+    skip, failure = jobplan.precondition_skips(condition, exit_code=outcome.exit_code,
+                                               stdout=outcome.stdout, error=outcome.error)
+    if not skip and failure is None:
+        return None
+    if skip:
+        detail = ("empty output" if outcome.exit_code == 0 and not outcome.stdout.strip()
+                  else f"exit code {outcome.exit_code}")
+        reason = f"precondition skipped the run ({detail})"
+    else:
+        reason = failure or "precondition failed"
+    return JobRunOutcome(job_id=prep.job.id, run_id=None, state=None, attempt=None,
+                         skipped=skip, reason=ctx.reason(reason), exit_code=outcome.exit_code,
+                         trigger=ctx.trigger)
+
+
+def _locked(
+    ctx: _Env, prep: Prepared, handle: locks.ExecLockHandle, *, precondition_done: bool
+) -> JobRunOutcome:
+    """Under the exec lock: create or reuse the run, run one attempt, record it."""
+    view = views.load_job_run(ctx.paths, prep.run_id)
+    decision = jobplan.existing_run(view, run_id=prep.run_id, job_id=prep.job.id,
+                                    key=prep.recorded_key)
+    log = ledger.Ledger(ctx.paths.run_ledger(prep.run_id), clock=ctx.clock)
+    if decision.action == "duplicate" and view is not None:
+        return _repair_checkpoint(ctx, prep, view, log)
+    if decision.action == "new":
+        if "precondition" in prep.task and not precondition_done:
+            early = _precondition(ctx, prep)
+            if early is not None:
+                return early
+        _create(ctx, prep, log)
+    else:
+        assert view is not None
+        prep = _from_record(prep, view, ctx.secrets)
+        if decision.open_attempt is not None:
+            _close_interrupted(ctx, prep, handle, log, decision.open_attempt)
+        if not _plan_path(ctx.paths, prep.run_id).exists():
+            _write_plan(ctx.paths, prep)
+    return _attempt(ctx, prep, handle, log, decision.attempt)
+
+
+def _create(ctx: _Env, prep: Prepared, log: ledger.Ledger) -> None:
+    log.append(RunCreated(
+        run_id=prep.run_id, job_id=prep.job.id, idempotency_key=prep.recorded_key,
+        project_id=prep.project_id, trigger=prep.trigger, scheduled_at=prep.scheduled_at,
+        inputs=prep.inputs, task=prep.recorded_task, checkpoint_before=prep.checkpoint_before))
+    _write_plan(ctx.paths, prep)
+
+
+def _owner() -> Owner:
+    return Owner(pid=os.getpid(), host=locks.this_host())
+
+
+def _close_interrupted(
+    ctx: _Env, prep: Prepared, handle: locks.ExecLockHandle, log: ledger.Ledger, attempt: int
+) -> None:
+    """Close the open attempt of a dead runner as failed/interrupted."""
+    owner = _attempt_owner(ctx.paths, prep.run_id, attempt)
+    if handle.inherited and owner is not None and _alive(owner):
+        raise JobError(f"Job Run {prep.run_id} attempt {attempt} is still running "
+                       f"(pid {owner.get('pid')} on {owner.get('host')})")
+    log.append(RunAttemptEnded(run_id=prep.run_id, attempt=attempt, status="failed",
+                               reason="interrupted"))
+
+
+def _attempt_owner(paths: ProjectPaths, run_id: str, attempt: int) -> dict[str, Any] | None:
+    for line in ledger.read(paths.run_ledger(run_id), torn="stop"):
+        raw = line.raw
+        if raw.get("type") == "attempt_started" and raw.get("attempt") == attempt:
+            owner = raw.get("owner")
+            return owner if isinstance(owner, dict) else None
+    return None
+
+
+def _alive(owner: Mapping[str, Any]) -> bool:
+    """Whether the owner may still be running (other hosts cannot be checked: assume so)."""
+    if owner.get("host") not in (None, locks.this_host()):
+        return True
+    pid = owner.get("pid")
+    return isinstance(pid, int) and pid > 0 and locks.pid_alive(pid)
+
+
+def _repair_checkpoint(
+    ctx: _Env, prep: Prepared, view: Mapping[str, Any], log: ledger.Ledger
+) -> JobRunOutcome:
+    """Duplicate complete; a checkpoint lost to a crash after ``attempt_ended`` is recorded."""
+    if jobplan.missing_checkpoint(view, prep.job):
+        done = _from_record(prep, view, ctx.secrets)
+        values = jobplan.checkpoint_after(prep.job, view["state"], done.context())
+        if values is not None:
+            log.append(CheckpointAdvanced(run_id=prep.run_id, job_id=prep.job.id, values=values))
+            views.refresh_job_views(ctx.paths, [prep.run_id])
+    return _duplicate(prep, view)
+
+
+@attrs.frozen(kw_only=True)
+class _Done:
+    verdict: Verdict
+    exit_code: int | None = None
+    evidence_ref: str | None = None
+    final_message: str | None = None
+
+
+def _attempt(
+    ctx: _Env, prep: Prepared, handle: locks.ExecLockHandle, log: ledger.Ledger, attempt: int
+) -> JobRunOutcome:
+    log.append(RunAttemptStarted(run_id=prep.run_id, attempt=attempt, owner=_owner()))
+    views.refresh_job_views(ctx.paths, [prep.run_id])
+    started = ctx.clock()
+    try:
+        done = _execute(ctx, prep, handle, attempt)
+    except Exception as exc:  # the attempt must be closed whatever happened
+        done = _Done(verdict=Verdict(status="failed", reason=f"runner error: {exc}"))
+    verdict = done.verdict
+    reason = ctx.reason(verdict.reason)
+    batch: list[JobEvent] = [RunAttemptEnded(
+        run_id=prep.run_id, attempt=attempt, status=verdict.status, exit_code=done.exit_code,
+        evidence_ref=done.evidence_ref, reason=reason)]
+    values = jobplan.checkpoint_after(prep.job, verdict.status, prep.context())
+    if values is not None:
+        batch.append(CheckpointAdvanced(run_id=prep.run_id, job_id=prep.job.id, values=values))
+    log.append_many(batch)
+    _write_result(ctx.paths, prep, AttemptDoc(
+        attempt=attempt, status=verdict.status, reason=reason, started_at=format_s(started),
+        completed_at=format_s(ctx.clock()), exit_code=done.exit_code,
+        evidence_ref=done.evidence_ref, final_message=done.final_message))
+    views.refresh_job_views(ctx.paths, [prep.run_id])
+    return JobRunOutcome(job_id=prep.job.id, run_id=prep.run_id, state=verdict.status,
+                         attempt=attempt, skipped=verdict.busy, reason=reason,
+                         evidence_ref=done.evidence_ref, exit_code=done.exit_code,
+                         trigger=ctx.trigger)
+
+
+def _execute(ctx: _Env, prep: Prepared, handle: locks.ExecLockHandle, attempt: int) -> _Done:
+    task = prep.task
+    if task.get("mode") != "command":
+        return _execute_agent(ctx, prep, handle, attempt)
+    outcome = runner.run_shell(task["command"], cwd=ctx.paths.root,
+                               env=ctx.child(prep.run_id, handle.token),
+                               timeout_s=task.get("timeout_seconds"), echo=ctx.echo)
+    verdict = jobplan.command_verdict(task, exit_code=outcome.exit_code, error=outcome.error)
+    message = verdict.status + (f": {verdict.reason}" if verdict.reason else "")
+    ref = evidence.write_evidence(ctx.paths.evidence_dir, run_id=prep.run_id, attempt=attempt,
+                                  command=task["command"], outcome=outcome, secrets=ctx.secrets,
+                                  final_message=message, root=ctx.paths.root)
+    return _Done(verdict=verdict, exit_code=outcome.exit_code, evidence_ref=ref)
+
+
+def _execute_agent(
+    ctx: _Env, prep: Prepared, handle: locks.ExecLockHandle, attempt: int
+) -> _Done:
+    mode = str(prep.task.get("mode"))
+    if ctx.agent is None:
+        return _Done(verdict=Verdict(status="failed", reason=jobplan.no_agent_reason(mode)))
+    request = AgentRequest(
+        run_id=prep.run_id, job_id=prep.job.id, attempt=attempt,
+        mode="review" if mode == "review" else "edit", task=prep.task, inputs=prep.inputs,
+        paths=ctx.paths, plan_path=_plan_path(ctx.paths, prep.run_id),
+        result_path=_result_path(ctx.paths, prep.run_id), env=ctx.child(prep.run_id, handle.token))
+    try:
+        result = ctx.agent(request)
+    except Exception as exc:  # the executor's failure is the attempt's
+        return _Done(verdict=Verdict(status="failed", reason=f"agent executor failed: {exc}"))
+    if result.status not in ("succeeded", "partial", "failed", "noop"):
+        reason = f"agent executor returned an unknown status {result.status!r}"
+        return _Done(verdict=Verdict(status="failed", reason=reason))
+    message = redact(result.final_message, ctx.secrets) if result.final_message else None
+    return _Done(verdict=Verdict(status=result.status, reason=result.reason),
+                 final_message=message)
+
+
+# --- plan and result documents -------------------------------------------------------------------
+
+
+def _plan_path(paths: ProjectPaths, run_id: str) -> Path:
+    return paths.plans_dir / f"{run_id}-plan.md"
+
+
+def _result_path(paths: ProjectPaths, run_id: str) -> Path:
+    return paths.results_dir / f"{run_id}-result.md"
+
+
+def _doc(prep: Prepared) -> RunDoc:
+    return RunDoc(
+        run_id=prep.run_id, job_id=prep.job.id, name=prep.job.name, project_id=prep.project_id,
+        trigger=prep.trigger, scheduled_at=prep.scheduled_at, inputs=prep.inputs,
+        task=prep.recorded_task, plan_ref=f"exec/plans/{prep.run_id}-plan.md",
+        result_ref=f"exec/results/{prep.run_id}-result.md")
+
+
+def _write_plan(paths: ProjectPaths, prep: Prepared) -> None:
+    views.publish(_plan_path(paths, prep.run_id), plan_markdown(_doc(prep)).encode())
+
+
+def _write_result(paths: ProjectPaths, prep: Prepared, done: AttemptDoc) -> None:
+    text = result_markdown(_doc(prep), done)
+    views.publish(_result_path(paths, prep.run_id), text.encode())
+
+
+# --- the routine seam --------------------------------------------------------------------------
+
+
+def routine_job_runner(
+    paths: ProjectPaths, defs: Definitions, *, job_id: str, inputs: Mapping[str, str],
+    scheduled_at: datetime, echo: TextIO | None,
+) -> JobActionOutcome:
+    """:class:`handlers.JobActionRunner`: one routine ``job`` action as a Job Run."""
+    try:
+        typed = jobplan.parse_text_inputs(find_job(defs, job_id), inputs)
+        outcome = run_job(paths, defs, job_id, typed, scheduled_at=scheduled_at,
+                          trigger="routine", echo=echo)
+    except (RoutineError, OSError) as exc:
+        return JobActionOutcome(result=Result.FAILURE, reason=str(exc)[:REASON_LIMIT])
+    result, reason = jobplan.routine_result(outcome)
+    return JobActionOutcome(result=result, reason=reason, job_run_id=outcome.run_id,
+                            exit_code=outcome.exit_code)
+

@@ -1,0 +1,232 @@
+"""``python -m specdojo_routine job …`` for real, in subprocesses: exit codes, JSON, a crash."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from conftest import Project
+from jobhelper import HELPER
+
+JOB = """\
+name: Weekly report
+inputs:
+  period: {type: string, required: true}
+task:
+  mode: command
+  command: echo "report {{inputs.period}}"; exit "${CODE:-0}"
+  partial_exit_code: [3]
+  noop_exit_code: 4
+run:
+  idempotency_key: "{{job_id}}:{{inputs.period}}"
+"""
+JSON_KEYS = ["run_id", "job_id", "state", "attempt", "duplicate_complete", "skipped", "reason",
+             "evidence_ref"]
+
+
+def env(project: Project, **extra: str) -> dict[str, str]:
+    base = project.env()
+    return {k: v for k, v in base.items() if k not in ("CODE", "SPECDOJO_EXEC_RUN_LOCK_TOKEN")} \
+        | extra
+
+
+def job_run(project: Project, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+    return project.cli("job", "run", "--job", "job-weekly", *args, env=env(project, **extra))
+
+
+def as_json(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    data: dict[str, Any] = orjson.loads(done.stdout)
+    return data
+
+
+@pytest.fixture
+def weekly(project: Project) -> Project:
+    project.job("job-weekly", JOB)
+    return project
+
+
+def test_json_document_has_exactly_the_documented_keys(weekly: Project) -> None:
+    """`job run --json` prints one document with the SPEC §8 keys; exit 0 on success."""
+    done = job_run(weekly, "--input", "period=W1", "--json")
+    doc = as_json(done)
+    assert (0, JSON_KEYS, "succeeded", 1, False) == (
+        done.returncode, list(doc), doc["state"], doc["attempt"], doc["duplicate_complete"])
+    assert "report W1" in done.stderr  # command output goes to stderr when stdout is JSON
+
+
+@pytest.mark.parametrize(("code", "trigger", "expected", "state", "skipped"), [
+    ("3", "manual", 1, "partial", False),
+    ("4", "manual", 0, "noop", False),
+    ("9", "manual", 1, "failed", False),
+    ("75", "manual", 0, "failed", True),
+    ("75", "routine", 75, "failed", True),
+])
+def test_exit_codes(
+    weekly: Project, code: str, trigger: str, expected: int, state: str, skipped: bool
+) -> None:
+    """1 failed/partial, 0 noop and non-routine skips, 75 for a busy command under routine."""
+    done = job_run(weekly, "--input", "period=W1", "--trigger", trigger, "--json", CODE=code)
+    doc = as_json(done)
+    assert (expected, state, skipped) == (done.returncode, doc["state"], doc["skipped"])
+
+
+def test_duplicate_complete_exits_0(weekly: Project) -> None:
+    """A second call for a succeeded run is duplicate complete, exit 0."""
+    job_run(weekly, "--input", "period=W1")
+    done = job_run(weekly, "--input", "period=W1", "--json")
+    assert (0, True) == (done.returncode, as_json(done)["duplicate_complete"])
+
+
+@pytest.mark.parametrize(("trigger", "expected"), [("manual", 0), ("routine", 75)])
+def test_precondition_skip_exit_code(project: Project, trigger: str, expected: int) -> None:
+    """A precondition skip: run_id null; exit 75 under --trigger routine, else 0."""
+    project.job("job-weekly", JOB.replace("run:\n", "  precondition: {command: 'true', "
+                                                  "skip_when: empty-output}\nrun:\n", 1))
+    done = job_run(project, "--input", "period=W1", "--trigger", trigger, "--json")
+    doc = as_json(done)
+    assert (expected, None, True) == (done.returncode, doc["run_id"], doc["skipped"])
+
+
+def test_duplicate_input_is_a_usage_error_and_writes_nothing(weekly: Project) -> None:
+    """`--input k=v` twice: exit 2, one error line, no traceback, no files."""
+    before = weekly.files()
+    done = job_run(weekly, "--input", "period=W1", "--input", "period=W2")
+    assert (2, "error: duplicate --input period: give each input once\n") == (
+        done.returncode, done.stderr)
+    assert before == weekly.files()
+
+
+def test_unknown_job_is_a_usage_error(weekly: Project) -> None:
+    """An unknown --job exits 2 naming the known ones."""
+    done = weekly.cli("job", "run", "--job", "job-nope", env=env(weekly))
+    assert (2, "error: unknown job 'job-nope' (known: job-weekly)\n") == (
+        done.returncode, done.stderr)
+
+
+def test_dry_run_prints_the_plan_and_writes_nothing(weekly: Project) -> None:
+    """--dry-run shows inputs, key, run id and command; not a byte is written."""
+    before = weekly.files()
+    done = job_run(weekly, "--input", "period=W1", "--dry-run")
+    assert 0 == done.returncode
+    assert "idempotency_key: job-weekly:W1\n" in done.stdout
+    assert 'command: echo "report W1"; exit "${CODE:-0}"\n' in done.stdout
+    assert before == weekly.files()
+
+
+def test_job_show_json_is_exactly_the_view(weekly: Project) -> None:
+    """`job show --json` prints the runs/<run_id>.json bytes."""
+    run_id = as_json(job_run(weekly, "--input", "period=W1", "--json"))["run_id"]
+    done = weekly.cli("job", "show", run_id, "--json", env=env(weekly))
+    view = weekly.root / "execution" / "jobs" / "runs" / f"{run_id}.json"
+    assert (0, view.read_text()) == (done.returncode, done.stdout)
+
+
+def test_job_show_unknown_run_exits_2(weekly: Project) -> None:
+    """An unknown run id is a usage error."""
+    done = weekly.cli("job", "show", "JBR-weekly-000000000000", env=env(weekly))
+    assert 2 == done.returncode and done.stderr.startswith("error: no Job Run JBR-weekly-")
+
+
+def test_job_list_shows_definitions_and_runs(weekly: Project) -> None:
+    """`job list --json` lists each job with its run ids, and every run."""
+    run_id = as_json(job_run(weekly, "--input", "period=W1", "--json"))["run_id"]
+    doc = orjson.loads(weekly.cli("job", "list", "--json", env=env(weekly)).stdout)
+    assert ([run_id], [run_id], ["succeeded"]) == (
+        doc["jobs"][0]["runs"], [r["run_id"] for r in doc["runs"]],
+        [r["state"] for r in doc["runs"]])
+    table = weekly.cli("job", "list", env=env(weekly)).stdout
+    assert table.startswith("JOB         NAME           MODE     RUNS  LAST RUN")
+
+
+# --- the exec lock -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def holder(weekly: Project) -> Iterator[subprocess.Popen[str]]:
+    locks_dir = weekly.root / "execution" / "exec" / ".locks"
+    proc = subprocess.Popen([sys.executable, str(HELPER), "hold-exec", str(locks_dir)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip()
+    yield proc
+    proc.communicate("", timeout=10)
+
+
+@pytest.mark.parametrize(("trigger", "expected"), [("manual", 0), ("routine", 75)])
+def test_busy_exec_lock_exit_code(
+    weekly: Project, holder: subprocess.Popen[str], trigger: str, expected: int
+) -> None:
+    """Exec lock held elsewhere: skipped; exit 75 under --trigger routine, else 0."""
+    done = job_run(weekly, "--input", "period=W1", "--trigger", trigger)
+    assert expected == done.returncode
+    assert "skipped, no Job Run created: Exec run is busy" in done.stdout
+    assert not (weekly.root / "execution" / "jobs").exists()
+
+
+# --- crash ---------------------------------------------------------------------------------------
+
+CRASHY = """\
+name: Crashy
+inputs:
+  period: {type: string, required: true}
+task:
+  mode: command
+  command: if [ -e armed ]; then rm armed; echo $$ > pid.txt; sleep 60; fi; echo done
+run:
+  idempotency_key: "{{job_id}}:{{inputs.period}}"
+"""
+
+
+def _wait_for(path: Path, timeout: float = 20) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return path.read_text().strip()
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never appeared")
+
+
+def test_killed_runner_is_recorded_as_interrupted_by_the_next_run(project: Project) -> None:
+    """SIGKILL mid-command: the next run closes attempt 1 (interrupted) and runs attempt 2."""
+    project.job("job-crashy", CRASHY)
+    (project.root / "armed").write_text("")
+    args = ("job", "run", "--job", "job-crashy", "--input", "period=W1")
+    proc = project.popen(*args, env=env(project))
+    pgid = int(_wait_for(project.root / "pid.txt"))
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=10)
+    os.killpg(pgid, signal.SIGKILL)
+    done = project.cli(*args, "--json", env=env(project))
+    doc = as_json(done)
+    view = orjson.loads(project.cli("job", "show", doc["run_id"], "--json").stdout)
+    assert (0, 2, "succeeded") == (done.returncode, doc["attempt"], doc["state"])
+    assert [("failed", "interrupted"), ("succeeded", None)] == [
+        (a["status"], a.get("reason")) for a in view["attempts"]]
+    assert 0 == project.cli("fold", "--check", env=env(project)).returncode
+
+
+# --- a routine job action end to end ----------------------------------------------------------
+
+
+def test_routine_job_action_runs_a_job_run(weekly: Project) -> None:
+    """`run --id` with a job action records the Job Run id in the routine ledger."""
+    weekly.routine("rtn-weekly", """\
+        interval: 1d
+        action:
+          kind: job
+          job: job-weekly
+          inputs: {period: "{{scheduled_at | iso_week}}"}
+        """)
+    done = weekly.cli("run", "--id", "rtn-weekly", env=env(weekly))
+    ended = [e for e in weekly.events() if e["type"] == "action_ended"]
+    assert (0, "success") == (done.returncode, ended[0]["result"])
+    run_id = ended[0]["job_run_id"]
+    assert (weekly.root / "execution" / "jobs" / "runs" / f"{run_id}.jsonl").is_file()
+
