@@ -46,8 +46,8 @@ class _Parser(argparse.ArgumentParser):
         raise errors.UsageError(f"{self.prog}: {message}")
 
 
-def _common() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+def _common() -> _Parser:
+    common = _Parser(add_help=False)
     common.add_argument("--root", type=Path, help="project root (default: search upwards)")
     common.add_argument("--project", help="project id (default: $SPECDOJO_PROJECT, config)")
     return common
@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_job_commands(sub: argparse._SubParsersAction[_Parser], common: argparse.ArgumentParser) -> None:
+def _add_job_commands(sub: argparse._SubParsersAction[_Parser], common: _Parser) -> None:
     job = sub.add_parser("job", help="Job Definitions and Job Runs")
     jsub = job.add_subparsers(dest="job_command", required=True, parser_class=_Parser)
     jsub.add_parser("validate", parents=[common], help="validate Job Definitions")
@@ -123,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    except Exception as exc:  # noqa: BLE001 - a bug must still not print a traceback
+    except Exception as exc:
         err.write(f"error: internal error ({type(exc).__name__}: {exc}); please report it\n")
         return EXIT_FAILURE
 

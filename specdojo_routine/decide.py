@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import attrs
 
+from .events import EndTransition, StartTransition
 from .model import (
     Action,
     ExecAutoAction,
@@ -23,13 +24,13 @@ from .model import (
 )
 from .templates import render_routine_inputs
 
-START_TRANSITIONS: Mapping[str, str] = {
+START_TRANSITIONS: Mapping[str, StartTransition] = {
     "never": "T-02",
     "success": "T-06",
     "failure": "T-07",
     "skipped": "T-08",
 }
-END_TRANSITIONS: Mapping[Result, str] = {
+END_TRANSITIONS: Mapping[Result, EndTransition] = {
     Result.SUCCESS: "T-03",
     Result.FAILURE: "T-04",
     Result.SKIPPED: "T-05",
@@ -123,7 +124,7 @@ def exit_code_result(exit_code: int | None) -> Result:
     return Result.FAILURE
 
 
-def start_transition(status: str) -> str:
+def start_transition(status: str) -> StartTransition:
     """T-02/T-06/T-07/T-08 for an attempt starting from ``status``."""
     return START_TRANSITIONS[status]
 

@@ -1,7 +1,8 @@
 """Definition files (SPEC §2, §3, §7.1): discovery, safe YAML loading, validation (E-01).
 
-The rules themselves are :mod:`.validate_routines` and :mod:`.validate_jobs`; this module finds the files, reads them safely,
-applies the rules (Jobs first: routines name Jobs) and the cross-file ones (duplicate ids).
+The rules themselves are in :mod:`.validate_routines` and :mod:`.validate_jobs`; this module
+finds the files, reads them safely, applies the rules (Jobs first: routines name Jobs) and
+the cross-file ones (duplicate ids).
 
 Every problem of every file is reported, located (``routines/rtn-a.yaml:3:7: ...``); an invalid
 file never yields a definition. YAML is read as YAML 1.2 core data only: no tags beyond the

@@ -170,7 +170,8 @@ def run(
     if dry_run:
         view = views.load_routine_view(paths)
         lock = locks.routine_lock_status(paths.routine_locks_dir, now=to_utc(wall()))
-        plan_selection(report, candidates, view, the_now, routine_id, paths, interrupted=not lock.held)
+        plan_selection(report, candidates, view, the_now, routine_id, paths,
+                       interrupted=not lock.held)
         return report
     with locks.routine_lock(paths.routine_locks_dir, clock=wall):
         log = ledger.Ledger(paths.routine_ledger, clock=wall)
@@ -263,14 +264,20 @@ def _end_attempt(
     ctx.append(events.AttemptEnded(
         routine_id=routine.id, attempt_id=attempt_id,
         transition=decide.END_TRANSITIONS[result], result=result.value, reason=reason,
-        action_results=(None if action_results is None
-                        else tuple(events.ActionResult(**a) for a in action_results)),
-        scheduled_for=scheduled,
-        started_at=started_at, completed_at=completed_at, job_run_ids=job_run_ids,
+        action_results=_action_results(action_results), scheduled_for=scheduled,
+        started_at=started_at, completed_at=completed_at, job_run_ids=tuple(job_run_ids),
     ))
     return AttemptReport(routine_id=routine.id, attempt_id=attempt_id,
                          scheduled_for=scheduled, result=result.value,
                          reason=reason, action_results=action_results)
+
+
+def _action_results(
+    payload: list[dict[str, Any]] | None,
+) -> tuple[events.ActionResult, ...] | None:
+    if payload is None:
+        return None
+    return tuple(events.ActionResult(**item) for item in payload)
 
 
 def _execute(
@@ -335,8 +342,8 @@ def resolve(
     with locks.routine_lock(paths.routine_locks_dir, clock=wall):
         view = views.refresh_routine_view(paths)
         state = view.routines.get(routine_id)
-        if not _is_open(state):
-            status = (state or {}).get("status", "unknown")
+        if state is None or not _is_open(state):
+            status = state.get("status", "unknown") if state is not None else "never"
             raise RoutineError(
                 f"routine {routine_id} has no open attempt to resolve (status: {status})")
         assert state is not None

@@ -38,8 +38,9 @@ def test_fresh_venv_install_runs_the_demo(tmp_path: Path) -> None:
     assert 0 == install.returncode, install.stderr
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["SPECDOJO_CLI"] = str(export / "fixtures" / "demo" / "bin" / "fake-specdojo")
-    where = subprocess.run([str(py), "-c", "import specdojo_routine; print(specdojo_routine.__file__)"],
-                           cwd=tmp_path, env=env, capture_output=True, text=True)
+    probe = "import specdojo_routine; print(specdojo_routine.__file__)"
+    where = subprocess.run([str(py), "-c", probe], cwd=tmp_path, env=env, capture_output=True,
+                           text=True)
     assert str(venv) in where.stdout, where.stdout + where.stderr
     demo = subprocess.run([str(py), "-m", "specdojo_routine", "run", "--due", "--root",
                            "fixtures/demo"], cwd=export, env=env, capture_output=True, text=True)

@@ -113,7 +113,7 @@ def test_missing_executable_is_a_failure_with_reason(project: Project) -> None:
     project.routine("rtn-missing", "interval: 1h\naction: {kind: exec-resume}\n")
     proc = project.cli("run", "--due", env=project.env(SPECDOJO_CLI="/nonexistent/specdojo"))
     assert 1 == proc.returncode
-    ended = [e for e in project.events() if e["type"] == "action_ended"][0]
+    ended = next(e for e in project.events() if e["type"] == "action_ended")
     assert "failure" == ended["result"]
     assert "/nonexistent/specdojo" in ended["reason"]
     assert "Traceback" not in proc.stderr
@@ -127,7 +127,8 @@ def test_attempt_is_recorded_before_delegation(project: Project) -> None:
     peek.chmod(0o755)
     proc = project.cli("run", "--due", env=project.env(SPECDOJO_CLI=str(peek)))
     assert 0 == proc.returncode, proc.stderr
-    seen = [orjson.loads(x)["type"] for x in (project.root / "seen.jsonl").read_bytes().splitlines()]
+    seen_lines = (project.root / "seen.jsonl").read_bytes().splitlines()
+    seen = [orjson.loads(x)["type"] for x in seen_lines]
     assert ["routine_registered", "attempt_started", "action_started"] == seen
 
 
@@ -172,7 +173,7 @@ def test_explicit_id_runs_a_disabled_routine(project: Project) -> None:
     assert 0 == proc.returncode, proc.stderr
     result = orjson.loads(proc.stdout)["results"][0]
     assert "2026-03-01T10:00:00.000Z" == result["scheduled_for"]
-    started = [e for e in project.events() if e["type"] == "attempt_started"][0]
+    started = next(e for e in project.events() if e["type"] == "attempt_started")
     assert ("id", "T-02") == (started["trigger"], started["transition"])
 
 
