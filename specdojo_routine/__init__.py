@@ -1,7 +1,81 @@
-"""specdojo_routine: run SpecDojo routines with an append-only, event-sourced audit trail."""
+"""specdojo_routine: run SpecDojo routines with an append-only, event-sourced audit trail.
+
+The public API is what ``__all__`` lists; every other module is private. See
+``docs/integrator-guide.md``.
+"""
 
 from __future__ import annotations
 
+from .agent import AgentExecutor, AgentRequest, AgentResult
+from .api import (
+    fold,
+    history,
+    list_routines,
+    load_project,
+    resolve,
+    run_due,
+    run_job,
+    run_routine,
+    validate,
+)
+from .config import ProjectPaths
+from .definitions import Definitions
+from .errors import (
+    ConfigError,
+    CorruptLedgerError,
+    DefinitionError,
+    InvalidTransition,
+    JobError,
+    LedgerError,
+    LockBusy,
+    Problem,
+    RoutineError,
+    TooManyMissedOccurrences,
+    TornLedgerError,
+    UsageError,
+)
+from .handlers import AttemptReport, Listing, RoutineRow, RunReport
+from .jobplan import JobRunOutcome
+from .model import JobDefinition, Result, Routine
+from .views import replay
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = [
+    "AgentExecutor",
+    "AgentRequest",
+    "AgentResult",
+    "AttemptReport",
+    "ConfigError",
+    "CorruptLedgerError",
+    "DefinitionError",
+    "Definitions",
+    "InvalidTransition",
+    "JobDefinition",
+    "JobError",
+    "JobRunOutcome",
+    "LedgerError",
+    "Listing",
+    "LockBusy",
+    "Problem",
+    "ProjectPaths",
+    "Result",
+    "Routine",
+    "RoutineError",
+    "RoutineRow",
+    "RunReport",
+    "TooManyMissedOccurrences",
+    "TornLedgerError",
+    "UsageError",
+    "__version__",
+    "fold",
+    "history",
+    "list_routines",
+    "load_project",
+    "replay",
+    "resolve",
+    "run_due",
+    "run_job",
+    "run_routine",
+    "validate",
+]

@@ -467,18 +467,28 @@ def _write_result(paths: ProjectPaths, prep: Prepared, done: AttemptDoc) -> None
 # --- the routine seam --------------------------------------------------------------------------
 
 
-def routine_job_runner(
-    paths: ProjectPaths, defs: Definitions, *, job_id: str, inputs: Mapping[str, str],
-    scheduled_at: datetime, echo: TextIO | None,
-) -> JobActionOutcome:
-    """:class:`handlers.JobActionRunner`: one routine ``job`` action as a Job Run."""
-    try:
-        typed = jobplan.parse_text_inputs(find_job(defs, job_id), inputs)
-        outcome = run_job(paths, defs, job_id, typed, scheduled_at=scheduled_at,
-                          trigger="routine", echo=echo)
-    except (RoutineError, OSError) as exc:
-        return JobActionOutcome(result=Result.FAILURE, reason=str(exc)[:REASON_LIMIT])
-    result, reason = jobplan.routine_result(outcome)
-    return JobActionOutcome(result=result, reason=reason, job_run_id=outcome.run_id,
-                            exit_code=outcome.exit_code)
+@attrs.frozen
+class RoutineJobRunner:
+    """:class:`handlers.JobActionRunner`: one routine ``job`` action as a Job Run with
+    ``trigger: routine``, using ``agent`` for edit/review Jobs and ``env`` for commands."""
 
+    agent: AgentExecutor | None = None
+    env: Mapping[str, str] | None = None
+
+    def __call__(
+        self, paths: ProjectPaths, defs: Definitions, *, job_id: str, inputs: Mapping[str, str],
+        scheduled_at: datetime, echo: TextIO | None,
+    ) -> JobActionOutcome:
+        try:
+            typed = jobplan.parse_text_inputs(find_job(defs, job_id), inputs)
+            outcome = run_job(paths, defs, job_id, typed, scheduled_at=scheduled_at,
+                              trigger="routine", echo=echo, agent=self.agent, env=self.env)
+        except (RoutineError, OSError) as exc:
+            return JobActionOutcome(result=Result.FAILURE, reason=str(exc)[:REASON_LIMIT])
+        result, reason = jobplan.routine_result(outcome)
+        return JobActionOutcome(result=result, reason=reason, job_run_id=outcome.run_id,
+                                exit_code=outcome.exit_code)
+
+
+#: The CLI's runner: no agent executor, the process environment.
+routine_job_runner = RoutineJobRunner()

@@ -1,0 +1,90 @@
+"""The embedding API: what other SpecDojo tooling calls (re-exported by the package).
+
+Each function is the library form of a CLI command and takes the project's
+:class:`~specdojo_routine.config.ProjectPaths` (see :func:`load_project`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from . import handlers, jobs, views
+from .agent import AgentExecutor
+from .config import ProjectPaths, resolve_project
+from .definitions import Definitions, load_definitions
+from .jobplan import JobRunOutcome, Trigger
+from .model import InputValue
+
+
+def load_project(root: Path | str | None = None, project: str | None = None) -> ProjectPaths:
+    """Find the project: ``root`` (or a walk up from the cwd to
+    ``.specdojo/specdojo.config.json``), then ``project``, ``$SPECDOJO_PROJECT``,
+    ``current_project`` or the first project."""
+    return resolve_project(Path(root) if root is not None else None, project)
+
+
+def validate(paths: ProjectPaths) -> Definitions:
+    """Every routine and Job Definition, validated; problems are in ``.problems``."""
+    return load_definitions(paths)
+
+
+def run_due(
+    paths: ProjectPaths, *, now: datetime | None = None, dry_run: bool = False,
+    agent: AgentExecutor | None = None, env: Mapping[str, str] | None = None,
+    echo: TextIO | None = None,
+) -> handlers.RunReport:
+    """``run --due``: run every due occurrence (raises :class:`~specdojo_routine.errors.LockBusy`
+    when another run holds the routine lock). ``report.exit_code`` is the CLI's exit code."""
+    return handlers.run(paths, dry_run=dry_run, now=now, env=env, echo=echo,
+                        job_runner=jobs.RoutineJobRunner(agent=agent, env=env))
+
+
+def run_routine(
+    paths: ProjectPaths, routine_id: str, *, now: datetime | None = None,
+    dry_run: bool = False, agent: AgentExecutor | None = None,
+    env: Mapping[str, str] | None = None, echo: TextIO | None = None,
+) -> handlers.RunReport:
+    """``run --id``: run one routine now, even when disabled or not due."""
+    return handlers.run(paths, routine_id=routine_id, dry_run=dry_run, now=now, env=env,
+                        echo=echo, job_runner=jobs.RoutineJobRunner(agent=agent, env=env))
+
+
+def list_routines(paths: ProjectPaths, *, now: datetime | None = None) -> handlers.Listing:
+    """``list``: status, due-ness and next occurrence of every routine; writes nothing."""
+    return handlers.list_routines(paths, now=now)
+
+
+def resolve(
+    paths: ProjectPaths, routine_id: str, *, result: str, note: str, by: str | None = None
+) -> str:
+    """``resolve``: record the outcome of an interrupted attempt; returns the attempt id."""
+    return handlers.resolve(paths, routine_id, result=result, note=note, by=by)
+
+
+def fold(paths: ProjectPaths, *, check: bool = False, repair: bool = False) -> list[str]:
+    """``fold``: rebuild every view from the ledgers; with ``check`` write nothing and return
+    the views that differ."""
+    return views.fold_all(paths, check=check, repair=repair)
+
+
+def history(
+    paths: ProjectPaths, routine_id: str | None = None, *, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """The routine ledger's events (upgraded to the current version), oldest first."""
+    return [event for _raw, event in handlers.history(paths, routine_id, limit)]
+
+
+def run_job(
+    paths: ProjectPaths, job_id: str, inputs: Mapping[str, InputValue] | None = None, *,
+    scheduled_at: datetime | None = None, trigger: Trigger = "manual",
+    agent: AgentExecutor | None = None, env: Mapping[str, str] | None = None,
+    echo: TextIO | None = None,
+) -> JobRunOutcome:
+    """``job run``: materialise (or find) the Job Run for these inputs and run one attempt."""
+    defs = load_definitions(paths)
+    return jobs.run_job(paths, defs, job_id, dict(inputs or {}),
+                        scheduled_at=scheduled_at or datetime.now(UTC), trigger=trigger,
+                        agent=agent, echo=echo, env=env)

@@ -1,0 +1,44 @@
+"""The public API: exported names, a typed embedding run for real, and mypy --strict over it."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import specdojo_routine
+from tests.conftest import FAKE_CLI
+from tests.typed.usage import embed
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_all_names_resolve() -> None:
+    """Every name in __all__ exists and nothing private is exported."""
+    missing = [n for n in specdojo_routine.__all__ if not hasattr(specdojo_routine, n)]
+    assert [] == missing
+    assert all(not n.startswith("_") or n == "__version__" for n in specdojo_routine.__all__)
+
+
+def test_package_is_typed() -> None:
+    """The package ships py.typed so users' type checkers read its annotations."""
+    assert (REPO / "specdojo_routine" / "py.typed").is_file()
+
+
+def test_typed_embedding_runs(tmp_path: Path) -> None:
+    """The embedding example runs: validate, run_due with an agent, list, fold, replay."""
+    statuses = embed(tmp_path / "proj", str(FAKE_CLI))
+    assert {"rtn-cycle": "success", "rtn-weekly": "success"} == statuses
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy not installed")
+def test_typed_embedding_passes_mypy_strict() -> None:
+    """A user's strictly typed code type-checks against the public API."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental",
+         "--cache-dir", "/dev/null", "tests/typed/usage.py"],
+        cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert 0 == proc.returncode, proc.stdout + proc.stderr
