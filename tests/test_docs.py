@@ -56,7 +56,7 @@ def _env(work: Path) -> dict[str, str]:
 def _run_shell_block(body: str, work: Path) -> None:
     for raw in body.splitlines():
         line = raw.strip()
-        if not line or line.startswith("#") or "pip install" in line and "&&" not in line:
+        if not line or line.startswith("#") or ("pip install" in line and "&&" not in line):
             continue
         if "pip install" in line:  # "pip install … && cmd": the package is installed already
             line = line.split("&&", 1)[1].strip()

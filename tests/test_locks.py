@@ -1,6 +1,4 @@
 """Routine lock (SPEC §6.2) and exec lock (SPEC §7.7): real files, real flock, real processes."""
-# Asserts put the expected value first (project style), which ruff's SIM300 calls "Yoda".
-# ruff: noqa: SIM300
 
 from __future__ import annotations
 
