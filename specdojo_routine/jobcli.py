@@ -5,13 +5,11 @@ from __future__ import annotations
 import argparse
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-import orjson
-
-from . import definitions, jobplan, jobs, views
+from . import definitions, jobplan, jobs, render, views
 from .config import ProjectPaths, resolve_project
 from .errors import UsageError
 from .fold import JobRunDoc
@@ -24,14 +22,8 @@ def _paths(args: argparse.Namespace) -> ProjectPaths:
     return resolve_project(args.root, args.project)
 
 
-def _json(document: Any) -> str:
-    return orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n"
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
-    return "".join("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-                   + "\n" for row in [header, *rows])
+_json = render.dumps
+_table = render.table
 
 
 # --- job run -----------------------------------------------------------------------------------

@@ -23,12 +23,12 @@ def dumps(data: Any) -> str:
     return orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n"
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """Left-aligned columns separated by two spaces."""
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
-              for i, h in enumerate(headers)]
+    cells = [[str(c) for c in row] for row in [headers, *rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-             for row in [list(headers), *rows]]
+             for row in cells]
     return "\n".join(lines) + "\n"
 
 
