@@ -147,7 +147,7 @@ def cmd_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def cmd_job_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     report = handlers.validate(_paths(args), jobs_only=True)
-    return render.validation(report, out, err)
+    return render.validation(report, out, err, jobs_only=True)
 
 
 def cmd_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -55,7 +55,7 @@ def _summary(o: JobRunOutcome) -> str:
         return f"{o.run_id}: skipped (state {o.state}): {o.reason}\n"
     line = f"{o.run_id}: {o.state} (attempt {o.attempt})"
     if o.skipped:
-        line += ", project busy: action skipped"
+        line += ", skipped: the project is busy (exit 75)"
     line += f": {o.reason}" if o.reason else ""
     line += f"\n  evidence: {o.evidence_ref}" if o.evidence_ref else ""
     return line + "\n"

@@ -60,11 +60,12 @@ def where(paths: ProjectPaths) -> str:
     return "".join(f"{k.ljust(width)}  {v}\n" for k, v in rows)
 
 
-def validation(defs: Definitions, out: TextIO, err: TextIO) -> int:
+def validation(defs: Definitions, out: TextIO, err: TextIO, *, jobs_only: bool = False) -> int:
     for problem in defs.problems:
         err.write(f"{problem}\n")
+    routines = "" if jobs_only else f"{len(defs.routines)} routine(s), "
     out.write(
-        f"Validated: {len(defs.routines)} routine(s), {len(defs.jobs)} job(s), "
+        f"Validated: {routines}{len(defs.jobs)} job(s), "
         f"{len(defs.errors)} error(s), {len(defs.warnings)} warning(s)\n"
     )
     return EXIT_FAILURE if defs.errors else EXIT_OK
@@ -99,12 +100,19 @@ def listing(listing: Listing, out: TextIO, err: TextIO, *, as_json: bool) -> Non
             out.write(f"  {r.id}: last {r.last_result}: {r.last_reason}\n")
     if lock.held:
         flag = " - SUSPICIOUS: held for over 1 hour" if lock.suspicious else ""
-        out.write(f"lock: held by pid {lock.pid} on {lock.host} since {lock.acquired_at}{flag}\n")
+        holder = (f"pid {lock.pid} on {lock.host}" if lock.pid is not None else
+                  "another tool (the upstream lock directory routine-run.lock/)")
+        out.write(f"lock: held by {holder} since {lock.acquired_at}{flag}\n")
 
 
 def run_report(report: RunReport, out: TextIO, err: TextIO, *, as_json: bool) -> None:
     for problem in report.errors:
         err.write(f"{problem}\n")
+        if problem.startswith("Too many missed cron occurrences"):
+            err.write("  (missed_run: all found over 1000 occurrences in the 366-day window; set "
+                      "missed_run: latest for one run to coalesce them, then restore all)\n")
+    for rid in report.closed_interrupted:
+        err.write(f"{rid}: closed its interrupted attempt as failure (on_interrupted: resume)\n")
     for rid in report.interrupted:
         err.write(f"{rid}: interrupted attempt (its runner died); not started again - check it, "
                   f"then `resolve {rid} --result success|failure|skipped --note TEXT`\n")
@@ -116,6 +124,9 @@ def run_report(report: RunReport, out: TextIO, err: TextIO, *, as_json: bool) ->
                 "actions": [a.to_json(report.prefix) for a in s.actions],
             } for s in report.selected],
             "results": [r.to_json() for r in report.results],
+            "interrupted": report.interrupted,
+            "closed_interrupted": report.closed_interrupted,
+            "errors": report.errors,
         }))
         return
     if not report.selected:

@@ -212,3 +212,31 @@ def test_a_busy_routine_lock_exits_75_and_records_nothing(project: Project) -> N
     finally:
         first.wait(timeout=60)
     assert 0 == first.returncode
+
+
+def test_run_json_explains_exit_1(project: Project) -> None:
+    """run --json lists invalid-definition errors, so a machine sees why the exit is 1."""
+    project.routine("rtn-bad", "interval: 0h\naction: {kind: exec-resume}\n")
+    proc = project.cli("run", "--due", "--json")
+    doc = orjson.loads(proc.stdout)
+    assert 1 == proc.returncode
+    assert ([], []) == (doc["selected"], doc["interrupted"])
+    assert 1 == len(doc["errors"]) and "rtn-bad.yaml" in doc["errors"][0]
+
+
+def test_too_many_missed_fails_only_that_routine(project: Project) -> None:
+    """missed_run: all over 1000 occurrences: that routine fails with the spec's message and
+    a hint; other routines still run (SPEC §4)."""
+    project.routine("rtn-flood", """\
+        trigger: {cron: "* * * * *", timezone: UTC}
+        policy: {missed_run: all}
+        action: {kind: exec-resume}
+        """)
+    project.routine("rtn-other", "interval: 1h\naction: {kind: exec-cycle}\n")
+    assert 0 == project.cli("run", "--due", "--now", "2026-05-01T00:00:00Z").returncode
+    proc = project.cli("run", "--due", "--now", "2026-05-02T00:00:00Z")
+    assert 1 == proc.returncode
+    assert "Too many missed cron occurrences for rtn-flood\n" in proc.stderr
+    assert "missed_run: latest" in proc.stderr
+    started = [e["routine_id"] for e in project.events() if e["type"] == "attempt_started"]
+    assert ["rtn-flood", "rtn-other", "rtn-other"] == started

@@ -131,6 +131,7 @@ def test_on_interrupted_resume_closes_and_runs_the_next_occurrence(project: Proj
         (project.root / "routines" / "rtn-crash.yaml").read_text().replace("sleep-30", "second"))
     again = project.cli("run", "--due", "--now", "2026-05-01T11:00:30Z")
     assert 0 == again.returncode, again.stderr
+    assert "rtn-crash: closed its interrupted attempt as failure" in again.stderr
     ended = [e for e in project.events() if e["type"] == "attempt_ended"]
     assert ("T-04", "failure", "interrupted") == (
         ended[0]["transition"], ended[0]["result"], ended[0]["reason"])

@@ -210,7 +210,7 @@ def test_job_validate_ignores_routines(tmp_path: Path, capsys: pytest.CaptureFix
     root = make_project(tmp_path / "project", INVALID / "action-job-inputs")
     code = main(["job", "validate", "--root", str(root)])
     out, err = capsys.readouterr()
-    assert (0, "", "Validated: 0 routine(s), 1 job(s), 0 error(s), 0 warning(s)\n") == (
+    assert (0, "", "Validated: 1 job(s), 0 error(s), 0 warning(s)\n") == (
         code, err, out
     )
 
