@@ -13,7 +13,8 @@ The decisions are :mod:`jobplan`'s; this module does the I/O around them:
 
 Nothing secret is recorded: the frozen task and the key are stored redacted (a retry re-renders
 the task from the definition and runs it when it redacts to the recorded text), inputs carrying
-a secret are refused, and free text from agents is redacted.
+a secret are refused, and free text from agents is redacted. The files around a run (git,
+checkpoints, attempt owners, plan and result documents) live in :mod:`jobfiles`.
 """
 
 from __future__ import annotations
@@ -21,35 +22,20 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
-import subprocess
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, TextIO
 
 import attrs
 
-from . import evidence, fold, jobplan, ledger, locks, runner, views
-from .agent import (
-    AgentExecutor,
-    AgentRequest,
-    AttemptDoc,
-    RunDoc,
-    plan_markdown,
-    result_markdown,
-)
+from . import evidence, jobfiles, jobplan, ledger, locks, runner, views
+from .agent import AgentExecutor, AgentRequest, AttemptDoc
 from .config import ProjectPaths
 from .definitions import Definitions
 from .errors import JobError, RoutineError, UsageError
-from .events import (
-    CheckpointAdvanced,
-    JobEvent,
-    Owner,
-    RunAttemptEnded,
-    RunAttemptStarted,
-    RunCreated,
-)
+from .events import CheckpointAdvanced, JobEvent, RunAttemptEnded, RunAttemptStarted, RunCreated
 from .handlers import JobActionOutcome
+from .jobfiles import GitCli, Prepared
 from .jobplan import JobRunOutcome, Trigger, Verdict
 from .model import InputValue, JobDefinition, Result
 from .redact import redact, secret_values
@@ -60,7 +46,6 @@ __all__ = ["ACTOR", "GitCli", "JobRunOutcome", "Prepared", "find_job", "prepare"
            "routine_job_runner", "run_job"]
 
 ACTOR = "specdojo_routine"
-GIT_TIMEOUT_S = 60.0
 REASON_LIMIT = 500  # characters of a recorded reason
 Clock = Callable[[], datetime]
 
@@ -69,62 +54,7 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-@attrs.frozen(kw_only=True)
-class GitCli:
-    """:class:`jobplan.GitResolver` backed by ``git rev-parse`` in the project root."""
-
-    root: Path
-    env: Mapping[str, str]
-
-    def _rev_parse(self, args: list[str], what: str) -> str:
-        try:
-            done = subprocess.run(["git", "rev-parse", *args], cwd=self.root, text=True,
-                                  capture_output=True, env=runner.child_env(self.env, {}),
-                                  stdin=subprocess.DEVNULL, timeout=GIT_TIMEOUT_S, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise JobError(f"cannot run git to resolve {what}: {exc}") from None
-        sha = done.stdout.strip()
-        if done.returncode != 0 or not sha:
-            detail = (done.stderr.strip().splitlines() or ["git rev-parse failed"])[-1]
-            raise JobError(f"cannot resolve {what} in {self.root}: {detail}")
-        return sha
-
-    def head(self) -> str:
-        return self._rev_parse(["HEAD"], "git HEAD")
-
-    def commit(self, revision: str) -> str:
-        if not revision.strip() or revision.startswith("-"):
-            raise JobError(f"invalid git revision {revision!r}")
-        return self._rev_parse(["--verify", "--quiet", f"{revision}^{{commit}}"],
-                               f"git revision {revision!r} (not a commit)")
-
-
 # --- preparing a run: computed, nothing written ------------------------------------------------
-
-
-@attrs.frozen(kw_only=True)
-class Prepared:
-    """A run's identity and content. ``task`` is what runs; ``recorded_*`` what is stored."""
-
-    job: JobDefinition
-    project_id: str
-    specdojo: str
-    trigger: Trigger
-    scheduled_at: str
-    inputs: dict[str, Any]
-    checkpoint_before: dict[str, Any] | None
-    run_id: str
-    key: str
-    recorded_key: str
-    task: dict[str, Any]
-    recorded_task: dict[str, Any]
-
-    def context(self) -> dict[str, str]:
-        """Template values with ``job_run_id`` (task, checkpoint values)."""
-        return job_context(job_id=self.job.id, project_id=self.project_id,
-                           specdojo=self.specdojo, scheduled_at=self.scheduled_at,
-                           inputs=self.inputs, checkpoint=self.checkpoint_before,
-                           job_run_id=self.run_id)
 
 
 def find_job(defs: Definitions, job_id: str) -> JobDefinition:
@@ -138,28 +68,13 @@ def find_job(defs: Definitions, job_id: str) -> JobDefinition:
     raise UsageError(f"unknown job {job_id!r} (known: {known})")
 
 
-def _checkpoint(paths: ProjectPaths, job_id: str) -> dict[str, Any] | None:
-    """The job's latest advanced checkpoint, folded from ITS run ledgers only (the ids are
-    ``JBR-<slug>-<12 hex>``), with the same ordering rule as ``job-state.json``."""
-    pattern = f"JBR-{job_id.removeprefix('job-')}-{'?' * 12}.jsonl"
-    candidates = []
-    for path in sorted(paths.runs_dir.glob(pattern)):
-        doc = views.load_job_run(paths, path.name.removesuffix(".jsonl"))
-        if doc is not None and doc["job_id"] == job_id and "checkpoint_after" in doc:
-            candidates.append({"job_id": job_id, "checkpoint": doc["checkpoint_after"],
-                               "last_run_id": doc["run_id"], "updated_at": doc["updated_at"]})
-    latest: dict[str, fold.JobCheckpointDoc] = {}
-    fold.merge_checkpoints(latest, candidates)
-    return dict(latest[job_id]["checkpoint"]) if job_id in latest else None
-
-
 def prepare(
     paths: ProjectPaths, defs: Definitions, job_id: str, inputs: Mapping[str, InputValue], *,
     scheduled_at: datetime, trigger: Trigger, env: Mapping[str, str],
 ) -> Prepared:
     """Resolve inputs, key, run id and the frozen task; writes nothing (``--dry-run``)."""
     job = find_job(defs, job_id)
-    checkpoint = _checkpoint(paths, job.id)
+    checkpoint = jobfiles.read_checkpoint(paths, job.id)
     values = jobplan.resolve_inputs(job, inputs, checkpoint, GitCli(root=paths.root, env=env))
     secrets = secret_values(env)
     jobplan.refuse_secret_inputs(job, values, secrets)
@@ -301,8 +216,8 @@ def _locked(
         prep = _from_record(prep, view, ctx.secrets)
         if decision.open_attempt is not None:
             _close_interrupted(ctx, prep, handle, log, decision.open_attempt)
-        if not _plan_path(ctx.paths, prep.run_id).exists():
-            _write_plan(ctx.paths, prep)
+        if not jobfiles.plan_path(ctx.paths, prep.run_id).exists():
+            jobfiles.write_plan(ctx.paths, prep)
     return _attempt(ctx, prep, handle, log, decision.attempt)
 
 
@@ -311,40 +226,19 @@ def _create(ctx: _Env, prep: Prepared, log: ledger.Ledger) -> None:
         run_id=prep.run_id, job_id=prep.job.id, idempotency_key=prep.recorded_key,
         project_id=prep.project_id, trigger=prep.trigger, scheduled_at=prep.scheduled_at,
         inputs=prep.inputs, task=prep.recorded_task, checkpoint_before=prep.checkpoint_before))
-    _write_plan(ctx.paths, prep)
-
-
-def _owner() -> Owner:
-    return Owner(pid=os.getpid(), host=locks.this_host())
+    jobfiles.write_plan(ctx.paths, prep)
 
 
 def _close_interrupted(
     ctx: _Env, prep: Prepared, handle: locks.ExecLockHandle, log: ledger.Ledger, attempt: int
 ) -> None:
     """Close the open attempt of a dead runner as failed/interrupted."""
-    owner = _attempt_owner(ctx.paths, prep.run_id, attempt)
-    if handle.inherited and owner is not None and _alive(owner):
+    owner = jobfiles.attempt_owner(ctx.paths, prep.run_id, attempt)
+    if handle.inherited and owner is not None and jobfiles.owner_alive(owner):
         raise JobError(f"Job Run {prep.run_id} attempt {attempt} is still running "
                        f"(pid {owner.get('pid')} on {owner.get('host')})")
     log.append(RunAttemptEnded(run_id=prep.run_id, attempt=attempt, status="failed",
                                reason="interrupted"))
-
-
-def _attempt_owner(paths: ProjectPaths, run_id: str, attempt: int) -> dict[str, Any] | None:
-    for line in ledger.read(paths.run_ledger(run_id), torn="stop"):
-        raw = line.raw
-        if raw.get("type") == "attempt_started" and raw.get("attempt") == attempt:
-            owner = raw.get("owner")
-            return owner if isinstance(owner, dict) else None
-    return None
-
-
-def _alive(owner: Mapping[str, Any]) -> bool:
-    """Whether the owner may still be running (other hosts cannot be checked: assume so)."""
-    if owner.get("host") not in (None, locks.this_host()):
-        return True
-    pid = owner.get("pid")
-    return isinstance(pid, int) and pid > 0 and locks.pid_alive(pid)
 
 
 def _repair_checkpoint(
@@ -371,7 +265,8 @@ class _Done:
 def _attempt(
     ctx: _Env, prep: Prepared, handle: locks.ExecLockHandle, log: ledger.Ledger, attempt: int
 ) -> JobRunOutcome:
-    log.append(RunAttemptStarted(run_id=prep.run_id, attempt=attempt, owner=_owner()))
+    log.append(RunAttemptStarted(run_id=prep.run_id, attempt=attempt,
+                                 owner=jobfiles.current_owner()))
     views.refresh_job_views(ctx.paths, [prep.run_id])
     started = ctx.clock()
     try:
@@ -387,7 +282,7 @@ def _attempt(
     if values is not None:
         batch.append(CheckpointAdvanced(run_id=prep.run_id, job_id=prep.job.id, values=values))
     log.append_many(batch)
-    _write_result(ctx.paths, prep, AttemptDoc(
+    jobfiles.write_result(ctx.paths, prep, AttemptDoc(
         attempt=attempt, status=verdict.status, reason=reason, started_at=format_s(started),
         completed_at=format_s(ctx.clock()), exit_code=done.exit_code,
         evidence_ref=done.evidence_ref, final_message=done.final_message))
@@ -422,8 +317,9 @@ def _execute_agent(
     request = AgentRequest(
         run_id=prep.run_id, job_id=prep.job.id, attempt=attempt,
         mode="review" if mode == "review" else "edit", task=prep.task, inputs=prep.inputs,
-        paths=ctx.paths, plan_path=_plan_path(ctx.paths, prep.run_id),
-        result_path=_result_path(ctx.paths, prep.run_id), env=ctx.child(prep.run_id, handle.token))
+        paths=ctx.paths, plan_path=jobfiles.plan_path(ctx.paths, prep.run_id),
+        result_path=jobfiles.result_path(ctx.paths, prep.run_id),
+        env=ctx.child(prep.run_id, handle.token))
     try:
         result = ctx.agent(request)
     except Exception as exc:  # the executor's failure is the attempt's
@@ -434,34 +330,6 @@ def _execute_agent(
     message = redact(result.final_message, ctx.secrets) if result.final_message else None
     return _Done(verdict=Verdict(status=result.status, reason=result.reason),
                  final_message=message)
-
-
-# --- plan and result documents -------------------------------------------------------------------
-
-
-def _plan_path(paths: ProjectPaths, run_id: str) -> Path:
-    return paths.plans_dir / f"{run_id}-plan.md"
-
-
-def _result_path(paths: ProjectPaths, run_id: str) -> Path:
-    return paths.results_dir / f"{run_id}-result.md"
-
-
-def _doc(prep: Prepared) -> RunDoc:
-    return RunDoc(
-        run_id=prep.run_id, job_id=prep.job.id, name=prep.job.name, project_id=prep.project_id,
-        trigger=prep.trigger, scheduled_at=prep.scheduled_at, inputs=prep.inputs,
-        task=prep.recorded_task, plan_ref=f"exec/plans/{prep.run_id}-plan.md",
-        result_ref=f"exec/results/{prep.run_id}-result.md")
-
-
-def _write_plan(paths: ProjectPaths, prep: Prepared) -> None:
-    views.publish(_plan_path(paths, prep.run_id), plan_markdown(_doc(prep)).encode())
-
-
-def _write_result(paths: ProjectPaths, prep: Prepared, done: AttemptDoc) -> None:
-    text = result_markdown(_doc(prep), done)
-    views.publish(_result_path(paths, prep.run_id), text.encode())
 
 
 # --- the routine seam --------------------------------------------------------------------------

@@ -1,0 +1,162 @@
+"""The files around a Job Run (SPEC §7.3): the I/O pieces :mod:`jobs` orchestrates.
+
+- :class:`GitCli`: ``git rev-parse`` for the ``git_head``/``git_revision`` inputs;
+- :class:`Prepared`: a run's identity and content, as :func:`jobs.prepare` computes it;
+- :func:`read_checkpoint`: a job's latest advanced checkpoint, folded from its run ledgers;
+- :func:`attempt_owner` / :func:`owner_alive`: whether an open attempt's runner is dead;
+- the plan and result Markdown documents (``exec/plans``, ``exec/results``).
+
+This module never imports :mod:`jobs` (the arrow points one way).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from . import fold, ledger, locks, runner, views
+from .agent import AttemptDoc, RunDoc, plan_markdown, result_markdown
+from .config import ProjectPaths
+from .errors import JobError
+from .events import Owner
+from .jobplan import Trigger
+from .model import JobDefinition
+from .templates import job_context
+
+__all__ = ["GIT_TIMEOUT_S", "GitCli", "Prepared", "attempt_owner", "current_owner",
+           "owner_alive", "plan_path", "read_checkpoint", "result_path", "run_doc",
+           "write_plan", "write_result"]
+
+GIT_TIMEOUT_S = 60.0
+
+
+@attrs.frozen(kw_only=True)
+class GitCli:
+    """:class:`jobplan.GitResolver` backed by ``git rev-parse`` in the project root."""
+
+    root: Path
+    env: Mapping[str, str]
+
+    def _rev_parse(self, args: list[str], what: str) -> str:
+        try:
+            done = subprocess.run(["git", "rev-parse", *args], cwd=self.root, text=True,
+                                  capture_output=True, env=runner.child_env(self.env, {}),
+                                  stdin=subprocess.DEVNULL, timeout=GIT_TIMEOUT_S, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise JobError(f"cannot run git to resolve {what}: {exc}") from None
+        sha = done.stdout.strip()
+        if done.returncode != 0 or not sha:
+            detail = (done.stderr.strip().splitlines() or ["git rev-parse failed"])[-1]
+            raise JobError(f"cannot resolve {what} in {self.root}: {detail}")
+        return sha
+
+    def head(self) -> str:
+        return self._rev_parse(["HEAD"], "git HEAD")
+
+    def commit(self, revision: str) -> str:
+        if not revision.strip() or revision.startswith("-"):
+            raise JobError(f"invalid git revision {revision!r}")
+        return self._rev_parse(["--verify", "--quiet", f"{revision}^{{commit}}"],
+                               f"git revision {revision!r} (not a commit)")
+
+
+# --- a prepared run and its checkpoint -----------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Prepared:
+    """A run's identity and content. ``task`` is what runs; ``recorded_*`` what is stored."""
+
+    job: JobDefinition
+    project_id: str
+    specdojo: str
+    trigger: Trigger
+    scheduled_at: str
+    inputs: dict[str, Any]
+    checkpoint_before: dict[str, Any] | None
+    run_id: str
+    key: str
+    recorded_key: str
+    task: dict[str, Any]
+    recorded_task: dict[str, Any]
+
+    def context(self) -> dict[str, str]:
+        """Template values with ``job_run_id`` (task, checkpoint values)."""
+        return job_context(job_id=self.job.id, project_id=self.project_id,
+                           specdojo=self.specdojo, scheduled_at=self.scheduled_at,
+                           inputs=self.inputs, checkpoint=self.checkpoint_before,
+                           job_run_id=self.run_id)
+
+
+def read_checkpoint(paths: ProjectPaths, job_id: str) -> dict[str, Any] | None:
+    """The job's latest advanced checkpoint, folded from ITS run ledgers only (the ids are
+    ``JBR-<slug>-<12 hex>``), with the same ordering rule as ``job-state.json``."""
+    pattern = f"JBR-{job_id.removeprefix('job-')}-{'?' * 12}.jsonl"
+    candidates = []
+    for path in sorted(paths.runs_dir.glob(pattern)):
+        doc = views.load_job_run(paths, path.name.removesuffix(".jsonl"))
+        if doc is not None and doc["job_id"] == job_id and "checkpoint_after" in doc:
+            candidates.append({"job_id": job_id, "checkpoint": doc["checkpoint_after"],
+                               "last_run_id": doc["run_id"], "updated_at": doc["updated_at"]})
+    latest: dict[str, fold.JobCheckpointDoc] = {}
+    fold.merge_checkpoints(latest, candidates)
+    return dict(latest[job_id]["checkpoint"]) if job_id in latest else None
+
+
+# --- attempt owners ------------------------------------------------------------------------------
+
+
+def current_owner() -> Owner:
+    """This process as the owner of an attempt it starts."""
+    return Owner(pid=os.getpid(), host=locks.this_host())
+
+
+def attempt_owner(paths: ProjectPaths, run_id: str, attempt: int) -> dict[str, Any] | None:
+    """The ``owner`` recorded by the attempt's ``attempt_started``, if any."""
+    for line in ledger.read(paths.run_ledger(run_id), torn="stop"):
+        raw = line.raw
+        if raw.get("type") == "attempt_started" and raw.get("attempt") == attempt:
+            owner = raw.get("owner")
+            return owner if isinstance(owner, dict) else None
+    return None
+
+
+def owner_alive(owner: Mapping[str, Any]) -> bool:
+    """Whether the owner may still be running (other hosts cannot be checked: assume so)."""
+    if owner.get("host") not in (None, locks.this_host()):
+        return True
+    pid = owner.get("pid")
+    return isinstance(pid, int) and pid > 0 and locks.pid_alive(pid)
+
+
+# --- plan and result documents -------------------------------------------------------------------
+
+
+def plan_path(paths: ProjectPaths, run_id: str) -> Path:
+    return paths.plans_dir / f"{run_id}-plan.md"
+
+
+def result_path(paths: ProjectPaths, run_id: str) -> Path:
+    return paths.results_dir / f"{run_id}-result.md"
+
+
+def run_doc(prep: Prepared) -> RunDoc:
+    return RunDoc(
+        run_id=prep.run_id, job_id=prep.job.id, name=prep.job.name, project_id=prep.project_id,
+        trigger=prep.trigger, scheduled_at=prep.scheduled_at, inputs=prep.inputs,
+        task=prep.recorded_task, plan_ref=f"exec/plans/{prep.run_id}-plan.md",
+        result_ref=f"exec/results/{prep.run_id}-result.md")
+
+
+def write_plan(paths: ProjectPaths, prep: Prepared) -> None:
+    views.publish(plan_path(paths, prep.run_id), plan_markdown(run_doc(prep)).encode())
+
+
+def write_result(paths: ProjectPaths, prep: Prepared, done: AttemptDoc) -> None:
+    text = result_markdown(run_doc(prep), done)
+    views.publish(result_path(paths, prep.run_id), text.encode())
