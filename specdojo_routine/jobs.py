@@ -65,7 +65,7 @@ def find_job(defs: Definitions, job_id: str) -> JobDefinition:
     if job_id in defs.invalid_job_ids:
         raise JobError(f"invalid Job Definition: {job_id} (run `job validate` and fix it)")
     known = ", ".join(j.id for j in defs.jobs) or "none"
-    raise UsageError(f"unknown job {job_id!r} (known: {known})")
+    raise UsageError(f'unknown job "{job_id}" (known: {known})')
 
 
 def prepare(

@@ -107,7 +107,7 @@ def test_duplicate_input_is_a_usage_error_and_writes_nothing(weekly: Project) ->
 def test_unknown_job_is_a_usage_error(weekly: Project) -> None:
     """An unknown --job exits 2 naming the known ones."""
     done = weekly.cli("job", "run", "--job", "job-nope", env=env(weekly))
-    assert (2, "error: unknown job 'job-nope' (known: job-weekly)\n") == (
+    assert (2, "error: unknown job \"job-nope\" (known: job-weekly)\n") == (
         done.returncode, done.stderr)
 
 
