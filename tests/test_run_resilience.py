@@ -48,12 +48,14 @@ def test_four_concurrent_runs_attempt_each_occurrence_once(project: Project) -> 
     assert [n + 1 for n in range(len(project.events()))] == [e["seq"] for e in project.events()]
 
 
-def _killed_mid_action(project: Project) -> None:
-    project.routine("rtn-crash", """\
-        trigger: {cron: "0 * * * *", timezone: UTC}
+def _killed_mid_action(project: Project, policy: str = "") -> None:
+    """rtn-crash's runner is SIGKILLed while its second action (a 30 s sleep) runs."""
+    project.routine("rtn-crash", f"""\
+        trigger: {{cron: "0 * * * *", timezone: UTC}}
+        {policy}
         action:
-          - {kind: specdojo, args: [first]}
-          - {kind: specdojo, args: [sleep-30]}
+          - {{kind: specdojo, args: [first]}}
+          - {{kind: specdojo, args: [sleep-30]}}
         """)
     proc = project.popen("run", "--due", "--now", "2026-05-01T10:00:30Z")
     _wait_for(lambda: len(project.calls()) == 2)
@@ -115,18 +117,7 @@ def test_resolve_without_open_attempt_is_refused(project: Project) -> None:
 
 def test_on_interrupted_resume_closes_and_runs_the_next_occurrence(project: Project) -> None:
     """policy.on_interrupted: resume closes the dead attempt (T-04, interrupted) and runs on."""
-    project.routine("rtn-crash", """\
-        trigger: {cron: "0 * * * *", timezone: UTC}
-        policy: {on_interrupted: resume}
-        action:
-          - {kind: specdojo, args: [first]}
-          - {kind: specdojo, args: [sleep-30]}
-        """)
-    proc = project.popen("run", "--due", "--now", "2026-05-01T10:00:30Z")
-    _wait_for(lambda: len(project.calls()) == 2)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
-    subprocess.run(["pkill", "-f", "sleep 30"], check=False)
+    _killed_mid_action(project, policy="policy: {on_interrupted: resume}")
     (project.root / "routines" / "rtn-crash.yaml").write_text(
         (project.root / "routines" / "rtn-crash.yaml").read_text().replace("sleep-30", "second"))
     again = project.cli("run", "--due", "--now", "2026-05-01T11:00:30Z")
