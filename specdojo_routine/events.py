@@ -1,0 +1,330 @@
+"""Ledger events (SPEC §5): frozen, keyword-only, past-tense values, valid by construction (pure).
+
+Every event is validated in its constructor, so an invalid event cannot exist. The wire tag (the
+``type`` of a ledger line) comes from the explicit maps below, never from class names. The routine
+ledger and the Job Run ledgers both have an ``attempt_started`` and an ``attempt_ended`` with
+different payloads, so each ledger has its own tag map.
+
+Timestamps are strings in their stored form: ``scheduled_for``-style stamps with milliseconds
+(``2026-08-07T08:00:00.000Z``), ``last_run``-style stamps without (``2026-08-07T08:02:00Z``); use
+:func:`specdojo_routine.timeutil.format_ms` / ``format_s`` to make them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Literal
+
+import attrs
+
+from .model import ACTION_KINDS
+from .timeutil import try_parse_instant
+
+_Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
+
+ROUTINE_ID = re.compile(r"rtn-[a-z0-9][a-z0-9-]*")
+JOB_ID = re.compile(r"job-[a-z0-9][a-z0-9-]*")
+RUN_ID = re.compile(r"JBR-[A-Za-z0-9-]+")
+_MS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
+_S = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
+
+#: The event version this program writes (older versions are upgraded on read, see ``codec``).
+CURRENT_VERSION = 1
+
+RESULTS = ("success", "failure", "skipped")
+#: The transition an ``attempt_ended`` / ``attempt_resolved`` declares for each result.
+RESULT_TRANSITIONS = {"success": "T-03", "failure": "T-04", "skipped": "T-05"}
+RUN_STATUSES = ("succeeded", "partial", "failed", "noop")
+
+Result = Literal["success", "failure", "skipped"]
+StartTransition = Literal["T-02", "T-06", "T-07", "T-08"]
+EndTransition = Literal["T-03", "T-04", "T-05"]
+
+
+# --- validators ------------------------------------------------------------------------------
+
+
+def _fail(attribute: attrs.Attribute[Any], value: Any, expected: str) -> None:
+    raise ValueError(f"{attribute.name} must be {expected} (got {value!r})")
+
+
+def _text(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, str) or not value:
+        _fail(attribute, value, "a non-empty string")
+
+
+def _int_at_least(minimum: int) -> _Validator:
+    def check(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if type(value) is not int or value < minimum:
+            _fail(attribute, value, f"an integer >= {minimum}")
+
+    return check
+
+
+def _matching(pattern: re.Pattern[str], what: str) -> _Validator:
+    def check(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if not isinstance(value, str) or not pattern.fullmatch(value):
+            _fail(attribute, value, what)
+
+    return check
+
+
+def _stamp(pattern: re.Pattern[str], what: str) -> _Validator:
+    def check(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if not isinstance(value, str) or not pattern.fullmatch(value):
+            _fail(attribute, value, what)
+        if try_parse_instant(value) is None:
+            _fail(attribute, value, "a real instant")
+
+    return check
+
+
+def _one_of(*values: str) -> _Validator:
+    def check(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if value not in values:
+            _fail(attribute, value, "one of " + ", ".join(values))
+
+    return check
+
+
+def _json(value: Any) -> bool:
+    if value is None or isinstance(value, str | bool | int | float):
+        return True
+    if isinstance(value, list | tuple):
+        return all(_json(item) for item in value)
+    if isinstance(value, Mapping):
+        return all(isinstance(k, str) and _json(v) for k, v in value.items())
+    return False
+
+
+def _json_object(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, Mapping) or not _json(value):
+        _fail(attribute, value, "a JSON object")
+
+
+def _optional(check: _Validator) -> _Validator:
+    return attrs.validators.optional(check)
+
+
+_ms = _stamp(_MS, "a UTC timestamp with milliseconds (2026-08-07T08:00:00.000Z)")
+_s = _stamp(_S, "a UTC timestamp without fractions (2026-08-07T08:02:00Z)")
+_routine_id = _matching(ROUTINE_ID, "a routine id (rtn-<slug>)")
+_run_id = _matching(RUN_ID, "a Job Run id (JBR-…)")
+_job_id = _matching(JOB_ID, "a Job id (job-<slug>)")
+_kind = _one_of(*ACTION_KINDS)
+_result = _one_of(*RESULTS)
+
+
+def _transition_matches_result(inst: Any, _attribute: attrs.Attribute[Any], value: Any) -> None:
+    expected = RESULT_TRANSITIONS.get(value)
+    if expected is not None and inst.transition != expected:
+        raise ValueError(f"result {value} needs transition {expected} (got {inst.transition})")
+
+
+# --- shared parts ----------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Owner:
+    """The process that started an attempt."""
+
+    pid: int = attrs.field(validator=_int_at_least(0))
+    host: str = attrs.field(validator=_text)
+
+
+@attrs.frozen(kw_only=True)
+class ActionResult:
+    """One entry of ``action_results`` (list actions only)."""
+
+    index: int = attrs.field(validator=_int_at_least(1))
+    kind: str = attrs.field(validator=_kind)
+    result: Result = attrs.field(validator=_result)
+
+
+def _optional_results(value: Iterable[ActionResult] | None) -> tuple[ActionResult, ...] | None:
+    return None if value is None else tuple(value)
+
+
+def _strings(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
+# --- routine ledger --------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class RoutineRegistered:
+    """T-01: a valid definition was seen for the first time, or its digest changed."""
+
+    routine_id: str = attrs.field(validator=_routine_id)
+    digest: str = attrs.field(validator=_text)
+    path: str = attrs.field(validator=_text)
+
+
+@attrs.frozen(kw_only=True)
+class AttemptStarted:
+    """T-02/T-06/T-07/T-08: an occurrence was selected; recorded before any delegation."""
+
+    routine_id: str = attrs.field(validator=_routine_id)
+    attempt_id: str = attrs.field(validator=_text)
+    transition: StartTransition = attrs.field(validator=_one_of("T-02", "T-06", "T-07", "T-08"))
+    trigger: Literal["due", "id"] = attrs.field(validator=_one_of("due", "id"))
+    scheduled_for: str = attrs.field(validator=_ms)
+    last_run: str = attrs.field(validator=_s)
+    passed_over_since: str | None = attrs.field(validator=_optional(_ms))
+    owner: Owner = attrs.field(validator=attrs.validators.instance_of(Owner))
+    schedule: Literal["cron", "interval"] = attrs.field(validator=_one_of("cron", "interval"))
+
+
+@attrs.frozen(kw_only=True)
+class ActionStarted:
+    """Action ``index`` (1-based) of the open attempt began."""
+
+    routine_id: str = attrs.field(validator=_routine_id)
+    attempt_id: str = attrs.field(validator=_text)
+    index: int = attrs.field(validator=_int_at_least(1))
+    kind: str = attrs.field(validator=_kind)
+
+
+@attrs.frozen(kw_only=True)
+class ActionEnded:
+    """Action ``index`` of the open attempt finished with ``result``."""
+
+    routine_id: str = attrs.field(validator=_routine_id)
+    attempt_id: str = attrs.field(validator=_text)
+    index: int = attrs.field(validator=_int_at_least(1))
+    kind: str = attrs.field(validator=_kind)
+    result: Result = attrs.field(validator=_result)
+    reason: str | None = attrs.field(default=None, validator=_optional(_text))
+    job_run_id: str | None = attrs.field(default=None, validator=_optional(_run_id))
+    exit_code: int | None = attrs.field(default=None, validator=_optional(_int_at_least(-255)))
+
+
+@attrs.frozen(kw_only=True)
+class AttemptEnded:
+    """T-03/T-04/T-05: the aggregate result of the open attempt (seed 000 §1.2)."""
+
+    routine_id: str = attrs.field(validator=_routine_id)
+    attempt_id: str = attrs.field(validator=_text)
+    transition: EndTransition = attrs.field(validator=_one_of("T-03", "T-04", "T-05"))
+    result: Result = attrs.field(validator=[_result, _transition_matches_result])
+    reason: str | None = attrs.field(default=None, validator=_optional(_text))
+    action_results: tuple[ActionResult, ...] | None = attrs.field(
+        converter=_optional_results,
+        validator=_optional(attrs.validators.deep_iterable(attrs.validators.instance_of(ActionResult))),
+    )
+    scheduled_for: str = attrs.field(validator=_ms)
+    started_at: str = attrs.field(validator=_s)
+    completed_at: str = attrs.field(validator=_s)
+    job_run_ids: tuple[str, ...] = attrs.field(
+        converter=_strings, validator=attrs.validators.deep_iterable(_run_id)
+    )
+
+
+@attrs.frozen(kw_only=True)
+class AttemptResolved:
+    """T-03/T-04/T-05 recorded by an operator for an interrupted attempt (SPEC §6.5)."""
+
+    routine_id: str = attrs.field(validator=_routine_id)
+    attempt_id: str = attrs.field(validator=_text)
+    transition: EndTransition = attrs.field(validator=_one_of("T-03", "T-04", "T-05"))
+    result: Result = attrs.field(validator=[_result, _transition_matches_result])
+    note: str = attrs.field(validator=_text)
+    resolved_by: str = attrs.field(validator=_text)
+
+
+# --- Job Run ledgers -------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class RunCreated:
+    """A new Job Run was materialised with its frozen task and resolved inputs."""
+
+    run_id: str = attrs.field(validator=_run_id)
+    job_id: str = attrs.field(validator=_job_id)
+    idempotency_key: str = attrs.field(validator=_text)
+    project_id: str = attrs.field(validator=_text)
+    trigger: Literal["manual", "routine", "ci"] = attrs.field(
+        validator=_one_of("manual", "routine", "ci")
+    )
+    scheduled_at: str = attrs.field(validator=_ms)
+    inputs: Mapping[str, Any] = attrs.field(validator=_json_object)
+    task: Mapping[str, Any] = attrs.field(validator=_json_object)
+    checkpoint_before: Mapping[str, Any] | None = attrs.field(validator=_optional(_json_object))
+
+
+@attrs.frozen(kw_only=True)
+class RunAttemptStarted:
+    """Attempt ``attempt`` (1-based) of a Job Run began."""
+
+    run_id: str = attrs.field(validator=_run_id)
+    attempt: int = attrs.field(validator=_int_at_least(1))
+    owner: Owner = attrs.field(validator=attrs.validators.instance_of(Owner))
+
+
+@attrs.frozen(kw_only=True)
+class RunAttemptEnded:
+    """Attempt ``attempt`` of a Job Run finished with ``status``."""
+
+    run_id: str = attrs.field(validator=_run_id)
+    attempt: int = attrs.field(validator=_int_at_least(1))
+    status: Literal["succeeded", "partial", "failed", "noop"] = attrs.field(
+        validator=_one_of(*RUN_STATUSES)
+    )
+    exit_code: int | None = attrs.field(default=None, validator=_optional(_int_at_least(-255)))
+    evidence_ref: str | None = attrs.field(default=None, validator=_optional(_text))
+    reason: str | None = attrs.field(default=None, validator=_optional(_text))
+
+
+@attrs.frozen(kw_only=True)
+class CheckpointAdvanced:
+    """The Job's checkpoint moved to ``values`` after a run in ``advance_on``."""
+
+    run_id: str = attrs.field(validator=_run_id)
+    job_id: str = attrs.field(validator=_job_id)
+    values: Mapping[str, Any] = attrs.field(validator=_json_object)
+
+
+RoutineEvent = (
+    RoutineRegistered | AttemptStarted | ActionStarted | ActionEnded | AttemptEnded
+    | AttemptResolved
+)
+JobEvent = RunCreated | RunAttemptStarted | RunAttemptEnded | CheckpointAdvanced
+Event = RoutineEvent | JobEvent
+
+LedgerKind = Literal["routine", "job"]
+
+ROUTINE_EVENT_TYPES: dict[str, type[RoutineEvent]] = {
+    "routine_registered": RoutineRegistered,
+    "attempt_started": AttemptStarted,
+    "action_started": ActionStarted,
+    "action_ended": ActionEnded,
+    "attempt_ended": AttemptEnded,
+    "attempt_resolved": AttemptResolved,
+}
+JOB_EVENT_TYPES: dict[str, type[JobEvent]] = {
+    "run_created": RunCreated,
+    "attempt_started": RunAttemptStarted,
+    "attempt_ended": RunAttemptEnded,
+    "checkpoint_advanced": CheckpointAdvanced,
+}
+#: The wire tags of each ledger kind.
+EVENT_TYPES: dict[LedgerKind, dict[str, type[Any]]] = {
+    "routine": dict(ROUTINE_EVENT_TYPES),
+    "job": dict(JOB_EVENT_TYPES),
+}
+#: Event class -> (ledger kind, wire tag).
+TAGS: dict[type[Any], tuple[LedgerKind, str]] = {
+    cls: (kind, tag) for kind, tags in EVENT_TYPES.items() for tag, cls in tags.items()
+}
+
+
+def tag_of(event: Event) -> str:
+    """The wire tag (``type``) of ``event``."""
+    return TAGS[type(event)][1]
+
+
+def ledger_kind_of(event: Event) -> LedgerKind:
+    """Which ledger ``event`` belongs in."""
+    return TAGS[type(event)][0]

@@ -1,0 +1,349 @@
+"""Append-only JSON Lines ledgers (SPEC §5, §6.2): locked appends, reading, torn-tail repair.
+
+An append opens the file with ``O_APPEND``, takes an exclusive portalocker (flock) lock on the
+ledger file itself, repairs a torn tail if there is one, reads the last ``seq`` from the end of
+the file, writes its line(s), flushes and ``fsync``\\ s, then unlocks. Readers take the shared lock
+only long enough to find the end of the last complete line, then read up to there, so a
+concurrent append is never seen half-written.
+
+Line ``n`` of a ledger carries ``seq`` ``n``. A *torn* tail is a last line without its newline or
+whose JSON does not parse (a crash mid-write); it is reported as :class:`TornLedgerError` and
+repaired by moving the fragment to ``<ledger>.torn-<seq>`` and truncating the ledger to its last
+complete line. Damage anywhere else is a :class:`CorruptLedgerError` and is never repaired.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from itertools import islice
+from pathlib import Path
+from typing import Any, Literal
+
+import attrs
+import orjson
+import portalocker
+
+from .codec import encode, upgrade
+from .errors import CorruptLedgerError, TornLedgerError
+from .events import Event
+
+Clock = Callable[[], datetime]
+_CHUNK = 1 << 16
+
+
+def wall_clock() -> datetime:
+    """The real wall clock in UTC (the default ``at`` source)."""
+    return datetime.now(UTC)
+
+
+@attrs.frozen(kw_only=True)
+class Tail:
+    """Where a ledger's complete lines end, and what lies beyond."""
+
+    size: int  # file size when looked at
+    end: int  # byte offset just after the last complete line
+    seq: int  # seq of the last complete line (0: none)
+    torn: bool  # bytes in [end, size) are a torn fragment
+
+    @property
+    def torn_line(self) -> int | None:
+        """Line number of the torn fragment, if any."""
+        return self.seq + 1 if self.torn else None
+
+
+@attrs.frozen(kw_only=True)
+class Line:
+    """One complete ledger line as stored (``raw`` is parsed, not upgraded)."""
+
+    line: int
+    offset: int  # byte offset of the line's start
+    end: int  # byte offset just after its newline
+    text: bytes  # the line without its newline
+    raw: dict[str, Any]
+
+
+# --- low-level helpers (fd based) ------------------------------------------------------------
+
+
+def _seq_of(text: bytes) -> int | None:
+    """The seq of a parsable line, ``None`` if the text is not valid JSON."""
+    try:
+        raw = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    seq = raw.get("seq") if isinstance(raw, dict) else None
+    if type(seq) is not int or seq < 1:
+        return -1
+    return seq
+
+
+def _line_ending_at(fd: int, end: int) -> tuple[int, bytes]:
+    """(start, bytes) of the line whose last byte is at ``end - 1`` (reads backwards, in
+    growing steps: most lines fit the first one)."""
+    buf, pos, step = b"", end, 2048
+    while pos > 0:
+        step = min(step * 2, _CHUNK, pos)
+        pos -= step
+        buf = os.pread(fd, step, pos) + buf
+        cut = buf.rfind(b"\n", 0, len(buf) - 1)
+        if cut >= 0:
+            return pos + cut + 1, buf[cut + 1 :]
+    return 0, buf
+
+
+def _line_number(fd: int, offset: int) -> int:
+    """1-based number of the line starting at ``offset`` (counts newlines before it)."""
+    count, pos = 0, 0
+    while pos < offset:
+        chunk = os.pread(fd, min(_CHUNK * 16, offset - pos), pos)
+        if not chunk:
+            break
+        count += chunk.count(b"\n")
+        pos += len(chunk)
+    return count + 1
+
+
+def _scan_tail(fd: int, path: Path) -> Tail:
+    size = os.fstat(fd).st_size
+    if size == 0:
+        return Tail(size=0, end=0, seq=0, torn=False)
+    start, text = _line_ending_at(fd, size)
+    seq = _seq_of(text) if text.endswith(b"\n") else None
+    torn = seq is None
+    end = start if torn else size
+    if torn:
+        if start == 0:
+            return Tail(size=size, end=0, seq=0, torn=True)
+        start, text = _line_ending_at(fd, start)
+        seq = _seq_of(text)
+    if seq is None or seq < 1:
+        line = _line_number(fd, start)
+        what = "is not valid JSON" if seq is None else "has no integer seq >= 1"
+        raise CorruptLedgerError(str(path), line, f"line {what}")
+    return Tail(size=size, end=end, seq=seq, torn=torn)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _move_fragment(fd: int, path: Path, tail: Tail) -> Path:
+    """Save the torn fragment as ``<ledger>.torn-<seq>`` (never overwriting another file; an
+    identical copy left by a repair that was itself interrupted is reused), then truncate."""
+    fragment = os.pread(fd, tail.size - tail.end, tail.end)
+    seq, n = tail.seq + 1, 1
+    target = path.with_name(f"{path.name}.torn-{seq}")
+    while True:
+        try:
+            out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        except FileExistsError:
+            if target.read_bytes() == fragment:
+                break
+            n += 1
+            target = path.with_name(f"{path.name}.torn-{seq}.{n}")
+            continue
+        try:
+            _write_all(out, fragment)
+            os.fsync(out)
+        finally:
+            os.close(out)
+        _fsync_dir(path.parent)
+        break
+    os.ftruncate(fd, tail.end)
+    os.fsync(fd)
+    return target
+
+
+@contextmanager
+def _locked(path: Path, flags: int, lock: portalocker.LockFlags) -> Iterator[int]:
+    try:
+        fd = os.open(path, flags | os.O_CLOEXEC, 0o644)
+    except FileNotFoundError:
+        if not flags & os.O_CREAT:
+            raise
+        path.parent.mkdir(parents=True, exist_ok=True)  # the first append creates them
+        fd = os.open(path, flags | os.O_CLOEXEC, 0o644)
+    try:
+        portalocker.lock(fd, lock)
+        try:
+            yield fd
+        finally:
+            portalocker.unlock(fd)
+    finally:
+        os.close(fd)
+
+
+# --- public API ------------------------------------------------------------------------------
+
+
+class Ledger:
+    """A handle on one ledger file; every append is a locked, fsync'd transaction."""
+
+    def __init__(self, path: Path | str, *, clock: Clock = wall_clock) -> None:
+        self.path = Path(path)
+        self.clock = clock
+
+    def __repr__(self) -> str:
+        return f"Ledger({str(self.path)!r})"
+
+    def append(self, event: Event) -> int:
+        """Append one event; returns its seq once it is on disk."""
+        return self.append_many([event])[0]
+
+    def append_many(self, events: Iterable[Event]) -> list[int]:
+        """Append several events under one lock and one fsync; returns their seqs."""
+        batch = list(events)
+        if not batch:
+            return []
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT
+        with _locked(self.path, flags, portalocker.LockFlags.EXCLUSIVE) as fd:
+            tail = _scan_tail(fd, self.path)
+            if tail.torn:
+                _move_fragment(fd, self.path, tail)
+            at = self.clock()
+            data = b"".join(encode(e, tail.seq + i, at) for i, e in enumerate(batch, 1))
+            _write_all(fd, data)
+            os.fsync(fd)
+            if tail.end == 0:
+                _fsync_dir(self.path.parent)
+        return list(range(tail.seq + 1, tail.seq + 1 + len(batch)))
+
+    def tail(self) -> Tail:
+        """See :func:`tail`."""
+        return tail(self.path)
+
+    def read(
+        self, offset: int = 0, line: int = 1, *, torn: Literal["raise", "stop"] = "raise"
+    ) -> Iterator[Line]:
+        """See :func:`read`."""
+        return read(self.path, offset, line, torn=torn)
+
+    def repair(self) -> Path | None:
+        """See :func:`repair`."""
+        return repair(self.path)
+
+
+def tail(path: Path | str) -> Tail:
+    """The end of the complete lines of ``path`` (an empty tail if it does not exist)."""
+    path = Path(path)
+    try:
+        with _locked(path, os.O_RDONLY, portalocker.LockFlags.SHARED) as fd:
+            return _scan_tail(fd, path)
+    except FileNotFoundError:
+        return Tail(size=0, end=0, seq=0, torn=False)
+
+
+def repair(path: Path | str) -> Path | None:
+    """Move a torn tail aside (``<ledger>.torn-<seq>``) and truncate; returns the new file."""
+    path = Path(path)
+    try:
+        with _locked(path, os.O_RDWR, portalocker.LockFlags.EXCLUSIVE) as fd:
+            found = _scan_tail(fd, path)
+            return _move_fragment(fd, path, found) if found.torn else None
+    except FileNotFoundError:
+        return None
+
+
+def line_ending_at(path: Path | str, offset: int) -> bytes | None:
+    """The complete line (without newline) that ends exactly at byte ``offset``, if any."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        if offset <= 0 or os.fstat(fd).st_size < offset:
+            return None
+        text = _line_ending_at(fd, offset)[1]
+    finally:
+        os.close(fd)
+    return text[:-1] if text.endswith(b"\n") else None
+
+
+def read(
+    path: Path | str, offset: int = 0, line: int = 1, *, torn: Literal["raise", "stop"] = "raise"
+) -> Iterator[Line]:
+    """Every complete line from byte ``offset`` (which starts line number ``line``).
+
+    Each line must be a JSON object whose ``seq`` equals its line number; anything else is a
+    :class:`CorruptLedgerError`. A torn tail raises :class:`TornLedgerError` after the complete
+    lines (``torn="stop"``: ends quietly). A missing file has no lines.
+    """
+    path = Path(path)
+    found = tail(path)
+    if found.end > offset:
+        yield from _read_range(path, offset, found.end, line)
+    if found.torn and torn == "raise":
+        raise TornLedgerError(str(path), found.seq + 1)
+
+
+def _read_range(path: Path, offset: int, end: int, line: int) -> Iterator[Line]:
+    with open(path, "rb") as f:
+        f.seek(offset)
+        pos = offset
+        while pos < end:
+            data = f.readline(end - pos)
+            if not data.endswith(b"\n"):
+                raise CorruptLedgerError(str(path), line, "line is cut short")
+            text = data[:-1]
+            try:
+                raw = orjson.loads(text)
+            except orjson.JSONDecodeError as exc:
+                raise CorruptLedgerError(str(path), line, f"invalid JSON ({exc})") from None
+            if not isinstance(raw, dict):
+                raise CorruptLedgerError(str(path), line, "line is not a JSON object")
+            if raw.get("seq") != line or type(raw.get("seq")) is not int:
+                reason = f"seq {raw.get('seq')!r} where {line} was expected"
+                raise CorruptLedgerError(str(path), line, reason)
+            yield Line(line=line, offset=pos, end=pos + len(data), text=text, raw=raw)
+            pos += len(data)
+            line += 1
+
+
+def read_lines(
+    path: Path | str, *, torn: Literal["raise", "stop"] = "stop"
+) -> Iterator[tuple[bytes, dict[str, Any]]]:
+    """(the line exactly as stored, the event upgraded to the current version) for every
+    complete line; a torn tail is left out (``torn="raise"``: :class:`TornLedgerError`)."""
+    for found in read(path, torn=torn):
+        try:
+            yield found.text, upgrade(found.raw)
+        except ValueError as exc:
+            raise CorruptLedgerError(str(path), found.line, str(exc)) from None
+
+
+@contextmanager
+def parsed_lines(path: Path | str, offset: int, count: int) -> Iterator[Iterator[Any]]:
+    """The next ``count`` lines from byte ``offset``, parsed but unchecked (the fast fold's
+    input; a line that is not JSON raises ``ValueError`` from the iterator)."""
+    with open(path, "rb") as f:
+        f.seek(offset)
+        yield map(orjson.loads, islice(f, count))
+
+
+__all__ = [
+    "Clock",
+    "Ledger",
+    "Line",
+    "Tail",
+    "line_ending_at",
+    "parsed_lines",
+    "read",
+    "read_lines",
+    "repair",
+    "tail",
+    "wall_clock",
+]

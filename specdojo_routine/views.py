@@ -1,0 +1,332 @@
+"""Views on disk (SPEC §2, §5, §7.6): fold the ledgers, publish the documents atomically.
+
+A view is pretty JSON (2-space indent, keys in a fixed order) with a trailing newline, written
+to a temp file in its directory and moved into place with ``os.replace``; an unchanged view is
+not rewritten. The routine view remembers the ledger position it covers (``{seq, offset}``): a
+refresh folds only the lines after it when the covered prefix is unchanged (the ledger is at
+least ``offset`` long and the line ending there has that ``seq``), else it refolds from scratch.
+
+A torn ledger tail (a crash mid-append) is left out of every fold: it was never acknowledged.
+Refreshing and loading carry on without it (the next locked append repairs it); ``fold_all``
+refuses with :class:`TornLedgerError` unless asked to ``repair``.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+
+from . import codec, ledger
+from .config import ProjectPaths
+from .errors import CorruptLedgerError, TornLedgerError
+from .events import TAGS, Event, RoutineEvent
+from .fold import (
+    JobCheckpointDoc,
+    JobRunDoc,
+    RoutineFold,
+    RoutineStateDoc,
+    RoutineView,
+    RunFold,
+    apply_all,
+    apply_run,
+    fold_from_document,
+    job_state_document,
+    merge_checkpoints,
+    routine_document,
+    run_document,
+)
+
+__all__ = [
+    "ROUTINE_LEDGER_NAME",
+    "RoutineView",
+    "fold_all",
+    "load_job_run",
+    "load_job_state",
+    "load_routine_view",
+    "publish",
+    "refresh_job_views",
+    "refresh_routine_view",
+    "render",
+    "replay",
+]
+
+ROUTINE_LEDGER_NAME = "routine-runs.jsonl"
+_PLACEHOLDER_AT = "1970-01-01T00:00:00.000Z"
+
+
+# --- documents <-> files ---------------------------------------------------------------------
+
+
+def render(document: Any) -> bytes:
+    """A view document as stored: 2-space indented JSON and a trailing newline."""
+    return orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def publish(path: Path, data: bytes) -> bool:
+    """Write ``data`` to ``path`` atomically unless it is already there; True if written."""
+    try:
+        if path.read_bytes() == data:
+            return False
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            os.fchmod(out.fileno(), 0o644)
+            out.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return True
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return orjson.loads(path.read_bytes())
+    except (FileNotFoundError, orjson.JSONDecodeError):
+        return None
+
+
+# --- the routine view ------------------------------------------------------------------------
+
+
+def _fold_range(path: Path, state: RoutineFold, offset: int, tail: ledger.Tail) -> None:
+    """Fold the lines after ``state.seq`` (starting at byte ``offset``) up to ``tail``."""
+    try:
+        with ledger.parsed_lines(path, offset, tail.seq - state.seq) as raws:
+            apply_all(state, raws, where=str(path), upgrade=codec.upgrade)
+    except ValueError as exc:  # raised by the line iterator: the line is not JSON
+        raise CorruptLedgerError(str(path), state.seq + 1, f"invalid JSON ({exc})") from None
+    if state.seq != tail.seq:
+        raise CorruptLedgerError(str(path), state.seq + 1, "the ledger has fewer lines than seqs")
+
+
+def _resume(view_path: Path, path: Path, tail: ledger.Tail) -> tuple[RoutineFold, int]:
+    """The fold state stored in the published view if its ledger prefix is unchanged."""
+    document = _read_json(view_path)
+    try:
+        state = fold_from_document(document)
+    except ValueError:
+        return RoutineFold(), 0
+    offset = document["ledger"]["offset"]
+    if state.seq == 0 or state.seq > tail.seq or offset > tail.end:
+        return RoutineFold(), 0
+    last = ledger.line_ending_at(path, offset)
+    try:
+        covered = last is not None and orjson.loads(last).get("seq") == state.seq
+    except (orjson.JSONDecodeError, AttributeError):
+        covered = False
+    return (state, offset) if covered else (RoutineFold(), 0)
+
+
+def _routine_document(paths: ProjectPaths, *, incremental: bool) -> tuple[RoutineStateDoc, Any]:
+    path = paths.routine_ledger
+    tail = ledger.tail(path)
+    state, offset = RoutineFold(), 0
+    if incremental:
+        state, offset = _resume(paths.routine_state, path, tail)
+    if tail.seq > state.seq:
+        _fold_range(path, state, offset, tail)
+    return routine_document(state, tail.end), tail
+
+
+def refresh_routine_view(paths: ProjectPaths) -> RoutineView:
+    """Fold the routine ledger (incrementally) and publish ``routine-state.json``."""
+    document, tail = _routine_document(paths, incremental=True)
+    if paths.routine_ledger.exists():
+        publish(paths.routine_state, render(document))
+    return RoutineView(document=document, torn_line=tail.torn_line)
+
+
+def load_routine_view(paths: ProjectPaths) -> RoutineView:
+    """The routine view as :func:`refresh_routine_view` computes it, without writing anything."""
+    document, tail = _routine_document(paths, incremental=True)
+    return RoutineView(document=document, torn_line=tail.torn_line)
+
+
+# --- Job Run views ---------------------------------------------------------------------------
+
+
+def _run_ids(paths: ProjectPaths) -> list[str]:
+    if not paths.runs_dir.is_dir():
+        return []
+    return sorted(p.name[: -len(".jsonl")] for p in paths.runs_dir.glob("*.jsonl"))
+
+
+def _fold_run(path: Path, torn: Literal["raise", "stop"]) -> RunFold:
+    state = RunFold()
+    for found in ledger.read(path, torn=torn):
+        try:
+            raw = codec.upgrade(found.raw)
+        except ValueError as exc:
+            raise CorruptLedgerError(str(path), found.line, str(exc)) from None
+        apply_run(state, raw, where=str(path), line=found.line)
+    run_id = state.record.get("run_id")
+    if run_id is not None and f"{run_id}.jsonl" != path.name:
+        raise CorruptLedgerError(str(path), 1, f"run {run_id} does not match the file name")
+    return state
+
+
+def load_job_run(paths: ProjectPaths, run_id: str) -> JobRunDoc | None:
+    """The ``runs/<run_id>.json`` document folded from its ledger (None: no such run)."""
+    return run_document(_fold_run(paths.run_ledger(run_id), "stop"))
+
+
+def load_job_state(paths: ProjectPaths) -> dict[str, JobCheckpointDoc]:
+    """The latest checkpoint per job, folded from every Job Run ledger."""
+    jobs: dict[str, JobCheckpointDoc] = {}
+    for run_id in _run_ids(paths):
+        merge_checkpoints(jobs, _fold_run(paths.run_ledger(run_id), "stop").checkpoints)
+    return jobs
+
+
+def _published_job_state(paths: ProjectPaths) -> dict[str, JobCheckpointDoc] | None:
+    """``job-state.json`` as this module writes it, or None."""
+    try:
+        doc = orjson.loads(paths.job_state.read_bytes())
+        jobs: dict[str, JobCheckpointDoc] = dict(doc["jobs"])
+    except (FileNotFoundError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        return None
+    valid = render(job_state_document(jobs)) == paths.job_state.read_bytes()
+    return jobs if valid else None
+
+
+def refresh_job_views(paths: ProjectPaths, run_ids: Iterable[str] | None = None) -> None:
+    """Publish ``runs/<run_id>.json`` for the given runs (None: every run) and
+    ``job-state.json`` (merged into the published one when it is intact)."""
+    ids = _run_ids(paths) if run_ids is None else sorted(set(run_ids))
+    jobs = None if run_ids is None else _published_job_state(paths)
+    candidates: list[dict[str, Any]] = []
+    for run_id in ids:
+        state = _fold_run(paths.run_ledger(run_id), "stop")
+        document = run_document(state)
+        if document is not None:
+            publish(paths.run_view(run_id), render(document))
+        candidates += state.checkpoints
+    if jobs is None:
+        jobs = {} if run_ids is None else load_job_state(paths)
+    merge_checkpoints(jobs, candidates)
+    if _run_ids(paths):
+        publish(paths.job_state, render(job_state_document(jobs)))
+
+
+# --- fold / check / repair -------------------------------------------------------------------
+
+
+def _expected_views(paths: ProjectPaths) -> Iterator[tuple[Path, bytes]]:
+    """Every view a full fold of the ledgers produces (a torn tail raises)."""
+    if paths.routine_ledger.exists():
+        routine_doc, tail = _routine_document(paths, incremental=False)
+        if tail.torn:
+            raise TornLedgerError(str(paths.routine_ledger), tail.seq + 1)
+        yield paths.routine_state, render(routine_doc)
+    jobs: dict[str, JobCheckpointDoc] = {}
+    run_ids = _run_ids(paths)
+    for run_id in run_ids:
+        state = _fold_run(paths.run_ledger(run_id), "raise")
+        document = run_document(state)
+        if document is not None:
+            yield paths.run_view(run_id), render(document)
+        merge_checkpoints(jobs, state.checkpoints)
+    if run_ids:
+        yield paths.job_state, render(job_state_document(jobs))
+
+
+def fold_all(paths: ProjectPaths, *, check: bool = False, repair: bool = False) -> list[str]:
+    """Rebuild every view from scratch; returns the views that differed (root-relative).
+
+    ``check``: write nothing (not even a repair), only report. ``repair``: first move every
+    ledger's torn tail aside (``<ledger>.torn-<seq>``); without it a torn tail raises
+    :class:`TornLedgerError`.
+    """
+    if repair and not check:
+        for path in [paths.routine_ledger, *map(paths.run_ledger, _run_ids(paths))]:
+            ledger.repair(path)
+    drifted = []
+    for path, data in _expected_views(paths):
+        if (path.read_bytes() if path.exists() else None) != data:
+            drifted.append(paths.rel(path))
+            if not check:
+                publish(path, data)
+    return drifted
+
+
+# --- replay ----------------------------------------------------------------------------------
+
+
+def replay(*sources: Path | str | Iterable[Event | codec.Recorded]) -> dict[str, Any]:
+    """Fold ledger files and/or events into view documents without touching disk.
+
+    Keys: ``routine-state.json``, ``runs/<run_id>.json``, ``job-state.json`` (over every run
+    given). A file named ``routine-runs.jsonl`` is the routine ledger, any other a Job Run
+    ledger; a torn tail is left out, as in the published views. Events may be bare (numbered in
+    order, stamped ``1970-01-01T00:00:00.000Z``) or :class:`codec.Recorded`.
+    """
+    views: dict[str, Any] = {}
+    runs: list[RunFold] = []
+    for source in sources:
+        if isinstance(source, str | Path) and Path(source).name == ROUTINE_LEDGER_NAME:
+            state, tail = RoutineFold(), ledger.tail(source)
+            if tail.seq:
+                _fold_range(Path(source), state, 0, tail)
+            views["routine-state.json"] = routine_document(state, tail.end)
+        elif isinstance(source, str | Path):
+            runs.append(_fold_run(Path(source), "stop"))
+        else:
+            routine, by_run = _raw_ledgers(source)
+            if routine:
+                views["routine-state.json"] = _replay_routine(routine)
+            runs += [_replay_run(run_id, raws) for run_id, raws in by_run.items()]
+    return views | (_job_views(runs) if runs else {})
+
+
+def _replay_routine(raws: list[dict[str, Any]]) -> RoutineStateDoc:
+    state = RoutineFold()
+    apply_all(state, raws, where="<events>", upgrade=codec.upgrade)
+    return routine_document(state, sum(len(orjson.dumps(raw)) + 1 for raw in raws))
+
+
+def _replay_run(run_id: str, raws: list[dict[str, Any]]) -> RunFold:
+    state = RunFold()
+    for line, raw in enumerate(raws, 1):
+        apply_run(state, raw, where=f"<events of {run_id}>", line=line)
+    return state
+
+
+def _job_views(folds: list[RunFold]) -> dict[str, Any]:
+    views: dict[str, Any] = {}
+    jobs: dict[str, JobCheckpointDoc] = {}
+    for state in folds:
+        document = run_document(state)
+        if document is not None:
+            views[f"runs/{document['run_id']}.json"] = document
+        merge_checkpoints(jobs, state.checkpoints)
+    return views | {"job-state.json": job_state_document(jobs)}
+
+
+def _raw_ledgers(
+    items: Iterable[Event | codec.Recorded],
+) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """The ledger lines (parsed) the events would make: the routine ledger and each run's."""
+    routine: list[dict[str, Any]] = []
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for item in items:
+        recorded = item if isinstance(item, codec.Recorded) else None
+        event = recorded.event if recorded is not None else item
+        assert not isinstance(event, codec.Recorded)
+        kind, tag = TAGS[type(event)]
+        if kind == "routine":
+            lines = routine
+        else:
+            assert not isinstance(event, RoutineEvent)
+            lines = runs.setdefault(event.run_id, [])
+        seq = recorded.seq if recorded is not None else len(lines) + 1
+        at = recorded.at if recorded is not None else _PLACEHOLDER_AT
+        lines.append({"version": 1, "seq": seq, "type": tag, "at": at, **codec.payload(event)})
+    return routine, runs

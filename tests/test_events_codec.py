@@ -1,0 +1,302 @@
+"""Events and their line codec (SPEC §5): valid by construction, exact round-trips, upcasting."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from specdojo_routine import codec
+from specdojo_routine import events as ev
+from specdojo_routine.errors import CorruptLedgerError
+from specdojo_routine.model import ACTION_KINDS
+from specdojo_routine.timeutil import format_ms, format_s
+
+AT = datetime(2026, 8, 7, 8, 0, 1, 234567, tzinfo=UTC)
+
+# --- strategies ------------------------------------------------------------------------------
+
+routine_ids = st.from_regex(r"rtn-[a-z0-9][a-z0-9-]{0,15}", fullmatch=True)
+run_ids = st.from_regex(r"JBR-[A-Za-z0-9-]{1,20}", fullmatch=True)
+job_ids = st.from_regex(r"job-[a-z0-9][a-z0-9-]{0,15}", fullmatch=True)
+texts = st.text(min_size=1, max_size=30)
+instants = st.datetimes(min_value=datetime(1970, 1, 1), max_value=datetime(9999, 12, 31),
+                        timezones=st.just(UTC))
+ms_stamps = instants.map(format_ms)
+s_stamps = instants.map(format_s)
+results = st.sampled_from(ev.RESULTS)
+kinds = st.sampled_from(ACTION_KINDS)
+owners = st.builds(ev.Owner, pid=st.integers(0, 2**22), host=texts)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | texts
+    | st.floats(allow_nan=False, allow_infinity=False),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
+    max_leaves=8,
+)
+json_objects = st.dictionaries(texts, json_values, max_size=4)
+action_results = st.lists(st.builds(ev.ActionResult, index=st.integers(1, 9), kind=kinds,
+                                    result=results), max_size=3)
+
+
+@st.composite
+def attempt_ended(draw: st.DrawFn) -> ev.AttemptEnded:
+    result = draw(results)
+    return ev.AttemptEnded(
+        routine_id=draw(routine_ids), attempt_id=draw(texts),
+        transition=ev.RESULT_TRANSITIONS[result], result=result,  # type: ignore[arg-type]
+        reason=draw(st.none() | texts), action_results=draw(st.none() | action_results),
+        scheduled_for=draw(ms_stamps), started_at=draw(s_stamps), completed_at=draw(s_stamps),
+        job_run_ids=draw(st.lists(run_ids, max_size=3)),
+    )
+
+
+@st.composite
+def attempt_resolved(draw: st.DrawFn) -> ev.AttemptResolved:
+    result = draw(results)
+    return ev.AttemptResolved(
+        routine_id=draw(routine_ids), attempt_id=draw(texts),
+        transition=ev.RESULT_TRANSITIONS[result], result=result,  # type: ignore[arg-type]
+        note=draw(texts), resolved_by=draw(texts),
+    )
+
+
+STRATEGIES: dict[type[Any], st.SearchStrategy[Any]] = {
+    ev.RoutineRegistered: st.builds(ev.RoutineRegistered, routine_id=routine_ids, digest=texts,
+                                    path=texts),
+    ev.AttemptStarted: st.builds(
+        ev.AttemptStarted, routine_id=routine_ids, attempt_id=texts,
+        transition=st.sampled_from(["T-02", "T-06", "T-07", "T-08"]),
+        trigger=st.sampled_from(["due", "id"]), scheduled_for=ms_stamps, last_run=s_stamps,
+        passed_over_since=st.none() | ms_stamps, owner=owners,
+        schedule=st.sampled_from(["cron", "interval"])),
+    ev.ActionStarted: st.builds(ev.ActionStarted, routine_id=routine_ids, attempt_id=texts,
+                                index=st.integers(1, 99), kind=kinds),
+    ev.ActionEnded: st.builds(
+        ev.ActionEnded, routine_id=routine_ids, attempt_id=texts, index=st.integers(1, 99),
+        kind=kinds, result=results, reason=st.none() | texts, job_run_id=st.none() | run_ids,
+        exit_code=st.none() | st.integers(-255, 255)),
+    ev.AttemptEnded: attempt_ended(),
+    ev.AttemptResolved: attempt_resolved(),
+    ev.RunCreated: st.builds(
+        ev.RunCreated, run_id=run_ids, job_id=job_ids, idempotency_key=texts, project_id=texts,
+        trigger=st.sampled_from(["manual", "routine", "ci"]), scheduled_at=ms_stamps,
+        inputs=json_objects, task=json_objects, checkpoint_before=st.none() | json_objects),
+    ev.RunAttemptStarted: st.builds(ev.RunAttemptStarted, run_id=run_ids,
+                                    attempt=st.integers(1, 99), owner=owners),
+    ev.RunAttemptEnded: st.builds(
+        ev.RunAttemptEnded, run_id=run_ids, attempt=st.integers(1, 99),
+        status=st.sampled_from(ev.RUN_STATUSES), exit_code=st.none() | st.integers(-255, 255),
+        evidence_ref=st.none() | texts, reason=st.none() | texts),
+    ev.CheckpointAdvanced: st.builds(ev.CheckpointAdvanced, run_id=run_ids, job_id=job_ids,
+                                     values=json_objects),
+}
+ALL_CLASSES = sorted(ev.TAGS, key=lambda cls: cls.__name__)
+
+
+def _attempt_started(**changes: Any) -> ev.AttemptStarted:
+    fields: dict[str, Any] = dict(
+        routine_id="rtn-a", attempt_id="a1", transition="T-02", trigger="due",
+        scheduled_for="2026-08-07T08:00:00.000Z", last_run="2026-08-07T08:00:03Z",
+        passed_over_since=None, owner=ev.Owner(pid=7, host="h"), schedule="cron")
+    return ev.AttemptStarted(**(fields | changes))
+
+
+# --- the tag maps ----------------------------------------------------------------------------
+
+
+def test_routine_tag_set_is_frozen() -> None:
+    """The routine ledger's wire tags are exactly SPEC §5's table."""
+    assert {
+        "routine_registered": ev.RoutineRegistered, "attempt_started": ev.AttemptStarted,
+        "action_started": ev.ActionStarted, "action_ended": ev.ActionEnded,
+        "attempt_ended": ev.AttemptEnded, "attempt_resolved": ev.AttemptResolved,
+    } == ev.ROUTINE_EVENT_TYPES
+
+
+def test_job_tag_set_is_frozen() -> None:
+    """The Job Run ledger's wire tags are exactly SPEC §5's table."""
+    assert {
+        "run_created": ev.RunCreated, "attempt_started": ev.RunAttemptStarted,
+        "attempt_ended": ev.RunAttemptEnded, "checkpoint_advanced": ev.CheckpointAdvanced,
+    } == ev.JOB_EVENT_TYPES
+
+
+def test_every_event_class_has_a_strategy() -> None:
+    """The round-trip property below covers every event class of both tag maps."""
+    assert set(ev.TAGS) == set(STRATEGIES)
+    assert {"routine": ev.ROUTINE_EVENT_TYPES, "job": ev.JOB_EVENT_TYPES} == ev.EVENT_TYPES
+
+
+# --- round trips -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls", ALL_CLASSES, ids=lambda c: c.__name__)
+@given(data=st.data(), seq=st.integers(1, 2**40), at=instants)
+def test_encode_decode_round_trip(cls: type[Any], data: st.DataObject, seq: int,
+                                  at: datetime) -> None:
+    """decode(encode(event)) is the event, with its seq and millisecond wall-clock stamp."""
+    event = data.draw(STRATEGIES[cls])
+    kind = ev.ledger_kind_of(event)
+    recorded = codec.decode_record(codec.encode(event, seq, at), ledger=kind)
+    assert (event, seq, format_ms(at)) == (recorded.event, recorded.seq, recorded.at)
+
+
+@pytest.mark.parametrize("cls", ALL_CLASSES, ids=lambda c: c.__name__)
+@given(data=st.data())
+def test_line_is_one_compact_object_with_the_envelope_first(cls: type[Any],
+                                                              data: st.DataObject) -> None:
+    """A line is compact JSON + newline: version, seq, type, at, then the payload in order."""
+    event = data.draw(STRATEGIES[cls])
+    line = codec.encode(event, 3, AT)
+    raw = orjson.loads(line)
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert orjson.dumps(raw) + b"\n" == line
+    assert ["version", "seq", "type", "at"] == list(raw)[:4]
+    assert (1, 3, ev.tag_of(event)) == (raw["version"], raw["seq"], raw["type"])
+
+
+def test_optional_fields_are_left_out_when_none() -> None:
+    """`reason`, `job_run_id` and `exit_code` of an action_ended appear only when set."""
+    event = ev.ActionEnded(routine_id="rtn-a", attempt_id="a1", index=1, kind="job",
+                           result="success")
+    raw = orjson.loads(codec.encode(event, 1, AT))
+    assert {"reason", "job_run_id", "exit_code"}.isdisjoint(raw)
+
+
+def test_required_null_fields_stay() -> None:
+    """`passed_over_since` is written as null, not left out."""
+    raw = orjson.loads(codec.encode(_attempt_started(), 1, AT))
+    assert raw["passed_over_since"] is None and "passed_over_since" in raw
+
+
+def test_at_is_utc_with_milliseconds() -> None:
+    """`at` is the wall clock in UTC ISO with milliseconds."""
+    assert "2026-08-07T08:00:01.234Z" == orjson.loads(codec.encode(_attempt_started(), 1, AT))["at"]
+
+
+# --- invalid events cannot exist -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("changes", [
+    {"routine_id": "weekly"}, {"transition": "T-03"}, {"trigger": "cron"},
+    {"scheduled_for": "2026-08-07T08:00:00Z"}, {"last_run": "2026-08-07T08:00:03.000Z"},
+    {"scheduled_for": "2026-02-30T08:00:00.000Z"}, {"passed_over_since": "yesterday"},
+    {"schedule": "daily"}, {"attempt_id": ""}, {"owner": {"pid": 1, "host": "h"}},
+], ids=repr)
+def test_attempt_started_rejects_invalid_fields(changes: dict[str, Any]) -> None:
+    """A malformed attempt_started cannot be constructed."""
+    with pytest.raises((ValueError, TypeError)):
+        _attempt_started(**changes)
+
+
+def test_attempt_ended_transition_must_match_its_result() -> None:
+    """result success with T-04 is not an event."""
+    with pytest.raises(ValueError, match="needs transition T-03"):
+        ev.AttemptEnded(routine_id="rtn-a", attempt_id="a", transition="T-04", result="success",
+                        action_results=None, scheduled_for="2026-08-07T08:00:00.000Z",
+                        started_at="2026-08-07T08:00:00Z", completed_at="2026-08-07T08:00:09Z",
+                        job_run_ids=[])
+
+
+@pytest.mark.parametrize(("cls", "fields"), [
+    (ev.ActionStarted, {"routine_id": "rtn-a", "attempt_id": "a", "index": 0, "kind": "job"}),
+    (ev.ActionStarted, {"routine_id": "rtn-a", "attempt_id": "a", "index": True, "kind": "job"}),
+    (ev.ActionStarted, {"routine_id": "rtn-a", "attempt_id": "a", "index": 1, "kind": "shell"}),
+    (ev.RunAttemptEnded, {"run_id": "JBR-x", "attempt": 1, "status": "done"}),
+    (ev.RunCreated, {"run_id": "run-1", "job_id": "job-x", "idempotency_key": "k",
+                     "project_id": "p", "trigger": "manual",
+                     "scheduled_at": "2026-08-07T08:00:00.000Z", "inputs": {}, "task": {},
+                     "checkpoint_before": None}),
+    (ev.CheckpointAdvanced, {"run_id": "JBR-x", "job_id": "job-x", "values": {"a": object()}}),
+], ids=lambda v: v.__name__ if isinstance(v, type) else "")
+def test_invalid_fields_are_rejected(cls: type[Any], fields: dict[str, Any]) -> None:
+    """Each event class validates its fields in the constructor."""
+    with pytest.raises((ValueError, TypeError)):
+        cls(**fields)
+
+
+# --- decoding errors -------------------------------------------------------------------------
+
+
+def _line(**raw: Any) -> bytes:
+    return orjson.dumps({"version": 1, "seq": 1, "type": "attempt_started",
+                         "at": "2026-08-07T08:00:00.000Z"} | raw)
+
+
+def test_unknown_type_names_file_and_line() -> None:
+    """An unknown event type is a CorruptLedgerError naming the file and line."""
+    with pytest.raises(CorruptLedgerError, match=r"^ledger\.jsonl:7: unknown routine event type "
+                                                 r"'routine_renamed'"):
+        codec.decode(_line(type="routine_renamed"), path="ledger.jsonl", line_no=7)
+
+
+def test_tags_are_per_ledger_kind() -> None:
+    """run_created is no routine event, and a Job attempt_started has a Job payload."""
+    line = codec.encode(ev.RunAttemptStarted(run_id="JBR-x", attempt=1,
+                                             owner=ev.Owner(pid=1, host="h")), 1, AT)
+    assert isinstance(codec.decode(line, ledger="job"), ev.RunAttemptStarted)
+    with pytest.raises(CorruptLedgerError, match="routine_id"):
+        codec.decode(line, ledger="routine")
+
+
+@pytest.mark.parametrize(("raw", "reason"), [
+    ({"index": "1"}, r"expected int, got str @ \$\.index"),
+    ({"surprise": 1}, r"unknown field\(s\) surprise"),
+    ({"kind": None}, r"@ \$\.kind"),
+], ids=["string-for-int", "extra-field", "null-kind"])
+def test_decode_is_strict(raw: dict[str, Any], reason: str) -> None:
+    """No coercion: wrong types and unknown fields are errors naming the field."""
+    body = {"routine_id": "rtn-a", "attempt_id": "a1", "index": 1, "kind": "job"} | raw
+    with pytest.raises(CorruptLedgerError, match=reason):
+        codec.decode(_line(type="action_started", **body), path="l", line_no=1)
+
+
+def test_envelope_must_be_valid() -> None:
+    """A line without a usable seq is corrupt."""
+    with pytest.raises(CorruptLedgerError, match="integer seq"):
+        codec.decode(_line(seq="1", type="action_started", routine_id="rtn-a", attempt_id="a",
+                           index=1, kind="job"))
+
+
+# --- upcasting -------------------------------------------------------------------------------
+
+V0_STARTED = {"seq": 3, "type": "attempt_started", "at": "2026-08-07T08:00:04.500Z",
+              "routine_id": "rtn-a", "attempt_id": "a1", "transition": "T-02", "trigger": "due",
+              "scheduled_for": "2026-08-07T08:00:00.000Z", "last_run": "2026-08-07T08:00:01Z",
+              "cron": True}
+
+
+def test_version_0_attempt_started_is_upgraded() -> None:
+    """A pre-version attempt_started gets schedule, a null passed_over_since and an unknown
+    owner."""
+    expected = _attempt_started(last_run="2026-08-07T08:00:01Z",
+                                owner=ev.Owner(pid=0, host="unknown"))
+    assert expected == codec.decode(orjson.dumps(V0_STARTED))
+
+
+def test_version_0_interval_attempt() -> None:
+    """`cron: false` upgrades to schedule interval."""
+    assert "interval" == codec.upgrade(V0_STARTED | {"cron": False})["schedule"]
+
+
+def test_upgrade_leaves_its_input_alone() -> None:
+    """Upgrading returns a new dict; the stored form is untouched (history prints it)."""
+    original = dict(V0_STARTED)
+    codec.upgrade(original)
+    assert V0_STARTED == original
+
+
+def test_current_version_passes_through() -> None:
+    """A version-1 line is returned as is."""
+    raw = orjson.loads(codec.encode(_attempt_started(), 1, AT))
+    assert raw is codec.upgrade(raw)
+
+
+def test_newer_version_is_refused() -> None:
+    """A line from a newer program is an error that says to upgrade."""
+    with pytest.raises(CorruptLedgerError, match=r"unsupported event version 2.*upgrade"):
+        codec.decode(_line(version=2), path="l", line_no=4)

@@ -1,0 +1,522 @@
+"""The pure fold (SPEC §5, §6.5, §7.6): the transition table, the views it computes."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from specdojo_routine import codec
+from specdojo_routine import events as ev
+from specdojo_routine.errors import CorruptLedgerError, InvalidTransition
+from specdojo_routine.fold import (
+    STATES,
+    TRANSITIONS,
+    JobCheckpointDoc,
+    RoutineEntryDoc,
+    RoutineFold,
+    RoutineView,
+    RunFold,
+    apply_all,
+    apply_run,
+    fold_from_document,
+    merge_checkpoints,
+    never_entry,
+    render_state_diagram,
+    routine_document,
+    run_document,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+OWNER = ev.Owner(pid=7, host="h")
+AT = "2026-08-07T08:00:00.000Z"
+
+
+def raw(event: ev.Event, seq: int = 1, at: str = AT) -> dict[str, Any]:
+    """The parsed ledger line of ``event``."""
+    return {"version": 1, "seq": seq, "type": ev.tag_of(event), "at": at} | codec.payload(event)
+
+
+def started(rid: str = "rtn-a", aid: str = "a1", transition: str = "T-02", *,
+            trigger: str = "due", schedule: str = "cron",
+            scheduled_for: str = "2026-08-07T08:00:00.000Z") -> ev.AttemptStarted:
+    return ev.AttemptStarted(
+        routine_id=rid, attempt_id=aid, transition=transition,  # type: ignore[arg-type]
+        trigger=trigger, scheduled_for=scheduled_for,  # type: ignore[arg-type]
+        last_run="2026-08-07T08:00:03Z", passed_over_since=None, owner=OWNER,
+        schedule=schedule)  # type: ignore[arg-type]
+
+
+def ended(rid: str = "rtn-a", aid: str = "a1", result: str = "success", *,
+          reason: str | None = None,
+          action_results: list[ev.ActionResult] | None = None) -> ev.AttemptEnded:
+    return ev.AttemptEnded(
+        routine_id=rid, attempt_id=aid, transition=ev.RESULT_TRANSITIONS[result],  # type: ignore[arg-type]
+        result=result, reason=reason, action_results=action_results,  # type: ignore[arg-type]
+        scheduled_for="2026-08-07T08:00:00.000Z", started_at="2026-08-07T08:00:03Z",
+        completed_at="2026-08-07T08:00:09Z", job_run_ids=[])
+
+
+def resolved(rid: str = "rtn-a", aid: str = "a1", result: str = "failure") -> ev.AttemptResolved:
+    return ev.AttemptResolved(routine_id=rid, attempt_id=aid,
+                              transition=ev.RESULT_TRANSITIONS[result],  # type: ignore[arg-type]
+                              result=result, note="checked by hand",  # type: ignore[arg-type]
+                              resolved_by="ops")
+
+
+def registered(rid: str = "rtn-a", digest: str = "d1") -> ev.RoutineRegistered:
+    return ev.RoutineRegistered(routine_id=rid, digest=digest, path=f"routines/{rid}.yaml")
+
+
+def action(kind: type[Any], aid: str = "a1", index: int = 1, **more: Any) -> Any:
+    return kind(routine_id="rtn-a", attempt_id=aid, index=index, kind="job", **more)
+
+
+def folded(*events: ev.Event, state: RoutineFold | None = None) -> RoutineFold:
+    state = state or RoutineFold()
+    raws = [raw(e, state.seq + i) for i, e in enumerate(events, 1)]
+    apply_all(state, raws, where="L", upgrade=codec.upgrade)
+    return state
+
+
+def entry(state: RoutineFold, rid: str = "rtn-a") -> RoutineEntryDoc:
+    return routine_document(state, 0)["routines"][rid]
+
+
+SETUP: dict[str, list[ev.Event]] = {
+    "never": [registered()],
+    "running": [registered(), started()],
+    "success": [registered(), started(), ended(result="success")],
+    "failure": [registered(), started(), ended(result="failure")],
+    "skipped": [registered(), started(), ended(result="skipped")],
+}
+
+
+def probes(status: str) -> dict[str, ev.Event]:
+    """One event of every kind, as it would be written for a routine in ``status``."""
+    start_label = {str(t.source): t.label for t in TRANSITIONS if t.event == "attempt_started"}
+    return {
+        "routine_registered": registered(digest="d2"),
+        "attempt_started": started(aid="a2", transition=start_label.get(status) or "T-02"),
+        "action_started": action(ev.ActionStarted),
+        "action_ended": action(ev.ActionEnded, result="success"),
+        **{f"attempt_ended/{r}": ended(result=r) for r in ev.RESULTS},
+        **{f"attempt_resolved/{r}": resolved(result=r) for r in ev.RESULTS},
+    }
+
+
+def table_target(probe: str, status: str) -> str | None:
+    event, _, result = probe.partition("/")
+    for t in TRANSITIONS:
+        if t.event == event and t.source == status and (not result or t.target == result):
+            return t.target
+    return None
+
+
+CASES = [(status, probe) for status in STATES for probe in probes(status)]
+
+
+# --- the table, enumerated -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("status", "probe"), CASES, ids=[f"{s}-{p}" for s, p in CASES])
+def test_every_event_in_every_state_follows_the_table(status: str, probe: str) -> None:
+    """An event the table allows leads to its target; any other raises InvalidTransition."""
+    state = folded(*SETUP[status])
+    target = table_target(probe, status)
+    event = probes(status)[probe]
+    if target is None:
+        with pytest.raises(InvalidTransition) as info:
+            folded(event, state=state)
+        assert (status, "rtn-a") == (info.value.state, info.value.routine_id)
+        assert info.value.event.startswith(probe.partition("/")[0])
+    else:
+        assert target == entry(folded(event, state=state))["status"]
+
+
+def test_the_table_is_seed_000s() -> None:
+    """The table is exactly seed 000's T-01..T-08 plus resolution, actions, re-registration."""
+    rows = {(t.event, t.source, t.target, t.label) for t in TRANSITIONS}
+    assert {
+        ("routine_registered", None, "never", "T-01"),
+        *(("routine_registered", s, s, None) for s in STATES),
+        ("attempt_started", "never", "running", "T-02"),
+        ("attempt_started", "success", "running", "T-06"),
+        ("attempt_started", "failure", "running", "T-07"),
+        ("attempt_started", "skipped", "running", "T-08"),
+        *((e, "running", "success", "T-03") for e in ("attempt_ended", "attempt_resolved")),
+        *((e, "running", "failure", "T-04") for e in ("attempt_ended", "attempt_resolved")),
+        *((e, "running", "skipped", "T-05") for e in ("attempt_ended", "attempt_resolved")),
+        ("action_started", "running", "running", None),
+        ("action_ended", "running", "running", None),
+    } == rows
+    assert len(rows) == len(TRANSITIONS)
+
+
+@pytest.mark.parametrize(("status", "label"), [
+    (s, label) for s in ("never", "success", "failure", "skipped")
+    for label in ("T-02", "T-06", "T-07", "T-08")
+    if label != {"never": "T-02", "success": "T-06", "failure": "T-07", "skipped": "T-08"}[s]
+])
+def test_declared_start_transition_must_match_the_table(status: str, label: str) -> None:
+    """attempt_started must declare the transition its source state has in the table."""
+    with pytest.raises(InvalidTransition, match=rf"attempt_started \({label}\)"):
+        folded(*SETUP[status], started(aid="a2", transition=label))
+
+
+def test_action_events_must_name_the_open_attempt() -> None:
+    """An action event for another attempt is illegal, naming both attempts."""
+    with pytest.raises(InvalidTransition, match="attempt zz; the open attempt is a1"):
+        folded(*SETUP["running"], action(ev.ActionStarted, aid="zz"))
+
+
+def test_attempt_ended_must_name_the_open_attempt() -> None:
+    """Closing an attempt that is not the open one is illegal."""
+    with pytest.raises(InvalidTransition, match="the open attempt is a1"):
+        folded(*SETUP["running"], ended(aid="a0"))
+
+
+def test_invalid_transition_names_routine_state_event_and_line() -> None:
+    """The message carries ledger:line, the event, the routine and its state."""
+    with pytest.raises(InvalidTransition) as info:
+        folded(registered(), ended(result="success"))
+    assert ("L:2: event 'attempt_ended (T-03, success)' is not allowed for routine rtn-a in "
+            "state 'never'") == str(info.value)
+
+
+# --- what the fold records -------------------------------------------------------------------
+
+
+def test_unregistered_routine_is_implicitly_registered() -> None:
+    """Attempt events for a routine never registered start from never (implicit T-01)."""
+    state = folded(started(rid="rtn-z"))
+    assert ("running", None) == (entry(state, "rtn-z")["status"], entry(state, "rtn-z")["digest"])
+
+
+def test_reregistration_keeps_the_state_and_updates_the_digest() -> None:
+    """routine_registered for a known routine only records the new digest."""
+    state = folded(*SETUP["failure"], registered(digest="d9"))
+    assert ("failure", "d9") == (entry(state)["status"], entry(state)["digest"])
+
+
+def test_attempt_started_moves_last_run_and_cron_last_scheduled_for() -> None:
+    """A due cron attempt records last_run and last_scheduled_for before any delegation."""
+    doc = entry(folded(registered(), started(scheduled_for="2026-08-07T08:00:00.000Z")))
+    assert ("2026-08-07T08:00:03Z", "2026-08-07T08:00:00.000Z", None) == (
+        doc["last_run"], doc["last_scheduled_for"], doc["last_result"])
+
+
+def test_explicit_run_does_not_move_last_scheduled_for() -> None:
+    """trigger id is no schedule slot: last_scheduled_for stays where due runs left it."""
+    state = folded(*SETUP["success"], started(aid="a2", transition="T-06", trigger="id",
+                                              scheduled_for="2026-08-07T09:31:00.000Z"))
+    assert "2026-08-07T08:00:00.000Z" == entry(state)["last_scheduled_for"]
+
+
+def test_interval_routines_have_no_last_scheduled_for() -> None:
+    """last_scheduled_for is kept for cron routines only."""
+    assert entry(folded(started(schedule="interval")))["last_scheduled_for"] is None
+
+
+def test_attempt_ended_records_result_reason_and_list_results() -> None:
+    """The aggregate, its reason and the per-action results become the routine's last ones."""
+    results = [ev.ActionResult(index=1, kind="job", result="failure")]
+    doc = entry(folded(*SETUP["running"], ended(result="failure", reason="boom",
+                                                 action_results=results)))
+    assert ("failure", "failure", "boom", [{"index": 1, "kind": "job", "result": "failure"}],
+            None) == (doc["status"], doc["last_result"], doc["last_reason"],
+                      doc["last_action_results"], doc["open_attempt"])
+
+
+def test_open_attempt_holds_what_closing_it_needs() -> None:
+    """While running, the view has the attempt, its owner and every recorded action."""
+    state = folded(*SETUP["running"], action(ev.ActionStarted),
+                   action(ev.ActionEnded, result="failure", reason="x",
+                          job_run_id="JBR-j-1", exit_code=1),
+                   action(ev.ActionStarted, index=2))
+    assert {
+        "attempt_id": "a1", "trigger": "due", "scheduled_for": "2026-08-07T08:00:00.000Z",
+        "started_at": "2026-08-07T08:00:03Z", "owner": {"pid": 7, "host": "h"},
+        "actions": [{"index": 1, "kind": "job", "result": "failure", "reason": "x",
+                     "job_run_id": "JBR-j-1"}, {"index": 2, "kind": "job"}],
+    } == entry(state)["open_attempt"]
+
+
+def test_resolution_uses_the_note_as_reason() -> None:
+    """attempt_resolved closes the attempt with the operator's result and note."""
+    doc = entry(folded(*SETUP["running"], resolved(result="skipped")))
+    assert ("skipped", "skipped", "checked by hand", None) == (
+        doc["status"], doc["last_result"], doc["last_reason"], doc["open_attempt"])
+
+
+def test_running_keeps_the_previous_result() -> None:
+    """A new attempt does not erase the previous attempt's result until it ends."""
+    doc = entry(folded(*SETUP["failure"], started(aid="a2", transition="T-07")))
+    assert ("running", "failure") == (doc["status"], doc["last_result"])
+
+
+def test_document_is_sorted_with_fixed_keys() -> None:
+    """Routines are sorted by id and every entry has the same keys in the same order."""
+    doc = routine_document(folded(started(rid="rtn-b"), registered("rtn-a")), 99)
+    assert ["rtn-a", "rtn-b"] == list(doc["routines"])
+    assert [list(never_entry())] * 2 == [list(e) for e in doc["routines"].values()]
+    assert {"seq": 2, "offset": 99} == doc["ledger"]
+
+
+def test_routine_view_get_defaults_to_never() -> None:
+    """A routine the ledger never mentioned reads as never."""
+    view = RoutineView(document=routine_document(RoutineFold(), 0))
+    assert ("never", 0, 0, {}) == (view.get("rtn-x")["status"], view.seq, view.offset,
+                                  view.routines)
+
+
+# --- malformed lines -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("line", "reason"), [
+    ({"type": "routine_renamed"}, "unknown routine event type 'routine_renamed'"),
+    ({"seq": 5}, "seq 5 where 2 was expected"),
+    ({"version": 9}, "unsupported event version 9"),
+    ({"routine_id": None}, "routine_id must be a string"),
+    ({"owner": "me"}, "owner must be an object"),
+    ({"owner": {"pid": 1}}, "owner must be an object with pid and host"),
+], ids=["unknown-type", "seq-gap", "future-version", "no-routine-id", "bad-owner",
+        "owner-without-host"])
+def test_malformed_lines_are_corrupt_with_line(line: dict[str, Any], reason: str) -> None:
+    """A line the fold cannot use is a CorruptLedgerError naming where:line and why."""
+    lines = [raw(registered(), 1), raw(started(rid="rtn-b"), 2) | line]
+    with pytest.raises(CorruptLedgerError, match=rf"^L:2: (.* \()?{reason}"):
+        apply_all(RoutineFold(), lines, where="L", upgrade=codec.upgrade)
+
+
+def test_missing_field_is_named() -> None:
+    """A missing payload field is named in the error."""
+    line = raw(started(), 1)
+    del line["trigger"]
+    with pytest.raises(CorruptLedgerError, match="attempt_started event lacks field 'trigger'"):
+        apply_all(RoutineFold(), [line], where="L", upgrade=codec.upgrade)
+
+
+@pytest.mark.parametrize("results", [[1], [{"index": 1, "kind": "job"}], {"index": 1}],
+                         ids=["not-objects", "no-result", "not-a-list"])
+def test_malformed_action_results_are_corrupt(results: Any) -> None:
+    """action_results must be null or a list of {index, kind, result}."""
+    lines = [raw(started(), 1), raw(ended(), 2) | {"action_results": results}]
+    with pytest.raises(CorruptLedgerError, match=r"^L:2: .*action_results must be null"):
+        apply_all(RoutineFold(), lines, where="L", upgrade=codec.upgrade)
+
+
+def test_non_object_line_is_corrupt() -> None:
+    """A JSON value that is not an object is not an event."""
+    with pytest.raises(CorruptLedgerError, match="line is not a JSON object"):
+        apply_all(RoutineFold(), [[1, 2]], where="L", upgrade=codec.upgrade)
+
+
+def test_old_versions_are_upgraded_on_the_way_in() -> None:
+    """A version-0 line folds like its upgraded form."""
+    line = raw(started(), 1)
+    v0 = {k: v for k, v in line.items()
+          if k not in ("version", "owner", "passed_over_since", "schedule")} | {"cron": True}
+    doc = entry(_folded_raws([v0]))
+    assert {"pid": 0, "host": "unknown"} == doc["open_attempt"]["owner"]  # type: ignore[index]
+
+
+def _folded_raws(raws: list[dict[str, Any]]) -> RoutineFold:
+    state = RoutineFold()
+    apply_all(state, raws, where="L", upgrade=codec.upgrade)
+    return state
+
+
+# --- incremental == full ---------------------------------------------------------------------
+
+
+@st.composite
+def valid_histories(draw: st.DrawFn) -> list[ev.RoutineEvent]:
+    """A legal routine ledger over a few routines, driven by the table's own rules."""
+    status: dict[str, str] = {}
+    open_ids: dict[str, str] = {}
+    next_action: dict[str, int] = {}
+    out: list[ev.RoutineEvent] = []
+    for n in range(draw(st.integers(0, 40))):
+        rid = draw(st.sampled_from(["rtn-a", "rtn-b", "rtn-c"]))
+        now = status.get(rid, "never")
+        if now == "running":
+            choice = draw(st.sampled_from(["action", "end", "resolve", "register"]))
+            aid = open_ids[rid]
+            if choice == "action":
+                next_action[rid] += 1
+                out.append(ev.ActionEnded(routine_id=rid, attempt_id=aid, index=next_action[rid],
+                                          kind="job", result=draw(st.sampled_from(ev.RESULTS))))
+                continue
+            if choice == "register":
+                out.append(registered(rid, f"d{n}"))
+                continue
+            result = draw(st.sampled_from(ev.RESULTS))
+            out.append(ended(rid, aid, result) if choice == "end" else resolved(rid, aid, result))
+            status[rid] = result
+        elif draw(st.booleans()):
+            label = {"never": "T-02", "success": "T-06", "failure": "T-07", "skipped": "T-08"}
+            trigger = draw(st.sampled_from(["due", "id"]))
+            schedule = draw(st.sampled_from(["cron", "interval"]))
+            out.append(started(rid, f"a{n}", label[now], trigger=trigger, schedule=schedule))
+            status[rid], open_ids[rid], next_action[rid] = "running", f"a{n}", 0
+        else:
+            out.append(registered(rid, f"d{n}"))
+            status.setdefault(rid, "never")
+    return out
+
+
+@settings(max_examples=150)
+@given(history=valid_histories(), data=st.data())
+def test_incremental_fold_equals_full_fold(history: list[ev.RoutineEvent],
+                                           data: st.DataObject) -> None:
+    """Folding a prefix, publishing, resuming from the document and folding the rest gives
+    exactly the full fold."""
+    raws = [raw(e, i) for i, e in enumerate(history, 1)]
+    sizes = list(itertools.accumulate((len(orjson.dumps(r)) + 1 for r in raws), initial=0))
+    cut = data.draw(st.integers(0, len(raws)))
+    full = RoutineFold()
+    apply_all(full, raws, where="L", upgrade=codec.upgrade)
+    head = RoutineFold()
+    apply_all(head, raws[:cut], where="L", upgrade=codec.upgrade)
+    published = orjson.loads(orjson.dumps(routine_document(head, sizes[cut])))
+    resumed = fold_from_document(published)
+    apply_all(resumed, raws[cut:], where="L", upgrade=codec.upgrade)
+    assert routine_document(full, sizes[-1]) == routine_document(resumed, sizes[-1])
+
+
+@pytest.mark.parametrize("document", [
+    None, [], {"version": 1}, {"routines": {}, "ledger": {"seq": 0, "offset": 0}},
+    {"version": 1, "ledger": {"seq": 1, "offset": 5},
+     "routines": {"rtn-a": dict(never_entry(), status="running")}},
+    {"version": 1, "ledger": {"seq": 1, "offset": 5},
+     "routines": {"rtn-a": dict(never_entry(), extra=1)}},
+    {"version": 1, "ledger": {"seq": 1, "offset": "5"}, "routines": {}},
+], ids=["null", "list", "no-ledger", "no-version", "running-without-attempt", "extra-key",
+        "text-offset"])
+def test_only_documents_this_fold_wrote_can_be_resumed(document: Any) -> None:
+    """A document that is not exactly a fold's output is refused (the caller refolds)."""
+    with pytest.raises(ValueError, match=r"routine view document|canonical|disagree"):
+        fold_from_document(document)
+
+
+# --- Job Runs --------------------------------------------------------------------------------
+
+RUN = "JBR-x-1"
+
+
+def run_created(**changes: Any) -> ev.RunCreated:
+    fields: dict[str, Any] = dict(run_id=RUN, job_id="job-x", idempotency_key="k",
+                                  project_id="demo", trigger="manual", scheduled_at=AT,
+                                  inputs={"a": 1}, task={"mode": "command", "command": "true"},
+                                  checkpoint_before=None)
+    return ev.RunCreated(**(fields | changes))
+
+
+def run_started(n: int) -> ev.RunAttemptStarted:
+    return ev.RunAttemptStarted(run_id=RUN, attempt=n, owner=OWNER)
+
+
+def run_ended(n: int, status: str = "failed", **more: Any) -> ev.RunAttemptEnded:
+    return ev.RunAttemptEnded(run_id=RUN, attempt=n, status=status, **more)  # type: ignore[arg-type]
+
+
+def advanced(values: dict[str, Any], job_id: str = "job-x") -> ev.CheckpointAdvanced:
+    return ev.CheckpointAdvanced(run_id=RUN, job_id=job_id, values=values)
+
+
+def run_fold(*events: ev.JobEvent) -> RunFold:
+    state = RunFold()
+    for i, event in enumerate(events, 1):
+        apply_run(state, raw(event, i, f"2026-08-07T08:00:0{i}.000Z"), where="R", line=i)
+    return state
+
+
+def test_run_document_has_the_upstream_shape() -> None:
+    """runs/<id>.json: upstream keys in order, timestamps from the events' `at`."""
+    doc = run_document(run_fold(run_created(), run_started(1),
+                                     run_ended(1, "succeeded", exit_code=0, evidence_ref="e/1"),
+                                     advanced({"v": 2})))
+    assert doc is not None
+    assert ["version", "run_id", "job_id", "idempotency_key", "project_id", "trigger",
+            "scheduled_at", "created_at", "updated_at", "state", "inputs", "task",
+            "checkpoint_before", "checkpoint_after", "plan_ref", "result_ref",
+            "attempts"] == list(doc)
+    assert ("succeeded", "2026-08-07T08:00:01.000Z", "2026-08-07T08:00:04.000Z", {}, {"v": 2},
+            "exec/plans/JBR-x-1-plan.md", "exec/results/JBR-x-1-result.md") == (
+        doc["state"], doc["created_at"], doc["updated_at"], doc["checkpoint_before"],
+        doc.get("checkpoint_after"), doc["plan_ref"], doc["result_ref"])
+    assert [{"attempt": 1, "started_at": "2026-08-07T08:00:02.000Z",
+             "completed_at": "2026-08-07T08:00:03.000Z", "status": "succeeded",
+             "exit_code": 0, "evidence_ref": "e/1"}] == doc["attempts"]
+
+
+def test_open_run_attempt_is_running() -> None:
+    """An attempt without its end shows status running, and so does the run."""
+    doc = run_document(run_fold(run_created(), run_started(1), run_ended(1),
+                                     run_started(2)))
+    assert doc is not None
+    assert ("running", ["failed", "running"]) == (
+        doc["state"], [a["status"] for a in doc["attempts"]])
+
+
+def test_no_run_without_run_created() -> None:
+    """An empty ledger has no run document."""
+    assert run_document(RunFold()) is None
+
+
+@pytest.mark.parametrize("events", [
+    [run_started(1)],
+    [run_created(), run_created()],
+    [run_created(), run_started(2)],
+    [run_created(), run_started(1), run_ended(2)],
+    [run_created(), run_started(1), run_started(2)],
+    [run_created(), run_started(1), run_ended(1, "succeeded"), run_started(2)],
+    [run_created(), run_started(1), run_ended(1, "failed"), advanced({})],
+    [run_created(), run_started(1), run_ended(1, "noop"), advanced({}, job_id="job-y")],
+    [run_created(), ev.RunAttemptStarted(run_id="JBR-other", attempt=1, owner=OWNER)],
+], ids=["attempt-before-created", "created-twice", "attempt-skipped", "wrong-end",
+        "two-open", "after-success", "checkpoint-after-failure", "checkpoint-of-other-job",
+        "other-run"])
+def test_illegal_run_events(events: list[ev.JobEvent]) -> None:
+    """Job Run events out of order are an InvalidTransition naming the run and line."""
+    with pytest.raises(InvalidTransition, match=rf"^R:{len(events)}: event .* Job Run"):
+        run_fold(*events)
+
+
+def test_checkpoint_merge_keeps_the_latest() -> None:
+    """job-state keeps the latest checkpoint per job: by time, ties by run id."""
+    jobs: dict[str, JobCheckpointDoc] = {}
+    merge_checkpoints(jobs, [
+        {"job_id": "job-x", "checkpoint": {"n": 2}, "last_run_id": "JBR-b",
+         "updated_at": "2026-08-07T09:00:00.000Z"},
+        {"job_id": "job-x", "checkpoint": {"n": 1}, "last_run_id": "JBR-a",
+         "updated_at": "2026-08-07T08:00:00.000Z"},
+        {"job_id": "job-y", "checkpoint": {"n": 3}, "last_run_id": "JBR-c",
+         "updated_at": "2026-08-07T08:00:00.000Z"},
+        {"job_id": "job-y", "checkpoint": {"n": 4}, "last_run_id": "JBR-d",
+         "updated_at": "2026-08-07T08:00:00.000Z"},
+    ])
+    assert {"job-x": {"n": 2}, "job-y": {"n": 4}} == {k: v["checkpoint"] for k, v in jobs.items()}
+
+
+# --- the generated diagram -------------------------------------------------------------------
+
+
+def test_state_diagram_doc_is_generated_from_the_table() -> None:
+    """docs/state-diagram.md is exactly render_state_diagram() (regenerate it if this fails)."""
+    committed = (REPO / "docs" / "state-diagram.md").read_text(encoding="utf-8")
+    assert render_state_diagram() == committed
+
+
+def test_state_diagram_draws_every_row() -> None:
+    """Every transition of the table appears in the mermaid block."""
+    text = render_state_diagram()
+    for t in TRANSITIONS:
+        assert f"{t.source or '[*]'} --> {t.target}: " in text
+        assert t.event in text
