@@ -34,7 +34,9 @@ from .errors import (
     TornLedgerError,
     UsageError,
 )
-from .handlers import AttemptReport, Listing, RoutineRow, RunReport
+from .decide import PlannedAction
+from .handlers import AttemptReport, Listing, RoutineRow, RunReport, Selected
+from .locks import LockInfo
 from .jobplan import JobRunOutcome
 from .model import JobDefinition, Result, Routine
 from .views import replay
@@ -57,6 +59,8 @@ __all__ = [
     "LedgerError",
     "Listing",
     "LockBusy",
+    "LockInfo",
+    "PlannedAction",
     "Problem",
     "ProjectPaths",
     "Result",
@@ -64,6 +68,7 @@ __all__ = [
     "RoutineError",
     "RoutineRow",
     "RunReport",
+    "Selected",
     "TooManyMissedOccurrences",
     "TornLedgerError",
     "UsageError",

@@ -11,8 +11,9 @@ Typical audit test::
 
 from __future__ import annotations
 
+import contextlib
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,13 @@ import orjson
 
 from .agent import AgentRequest, AgentResult, AgentStatus
 from .config import ProjectPaths, resolve_project
+from .locks import LockInfo, routine_lock
 from .views import fold_all, replay
 
 __all__ = [
     "FakeAgentExecutor",
     "assert_views_match_ledgers",
+    "hold_routine_lock",
     "replay_ledger",
     "routine_statuses",
     "write_project",
@@ -53,8 +56,20 @@ def write_project(
             text = textwrap.dedent(body)
             if not text.lstrip().startswith("id:") and f"\nid: {ident}" not in text:
                 text = f"id: {ident}\n{text}"
+            if folder == "jobs" and not any(ln.startswith("name:") for ln in text.splitlines()):
+                text = f"{text.rstrip()}\nname: {ident}\n"
             (root / folder / f"{ident}.yaml").write_text(text, encoding="utf-8")
     return resolve_project(root, project_id)
+
+
+@contextlib.contextmanager
+def hold_routine_lock(paths: ProjectPaths) -> Iterator[LockInfo]:
+    """Hold the project's routine lock, as a running ``run`` would (to test ``LockBusy``).
+
+    Locks are per open file description, so a ``run_due`` in this same process is refused too.
+    """
+    with routine_lock(paths.routine_locks_dir) as info:
+        yield info
 
 
 def replay_ledger(*sources: Path | str) -> dict[str, Any]:

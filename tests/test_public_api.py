@@ -42,3 +42,15 @@ def test_typed_embedding_passes_mypy_strict() -> None:
          "--cache-dir", "/dev/null", "tests/typed/usage.py"],
         cwd=REPO, capture_output=True, text=True, timeout=300)
     assert 0 == proc.returncode, proc.stdout + proc.stderr
+
+
+def test_hold_routine_lock_makes_run_due_raise_lock_busy(tmp_path: Path) -> None:
+    """testing.hold_routine_lock holds the lock: an embedded run_due raises LockBusy (75)."""
+    from specdojo_routine.testing import hold_routine_lock, write_project
+
+    paths = write_project(tmp_path / "p", routines={
+        "rtn-x": "interval: 1h\naction: {kind: exec-cycle}\n"})
+    with hold_routine_lock(paths), pytest.raises(specdojo_routine.LockBusy) as busy:
+        specdojo_routine.run_due(paths, env={"SPECDOJO_CLI": str(FAKE_CLI)})
+    assert 75 == busy.value.exit_code
+    assert not paths.routine_ledger.exists()
