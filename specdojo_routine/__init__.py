@@ -19,6 +19,7 @@ from .api import (
     validate,
 )
 from .config import ProjectPaths
+from .decide import PlannedAction
 from .definitions import Definitions
 from .errors import (
     ConfigError,
@@ -34,10 +35,9 @@ from .errors import (
     TornLedgerError,
     UsageError,
 )
-from .decide import PlannedAction
 from .handlers import AttemptReport, Listing, RoutineRow, RunReport, Selected
-from .locks import LockInfo
 from .jobplan import JobRunOutcome
+from .locks import LockInfo
 from .model import JobDefinition, Result, Routine
 from .views import replay
 

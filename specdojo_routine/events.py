@@ -12,6 +12,7 @@ Timestamps are strings in their stored form: ``scheduled_for``-style stamps with
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
@@ -89,8 +90,13 @@ def _one_of(*values: str) -> _Validator:
 
 
 def _json(value: Any) -> bool:
-    if value is None or isinstance(value, str | bool | int | float):
+    """Whether ``value`` survives a JSON round trip unchanged (finite floats, 64-bit ints)."""
+    if value is None or isinstance(value, str | bool):
         return True
+    if isinstance(value, int):
+        return -(2**63) <= value < 2**64
+    if isinstance(value, float):
+        return math.isfinite(value)
     if isinstance(value, list | tuple):
         return all(_json(item) for item in value)
     if isinstance(value, Mapping):

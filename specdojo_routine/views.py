@@ -125,7 +125,9 @@ def _resume(view_path: Path, path: Path, tail: ledger.Tail) -> tuple[RoutineFold
     return (state, offset) if covered else (RoutineFold(), 0)
 
 
-def _routine_document(paths: ProjectPaths, *, incremental: bool) -> tuple[RoutineStateDoc, Any]:
+def _routine_document(
+    paths: ProjectPaths, *, incremental: bool
+) -> tuple[RoutineStateDoc, ledger.Tail]:
     path = paths.routine_ledger
     tail = ledger.tail(path)
     state, offset = RoutineFold(), 0

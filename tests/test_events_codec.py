@@ -212,6 +212,9 @@ def test_attempt_ended_transition_must_match_its_result() -> None:
                      "scheduled_at": "2026-08-07T08:00:00.000Z", "inputs": {}, "task": {},
                      "checkpoint_before": None}),
     (ev.CheckpointAdvanced, {"run_id": "JBR-x", "job_id": "job-x", "values": {"a": object()}}),
+    (ev.CheckpointAdvanced, {"run_id": "JBR-x", "job_id": "job-x",
+                             "values": {"a": [float("nan")]}}),
+    (ev.CheckpointAdvanced, {"run_id": "JBR-x", "job_id": "job-x", "values": {"a": 2**70}}),
 ], ids=lambda v: v.__name__ if isinstance(v, type) else "")
 def test_invalid_fields_are_rejected(cls: type[Any], fields: dict[str, Any]) -> None:
     """Each event class validates its fields in the constructor."""
