@@ -1,0 +1,28 @@
+"""The code base stays type-checked (mypy --strict) and lint-clean (ruff), in CI too."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy not installed")
+def test_package_passes_mypy_strict() -> None:
+    """mypy --strict reports nothing on the package."""
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--strict", "specdojo_routine"],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert 0 == proc.returncode, proc.stdout + proc.stderr
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ruff") is None, reason="ruff not installed")
+def test_code_passes_ruff() -> None:
+    """ruff reports nothing on the package, the tests and the noxfile."""
+    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "specdojo_routine", "tests",
+                           "noxfile.py"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert 0 == proc.returncode, proc.stdout + proc.stderr
