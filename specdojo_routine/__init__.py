@@ -35,8 +35,9 @@ from .errors import (
     TornLedgerError,
     UsageError,
 )
-from .handlers import AttemptReport, Listing, RoutineRow, RunReport, Selected
+from .handlers import AttemptReport, RunReport, Selected
 from .jobplan import JobRunOutcome
+from .listing import Listing, RoutineRow
 from .locks import LockInfo
 from .model import JobDefinition, Result, Routine
 from .views import replay

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import handlers, jobs, views
+from . import handlers, jobs, listing, views
 from .agent import AgentExecutor
 from .config import ProjectPaths, resolve_project
 from .definitions import Definitions, load_definitions
@@ -52,9 +52,9 @@ def run_routine(
                         echo=echo, job_runner=jobs.RoutineJobRunner(agent=agent, env=env))
 
 
-def list_routines(paths: ProjectPaths, *, now: datetime | None = None) -> handlers.Listing:
+def list_routines(paths: ProjectPaths, *, now: datetime | None = None) -> listing.Listing:
     """``list``: status, due-ness and next occurrence of every routine; writes nothing."""
-    return handlers.list_routines(paths, now=now)
+    return listing.list_routines(paths, now=now)
 
 
 def resolve(

@@ -15,6 +15,7 @@ from typing import TextIO
 from . import errors, handlers, render, views
 from .definitions import Definitions
 from .errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, RoutineError
+from .listing import list_routines
 from .timeutil import parse_instant
 
 Command = Callable[[argparse.Namespace, TextIO, TextIO], int]
@@ -151,7 +152,7 @@ def cmd_job_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    listing = handlers.list_routines(_paths(args), now=args.now)
+    listing = list_routines(_paths(args), now=args.now)
     render.listing(listing, out, err, as_json=args.json)
     return EXIT_OK
 

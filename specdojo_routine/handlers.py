@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import getpass
 import os
-import sys
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -373,81 +372,3 @@ def history(
         if routine_id is None or event.get("routine_id") == routine_id:
             lines.append((raw, event))
     return lines[-limit:] if limit else lines
-
-
-def stdout_echo(json_mode: bool) -> TextIO:
-    """Where delegated commands' output goes: stdout, or stderr when stdout carries JSON."""
-    return sys.stderr if json_mode else sys.stdout
-
-
-
-# --- list ---------------------------------------------------------------------------------------
-
-
-@attrs.frozen(kw_only=True)
-class RoutineRow:
-    id: str
-    enabled: bool
-    schedule: str
-    kinds: list[str]
-    status: str
-    interrupted: bool
-    last_run: str | None
-    last_result: str | None
-    last_scheduled_for: str | None
-    last_reason: str | None
-    due: bool
-    next_occurrence: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        data = attrs.asdict(self)
-        del data["last_reason"]
-        return data
-
-
-@attrs.frozen(kw_only=True)
-class Listing:
-    now: datetime
-    rows: list[RoutineRow]
-    lock: locks.LockInfo
-    problems: list[str]
-
-
-def list_routines(
-    paths: ProjectPaths, *, now: datetime | None = None,
-    clock: Callable[[], datetime] | None = None,
-) -> Listing:
-    """Every valid routine with its status, due-ness and next occurrence; writes nothing."""
-    wall = to_utc((clock or (lambda: datetime.now(UTC)))())
-    the_now = to_utc(now) if now is not None else wall
-    defs = definitions.load_definitions(paths)
-    view = views.load_routine_view(paths)
-    lock = locks.routine_lock_status(paths.routine_locks_dir, now=wall)
-    rows = [_row(r, view.routines.get(r.id) or {}, the_now, lock.held) for r in defs.routines]
-    return Listing(now=the_now, rows=rows, lock=lock, problems=[str(p) for p in defs.errors])
-
-
-def _row(routine: Routine, state: Mapping[str, Any], now: datetime, lock_held: bool) -> RoutineRow:
-    status = state.get("status") or "never"
-    interrupted = status == "running" and not lock_held
-    try:
-        due = bool(schedule.due_occurrences(
-            routine, last_run=state.get("last_run"),
-            last_scheduled_for=state.get("last_scheduled_for"), now=now))
-    except TooManyMissedOccurrences:
-        due = True
-    if not routine.enabled:
-        next_text = None  # a disabled routine has no next occurrence until it is enabled
-    elif routine.trigger is not None:
-        nxt = schedule.next_occurrence(routine, now=now)
-        next_text = format_ms(nxt) if nxt else None
-    else:
-        next_text = format_s(schedule.next_interval_due(
-            routine, last_run=state.get("last_run"), now=now))
-    return RoutineRow(
-        id=routine.id, enabled=routine.enabled, schedule=routine.schedule_text,
-        kinds=[a.kind for a in routine.actions], status=status, interrupted=interrupted,
-        last_run=state.get("last_run"), last_result=state.get("last_result"),
-        last_scheduled_for=state.get("last_scheduled_for"), last_reason=state.get("last_reason"),
-        due=due and routine.enabled and status != "running", next_occurrence=next_text,
-    )

@@ -15,7 +15,8 @@ from .errors import EXIT_FAILURE, EXIT_OK
 from .timeutil import format_ms, format_s, try_parse_instant
 
 if TYPE_CHECKING:
-    from .handlers import Listing, RunReport
+    from .handlers import RunReport
+    from .listing import Listing
 
 
 def dumps(data: Any) -> str:

@@ -1,0 +1,84 @@
+"""``list``: every routine's status, due-ness and next occurrence; writes nothing (SPEC §8)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import attrs
+
+from . import definitions, locks, schedule, views
+from .config import ProjectPaths
+from .errors import TooManyMissedOccurrences
+from .model import Routine
+from .timeutil import format_ms, format_s, to_utc
+
+
+@attrs.frozen(kw_only=True)
+class RoutineRow:
+    id: str
+    enabled: bool
+    schedule: str
+    kinds: list[str]
+    status: str
+    interrupted: bool
+    last_run: str | None
+    last_result: str | None
+    last_scheduled_for: str | None
+    last_reason: str | None
+    due: bool
+    next_occurrence: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        data = attrs.asdict(self)
+        del data["last_reason"]
+        return data
+
+
+@attrs.frozen(kw_only=True)
+class Listing:
+    now: datetime
+    rows: list[RoutineRow]
+    lock: locks.LockInfo
+    problems: list[str]
+
+
+def list_routines(
+    paths: ProjectPaths, *, now: datetime | None = None,
+    clock: Callable[[], datetime] | None = None,
+) -> Listing:
+    """Every valid routine with its status, due-ness and next occurrence; writes nothing."""
+    wall = to_utc((clock or (lambda: datetime.now(UTC)))())
+    the_now = to_utc(now) if now is not None else wall
+    defs = definitions.load_definitions(paths)
+    view = views.load_routine_view(paths)
+    lock = locks.routine_lock_status(paths.routine_locks_dir, now=wall)
+    rows = [_row(r, view.routines.get(r.id) or {}, the_now, lock.held) for r in defs.routines]
+    return Listing(now=the_now, rows=rows, lock=lock, problems=[str(p) for p in defs.errors])
+
+
+def _row(routine: Routine, state: Mapping[str, Any], now: datetime, lock_held: bool) -> RoutineRow:
+    status = state.get("status") or "never"
+    interrupted = status == "running" and not lock_held
+    try:
+        due = bool(schedule.due_occurrences(
+            routine, last_run=state.get("last_run"),
+            last_scheduled_for=state.get("last_scheduled_for"), now=now))
+    except TooManyMissedOccurrences:
+        due = True
+    if not routine.enabled:
+        next_text = None  # a disabled routine has no next occurrence until it is enabled
+    elif routine.trigger is not None:
+        nxt = schedule.next_occurrence(routine, now=now)
+        next_text = format_ms(nxt) if nxt else None
+    else:
+        next_text = format_s(schedule.next_interval_due(
+            routine, last_run=state.get("last_run"), now=now))
+    return RoutineRow(
+        id=routine.id, enabled=routine.enabled, schedule=routine.schedule_text,
+        kinds=[a.kind for a in routine.actions], status=status, interrupted=interrupted,
+        last_run=state.get("last_run"), last_result=state.get("last_result"),
+        last_scheduled_for=state.get("last_scheduled_for"), last_reason=state.get("last_reason"),
+        due=due and routine.enabled and status != "running", next_occurrence=next_text,
+    )
