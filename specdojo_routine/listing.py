@@ -73,8 +73,8 @@ def _row(routine: Routine, state: Mapping[str, Any], now: datetime, lock_held: b
         nxt = schedule.next_occurrence(routine, now=now)
         next_text = format_ms(nxt) if nxt else None
     else:
-        next_text = format_s(schedule.next_interval_due(
-            routine, last_run=state.get("last_run"), now=now))
+        due_at = schedule.next_interval_due(routine, last_run=state.get("last_run"), now=now)
+        next_text = format_s(max(due_at, now))  # an overdue interval routine is due now
     return RoutineRow(
         id=routine.id, enabled=routine.enabled, schedule=routine.schedule_text,
         kinds=[a.kind for a in routine.actions], status=status, interrupted=interrupted,

@@ -240,3 +240,18 @@ def test_too_many_missed_fails_only_that_routine(project: Project) -> None:
     assert "missed_run: latest" in proc.stderr
     started = [e["routine_id"] for e in project.events() if e["type"] == "attempt_started"]
     assert ["rtn-flood", "rtn-other", "rtn-other"] == started
+
+
+def test_list_json_shows_an_overdue_interval_routine_as_due_now(project: Project) -> None:
+    """list --json: an interval routine past its interval is due, next occurrence = now."""
+    project.routine("rtn-hourly", "interval: 1h\naction: {kind: exec-cycle}\n")
+    assert 0 == project.cli("run", "--due", "--now", "2026-05-01T10:00:00Z").returncode
+    doc = orjson.loads(project.cli("list", "--json", "--now", "2026-05-01T13:30:00Z").stdout)
+    row = doc["routines"][0]
+    assert ("2026-05-01T13:30:00Z", True, "success") == (
+        row["next_occurrence"], row["due"], row["status"])
+    assert {"held": False, "pid": None, "host": None, "acquired_at": None,
+            "suspicious": False} == doc["lock"]
+    later = orjson.loads(project.cli("list", "--json", "--now", "2026-05-01T10:20:00Z").stdout)
+    assert ("2026-05-01T11:00:00Z", False) == (later["routines"][0]["next_occurrence"],
+                                                later["routines"][0]["due"])
