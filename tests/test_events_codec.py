@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specdojo_routine import codec
@@ -135,6 +135,7 @@ def test_every_event_class_has_a_strategy() -> None:
 
 
 @pytest.mark.parametrize("cls", ALL_CLASSES, ids=lambda c: c.__name__)
+@settings(deadline=None)  # a loaded CI machine must not fail a property
 @given(data=st.data(), seq=st.integers(1, 2**40), at=instants)
 def test_encode_decode_round_trip(cls: type[Any], data: st.DataObject, seq: int,
                                   at: datetime) -> None:
@@ -146,6 +147,7 @@ def test_encode_decode_round_trip(cls: type[Any], data: st.DataObject, seq: int,
 
 
 @pytest.mark.parametrize("cls", ALL_CLASSES, ids=lambda c: c.__name__)
+@settings(deadline=None)
 @given(data=st.data())
 def test_line_is_one_compact_object_with_the_envelope_first(cls: type[Any],
                                                               data: st.DataObject) -> None:

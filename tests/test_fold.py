@@ -371,7 +371,7 @@ def valid_histories(draw: st.DrawFn) -> list[ev.RoutineEvent]:
     return out
 
 
-@settings(max_examples=150)
+@settings(max_examples=150, deadline=None)
 @given(history=valid_histories(), data=st.data())
 def test_incremental_fold_equals_full_fold(history: list[ev.RoutineEvent],
                                            data: st.DataObject) -> None:
