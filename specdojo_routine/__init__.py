@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .agent import AgentExecutor, AgentRequest, AgentResult
 from .api import (
-    fold,
+    fold_views,
     history,
     list_routines,
     load_project,
@@ -74,7 +74,7 @@ __all__ = [
     "TornLedgerError",
     "UsageError",
     "__version__",
-    "fold",
+    "fold_views",
     "history",
     "list_routines",
     "load_project",

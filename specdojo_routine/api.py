@@ -64,7 +64,7 @@ def resolve(
     return handlers.resolve(paths, routine_id, result=result, note=note, by=by)
 
 
-def fold(paths: ProjectPaths, *, check: bool = False, repair: bool = False) -> list[str]:
+def fold_views(paths: ProjectPaths, *, check: bool = False, repair: bool = False) -> list[str]:
     """``fold``: rebuild every view from the ledgers; with ``check`` write nothing and return
     the views that differ."""
     return views.fold_all(paths, check=check, repair=repair)

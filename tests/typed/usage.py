@@ -42,7 +42,7 @@ def embed(root: Path, fake_cli: str) -> dict[str, str]:
     assert ["2026-W32"] == [req.inputs["period"] for req in agent.requests]
     listing: sr.Listing = sr.list_routines(paths, now=now)
     assert all(not row.due for row in listing.rows)
-    assert [] == sr.fold(paths, check=True)
+    assert [] == sr.fold_views(paths, check=True)
     assert_views_match_ledgers(paths)
     outcome: sr.JobRunOutcome = sr.run_job(paths, "job-summary", {"period": "2026-W32"},
                                            agent=agent)
