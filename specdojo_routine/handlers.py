@@ -176,7 +176,7 @@ def run(
         log = ledger.Ledger(paths.routine_ledger, clock=wall)
         ctx = _Context(paths=paths, defs=defs, now=the_now, env=env, echo=echo,
                        job_runner=job_runner, append=log.append)
-        view = views.refresh_routine_view(paths)
+        view = _register(ctx, defs, views.refresh_routine_view(paths))
         for routine in candidates:
             state = view.routines.get(routine.id)
             if _is_open(state):
@@ -212,15 +212,22 @@ def plan_selection(
         _select(report, routine, state, now, routine_id is not None, paths.project_id)
 
 
+def _register(ctx: _Context, defs: Definitions, view: views.RoutineView) -> views.RoutineView:
+    """T-01: record every valid definition seen for the first time or with a new digest."""
+    changed = [r for r in defs.routines
+               if (view.routines.get(r.id) or {}).get("digest") != r.digest]
+    for routine in changed:
+        ctx.append(events.RoutineRegistered(
+            routine_id=routine.id, digest=routine.digest, path=routine.path))
+    return views.refresh_routine_view(ctx.paths) if changed else view
+
+
 def _new_attempt_id(now: datetime) -> str:
     return f"att-{now.strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex[:8]}"
 
 
 def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -> AttemptReport:
     routine, occ = chosen.routine, chosen.occurrence
-    if (state or {}).get("digest") != routine.digest:
-        ctx.append(events.RoutineRegistered(
-            routine_id=routine.id, digest=routine.digest, path=routine.path))
     attempt_id = _new_attempt_id(ctx.now)
     started_at = format_s(ctx.now)
     ctx.append(events.AttemptStarted(

@@ -255,3 +255,24 @@ def test_list_json_shows_an_overdue_interval_routine_as_due_now(project: Project
     later = orjson.loads(project.cli("list", "--json", "--now", "2026-05-01T10:20:00Z").stdout)
     assert ("2026-05-01T11:00:00Z", False) == (later["routines"][0]["next_occurrence"],
                                                 later["routines"][0]["due"])
+
+
+def test_every_valid_definition_is_registered_once_and_on_change(project: Project) -> None:
+    """T-01: a run records routine_registered for each valid routine it sees (due or not),
+    and again only when the definition's digest changes."""
+    project.routine("rtn-due", "interval: 1h\naction: {kind: exec-cycle}\n")
+    project.routine("rtn-later", """\
+        trigger: {cron: "0 17 * * 5", timezone: Asia/Tokyo}
+        policy: {missed_run: skip}
+        action: {kind: exec-resume}
+        """)
+    project.cli("run", "--due", "--now", "2026-05-01T10:00:00Z")
+    project.cli("run", "--due", "--now", "2026-05-01T10:10:00Z")
+    registered = [e["routine_id"] for e in project.events() if e["type"] == "routine_registered"]
+    assert ["rtn-due", "rtn-later"] == registered
+    assert "never" == project.state()["routines"]["rtn-later"]["status"]
+    path = project.root / "routines" / "rtn-later.yaml"
+    path.write_text(path.read_text().replace("0 17", "0 18"))
+    project.cli("run", "--due", "--now", "2026-05-01T10:20:00Z")
+    registered = [e["routine_id"] for e in project.events() if e["type"] == "routine_registered"]
+    assert ["rtn-due", "rtn-later", "rtn-later"] == registered
