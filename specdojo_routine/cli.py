@@ -120,7 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         err.write(f"error: {exc}\n")
         return exc.exit_code
     except KeyboardInterrupt:
-        err.write("error: interrupted\n")
+        err.write("error: interrupted; an attempt that was running stays open and is reported "
+                  "as interrupted by the next run\n")
         return 130
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE

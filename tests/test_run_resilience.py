@@ -129,3 +129,26 @@ def test_on_interrupted_resume_closes_and_runs_the_next_occurrence(project: Proj
     assert ("T-07", "success") == (
         [e for e in project.events() if e["type"] == "attempt_started"][-1]["transition"],
         ended[-1]["result"])
+
+
+def test_sigterm_kills_the_running_command_and_leaves_the_attempt_open(
+    project: Project,
+) -> None:
+    """SIGTERM (a scheduler timeout): exit 130, the delegated command's group is killed, and the
+    attempt stays open - the next run reports it as interrupted."""
+    project.routine("rtn-term", """\
+        interval: 1h
+        action: {kind: specdojo, args: [sleep-41]}
+        """)
+    proc = project.popen("run", "--due", "--now", "2026-05-01T10:00:30Z")
+    _wait_for(lambda: len(project.calls()) == 1)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    assert 130 == proc.wait(timeout=30)
+    assert "interrupted" in proc.stderr.read()  # type: ignore[union-attr]
+    time.sleep(0.2)
+    leftovers = subprocess.run(["pgrep", "-f", "sleep 41"], capture_output=True, text=True)
+    assert "" == leftovers.stdout
+    again = project.cli("run", "--due", "--now", "2026-05-01T12:00:00Z")
+    assert 1 == again.returncode
+    assert "rtn-term: interrupted" in again.stderr
