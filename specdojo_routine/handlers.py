@@ -214,8 +214,7 @@ def plan_selection(
 
 def _register(ctx: _Context, defs: Definitions, view: views.RoutineView) -> views.RoutineView:
     """T-01: record every valid definition seen for the first time or with a new digest."""
-    changed = [r for r in defs.routines
-               if (view.routines.get(r.id) or {}).get("digest") != r.digest]
+    changed = [r for r in defs.routines if view.get(r.id).get("digest") != r.digest]
     for routine in changed:
         ctx.append(events.RoutineRegistered(
             routine_id=routine.id, digest=routine.digest, path=routine.path))
