@@ -12,7 +12,7 @@ from typing import Any, TextIO
 from . import definitions, jobplan, jobs, render, views
 from .config import ProjectPaths, resolve_project
 from .errors import UsageError
-from .fold import JobRunDoc
+from .fold_jobs import JobRunDoc
 from .jobplan import JobRunOutcome
 
 _RUN_ID = re.compile(r"JBR-[A-Za-z0-9][A-Za-z0-9-]*")

@@ -19,7 +19,7 @@ from typing import Any
 
 import attrs
 
-from . import fold, ledger, locks, runner, views
+from . import fold_jobs, ledger, locks, runner, views
 from .agent import AttemptDoc, RunDoc, plan_markdown, result_markdown
 from .config import ProjectPaths
 from .errors import JobError
@@ -103,8 +103,8 @@ def read_checkpoint(paths: ProjectPaths, job_id: str) -> dict[str, Any] | None:
         if doc is not None and doc["job_id"] == job_id and "checkpoint_after" in doc:
             candidates.append({"job_id": job_id, "checkpoint": doc["checkpoint_after"],
                                "last_run_id": doc["run_id"], "updated_at": doc["updated_at"]})
-    latest: dict[str, fold.JobCheckpointDoc] = {}
-    fold.merge_checkpoints(latest, candidates)
+    latest: dict[str, fold_jobs.JobCheckpointDoc] = {}
+    fold_jobs.merge_checkpoints(latest, candidates)
     return dict(latest[job_id]["checkpoint"]) if job_id in latest else None
 
 

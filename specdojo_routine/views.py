@@ -26,18 +26,20 @@ from .config import ProjectPaths
 from .errors import CorruptLedgerError, TornLedgerError
 from .events import TAGS, Event, RoutineEvent
 from .fold import (
-    JobCheckpointDoc,
-    JobRunDoc,
     RoutineFold,
     RoutineStateDoc,
     RoutineView,
-    RunFold,
     apply_all,
-    apply_run,
     fold_from_document,
+    routine_document,
+)
+from .fold_jobs import (
+    JobCheckpointDoc,
+    JobRunDoc,
+    RunFold,
+    apply_run,
     job_state_document,
     merge_checkpoints,
-    routine_document,
     run_document,
 )
 

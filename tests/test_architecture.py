@@ -9,7 +9,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "specdojo_routine"
 CORE = ["model", "schedule", "fold", "decide", "templates", "timeutil", "inputs", "redact",
-        "jobplan", "errors"]
+        "jobplan", "errors", "fold_jobs", "shellquote"]
 FORBIDDEN = {"os", "pathlib", "subprocess", "portalocker", "orjson", "ruamel", "time", "shutil",
              "socket", "io", "tempfile", "fcntl", "signal", "threading", "glob", "sys"}
 # core modules may import each other, never the edge

@@ -17,18 +17,20 @@ from specdojo_routine.errors import CorruptLedgerError, InvalidTransition
 from specdojo_routine.fold import (
     STATES,
     TRANSITIONS,
-    JobCheckpointDoc,
     RoutineEntryDoc,
     RoutineFold,
     RoutineView,
-    RunFold,
     apply_all,
-    apply_run,
     fold_from_document,
-    merge_checkpoints,
     never_entry,
     render_state_diagram,
     routine_document,
+)
+from specdojo_routine.fold_jobs import (
+    JobCheckpointDoc,
+    RunFold,
+    apply_run,
+    merge_checkpoints,
     run_document,
 )
 

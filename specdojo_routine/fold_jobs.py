@@ -1,0 +1,195 @@
+"""The Job Run fold: Job Run ledger events -> view documents (pure; SPEC §7.6).
+
+One Job Run ledger folds into a :class:`RunFold`; :func:`run_document` draws
+``runs/<run_id>.json`` from it and :func:`merge_checkpoints` / :func:`job_state_document`
+``job-state.json`` from the checkpoints of many. Split out of :mod:`fold` (which this module may
+import, never the reverse).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any, NotRequired, TypedDict
+
+import attrs
+
+from .errors import CorruptLedgerError, InvalidTransition
+from .events import RUN_STATUSES
+from .fold import Raw
+from .timeutil import try_parse_instant
+
+
+class JobAttemptDoc(TypedDict):
+    attempt: int
+    started_at: str
+    completed_at: NotRequired[str]
+    status: str  # running | succeeded | partial | failed | noop
+    exit_code: NotRequired[int]
+    evidence_ref: NotRequired[str]
+    reason: NotRequired[str]
+
+
+class JobRunDoc(TypedDict):
+    """``runs/<run_id>.json``: the upstream Job Run record (SPEC §7.6)."""
+
+    version: int
+    run_id: str
+    job_id: str
+    idempotency_key: str
+    project_id: str
+    trigger: str
+    scheduled_at: str
+    created_at: str
+    updated_at: str
+    state: str
+    inputs: dict[str, Any]
+    task: dict[str, Any]
+    checkpoint_before: dict[str, Any]
+    checkpoint_after: NotRequired[dict[str, Any]]
+    plan_ref: str
+    result_ref: str
+    attempts: list[JobAttemptDoc]
+
+
+class JobCheckpointDoc(TypedDict):
+    """One job of ``job-state.json``."""
+
+    checkpoint: dict[str, Any]
+    last_run_id: str
+    updated_at: str
+
+
+#: The Job Run states each event may follow ("new": no event yet; "created": no attempt yet,
+#: shown as running) and the state it leads to (``None``: the event's ``status``).
+RUN_RULES: dict[str, dict[str, str | None]] = {
+    "run_created": {"new": "created"},
+    "attempt_started": {"created": "running", "failed": "running", "partial": "running"},
+    "attempt_ended": {"running": None},
+    "checkpoint_advanced": {"succeeded": "succeeded", "noop": "noop"},
+}
+
+
+class InvalidRunTransition(InvalidTransition):
+    """A Job Run event is not legal in the run's current state."""
+
+    def __init__(self, run_id: str, state: str, event: str, where: str) -> None:
+        self.routine_id, self.state, self.event = run_id, state, event
+        Exception.__init__(self, f"{where}: event {event!r} is not allowed for Job Run "
+                                 f"{run_id} in state {state!r}")
+
+
+@attrs.define
+class RunFold:
+    """Accumulator of one Job Run ledger: the record so far and its checkpoint events."""
+
+    state: str = "new"
+    record: Raw = attrs.field(factory=dict)
+    checkpoints: list[Raw] = attrs.field(factory=list)
+
+
+def apply_run(state: RunFold, raw: Raw, *, where: str, line: int) -> None:
+    """Fold one (upgraded) Job Run ledger line into ``state``."""
+    kind = raw.get("type")
+    rules = RUN_RULES.get(kind) if isinstance(kind, str) else None
+    if rules is None:
+        raise CorruptLedgerError(where, line, f"unknown job event type {kind!r}")
+    try:
+        run_id = str(state.record.get("run_id", raw["run_id"]))
+        if state.state not in rules or raw["run_id"] != run_id or not _run_ok(state, raw):
+            shown = "running" if state.state == "created" else state.state
+            event = f"{kind} (attempt {raw['attempt']})" if "attempt" in raw else str(kind)
+            raise InvalidRunTransition(run_id, shown, event, f"{where}:{line}")
+        _RUN_HANDLERS[str(kind)](state, raw, raw["at"])
+        state.state = rules[state.state] or raw["status"]
+        state.record["updated_at"] = raw["at"]
+    except (KeyError, TypeError) as exc:
+        raise CorruptLedgerError(where, line, f"{kind} event lacks or mistypes {exc}") from None
+
+
+def _run_ok(state: RunFold, raw: Raw) -> bool:
+    """The attempt number (and status) an attempt event must carry."""
+    attempts = state.record.get("attempts", [])
+    if raw["type"] == "attempt_started":
+        return bool(raw["attempt"] == len(attempts) + 1)
+    if raw["type"] == "attempt_ended":
+        return bool(raw["attempt"] == attempts[-1]["attempt"] and raw["status"] in RUN_STATUSES)
+    return raw["type"] != "checkpoint_advanced" or bool(raw["job_id"] == state.record["job_id"])
+
+
+def _run_created(state: RunFold, raw: Raw, at: str) -> None:
+    keys = ("run_id", "job_id", "idempotency_key", "project_id", "trigger", "scheduled_at")
+    state.record = {k: raw[k] for k in keys} | {"created_at": at, "updated_at": at}
+    state.record |= {"inputs": raw["inputs"], "task": raw["task"], "attempts": []}
+    state.record |= {"checkpoint_before": raw["checkpoint_before"] or {}, "checkpoint_after": None}
+
+
+def _run_attempt_started(state: RunFold, raw: Raw, at: str) -> None:
+    state.record["attempts"].append({"attempt": raw["attempt"], "started_at": at,
+                                     "status": "running"})
+
+
+def _run_attempt_ended(state: RunFold, raw: Raw, at: str) -> None:
+    attempts = state.record["attempts"]
+    opened = attempts[-1]
+    ended = {"attempt": opened["attempt"], "started_at": opened["started_at"],
+             "completed_at": at, "status": raw["status"]}
+    ended |= {k: raw[k] for k in ("exit_code", "evidence_ref", "reason") if raw.get(k) is not None}
+    attempts[-1] = ended
+
+
+def _checkpoint_advanced(state: RunFold, raw: Raw, at: str) -> None:
+    values = raw["values"]
+    if not isinstance(values, dict):
+        raise TypeError("'values'")
+    state.record["checkpoint_after"] = values
+    entry = {"checkpoint": values, "last_run_id": raw["run_id"], "updated_at": at}
+    state.checkpoints.append({"job_id": raw["job_id"], **entry})
+
+
+_RUN_HANDLERS: dict[str, Callable[[RunFold, Raw, str], None]] = {
+    "run_created": _run_created,
+    "attempt_started": _run_attempt_started,
+    "attempt_ended": _run_attempt_ended,
+    "checkpoint_advanced": _checkpoint_advanced,
+}
+
+
+def run_document(state: RunFold) -> JobRunDoc | None:
+    """The ``runs/<run_id>.json`` document, keys in upstream order (None: no run yet)."""
+    r = state.record
+    if not r:
+        return None
+    doc: Raw = {"version": 1} | {k: r[k] for k in _RUN_KEYS}
+    doc["state"] = "running" if state.state == "created" else state.state
+    doc |= {"inputs": r["inputs"], "task": r["task"], "checkpoint_before": r["checkpoint_before"]}
+    if r["checkpoint_after"] is not None:
+        doc["checkpoint_after"] = r["checkpoint_after"]
+    doc["plan_ref"] = f"exec/plans/{r['run_id']}-plan.md"
+    doc["result_ref"] = f"exec/results/{r['run_id']}-result.md"
+    doc["attempts"] = r["attempts"]
+    return doc  # type: ignore[return-value]
+
+
+_RUN_KEYS = ("run_id", "job_id", "idempotency_key", "project_id", "trigger", "scheduled_at",
+             "created_at", "updated_at")
+
+
+def merge_checkpoints(jobs: dict[str, JobCheckpointDoc], candidates: Iterable[Raw]) -> None:
+    """Keep, per job, the latest checkpoint (by ``updated_at``, ties by run id, then order)."""
+    for c in candidates:
+        current = jobs.get(c["job_id"])
+        if current is None or _recency(c) >= _recency(current):
+            jobs[c["job_id"]] = {"checkpoint": c["checkpoint"], "last_run_id": c["last_run_id"],
+                                 "updated_at": c["updated_at"]}
+
+
+def _recency(entry: Mapping[str, Any]) -> tuple[datetime, str]:
+    return try_parse_instant(entry["updated_at"]) or datetime.min.replace(tzinfo=UTC), str(
+        entry["last_run_id"]
+    )
+
+
+def job_state_document(jobs: Mapping[str, JobCheckpointDoc]) -> dict[str, Any]:
+    """The ``job-state.json`` document, jobs sorted by id."""
+    return {"version": 1, "jobs": {job_id: jobs[job_id] for job_id in sorted(jobs)}}
