@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TextIO
 
 from . import errors, handlers, render, views
+from .config import ProjectPaths
 from .definitions import Definitions
 from .errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, RoutineError
 from .listing import list_routines
@@ -133,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 # --- commands ---------------------------------------------------------------------------------
 
 
-def _paths(args: argparse.Namespace) -> handlers.ProjectPaths:
+def _paths(args: argparse.Namespace) -> ProjectPaths:
     return handlers.project(args.root, args.project)
 
 
@@ -168,7 +169,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _run_job_action(
-    paths: handlers.ProjectPaths, defs: Definitions, *, job_id: str, inputs: Mapping[str, str],
+    paths: ProjectPaths, defs: Definitions, *, job_id: str, inputs: Mapping[str, str],
     scheduled_at: datetime, echo: TextIO | None,
 ) -> handlers.JobActionOutcome:
     from .jobs import routine_job_runner  # loaded only when a routine has a job action

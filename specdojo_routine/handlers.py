@@ -21,13 +21,8 @@ from . import decide, definitions, events, ledger, locks, runner, schedule, view
 from .config import ProjectPaths, resolve_project
 from .definitions import Definitions
 from .errors import EXIT_FAILURE, EXIT_OK, RoutineError, TooManyMissedOccurrences, UsageError
-from .model import Result, Routine, aggregate
+from .model import OnInterrupted, Result, Routine, aggregate
 from .timeutil import format_ms, format_s, to_utc
-
-__all__ = [
-    "AttemptReport", "JobActionOutcome", "JobActionRunner", "ProjectPaths", "RunReport",
-    "project", "resolve", "run", "validate",
-]
 
 
 def project(root: Path | None = None, project_id: str | None = None) -> ProjectPaths:
@@ -144,7 +139,8 @@ def _select(
 
 
 def _is_open(state: Mapping[str, Any] | None) -> bool:
-    return bool(state) and state is not None and state.get("status") == "running"
+    """An attempt is started and not yet ended or resolved."""
+    return state is not None and state.get("status") == "running"
 
 
 def run(
@@ -178,37 +174,49 @@ def run(
                        job_runner=job_runner, append=log.append)
         view = _register(ctx, defs, views.refresh_routine_view(paths))
         for routine in candidates:
-            state = view.routines.get(routine.id)
-            if _is_open(state):
-                if routine.policy.on_interrupted.value != "resume":
-                    report.interrupted.append(routine.id)
-                    continue
-                _close_interrupted(ctx, routine, state or {})
-                report.closed_interrupted.append(routine.id)
-                view = views.refresh_routine_view(paths)
-                state = view.routines.get(routine.id)
-            before = len(report.selected)
-            _select(report, routine, state, the_now, routine_id is not None, paths.project_id)
-            for chosen in report.selected[before:]:
-                report.results.append(_attempt(ctx, chosen, state))
-                view = views.refresh_routine_view(paths)
-                state = view.routines.get(routine.id)
+            view = _run_routine(ctx, report, routine, view, explicit=routine_id is not None)
     return report
+
+
+def _run_routine(
+    ctx: _Context, report: RunReport, routine: Routine, view: views.RoutineView, *,
+    explicit: bool,
+) -> views.RoutineView:
+    """Every due occurrence of one routine, oldest first (we hold the lock, so an open attempt
+    is an interrupted one: refused, or closed first under ``on_interrupted: resume``)."""
+    state = view.routines.get(routine.id)
+    if _is_open(state):
+        if routine.policy.on_interrupted is not OnInterrupted.RESUME:
+            report.interrupted.append(routine.id)
+            return view
+        _close_interrupted(ctx, routine, state or {})
+        report.closed_interrupted.append(routine.id)
+        view = views.refresh_routine_view(ctx.paths)
+        state = view.routines.get(routine.id)
+    before = len(report.selected)
+    _select(report, routine, state, ctx.now, explicit, ctx.paths.project_id)
+    for chosen in report.selected[before:]:
+        report.results.append(_attempt(ctx, chosen, state))
+        view = views.refresh_routine_view(ctx.paths)
+        state = view.routines.get(routine.id)
+    return view
 
 
 def plan_selection(
     report: RunReport, candidates: list[Routine], view: views.RoutineView, now: datetime,
     routine_id: str | None, paths: ProjectPaths, *, interrupted: bool,
 ) -> None:
+    """Select (without recording) what a run would do; ``interrupted``: the routine lock is
+    free, so an open attempt is an interrupted one rather than a run in progress."""
     for routine in candidates:
         state = view.routines.get(routine.id)
         if _is_open(state):
-            if interrupted and routine.policy.on_interrupted.value != "resume":
+            if not interrupted:
+                continue  # another live run holds the lock: the routine is simply running
+            if routine.policy.on_interrupted is not OnInterrupted.RESUME:
                 report.interrupted.append(routine.id)
-            if interrupted and routine.policy.on_interrupted.value == "resume":
-                report.closed_interrupted.append(routine.id)
-            else:
                 continue
+            report.closed_interrupted.append(routine.id)  # a real run would close it first
         _select(report, routine, state, now, routine_id is not None, paths.project_id)
 
 
