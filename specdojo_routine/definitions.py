@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -241,7 +242,9 @@ def read_definition(path: Path, rel: str, kind: str) -> tuple[Report, Any]:
     if not _scan(source, report):
         return report, None
     try:
-        data = _yaml().load(source)
+        with warnings.catch_warnings():  # ruamel warns (on stderr) about re-defined anchors,
+            warnings.simplefilter("ignore")  # which YAML 1.2 allows: not the user's problem
+            data = _yaml().load(source)
     except MarkedYAMLError as exc:
         report.error(_mark_pos(exc), _yaml_message(exc))
         return report, None
