@@ -131,6 +131,10 @@ def unknown_keys(r: Report, node: Node, allowed: Sequence[str], owner: str, hint
     for key, child in node.entries():
         if key in allowed:
             continue
+        if not isinstance(key, str | int | float | bool) or key is None:
+            r.error(child.key_pos, f"{node.label or owner} has a key that is not a plain "
+                                   "scalar (a mapping or list used as a key); use a string key")
+            continue
         close = difflib.get_close_matches(str(key), list(allowed), n=1)
         more = f'did you mean "{close[0]}"?' if close else hint or "allowed: " + ", ".join(allowed)
         r.error(child.key_pos, f'{node.label or owner} has unknown key "{key}" ({more})')
