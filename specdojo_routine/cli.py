@@ -6,6 +6,7 @@ Parsing and rendering only; every command is a thin handler in :mod:`handlers`.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -18,6 +19,7 @@ from .definitions import Definitions
 from .errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, RoutineError
 from .listing import list_routines
 from .timeutil import parse_instant
+from .validation import one_line
 
 Command = Callable[[argparse.Namespace, TextIO, TextIO], int]
 
@@ -118,8 +120,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
         return _dispatch(args)(args, out, err)
     except RoutineError as exc:
-        err.write(f"error: {exc}\n")
+        err.write(f"error: {one_line(str(exc))}\n")
         return exc.exit_code
+    except BrokenPipeError:  # the reader went away (`history | head`): stop quietly
+        _silence(out)
+        return EXIT_FAILURE
     except KeyboardInterrupt:
         err.write("error: interrupted; an attempt that was running stays open and is reported "
                   "as interrupted by the next run\n")
@@ -127,8 +132,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     except Exception as exc:
-        err.write(f"error: internal error ({type(exc).__name__}: {exc}); please report it\n")
+        err.write(f"error: internal error ({one_line(f'{type(exc).__name__}: {exc}')}); "
+                  "please report it\n")
         return EXIT_FAILURE
+
+
+def _silence(stream: TextIO) -> None:
+    """Point a broken stdout at /dev/null, so the interpreter's final flush stays quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # not a real file (tests capture it)
+        pass
 
 
 # --- commands ---------------------------------------------------------------------------------
@@ -156,7 +172,8 @@ def cmd_job_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     listing = list_routines(_paths(args), now=args.now)
     render.listing(listing, out, err, as_json=args.json)
-    return EXIT_OK
+    attention = listing.problems or any(row.interrupted for row in listing.rows)
+    return EXIT_FAILURE if attention else EXIT_OK  # usable as a health check (SPEC §8)
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

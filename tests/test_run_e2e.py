@@ -276,3 +276,15 @@ def test_every_valid_definition_is_registered_once_and_on_change(project: Projec
     project.cli("run", "--due", "--now", "2026-05-01T10:20:00Z")
     registered = [e["routine_id"] for e in project.events() if e["type"] == "routine_registered"]
     assert ["rtn-due", "rtn-later", "rtn-later"] == registered
+
+
+def test_list_exits_1_on_an_invalid_definition_or_an_interrupted_routine(
+    project: Project,
+) -> None:
+    """list is a health check: exit 0 when all is well, 1 for a validation error (SPEC §8)."""
+    project.routine("rtn-ok", "interval: 1h\naction: {kind: exec-cycle}\n")
+    assert 0 == project.cli("list").returncode
+    project.routine("rtn-bad", "interval: 1x\naction: {kind: exec-cycle}\n")
+    proc = project.cli("list")
+    assert 1 == proc.returncode
+    assert "rtn-bad.yaml" in proc.stderr
