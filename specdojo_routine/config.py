@@ -109,15 +109,20 @@ def _load_config(root: Path) -> dict[str, object]:
 
 
 def _select_project(
-    projects: Mapping[str, object], wanted: str | None, current: object, where: Path
+    projects: Mapping[str, object], wanted: str | None, source: str, current: object,
+    where: Path,
 ) -> str:
+    """``wanted`` (from ``source``), else ``current_project``, else the first project. A
+    choice that names no configured project is an error, never a silent fallback to another
+    project's routines."""
+    if not wanted and isinstance(current, str) and current.strip():
+        wanted, source = current.strip(), '"current_project"'
     if wanted:
         if wanted not in projects:
             known = ", ".join(sorted(projects)) or "none"
-            raise ConfigError(f'{where}: unknown project "{wanted}" (known: {known})')
+            raise ConfigError(
+                f'{where}: unknown project "{wanted}" (known: {known}), named by {source}')
         return wanted
-    if isinstance(current, str) and current in projects:
-        return current
     if not projects:
         raise ConfigError(f"{where}: no projects configured under \"projects\"")
     return next(iter(projects))
@@ -148,8 +153,9 @@ def resolve_project(
     projects = config.get("projects")
     if not isinstance(projects, dict):
         raise ConfigError(f'{where}: "projects" must be an object of project ids')
-    wanted = project or env.get("SPECDOJO_PROJECT") or None
-    project_id = _select_project(projects, wanted, config.get("current_project"), where)
+    wanted, source = (project, "--project") if project else (
+        env.get("SPECDOJO_PROJECT") or None, "$SPECDOJO_PROJECT")
+    project_id = _select_project(projects, wanted, source, config.get("current_project"), where)
     entry = projects[project_id]
     if not isinstance(entry, dict):
         raise ConfigError(f'{where}: project "{project_id}" must be an object')
