@@ -102,7 +102,7 @@ class ShellScanner:
             return i + 1
         nxt, kinds = text[i + 1], [frame.kind for frame in self.stack]
         if "backtick" in kinds and (
-            nxt == "`" or (nxt == '"' and "dq" in kinds[: kinds.index("backtick")])
+            nxt in "`\\$" or (nxt == '"' and "dq" in kinds[: kinds.index("backtick")])
         ):
             self.uncertain = f"an escaped {nxt} inside `...` (use $( ) instead)"
         self.word_start, self.word = False, "\0"
@@ -131,8 +131,8 @@ class ShellScanner:
         elif c == '"':
             self._push("dq")
         elif c == "'" and frame.kind == "param":
-            if any(f.kind == "dq" for f in self.stack):
-                self.uncertain = 'a single quote inside "${...}"'
+            if any(f.kind in ("dq", "arith") for f in self.stack):
+                self.uncertain = 'a single quote inside "${...}" or inside a ${...} within $((...))'
             self._push("sq")
         elif c == "}" and frame.kind == "param":
             self._pop()
@@ -203,9 +203,21 @@ class ShellScanner:
                 self.stack.append(self.pending.pop(0))
         return i + 1
 
+    def _quoted_in_expansion(self) -> str | None:
+        """A "..." inside $((...)), or inside a ${...} that is itself double-quoted or inside
+        $((...)): the shells read the single quotes of an insertion there literally."""
+        if self.top.kind != "dq":
+            return None
+        below = [frame.kind for frame in reversed(self.stack[:-1])]
+        outer = next((kind for kind in below if kind != "param"), "top")
+        if below[0] == "arith" or (below[0] == "param" and outer in ("dq", "arith")):
+            return 'a "..." string within "${...}" or $((...))'
+        return None
+
     def unsafe(self) -> str | None:
         """Why a value cannot be inserted safely here (``"inside ..."``; ``None``: it can)."""
-        where = self.uncertain or self.hazard or _INSIDE.get(self.top.kind)
+        where = (self.uncertain or self.hazard or _INSIDE.get(self.top.kind)
+                 or self._quoted_in_expansion())
         if where is None:
             return None
         verb = "after" if self.uncertain else "right after" if self.hazard else "inside"
