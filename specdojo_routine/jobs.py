@@ -126,7 +126,10 @@ class _Env:
             extra["SPECDOJO_ROUTINE_EXEC"] = "1"
         if token is not None:
             extra[locks.EXEC_LOCK_TOKEN_ENV] = token
-        return runner.child_env(self.env, extra)
+        env = runner.child_env(self.env, extra)
+        if self.trigger != "routine":  # set only when a routine runs the Job (SPEC §7.3),
+            env.pop("SPECDOJO_ROUTINE_EXEC", None)  # even if the caller inherited it
+        return env
 
     def reason(self, text: str | None) -> str | None:
         if not text:
@@ -352,7 +355,9 @@ class RoutineJobRunner:
             outcome = run_job(paths, defs, job_id, typed, scheduled_at=scheduled_at,
                               trigger="routine", echo=echo, agent=self.agent, env=self.env)
         except (RoutineError, OSError) as exc:
-            return JobActionOutcome(result=Result.FAILURE, reason=str(exc)[:REASON_LIMIT])
+            secrets = secret_values(os.environ if self.env is None else self.env)
+            reason = redact(str(exc), secrets).replace("\n", " ")[:REASON_LIMIT]
+            return JobActionOutcome(result=Result.FAILURE, reason=reason)
         result, reason = jobplan.routine_result(outcome)
         return JobActionOutcome(result=result, reason=reason, job_run_id=outcome.run_id,
                                 exit_code=outcome.exit_code)

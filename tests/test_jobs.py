@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ import pytest
 from conftest import Project
 from jobhelper import HELPER, clean_env, commit, git, ledger_events, paths_of, run
 
-from specdojo_routine import jobs, views
+from specdojo_routine import definitions, jobs, views
 from specdojo_routine.agent import AgentRequest, AgentResult
 from specdojo_routine.definitions import load_jobs
 from specdojo_routine.errors import JobError
@@ -541,3 +541,23 @@ def test_inherited_lock_with_a_live_owner_refuses_to_steal_the_attempt(
     nested = (project.root / "nested.txt").read_text()
     assert "succeeded" == out.state
     assert f"error: Job Run {out.run_id} attempt 1 is still running (pid {os.getpid()}" in nested
+
+
+def test_manual_run_does_not_pass_an_inherited_routine_marker(tmp_path: Path) -> None:
+    """SPECDOJO_ROUTINE_EXEC=1 reaches the command only when a routine runs the Job, even if
+    the caller's environment already has it (SPEC §7.3)."""
+    from specdojo_routine.testing import write_project
+
+    paths = write_project(tmp_path / "p", jobs={"job-env": """
+        name: Env probe
+        task: {mode: command, command: 'printf "%s" "${SPECDOJO_ROUTINE_EXEC:-unset}" > marker'}
+        run: {idempotency_key: "{{job_id}}:{{scheduled_at}}"}
+    """})
+    defs = definitions.load_definitions(paths)
+    env = {**os.environ, "SPECDOJO_ROUTINE_EXEC": "1"}
+    at = datetime(2026, 8, 7, tzinfo=UTC)
+    jobs.run_job(paths, defs, "job-env", {}, scheduled_at=at, trigger="manual", env=env)
+    assert "unset" == (paths.root / "marker").read_text()
+    jobs.run_job(paths, defs, "job-env", {}, scheduled_at=at + timedelta(days=1),
+                 trigger="routine", env=env)
+    assert "1" == (paths.root / "marker").read_text()
