@@ -67,8 +67,9 @@ class CorruptLedgerError(LedgerError):
     def __init__(self, path: str, line: int, reason: str) -> None:
         self.path, self.line, self.reason = path, line, reason
         super().__init__(
-            f"{path}:{line}: {reason} (the ledger is damaged before its last line; "
-            "restore it from a backup - it is never repaired automatically)"
+            f"{path}:{line}: {reason} (this is not a torn last line, so it is never repaired "
+            "automatically; restore the ledger from a backup, or upgrade specdojo_routine if "
+            "the line was written by a newer version)"
         )
 
 

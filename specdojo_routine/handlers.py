@@ -17,7 +17,7 @@ from typing import Any, Protocol, TextIO
 
 import attrs
 
-from . import decide, definitions, events, ledger, locks, runner, schedule, views
+from . import decide, definitions, errors, events, ledger, locks, runner, schedule, views
 from .config import ProjectPaths, resolve_project
 from .definitions import Definitions
 from .errors import EXIT_FAILURE, EXIT_OK, RoutineError, TooManyMissedOccurrences, UsageError
@@ -352,6 +352,8 @@ def resolve(
     """Record an operator's outcome for an interrupted attempt (SPEC §6.5); returns its id."""
     wall = clock or (lambda: datetime.now(UTC))
     who = by or os.environ.get("USER") or _login_name()
+    if not note.strip():
+        raise UsageError("resolve needs a --note saying what was checked (got an empty note)")
     with locks.routine_lock(paths.routine_locks_dir, clock=wall):
         view = views.refresh_routine_view(paths)
         state = view.routines.get(routine_id)
@@ -380,9 +382,14 @@ def _login_name() -> str:
 def history(
     paths: ProjectPaths, routine_id: str | None = None, limit: int | None = None
 ) -> list[tuple[bytes, dict[str, Any]]]:
-    """Routine ledger events, oldest first: (the line exactly as stored, the upgraded event)."""
+    """Routine ledger events, oldest first: (the line exactly as stored, the upgraded event).
+    An unknown event type is a :class:`CorruptLedgerError` naming the file and line (SPEC §5)."""
     lines: list[tuple[bytes, dict[str, Any]]] = []
-    for raw, event in ledger.read_lines(paths.routine_ledger):
+    path = paths.routine_ledger
+    for line_no, (raw, event) in enumerate(ledger.read_lines(path), 1):
+        if (kind := event.get("type")) not in events.ROUTINE_EVENT_TYPES:
+            reason = f"unknown routine event type {kind!r}"
+            raise errors.CorruptLedgerError(str(path), line_no, reason)
         if routine_id is None or event.get("routine_id") == routine_id:
             lines.append((raw, event))
     return lines[-limit:] if limit else lines

@@ -356,8 +356,8 @@ class RoutineJobRunner:
                               trigger="routine", echo=echo, agent=self.agent, env=self.env)
         except (RoutineError, OSError) as exc:
             secrets = secret_values(os.environ if self.env is None else self.env)
-            reason = redact(str(exc), secrets).replace("\n", " ")[:REASON_LIMIT]
-            return JobActionOutcome(result=Result.FAILURE, reason=reason)
+            message = redact(str(exc), secrets).replace("\n", " ")[:REASON_LIMIT]
+            return JobActionOutcome(result=Result.FAILURE, reason=message)
         result, reason = jobplan.routine_result(outcome)
         return JobActionOutcome(result=result, reason=reason, job_run_id=outcome.run_id,
                                 exit_code=outcome.exit_code)
