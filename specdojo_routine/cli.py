@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
-from . import errors, handlers, render, views
+from . import errors, handlers, render
 from .config import ProjectPaths
 from .definitions import Definitions
 from .errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, RoutineError
@@ -203,7 +203,9 @@ def cmd_resolve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_fold(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    drifted = views.fold_all(_paths(args), check=args.check, repair=args.repair)
+    drifted, moved = handlers.fold(_paths(args), check=args.check, repair=args.repair)
+    for fragment in moved:
+        out.write(f"repaired: moved a torn last line aside to {fragment}\n")
     if args.check:
         for path in drifted:
             err.write(f"drift: {path} differs from the fold of its ledger\n")

@@ -6,6 +6,7 @@ them to the ledger, the locks, the definitions and the runner.
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 import time
@@ -23,6 +24,8 @@ from .definitions import Definitions
 from .errors import EXIT_FAILURE, EXIT_OK, RoutineError, TooManyMissedOccurrences, UsageError
 from .model import OnInterrupted, Result, Routine, aggregate
 from .timeutil import format_ms, format_s, to_utc
+
+FOLD_ACTOR = "specdojo_routine fold"
 
 
 def project(root: Path | None = None, project_id: str | None = None) -> ProjectPaths:
@@ -393,3 +396,24 @@ def history(
         if routine_id is None or event.get("routine_id") == routine_id:
             lines.append((raw, event))
     return lines[-limit:] if limit else lines
+
+
+def fold(
+    paths: ProjectPaths, *, check: bool = False, repair: bool = False,
+) -> tuple[list[str], list[str]]:
+    """``fold``: rebuild every view; returns (views that differed, torn fragments moved aside).
+
+    ``check`` only reads. Otherwise the routine lock and, when Job Runs exist, the project exec
+    lock are held, so a concurrent run cannot append between the fold and its publication
+    (busy: exit 75)."""
+    if check:
+        return views.fold_all(paths, check=True), []
+    with contextlib.ExitStack() as held:
+        held.enter_context(locks.routine_lock(paths.routine_locks_dir))
+        if paths.runs_dir.is_dir():
+            held.enter_context(locks.exec_lock(paths.exec_locks_dir, actor=FOLD_ACTOR))
+        moved = []
+        if repair:
+            ledgers = [paths.routine_ledger, *sorted(paths.runs_dir.glob("*.jsonl"))]
+            moved = [paths.rel(m) for m in map(ledger.repair, ledgers) if m is not None]
+        return views.fold_all(paths), moved

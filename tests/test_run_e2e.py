@@ -288,3 +288,27 @@ def test_list_exits_1_on_an_invalid_definition_or_an_interrupted_routine(
     proc = project.cli("list")
     assert 1 == proc.returncode
     assert "rtn-bad.yaml" in proc.stderr
+
+
+def test_fold_repair_says_what_it_moved_and_fold_waits_for_no_one(project: Project) -> None:
+    """fold --repair names the torn fragment it moved aside; fold is refused (75) while a run
+    holds the routine lock, so it cannot publish a view a concurrent run made stale."""
+    project.routine("rtn-f", "interval: 1h\naction: {kind: specdojo, args: [sleep-2]}\n")
+    assert 0 == project.cli("run", "--due", "--now", "2026-05-01T10:00:00Z").returncode
+    with project.ledger.open("ab") as ledger:
+        ledger.write(b'{"version":1,"seq":9')
+    repaired = project.cli("fold", "--repair")
+    assert 0 == repaired.returncode, repaired.stderr
+    assert "repaired: moved a torn last line aside to routines/generated/routine-runs.jsonl.torn-" \
+        in repaired.stdout
+    slow = project.popen("run", "--due", "--now", "2026-05-01T12:00:00Z")
+    try:
+        import time
+        while len(project.calls()) < 2:
+            time.sleep(0.05)
+        busy = project.cli("fold")
+        assert 75 == busy.returncode
+        assert "Another routine run is in progress" in busy.stderr
+    finally:
+        slow.wait(timeout=60)
+    assert 0 == project.cli("fold", "--check").returncode
