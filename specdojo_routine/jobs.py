@@ -284,6 +284,7 @@ def _attempt(
     values = jobplan.checkpoint_after(prep.job, verdict.status, prep.context())
     if values is not None:
         batch.append(CheckpointAdvanced(run_id=prep.run_id, job_id=prep.job.id, values=values))
+    _still_open(ctx.paths, prep.run_id, attempt)
     log.append_many(batch)
     jobfiles.write_result(ctx.paths, prep, AttemptDoc(
         attempt=attempt, status=verdict.status, reason=reason, started_at=format_s(started),
@@ -294,6 +295,19 @@ def _attempt(
                          attempt=attempt, skipped=verdict.busy, reason=reason,
                          evidence_ref=done.evidence_ref, exit_code=done.exit_code,
                          trigger=ctx.trigger)
+
+
+def _still_open(paths: ProjectPaths, run_id: str, attempt: int) -> None:
+    """Refuse to record a result for an attempt someone else already closed: a runner stalled
+    past the exec lock's 30 s staleness can find its lock taken over and its attempt closed as
+    interrupted. Recording nothing keeps the run ledger foldable."""
+    view = views.load_job_run(paths, run_id)
+    mine = [a for a in (view["attempts"] if view else []) if a["attempt"] == attempt]
+    if not mine or mine[0]["status"] != "running":
+        views.refresh_job_views(paths, [run_id])  # publish what the ledger says
+        raise JobError(f"{run_id}: attempt {attempt} was closed by another runner while this "
+                       "one was stalled (its exec lock was taken over); its result is not "
+                       "recorded - run the Job again")
 
 
 def _execute(ctx: _Env, prep: Prepared, handle: locks.ExecLockHandle, attempt: int) -> _Done:

@@ -561,3 +561,28 @@ def test_manual_run_does_not_pass_an_inherited_routine_marker(tmp_path: Path) ->
     jobs.run_job(paths, defs, "job-env", {}, scheduled_at=at + timedelta(days=1),
                  trigger="routine", env=env)
     assert "1" == (paths.root / "marker").read_text()
+
+
+CLOSE_MY_ATTEMPT = (
+    "import os, sys\n"
+    "from specdojo_routine.events import RunAttemptEnded\n"
+    "from specdojo_routine.ledger import Ledger\n"
+    "run_id = os.environ['SPECDOJO_JOB_RUN_ID']\n"
+    "Ledger(f'execution/jobs/runs/{run_id}.jsonl').append(RunAttemptEnded(\n"
+    "    run_id=run_id, attempt=1, status='failed', reason='interrupted'))\n"
+)
+
+
+def test_a_result_for_an_attempt_closed_by_a_takeover_is_not_recorded(project: Project) -> None:
+    """A runner whose attempt another runner closed (its exec lock was taken over while it was
+    stalled) records nothing more: the run ledger stays foldable (fold --check passes)."""
+    (project.root / "close_attempt.py").write_text(CLOSE_MY_ATTEMPT)
+    command_job(project, f"{sys.executable} close_attempt.py")
+    proc = project.cli("job", "run", "--job", "job-cmd", "--scheduled-at", "2026-05-01T00:00:00Z")
+    assert 1 == proc.returncode
+    assert "was closed by another runner" in proc.stderr
+    assert 1 == len(proc.stderr.splitlines())
+    run_ids = [p.stem for p in (project.root / "execution" / "jobs" / "runs").glob("*.jsonl")]
+    kinds = [e["type"] for e in ledger_events(paths_of(project.root), run_ids[0])]
+    assert ["run_created", "attempt_started", "attempt_ended"] == kinds
+    assert 0 == project.cli("fold", "--check").returncode
