@@ -18,7 +18,7 @@ from typing import Any, Protocol, TextIO
 
 import attrs
 
-from . import decide, definitions, errors, events, ledger, locks, runner, schedule, views
+from . import decide, definitions, errors, events, execlock, ledger, locks, runner, schedule, views
 from .config import ProjectPaths, resolve_project
 from .definitions import Definitions
 from .errors import EXIT_FAILURE, EXIT_OK, RoutineError, TooManyMissedOccurrences, UsageError
@@ -411,7 +411,7 @@ def fold(
     with contextlib.ExitStack() as held:
         held.enter_context(locks.routine_lock(paths.routine_locks_dir))
         if paths.runs_dir.is_dir():
-            held.enter_context(locks.exec_lock(paths.exec_locks_dir, actor=FOLD_ACTOR))
+            held.enter_context(execlock.exec_lock(paths.exec_locks_dir, actor=FOLD_ACTOR))
         moved = []
         if repair:
             ledgers = [paths.routine_ledger, *sorted(paths.runs_dir.glob("*.jsonl"))]

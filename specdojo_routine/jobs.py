@@ -28,7 +28,7 @@ from typing import Any, TextIO
 
 import attrs
 
-from . import evidence, jobfiles, jobplan, ledger, locks, runner, views
+from . import evidence, execlock, jobfiles, jobplan, ledger, runner, views
 from .agent import AgentExecutor, AgentRequest, AttemptDoc
 from .config import ProjectPaths
 from .definitions import Definitions
@@ -125,7 +125,7 @@ class _Env:
         if self.trigger == "routine":
             extra["SPECDOJO_ROUTINE_EXEC"] = "1"
         if token is not None:
-            extra[locks.EXEC_LOCK_TOKEN_ENV] = token
+            extra[execlock.EXEC_LOCK_TOKEN_ENV] = token
         env = runner.child_env(self.env, extra)
         if self.trigger != "routine":  # set only when a routine runs the Job (SPEC §7.3),
             env.pop("SPECDOJO_ROUTINE_EXEC", None)  # even if the caller inherited it
@@ -159,10 +159,10 @@ def run_job(
         early = _precondition(ctx, prep)
         if early is not None:
             return early
-    lock = locks.exec_lock(paths.exec_locks_dir, actor=ACTOR, env=base_env)
+    lock = execlock.exec_lock(paths.exec_locks_dir, actor=ACTOR, env=base_env)
     try:
         handle = lock.__enter__()
-    except locks.ExecLockBusy as exc:
+    except execlock.ExecLockBusy as exc:
         return JobRunOutcome(job_id=prep.job.id, run_id=prep.run_id if view else None,
                              state=view["state"] if view else None, attempt=None,
                              skipped=True, reason=str(exc), trigger=trigger)
@@ -199,7 +199,7 @@ def _precondition(ctx: _Env, prep: Prepared) -> JobRunOutcome | None:
 
 
 def _locked(
-    ctx: _Env, prep: Prepared, handle: locks.ExecLockHandle, *, precondition_done: bool
+    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, *, precondition_done: bool
 ) -> JobRunOutcome:
     """Under the exec lock: create or reuse the run, run one attempt, record it."""
     view = views.load_job_run(ctx.paths, prep.run_id)
@@ -233,7 +233,7 @@ def _create(ctx: _Env, prep: Prepared, log: ledger.Ledger) -> None:
 
 
 def _close_interrupted(
-    ctx: _Env, prep: Prepared, handle: locks.ExecLockHandle, log: ledger.Ledger, attempt: int
+    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, log: ledger.Ledger, attempt: int
 ) -> None:
     """Close the open attempt of a dead runner as failed/interrupted."""
     owner = jobfiles.attempt_owner(ctx.paths, prep.run_id, attempt)
@@ -266,7 +266,7 @@ class _Done:
 
 
 def _attempt(
-    ctx: _Env, prep: Prepared, handle: locks.ExecLockHandle, log: ledger.Ledger, attempt: int
+    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, log: ledger.Ledger, attempt: int
 ) -> JobRunOutcome:
     log.append(RunAttemptStarted(run_id=prep.run_id, attempt=attempt,
                                  owner=jobfiles.current_owner()))
@@ -310,7 +310,7 @@ def _still_open(paths: ProjectPaths, run_id: str, attempt: int) -> None:
                        "recorded - run the Job again")
 
 
-def _execute(ctx: _Env, prep: Prepared, handle: locks.ExecLockHandle, attempt: int) -> _Done:
+def _execute(ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, attempt: int) -> _Done:
     task = prep.task
     if task.get("mode") != "command":
         return _execute_agent(ctx, prep, handle, attempt)
@@ -326,7 +326,7 @@ def _execute(ctx: _Env, prep: Prepared, handle: locks.ExecLockHandle, attempt: i
 
 
 def _execute_agent(
-    ctx: _Env, prep: Prepared, handle: locks.ExecLockHandle, attempt: int
+    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, attempt: int
 ) -> _Done:
     mode = str(prep.task.get("mode"))
     if ctx.agent is None:

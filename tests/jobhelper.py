@@ -16,7 +16,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from specdojo_routine import definitions, jobs, locks
+from specdojo_routine import definitions, execlock, jobs
 from specdojo_routine.agent import AgentExecutor
 from specdojo_routine.config import ProjectPaths, resolve_project
 from specdojo_routine.jobplan import JobRunOutcome, Trigger
@@ -74,7 +74,7 @@ def ledger_events(paths: ProjectPaths, run_id: str) -> list[dict[str, Any]]:
 
 
 def hold_exec(locks_dir: Path) -> int:
-    with locks.exec_lock(locks_dir, actor="jobhelper", env={}) as handle:
+    with execlock.exec_lock(locks_dir, actor="jobhelper", env={}) as handle:
         print(handle.token, flush=True)
         sys.stdin.read()
     return 0

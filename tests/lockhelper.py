@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from specdojo_routine import errors, locks, timeutil
+from specdojo_routine import errors, execlock, locks, timeutil
 
 
 def _say(text: str) -> None:
@@ -62,7 +62,7 @@ def _routine_cycle(path: Path, count: int) -> int:
 
 
 def _exec_hold(path: Path) -> int:
-    with locks.exec_lock(path, actor="lockhelper", env={}) as handle:
+    with execlock.exec_lock(path, actor="lockhelper", env={}) as handle:
         _say(handle.token)
         sys.stdin.read()
     return 0
@@ -73,10 +73,10 @@ def _exec_race(path: Path, go: Path) -> int:
     while not go.exists():
         time.sleep(0.0005)
     try:
-        with locks.exec_lock(path, actor="racer", env={}):
+        with execlock.exec_lock(path, actor="racer", env={}):
             _say("won")
             sys.stdin.read()
-    except locks.ExecLockBusy:
+    except execlock.ExecLockBusy:
         _say("busy")
         return errors.EXIT_BUSY
     return 0

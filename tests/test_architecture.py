@@ -15,7 +15,7 @@ FORBIDDEN = {"os", "pathlib", "subprocess", "portalocker", "orjson", "ruamel", "
 # core modules may import each other, never the edge
 EDGE = {"config", "definitions", "validation", "validate_routines", "validate_jobs", "ledger",
         "locks", "runner", "handlers", "cli", "views", "codec", "evidence", "jobs", "jobcli",
-        "render", "agent", "testing", "api", "listing", "jobfiles"}
+        "render", "agent", "testing", "api", "listing", "jobfiles", "execlock"}
 
 
 def _imports(path: Path) -> set[str]:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from specdojo_routine import errors, locks, timeutil
+from specdojo_routine import errors, execlock, locks, timeutil
 from specdojo_routine.locks import LockInfo
 
 HELPER = Path(__file__).with_name("lockhelper.py")
@@ -374,7 +374,7 @@ def dead_pid() -> int:
 
 def test_exec_lock_is_a_directory_with_owner(tmp_path: Path) -> None:
     """Acquiring makes exec-run.lock/ with owner.json {actor, pid, token, acquired_at_utc, host}."""
-    with locks.exec_lock(tmp_path, actor="routine", env={}) as handle:
+    with execlock.exec_lock(tmp_path, actor="routine", env={}) as handle:
         owner = owner_of(tmp_path / "exec-run.lock")
     shape = (
         list(owner),
@@ -405,7 +405,7 @@ def test_unusable_exec_locks_dir_is_a_routine_error(tmp_path: Path) -> None:
     """An exec locks directory that cannot be created is a one-line RoutineError."""
     (tmp_path / "file").write_text("")
     locks_dir = tmp_path / "file" / ".locks"
-    with pytest.raises(errors.RoutineError) as caught, locks.exec_lock(
+    with pytest.raises(errors.RoutineError) as caught, execlock.exec_lock(
         locks_dir, actor="x", env={}
     ):
         pass
@@ -414,7 +414,7 @@ def test_unusable_exec_locks_dir_is_a_routine_error(tmp_path: Path) -> None:
 
 def test_exec_lock_is_removed_on_exit(tmp_path: Path) -> None:
     """Leaving the block removes the lock directory (and nothing is left beside it)."""
-    with locks.exec_lock(tmp_path, actor="routine", env={}):
+    with execlock.exec_lock(tmp_path, actor="routine", env={}):
         pass
     assert ["exec-run.takeover.flock"] == os.listdir(tmp_path)
 
@@ -423,7 +423,7 @@ def test_exec_lock_is_busy_while_another_process_holds_it(tmp_path: Path) -> Non
     """A live holder in another process makes exec_lock raise ExecLockBusy (exit 75)."""
     with holder("exec-hold", tmp_path) as (proc, _token):
         since = owner_of(tmp_path / "exec-run.lock")["acquired_at_utc"]
-        with pytest.raises(locks.ExecLockBusy) as caught, locks.exec_lock(
+        with pytest.raises(execlock.ExecLockBusy) as caught, execlock.exec_lock(
             tmp_path, actor="routine", env={}
         ):
             pass
@@ -438,7 +438,7 @@ def test_busy_exec_lock_is_left_untouched(tmp_path: Path) -> None:
     """A refused acquirer leaves the holder's lock and owner as they were."""
     lock_dir = make_lock(tmp_path, pid=os.getpid())
     before = (lock_dir / "owner.json").read_bytes()
-    with pytest.raises(locks.ExecLockBusy), locks.exec_lock(tmp_path, actor="x", env={}):
+    with pytest.raises(execlock.ExecLockBusy), execlock.exec_lock(tmp_path, actor="x", env={}):
         pass
     assert before == (lock_dir / "owner.json").read_bytes()
 
@@ -446,7 +446,7 @@ def test_busy_exec_lock_is_left_untouched(tmp_path: Path) -> None:
 def test_exec_lock_without_owner_metadata_is_busy_while_fresh(tmp_path: Path) -> None:
     """A fresh directory without owner.json (mkdir just happened) is busy."""
     (tmp_path / "exec-run.lock").mkdir()
-    with pytest.raises(locks.ExecLockBusy) as caught, locks.exec_lock(
+    with pytest.raises(execlock.ExecLockBusy) as caught, execlock.exec_lock(
         tmp_path, actor="x", env={}
     ):
         pass
@@ -457,7 +457,7 @@ def test_stale_mtime_lock_is_taken_over(tmp_path: Path) -> None:
     """A lock whose mtime is older than stale_s is taken over even if its pid lives."""
     lock_dir = make_lock(tmp_path, pid=os.getpid())
     set_mtime(lock_dir, time.time() - 31)
-    with locks.exec_lock(tmp_path, actor="routine", env={}) as handle:
+    with execlock.exec_lock(tmp_path, actor="routine", env={}) as handle:
         token = owner_of(lock_dir)["token"]
     assert handle.token == token
 
@@ -468,7 +468,7 @@ def test_dead_pid_on_this_host_is_taken_over_at_once(tmp_path: Path) -> None:
     old_token = first_line(proc)
     proc.kill()
     finish(proc)
-    with locks.exec_lock(tmp_path, actor="routine", env={}) as handle:
+    with execlock.exec_lock(tmp_path, actor="routine", env={}) as handle:
         pass
     assert (True, False) == (bool(TOKEN_RE.match(old_token)), handle.token == old_token)
 
@@ -483,7 +483,7 @@ def test_killed_holder_not_yet_reaped_counts_as_dead(tmp_path: Path) -> None:
         assert time.monotonic() < deadline
         time.sleep(0.01)
     try:
-        with locks.exec_lock(tmp_path, actor="routine", env={}) as handle:
+        with execlock.exec_lock(tmp_path, actor="routine", env={}) as handle:
             assert not handle.inherited
     finally:
         finish(proc)
@@ -492,20 +492,20 @@ def test_killed_holder_not_yet_reaped_counts_as_dead(tmp_path: Path) -> None:
 def test_dead_pid_of_upstream_owner_without_host_is_taken_over(tmp_path: Path) -> None:
     """An upstream owner.json has no host: it means this host, so a dead pid is stale."""
     make_lock(tmp_path, pid=dead_pid(), host=None)
-    with locks.exec_lock(tmp_path, actor="routine", env={}) as handle:
+    with execlock.exec_lock(tmp_path, actor="routine", env={}) as handle:
         assert handle.token == owner_of(handle.path)["token"]
 
 
 def test_dead_pid_on_other_host_stays_busy_until_stale(tmp_path: Path) -> None:
     """A pid on another host cannot be checked: only the mtime makes that lock stale."""
     make_lock(tmp_path, pid=dead_pid(), host="elsewhere.example")
-    with pytest.raises(locks.ExecLockBusy), locks.exec_lock(tmp_path, actor="x", env={}):
+    with pytest.raises(execlock.ExecLockBusy), execlock.exec_lock(tmp_path, actor="x", env={}):
         pass
 
 
 def test_heartbeat_advances_mtime(tmp_path: Path) -> None:
     """While held, the heartbeat keeps touching the lock directory's mtime."""
-    with locks.exec_lock(tmp_path, actor="routine", env={}, heartbeat_s=0.02) as handle:
+    with execlock.exec_lock(tmp_path, actor="routine", env={}, heartbeat_s=0.02) as handle:
         set_mtime(handle.path, time.time() - 20)
         deadline = time.monotonic() + 5
         while time.time() - handle.path.stat().st_mtime > 5 and time.monotonic() < deadline:
@@ -516,15 +516,15 @@ def test_heartbeat_advances_mtime(tmp_path: Path) -> None:
 
 def test_heartbeat_stops_on_exit(tmp_path: Path) -> None:
     """No heartbeat thread is left running after the block."""
-    with locks.exec_lock(tmp_path, actor="routine", env={}, heartbeat_s=0.02):
-        running = [t.name for t in threading.enumerate() if t.name == locks.HEARTBEAT_THREAD]
-    after = [t.name for t in threading.enumerate() if t.name == locks.HEARTBEAT_THREAD]
-    assert ([locks.HEARTBEAT_THREAD], []) == (running, after)
+    with execlock.exec_lock(tmp_path, actor="routine", env={}, heartbeat_s=0.02):
+        running = [t.name for t in threading.enumerate() if t.name == execlock.HEARTBEAT_THREAD]
+    after = [t.name for t in threading.enumerate() if t.name == execlock.HEARTBEAT_THREAD]
+    assert ([execlock.HEARTBEAT_THREAD], []) == (running, after)
 
 
 def test_heartbeat_stops_touching_a_lock_that_is_no_longer_ours(tmp_path: Path) -> None:
     """Once owner.json carries another token, the heartbeat leaves the directory alone."""
-    with locks.exec_lock(tmp_path, actor="routine", env={}, heartbeat_s=0.02) as handle:
+    with execlock.exec_lock(tmp_path, actor="routine", env={}, heartbeat_s=0.02) as handle:
         owner = owner_of(handle.path)
         owner["token"] = "999-other"
         (handle.path / "owner.json").write_text(json.dumps(owner))
@@ -538,8 +538,8 @@ def test_heartbeat_stops_touching_a_lock_that_is_no_longer_ours(tmp_path: Path) 
 def test_inherited_token_shares_the_lock(tmp_path: Path) -> None:
     """A nested call with the owner's token shares the lock and does not release it."""
     with holder("exec-hold", tmp_path) as (_proc, token):
-        env = {locks.EXEC_LOCK_TOKEN_ENV: token}
-        with locks.exec_lock(tmp_path, actor="nested", env=env) as handle:
+        env = {execlock.EXEC_LOCK_TOKEN_ENV: token}
+        with execlock.exec_lock(tmp_path, actor="nested", env=env) as handle:
             pass
         after = owner_of(tmp_path / "exec-run.lock")["token"]
     assert (token, True, token) == (handle.token, handle.inherited, after)
@@ -548,14 +548,14 @@ def test_inherited_token_shares_the_lock(tmp_path: Path) -> None:
 def test_foreign_inherited_token_is_busy(tmp_path: Path) -> None:
     """A token that is not the owner's does not share the lock."""
     with holder("exec-hold", tmp_path) as (_proc, _token):
-        env = {locks.EXEC_LOCK_TOKEN_ENV: "1-0000000000000000"}
-        with pytest.raises(locks.ExecLockBusy), locks.exec_lock(tmp_path, actor="x", env=env):
+        env = {execlock.EXEC_LOCK_TOKEN_ENV: "1-0000000000000000"}
+        with pytest.raises(execlock.ExecLockBusy), execlock.exec_lock(tmp_path, actor="x", env=env):
             pass
 
 
 def test_release_removes_only_our_own_lock(tmp_path: Path) -> None:
     """If the lock was taken over meanwhile, leaving the block keeps the new owner's lock."""
-    with locks.exec_lock(tmp_path, actor="routine", env={}) as handle:
+    with execlock.exec_lock(tmp_path, actor="routine", env={}) as handle:
         owner = owner_of(handle.path)
         owner["token"] = "999-new-owner"
         (handle.path / "owner.json").write_text(json.dumps(owner))
@@ -585,7 +585,7 @@ def test_racing_takeovers_of_one_stale_lock_have_one_winner(tmp_path: Path, stal
 def test_exec_lock_times_are_utc_seconds(tmp_path: Path) -> None:
     """acquired_at_utc is the upstream format, UTC without fractions, close to now."""
     before = datetime.now(UTC).replace(microsecond=0)
-    with locks.exec_lock(tmp_path, actor="routine", env={}) as handle:
+    with execlock.exec_lock(tmp_path, actor="routine", env={}) as handle:
         stamp = timeutil.parse_instant(str(owner_of(handle.path)["acquired_at_utc"]))
     assert before <= stamp <= datetime.now(UTC)
 
@@ -599,7 +599,7 @@ def test_slow_takeover_cannot_rob_a_concurrent_takeover(
     go = tmp_path / "go"
     racer = spawn("exec-race", tmp_path, go)
     assert "ready" == first_line(racer)
-    judge = locks._exec_lock_stale
+    judge = execlock._exec_lock_stale
 
     def slow_judge(path: Path, stale_s: float) -> bool:
         verdict = judge(path, stale_s)
@@ -607,8 +607,8 @@ def test_slow_takeover_cannot_rob_a_concurrent_takeover(
         time.sleep(0.5)
         return verdict
 
-    monkeypatch.setattr(locks, "_exec_lock_stale", slow_judge)
-    with locks.exec_lock(tmp_path, actor="slow", env={}) as handle:
+    monkeypatch.setattr(execlock, "_exec_lock_stale", slow_judge)
+    with execlock.exec_lock(tmp_path, actor="slow", env={}) as handle:
         racer_result = first_line(racer)
         token = owner_of(lock_dir)["token"]
     finish(racer)

@@ -1,0 +1,211 @@
+"""The SpecDojo project exec lock (SPEC §7.7), as upstream ``src/exec-slot-lock.ts``.
+
+Atomic ``mkdir`` of ``exec-run.lock/`` plus ``owner.json``
+``{actor, pid, token <pid>-<16 hex>, acquired_at_utc, host}`` (``host`` is ours;
+absent = this host). A heartbeat thread touches the directory mtime while ``owner.json`` holds our
+token. Stale = mtime older than ``stale_s``, or at once a dead pid on this host. Take-over and
+release rename the directory to a unique name before deleting it, under a brief flock on
+``exec-run.takeover.flock`` so that racing take-overs re-check one after the other (one winner).
+A caller whose ``SPECDOJO_EXEC_RUN_LOCK_TOKEN`` is the owner's token shares the lock.
+
+Shared helpers are reached as ``locks.<name>`` at call time (as before the split, patching them
+on ``locks`` affects this module too); ``locks`` re-exports the names defined here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import attrs
+import orjson
+import portalocker
+
+from specdojo_routine import errors, locks, timeutil
+
+EXEC_LOCK_NAME = "exec-run.lock"
+EXEC_TAKEOVER_NAME = "exec-run.takeover.flock"
+EXEC_LOCK_TOKEN_ENV = "SPECDOJO_EXEC_RUN_LOCK_TOKEN"
+HEARTBEAT_THREAD = "specdojo-exec-lock-heartbeat"
+
+
+@attrs.frozen(kw_only=True)
+class ExecLockOwner:
+    """The ``owner.json`` of an exec lock directory."""
+
+    actor: str
+    pid: int
+    token: str
+    acquired_at_utc: str
+    host: str | None  # absent (upstream writers) means this host
+
+
+class ExecLockBusy(errors.RoutineError):
+    """A live process holds the project's exec lock (E-03)."""
+
+    exit_code = errors.EXIT_BUSY
+
+    def __init__(self, path: Path, owner: ExecLockOwner | None) -> None:
+        self.path, self.owner = path, owner
+        holder = "unknown (owner metadata unavailable)"
+        if owner is not None:
+            holder = (f"{owner.actor} pid {owner.pid} on {owner.host or locks.this_host()} "
+                      f"since {owner.acquired_at_utc or locks._UNKNOWN}")
+        super().__init__(f"Exec run is busy for this project (lock: {path}, holder {holder})")
+
+
+@attrs.frozen(kw_only=True)
+class ExecLockHandle:
+    """A held (or inherited) exec lock; export ``token`` as ``SPECDOJO_EXEC_RUN_LOCK_TOKEN``."""
+
+    token: str
+    inherited: bool
+    path: Path
+
+
+@contextlib.contextmanager
+def exec_lock(
+    exec_locks_dir: Path,
+    *,
+    actor: str,
+    env: Mapping[str, str] | None = None,
+    heartbeat_s: float = 5.0,
+    stale_s: float = 30.0,
+) -> Iterator[ExecLockHandle]:
+    """Hold the project exec lock for the ``with`` block; raise ``ExecLockBusy`` if it is taken."""
+    lock_dir = exec_locks_dir / EXEC_LOCK_NAME
+    inherited = (os.environ if env is None else env).get(EXEC_LOCK_TOKEN_ENV)
+    owner = read_exec_owner(lock_dir)
+    if inherited and owner is not None and owner.token == inherited:
+        yield ExecLockHandle(token=inherited, inherited=True, path=lock_dir)
+        return
+    try:
+        exec_locks_dir.mkdir(parents=True, exist_ok=True)
+        token = _acquire_exec(lock_dir, actor, stale_s)
+    except OSError as exc:
+        raise locks._unusable(lock_dir, exc) from None
+    stop = threading.Event()
+    args = (lock_dir, token, heartbeat_s, stop)
+    beat = threading.Thread(target=_heartbeat, args=args, name=HEARTBEAT_THREAD, daemon=True)
+    beat.start()
+    try:
+        yield ExecLockHandle(token=token, inherited=False, path=lock_dir)
+    finally:
+        stop.set()
+        beat.join()
+        _release_exec(lock_dir, token)
+
+
+def read_exec_owner(lock_dir: Path) -> ExecLockOwner | None:
+    """The owner of an exec lock directory, or ``None`` if absent or unreadable."""
+    try:
+        raw = orjson.loads((lock_dir / "owner.json").read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(raw, dict):
+        return None
+    actor, pid, token = raw.get("actor"), raw.get("pid"), raw.get("token")
+    if not isinstance(actor, str) or type(pid) is not int or not isinstance(token, str):
+        return None
+    at, host = raw.get("acquired_at_utc"), raw.get("host")
+    at = at if isinstance(at, str) else ""
+    host = host if isinstance(host, str) and host else None
+    return ExecLockOwner(actor=actor, pid=pid, token=token, acquired_at_utc=at, host=host)
+
+
+def _acquire_exec(lock_dir: Path, actor: str, stale_s: float) -> str:
+    token = _try_create(lock_dir, actor)
+    if token is not None:
+        return token
+    with _takeover_mutex(lock_dir):
+        if _exec_lock_stale(lock_dir, stale_s):
+            _remove_aside(lock_dir)
+        token = _try_create(lock_dir, actor)
+    if token is None:
+        raise ExecLockBusy(lock_dir, read_exec_owner(lock_dir))
+    return token
+
+
+def _try_create(lock_dir: Path, actor: str) -> str | None:
+    """``mkdir`` the lock and write its owner; ``None`` when the directory already exists."""
+    try:
+        os.mkdir(lock_dir)
+    except FileExistsError:
+        return None
+    token = f"{os.getpid()}-{secrets.token_hex(8)}"
+    now = timeutil.format_s(locks._utc_now())
+    owner = {"actor": actor, "pid": os.getpid(), "token": token, "acquired_at_utc": now,
+             "host": locks.this_host()}  # upstream's field order, plus host
+    try:
+        tmp = lock_dir / f".owner.json.{token}.tmp"
+        tmp.write_bytes(orjson.dumps(owner, option=orjson.OPT_INDENT_2) + b"\n")
+        os.replace(tmp, lock_dir / "owner.json")
+        os.utime(lock_dir)
+    except BaseException:
+        shutil.rmtree(lock_dir, ignore_errors=True)
+        raise
+    return token
+
+
+def _exec_lock_stale(lock_dir: Path, stale_s: float) -> bool:
+    try:
+        st = os.stat(lock_dir)
+    except FileNotFoundError:
+        return False  # gone: the caller simply tries mkdir again
+    if time.time() - st.st_mtime > stale_s:
+        return True
+    owner = read_exec_owner(lock_dir)
+    if owner is None or owner.host not in (None, locks.this_host()):
+        return False
+    return not locks.pid_alive(owner.pid)
+
+
+def _remove_aside(lock_dir: Path) -> None:
+    """Rename the directory to a unique name, then delete it (``mkdir`` can never see it half
+    deleted, and nobody else's new lock is ever removed)."""
+    aside = lock_dir.with_name(f"{lock_dir.name}.stale-{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        os.rename(lock_dir, aside)
+    except FileNotFoundError:
+        return
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _release_exec(lock_dir: Path, token: str) -> None:
+    owner = read_exec_owner(lock_dir)
+    if owner is None or owner.token != token:
+        return  # taken over (we were judged stale): never remove someone else's lock
+    with _takeover_mutex(lock_dir):
+        owner = read_exec_owner(lock_dir)
+        if owner is not None and owner.token == token:
+            _remove_aside(lock_dir)
+
+
+@contextlib.contextmanager
+def _takeover_mutex(lock_dir: Path) -> Iterator[None]:
+    """A blocking flock held for a few system calls around take-over and release."""
+    path = lock_dir.with_name(EXEC_TAKEOVER_NAME)
+    with open(path, "ab") as fh:
+        portalocker.lock(fh, portalocker.LockFlags.EXCLUSIVE)
+        try:
+            yield
+        finally:
+            portalocker.unlock(fh)
+
+
+def _heartbeat(lock_dir: Path, token: str, interval_s: float, stop: threading.Event) -> None:
+    while not stop.wait(interval_s):
+        owner = read_exec_owner(lock_dir)
+        if owner is None or owner.token != token:
+            return
+        try:
+            os.utime(lock_dir)
+        except OSError:
+            return
+
