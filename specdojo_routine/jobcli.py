@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from . import definitions, jobplan, jobs, render, views
-from .config import ProjectPaths, resolve_project
+from . import definitions, handlers, jobplan, jobs, render, views
+from .config import ProjectPaths
 from .errors import UsageError
 from .fold_jobs import JobRunDoc
 from .jobplan import JobRunOutcome
@@ -19,7 +19,7 @@ _RUN_ID = re.compile(r"JBR-[A-Za-z0-9][A-Za-z0-9-]*")
 
 
 def _paths(args: argparse.Namespace) -> ProjectPaths:
-    return resolve_project(args.root, args.project)
+    return handlers.project(args.root, args.project)
 
 
 _json = render.dumps

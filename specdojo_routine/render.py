@@ -120,7 +120,7 @@ def run_report(report: RunReport, out: TextIO, err: TextIO, *, as_json: bool) ->
     if as_json:
         out.write(dumps({
             "selected": [{
-                "routine_id": s.routine.id, "scheduled_for": _ms(s.occurrence.scheduled_for),
+                "routine_id": s.routine.id, "scheduled_for": format_ms(s.occurrence.scheduled_for),
                 "trigger": s.occurrence.trigger,
                 "actions": [a.to_json(report.prefix) for a in s.actions],
             } for s in report.selected],
@@ -145,17 +145,13 @@ def run_report(report: RunReport, out: TextIO, err: TextIO, *, as_json: bool) ->
               f"{counts['failure']} failure, {counts['skipped']} skipped\n")
 
 
-def _ms(value: datetime) -> str:
-    return format_ms(value)
-
-
 def _dry_run_text(report: RunReport, out: TextIO) -> None:
     out.write("dry run - nothing is recorded or executed\n")
     for s in report.selected:
         extra = ""
         if s.occurrence.passed_over_since is not None:
-            extra = f" (coalesces occurrences since {_ms(s.occurrence.passed_over_since)})"
-        out.write(f"{s.routine.id}  {_ms(s.occurrence.scheduled_for)}  "
+            extra = f" (coalesces occurrences since {format_ms(s.occurrence.passed_over_since)})"
+        out.write(f"{s.routine.id}  {format_ms(s.occurrence.scheduled_for)}  "
                   f"[{s.occurrence.trigger}]{extra}\n")
         for a in s.actions:
             if a.argv is not None:

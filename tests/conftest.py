@@ -17,6 +17,14 @@ REPO = Path(__file__).resolve().parent.parent
 FAKE_CLI = REPO / "tests" / "support" / "fake-specdojo"
 
 
+def period_job(name: str, command: str, extra: str = "") -> str:
+    """A Job Definition body with one required ``period`` input and key
+    ``{{job_id}}:{{inputs.period}}`` (``extra``: more top-level YAML, e.g. a checkpoint)."""
+    return (f"name: {name}\ninputs:\n  period: {{type: string, required: true}}\n"
+            f"task:\n  mode: command\n  command: {command}\n"
+            'run:\n  idempotency_key: "{{job_id}}:{{inputs.period}}"\n' + extra)
+
+
 class Project:
     """A SpecDojo project in a temp dir, with the fake SpecDojo CLI wired in."""
 

@@ -17,18 +17,9 @@ import pytest
 
 from specdojo_routine.decide import delegated_argv
 from specdojo_routine.model import ExecAutoAction
-from tests.conftest import REPO, Project
+from tests.conftest import REPO, Project, period_job
 
-REPORT_JOB = """\
-name: Report
-inputs:
-  period: {type: string, required: true}
-task:
-  mode: command
-  command: echo "report {{inputs.period}}"
-run:
-  idempotency_key: "{{job_id}}:{{inputs.period}}"
-"""
+REPORT_JOB = period_job("Report", 'echo "report {{inputs.period}}"')
 STAMP_S = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 STAMP_MS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 

@@ -14,7 +14,7 @@ import pytest
 
 from specdojo_routine import events, ledger
 from specdojo_routine.timeutil import format_s, parse_instant
-from tests.conftest import REPO, Project
+from tests.conftest import REPO, Project, period_job
 
 LIST_ROUTINE = """\
 interval: 1h
@@ -22,18 +22,8 @@ action:
   - {kind: job, job: job-weekly, inputs: {period: "{{scheduled_at | iso_week}}"}}
   - {kind: specdojo, args: [second]}
 """
-WEEKLY_JOB = """\
-name: Weekly
-inputs:
-  period: {type: string, required: true}
-task:
-  mode: command
-  command: echo "report {{inputs.period}}"
-run:
-  idempotency_key: "{{job_id}}:{{inputs.period}}"
-checkpoint:
-  values: {last_period: "{{inputs.period}}"}
-"""
+WEEKLY_JOB = period_job("Weekly", 'echo "report {{inputs.period}}"',
+                        'checkpoint:\n  values: {last_period: "{{inputs.period}}"}\n')
 RUN_ID = "JBR-weekly-0123456789ab"
 
 
