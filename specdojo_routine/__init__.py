@@ -6,22 +6,10 @@ The public API is what ``__all__`` lists; every other module is private. See
 
 from __future__ import annotations
 
-from .agent import AgentExecutor, AgentRequest, AgentResult
-from .api import (
-    fold_views,
-    history,
-    list_routines,
-    load_project,
-    resolve,
-    run_due,
-    run_job,
-    run_routine,
-    validate,
-)
-from .config import ProjectPaths
-from .decide import PlannedAction
-from .definitions import Definitions
-from .errors import (
+from specdojo_routine.app.handlers import AttemptReport, RunReport, Selected
+from specdojo_routine.app.listing import Listing, RoutineRow
+from specdojo_routine.core.decide import PlannedAction
+from specdojo_routine.core.errors import (
     ConfigError,
     CorruptLedgerError,
     DefinitionError,
@@ -35,12 +23,25 @@ from .errors import (
     TornLedgerError,
     UsageError,
 )
-from .handlers import AttemptReport, RunReport, Selected
-from .jobplan import JobRunOutcome
-from .listing import Listing, RoutineRow
-from .locks import LockInfo
-from .model import JobDefinition, Result, Routine
-from .views import replay
+from specdojo_routine.core.jobplan import JobRunOutcome
+from specdojo_routine.core.model import JobDefinition, Result, Routine
+from specdojo_routine.execute.agent import AgentExecutor, AgentRequest, AgentResult
+from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.definitions import Definitions
+from specdojo_routine.store.locks import LockInfo
+from specdojo_routine.store.views import replay
+
+from .api import (
+    fold_views,
+    history,
+    list_routines,
+    load_project,
+    resolve,
+    run_due,
+    run_job,
+    run_routine,
+    validate,
+)
 
 __version__ = "0.1.0"
 

@@ -6,7 +6,7 @@ import signal
 import sys
 from types import FrameType
 
-from .cli import main
+from specdojo_routine.cli import main
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:

@@ -1,7 +1,7 @@
 """The embedding API: what other SpecDojo tooling calls (re-exported by the package).
 
 Each function is the library form of a CLI command and takes the project's
-:class:`~specdojo_routine.config.ProjectPaths` (see :func:`load_project`).
+:class:`~specdojo_routine.store.config.ProjectPaths` (see :func:`load_project`).
 """
 
 from __future__ import annotations
@@ -11,12 +11,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import handlers, jobs, listing, views
-from .agent import AgentExecutor
-from .config import ProjectPaths, resolve_project
-from .definitions import Definitions, load_definitions
-from .jobplan import JobRunOutcome, Trigger
-from .model import InputValue
+from specdojo_routine.app import handlers, jobs, listing
+from specdojo_routine.core.jobplan import JobRunOutcome, Trigger
+from specdojo_routine.core.model import InputValue
+from specdojo_routine.execute.agent import AgentExecutor
+from specdojo_routine.store import views
+from specdojo_routine.store.config import ProjectPaths, resolve_project
+from specdojo_routine.store.definitions import Definitions, load_definitions
 
 
 def load_project(root: Path | str | None = None, project: str | None = None) -> ProjectPaths:
@@ -36,7 +37,7 @@ def run_due(
     agent: AgentExecutor | None = None, env: Mapping[str, str] | None = None,
     echo: TextIO | None = None,
 ) -> handlers.RunReport:
-    """``run --due``: run every due occurrence (raises :class:`~specdojo_routine.errors.LockBusy`
+    """``run --due``: run every due occurrence (raises :class:`~specdojo_routine.LockBusy`
     when another run holds the routine lock). ``report.exit_code`` is the CLI's exit code."""
     return handlers.run(paths, dry_run=dry_run, now=now, env=env, echo=echo,
                         job_runner=jobs.RoutineJobRunner(agent=agent, env=env))

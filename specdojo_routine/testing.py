@@ -20,10 +20,10 @@ from typing import Any
 import attrs
 import orjson
 
-from .agent import AgentRequest, AgentResult, AgentStatus
-from .config import ProjectPaths, resolve_project
-from .locks import LockInfo, routine_lock
-from .views import fold_all, replay
+from specdojo_routine.execute.agent import AgentRequest, AgentResult, AgentStatus
+from specdojo_routine.store.config import ProjectPaths, resolve_project
+from specdojo_routine.store.locks import LockInfo, routine_lock
+from specdojo_routine.store.views import fold_all, replay
 
 __all__ = [
     "FakeAgentExecutor",
@@ -92,7 +92,7 @@ def routine_statuses(views: Mapping[str, Any]) -> dict[str, str]:
 
 @attrs.define
 class FakeAgentExecutor:
-    """An :class:`~specdojo_routine.agent.AgentExecutor` that records each request and
+    """An :class:`~specdojo_routine.execute.agent.AgentExecutor` that records each request and
     answers with a fixed status (``succeeded`` by default)."""
 
     status: AgentStatus = "succeeded"

@@ -16,11 +16,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from specdojo_routine import definitions, execlock, jobs
-from specdojo_routine.agent import AgentExecutor
-from specdojo_routine.config import ProjectPaths, resolve_project
-from specdojo_routine.jobplan import JobRunOutcome, Trigger
-from specdojo_routine.model import InputValue
+from specdojo_routine.app import jobs
+from specdojo_routine.core.jobplan import JobRunOutcome, Trigger
+from specdojo_routine.core.model import InputValue
+from specdojo_routine.execute.agent import AgentExecutor
+from specdojo_routine.store import definitions, execlock
+from specdojo_routine.store.config import ProjectPaths, resolve_project
 
 HELPER = Path(__file__).resolve()
 SCHEDULED = datetime(2026, 8, 7, 8, 0, tzinfo=UTC)

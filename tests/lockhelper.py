@@ -18,7 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from specdojo_routine import errors, execlock, locks, timeutil
+from specdojo_routine.core import errors, timefmt
+from specdojo_routine.store import execlock, locks
 
 
 def _say(text: str) -> None:
@@ -26,7 +27,7 @@ def _say(text: str) -> None:
 
 
 def _routine_hold(path: Path, at: str | None) -> int:
-    fixed = timeutil.parse_instant(at) if at else datetime.now(UTC)
+    fixed = timefmt.parse_instant(at) if at else datetime.now(UTC)
 
     def clock() -> datetime:
         return fixed if at else datetime.now(UTC)

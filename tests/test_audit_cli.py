@@ -15,8 +15,8 @@ from typing import Any
 import orjson
 import pytest
 
-from specdojo_routine.decide import delegated_argv
-from specdojo_routine.model import ExecAutoAction
+from specdojo_routine.core.decide import delegated_argv
+from specdojo_routine.core.model import ExecAutoAction
 from tests.conftest import REPO, Project, period_job
 
 REPORT_JOB = period_job("Report", 'echo "report {{inputs.period}}"')

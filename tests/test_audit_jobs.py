@@ -17,11 +17,12 @@ import pytest
 from conftest import Project
 from jobhelper import clean_env, commit, git, paths_of, run
 
-from specdojo_routine import jobplan, views
-from specdojo_routine.agent import AgentRequest, AgentResult
-from specdojo_routine.model import CommandTask, InputSpec, JobDefinition
-from specdojo_routine.runner import run_shell
-from specdojo_routine.templates import TemplateError, render_shell
+from specdojo_routine.core import jobplan
+from specdojo_routine.core.model import CommandTask, InputSpec, JobDefinition
+from specdojo_routine.core.templates import TemplateError, render_shell
+from specdojo_routine.execute.agent import AgentRequest, AgentResult
+from specdojo_routine.execute.runner import run_shell
+from specdojo_routine.store import views
 
 # --- §7.2: values reach the shell as data, also inside nested expansions ----------------------
 

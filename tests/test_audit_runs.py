@@ -12,8 +12,9 @@ from typing import Any
 import orjson
 import pytest
 
-from specdojo_routine import events, ledger
-from specdojo_routine.timeutil import format_s, parse_instant
+from specdojo_routine.core import events
+from specdojo_routine.core.timefmt import format_s, parse_instant
+from specdojo_routine.store import ledger
 from tests.conftest import REPO, Project, period_job
 
 LIST_ROUTINE = """\

@@ -12,9 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specdojo_routine import model
-from specdojo_routine.config import ProjectPaths, resolve_project
-from specdojo_routine.definitions import (
+from specdojo_routine.core import model
+from specdojo_routine.core.errors import ConfigError
+from specdojo_routine.store.config import ProjectPaths, resolve_project
+from specdojo_routine.store.definitions import (
     Definitions,
     digest,
     discover,
@@ -22,7 +23,6 @@ from specdojo_routine.definitions import (
     load_jobs,
     read_definition,
 )
-from specdojo_routine.errors import ConfigError
 
 REPO = Path(__file__).resolve().parent.parent
 VALID = REPO / "fixtures" / "valid"

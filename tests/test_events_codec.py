@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specdojo_routine import codec
-from specdojo_routine import events as ev
-from specdojo_routine.errors import CorruptLedgerError
-from specdojo_routine.model import ACTION_KINDS
-from specdojo_routine.timeutil import format_ms, format_s
+from specdojo_routine.core import events as ev
+from specdojo_routine.core.errors import CorruptLedgerError
+from specdojo_routine.core.model import ACTION_KINDS
+from specdojo_routine.core.timefmt import format_ms, format_s
+from specdojo_routine.store import codec
 
 AT = datetime(2026, 8, 7, 8, 0, 1, 234567, tzinfo=UTC)
 

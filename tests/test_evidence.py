@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from specdojo_routine.errors import JobError
-from specdojo_routine.evidence import write_evidence
-from specdojo_routine.redact import secret_values
-from specdojo_routine.runner import CommandOutcome, child_env, run_shell
+from specdojo_routine.core.errors import JobError
+from specdojo_routine.core.redact import secret_values
+from specdojo_routine.execute.evidence import write_evidence
+from specdojo_routine.execute.runner import CommandOutcome, child_env, run_shell
 
 RUN_ID = "JBR-weekly-0123456789ab"
 START = datetime(2026, 8, 7, 8, 0, 0, 250000, tzinfo=UTC)

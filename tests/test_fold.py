@@ -11,10 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specdojo_routine import codec
-from specdojo_routine import events as ev
-from specdojo_routine.errors import CorruptLedgerError, InvalidTransition
-from specdojo_routine.fold import (
+from specdojo_routine.core import events as ev
+from specdojo_routine.core.errors import CorruptLedgerError, InvalidTransition
+from specdojo_routine.core.fold import (
     STATES,
     TRANSITIONS,
     RoutineEntryDoc,
@@ -26,13 +25,14 @@ from specdojo_routine.fold import (
     render_state_diagram,
     routine_document,
 )
-from specdojo_routine.fold_jobs import (
+from specdojo_routine.core.jobfold import (
     JobCheckpointDoc,
     RunFold,
     apply_run,
     merge_checkpoints,
     run_document,
 )
+from specdojo_routine.store import codec
 
 REPO = Path(__file__).resolve().parent.parent
 OWNER = ev.Owner(pid=7, host="h")

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from specdojo_routine.inputs import (
+from specdojo_routine.core.inputs import (
     MAX_SAFE_INTEGER,
     build_input_spec,
     check_value,
@@ -15,7 +15,7 @@ from specdojo_routine.inputs import (
     parse_cli_value,
     parse_text,
 )
-from specdojo_routine.model import InputSpec
+from specdojo_routine.core.model import InputSpec
 
 
 def spec(**fields: object) -> InputSpec:

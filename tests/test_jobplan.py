@@ -9,10 +9,9 @@ from typing import Any
 import attrs
 import pytest
 
-from specdojo_routine import jobplan
-from specdojo_routine.agent import AttemptDoc, RunDoc, plan_markdown, result_markdown
-from specdojo_routine.errors import JobError, UsageError
-from specdojo_routine.jobplan import (
+from specdojo_routine.core import jobplan
+from specdojo_routine.core.errors import JobError, UsageError
+from specdojo_routine.core.jobplan import (
     InputError,
     JobRunOutcome,
     Verdict,
@@ -20,7 +19,7 @@ from specdojo_routine.jobplan import (
     existing_run,
     precondition_skips,
 )
-from specdojo_routine.model import (
+from specdojo_routine.core.model import (
     AgentTask,
     CheckpointSpec,
     CommandTask,
@@ -29,7 +28,8 @@ from specdojo_routine.model import (
     Precondition,
     Result,
 )
-from specdojo_routine.templates import job_context
+from specdojo_routine.core.templates import job_context
+from specdojo_routine.execute.agent import AttemptDoc, RunDoc, plan_markdown, result_markdown
 
 
 class FakeGit:

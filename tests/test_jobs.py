@@ -15,13 +15,14 @@ import pytest
 from conftest import Project
 from jobhelper import HELPER, clean_env, commit, git, ledger_events, paths_of, run
 
-from specdojo_routine import definitions, jobs, views
-from specdojo_routine.agent import AgentRequest, AgentResult
-from specdojo_routine.definitions import load_jobs
-from specdojo_routine.errors import JobError
-from specdojo_routine.events import Owner, RunAttemptStarted, RunCreated
-from specdojo_routine.ledger import Ledger
-from specdojo_routine.model import Result
+from specdojo_routine.app import jobs
+from specdojo_routine.core.errors import JobError
+from specdojo_routine.core.events import Owner, RunAttemptStarted, RunCreated
+from specdojo_routine.core.model import Result
+from specdojo_routine.execute.agent import AgentRequest, AgentResult
+from specdojo_routine.store import definitions, views
+from specdojo_routine.store.definitions import load_jobs
+from specdojo_routine.store.ledger import Ledger
 
 WEEKLY = """\
 name: Weekly report
@@ -565,8 +566,8 @@ def test_manual_run_does_not_pass_an_inherited_routine_marker(tmp_path: Path) ->
 
 CLOSE_MY_ATTEMPT = (
     "import os, sys\n"
-    "from specdojo_routine.events import RunAttemptEnded\n"
-    "from specdojo_routine.ledger import Ledger\n"
+    "from specdojo_routine.core.events import RunAttemptEnded\n"
+    "from specdojo_routine.store.ledger import Ledger\n"
     "run_id = os.environ['SPECDOJO_JOB_RUN_ID']\n"
     "Ledger(f'execution/jobs/runs/{run_id}.jsonl').append(RunAttemptEnded(\n"
     "    run_id=run_id, attempt=1, status='failed', reason='interrupted'))\n"

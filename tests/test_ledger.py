@@ -10,9 +10,9 @@ from typing import Any
 import orjson
 import pytest
 
-from specdojo_routine import events as ev
-from specdojo_routine import ledger
-from specdojo_routine.errors import CorruptLedgerError, TornLedgerError
+from specdojo_routine.core import events as ev
+from specdojo_routine.core.errors import CorruptLedgerError, TornLedgerError
+from specdojo_routine.store import ledger
 
 T0 = datetime(2026, 8, 7, 8, 0, tzinfo=UTC)
 

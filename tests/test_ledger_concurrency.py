@@ -13,15 +13,16 @@ from pathlib import Path
 
 import orjson
 
-from specdojo_routine import events as ev
-from specdojo_routine import ledger
+from specdojo_routine.core import events as ev
+from specdojo_routine.store import ledger
 
 REPO = Path(__file__).resolve().parent.parent
 
 WRITER = """
 import sys, time
 from pathlib import Path
-from specdojo_routine import events, ledger
+from specdojo_routine.core import events
+from specdojo_routine.store import ledger
 path, name, count, go = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
 log = ledger.Ledger(path)
 while not go.exists():

@@ -15,9 +15,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from specdojo_routine import events as ev
-from specdojo_routine import ledger, views
-from specdojo_routine.config import resolve_project
+from specdojo_routine.core import events as ev
+from specdojo_routine.store import ledger, views
+from specdojo_routine.store.config import resolve_project
 
 ROUTINES = st.sampled_from(["rtn-a", "rtn-b", "rtn-c"])
 RESULTS = st.sampled_from(ev.RESULTS)

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from specdojo_routine import errors, execlock, locks, timeutil
-from specdojo_routine.locks import LockInfo
+from specdojo_routine.core import errors, timefmt
+from specdojo_routine.store import execlock, locks
+from specdojo_routine.store.locks import LockInfo
 
 HELPER = Path(__file__).with_name("lockhelper.py")
 HOST = socket.gethostname()
@@ -586,7 +587,7 @@ def test_exec_lock_times_are_utc_seconds(tmp_path: Path) -> None:
     """acquired_at_utc is the upstream format, UTC without fractions, close to now."""
     before = datetime.now(UTC).replace(microsecond=0)
     with execlock.exec_lock(tmp_path, actor="routine", env={}) as handle:
-        stamp = timeutil.parse_instant(str(owner_of(handle.path)["acquired_at_utc"]))
+        stamp = timefmt.parse_instant(str(owner_of(handle.path)["acquired_at_utc"]))
     assert before <= stamp <= datetime.now(UTC)
 
 

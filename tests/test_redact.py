@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from specdojo_routine.redact import REDACTED, LineRedactor, bound, redact, secret_values
+from specdojo_routine.core.redact import REDACTED, LineRedactor, bound, redact, secret_values
 
 PEM = (
     "-----BEGIN RSA PRIVATE KEY-----\n"

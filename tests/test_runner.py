@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from specdojo_routine.errors import ConfigError
-from specdojo_routine.runner import (
+from specdojo_routine.core.errors import ConfigError
+from specdojo_routine.execute.runner import (
     CAPTURE_LIMIT_BYTES,
     GIT_LOCAL_ENV,
     child_env,

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from specdojo_routine import errors, model, schedule
-from specdojo_routine.schedule import Occurrence
+from specdojo_routine.core import errors, model, schedule
+from specdojo_routine.core.schedule import Occurrence
 
 
 def cron_routine(

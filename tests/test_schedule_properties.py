@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specdojo_routine import errors, model, schedule
+from specdojo_routine.core import errors, model, schedule
 
 TIMEZONES = ("America/New_York", "Europe/Berlin", "Australia/Lord_Howe", "Asia/Tokyo", "UTC")
 MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, ValidationError
 from ruamel.yaml import YAML
 
-from specdojo_routine import inputs, model, validate_jobs, validate_routines
-from specdojo_routine.schedule import cron_syntax_error
+from specdojo_routine.core import inputs, job_rules, model, routine_rules
+from specdojo_routine.core.schedule import cron_syntax_error
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMAS = REPO / "docs" / "schemas"
@@ -142,12 +142,12 @@ def _properties(node: dict[str, Any]) -> set[str]:
 
 def test_routine_keys_are_the_loaders() -> None:
     """The routine schema allows exactly the keys the loader allows."""
-    assert set(validate_routines.ROUTINE_KEYS) == _properties(schema("rtn"))
+    assert set(routine_rules.ROUTINE_KEYS) == _properties(schema("rtn"))
 
 
 def test_job_keys_are_the_loaders() -> None:
     """The job schema allows exactly the top-level and input keys the loader allows."""
-    assert set(validate_jobs.JOB_KEYS) == _properties(schema("job"))
+    assert set(job_rules.JOB_KEYS) == _properties(schema("job"))
     assert set(inputs.INPUT_FIELDS) == _properties(schema("job")["$defs"]["input"])
 
 
@@ -158,7 +158,7 @@ def test_action_kinds_and_their_keys_are_the_loaders() -> None:
     by_kind = {"job": "jobAction", "specdojo": "specdojoAction", "register": "registerAction",
                "exec-auto": "execAutoAction", "exec-cycle": "execAutoAction",
                "exec-resume": "execResumeAction"}
-    allowed = {kind: set(keys) for kind, keys in validate_routines._ACTION_KEYS.items()}
+    allowed = {kind: set(keys) for kind, keys in routine_rules._ACTION_KEYS.items()}
     assert allowed == {kind: _properties(defs[name]) for kind, name in by_kind.items()}
 
 
@@ -175,7 +175,7 @@ def test_enumerated_values_are_the_models() -> None:
     strategy = rtn["$defs"]["execAutoAction"]["properties"]["strategy"]["enum"]
     assert list(model.EXEC_STRATEGIES) == strategy
     proficiency = job["$defs"]["agentTask"]["properties"]["proficiency"]["enum"]
-    assert list(validate_jobs.PROFICIENCIES) == proficiency
+    assert list(job_rules.PROFICIENCIES) == proficiency
 
 
 def test_every_iana_zone_matches_the_timezone_pattern() -> None:

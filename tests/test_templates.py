@@ -13,8 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specdojo_routine.runner import run_shell
-from specdojo_routine.templates import (
+from specdojo_routine.core.templates import (
     TemplateError,
     check_shell_template,
     iso_week,
@@ -23,6 +22,7 @@ from specdojo_routine.templates import (
     render_shell,
     render_text,
 )
+from specdojo_routine.execute.runner import run_shell
 
 AUG_7 = datetime(2026, 8, 7, 8, 0, tzinfo=UTC)
 

@@ -148,8 +148,8 @@ def test_hostile_file(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 def test_billion_laughs_is_stopped_quickly_and_cheaply(tmp_path: Path) -> None:
     """The alias bomb is refused before it expands: well under a second and 20 MB."""
-    from specdojo_routine.config import resolve_project
-    from specdojo_routine.definitions import load_definitions
+    from specdojo_routine.store.config import resolve_project
+    from specdojo_routine.store.definitions import load_definitions
 
     root = make_project(tmp_path / "project", INVALID / "yaml-billion-laughs")
     tracemalloc.start()
@@ -288,9 +288,9 @@ def test_demo_has_an_interval_routine_due_on_a_fresh_project() -> None:
     """rtn-heartbeat (interval) is due when nothing has run yet, whatever the time."""
     from datetime import UTC, datetime
 
-    from specdojo_routine.config import resolve_project
-    from specdojo_routine.definitions import load_definitions
-    from specdojo_routine.schedule import due_occurrences
+    from specdojo_routine.core.schedule import due_occurrences
+    from specdojo_routine.store.config import resolve_project
+    from specdojo_routine.store.definitions import load_definitions
 
     routine = load_definitions(resolve_project(DEMO, env={})).routine("rtn-heartbeat")
     assert routine is not None and routine.interval is not None

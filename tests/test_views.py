@@ -11,10 +11,10 @@ from typing import Any
 import orjson
 import pytest
 
-from specdojo_routine import codec, ledger, views
-from specdojo_routine import events as ev
-from specdojo_routine.config import ProjectPaths, resolve_project
-from specdojo_routine.errors import RoutineError, TornLedgerError
+from specdojo_routine.core import events as ev
+from specdojo_routine.core.errors import RoutineError, TornLedgerError
+from specdojo_routine.store import codec, ledger, views
+from specdojo_routine.store.config import ProjectPaths, resolve_project
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "fixtures" / "ledgers"

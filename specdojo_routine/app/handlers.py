@@ -18,12 +18,20 @@ from typing import Any, Protocol, TextIO
 
 import attrs
 
-from . import decide, definitions, errors, events, execlock, ledger, locks, runner, schedule, views
-from .config import ProjectPaths, resolve_project
-from .definitions import Definitions
-from .errors import EXIT_FAILURE, EXIT_OK, RoutineError, TooManyMissedOccurrences, UsageError
-from .model import OnInterrupted, Result, Routine, aggregate
-from .timeutil import format_ms, format_s, to_utc
+from specdojo_routine.core import decide, errors, events, schedule
+from specdojo_routine.core.errors import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    RoutineError,
+    TooManyMissedOccurrences,
+    UsageError,
+)
+from specdojo_routine.core.model import OnInterrupted, Result, Routine, aggregate
+from specdojo_routine.core.timefmt import format_ms, format_s, to_utc
+from specdojo_routine.execute import runner
+from specdojo_routine.store import definitions, execlock, ledger, locks, views
+from specdojo_routine.store.config import ProjectPaths, resolve_project
+from specdojo_routine.store.definitions import Definitions
 
 FOLD_ACTOR = "specdojo_routine fold"
 

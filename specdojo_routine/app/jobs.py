@@ -28,19 +28,27 @@ from typing import Any, TextIO
 
 import attrs
 
-from . import evidence, execlock, jobfiles, jobplan, ledger, runner, views
-from .agent import AgentExecutor, AgentRequest, AttemptDoc
-from .config import ProjectPaths
-from .definitions import Definitions
-from .errors import JobError, RoutineError, UsageError
-from .events import CheckpointAdvanced, JobEvent, RunAttemptEnded, RunAttemptStarted, RunCreated
-from .handlers import JobActionOutcome
-from .jobfiles import GitCli, Prepared
-from .jobplan import JobRunOutcome, Trigger, Verdict
-from .model import InputValue, JobDefinition, Result
-from .redact import redact, secret_values
-from .templates import job_context
-from .timeutil import format_ms, format_s
+from specdojo_routine.app.handlers import JobActionOutcome
+from specdojo_routine.core import jobplan
+from specdojo_routine.core.errors import JobError, RoutineError, UsageError
+from specdojo_routine.core.events import (
+    CheckpointAdvanced,
+    JobEvent,
+    RunAttemptEnded,
+    RunAttemptStarted,
+    RunCreated,
+)
+from specdojo_routine.core.jobplan import JobRunOutcome, Trigger, Verdict
+from specdojo_routine.core.model import InputValue, JobDefinition, Result
+from specdojo_routine.core.redact import redact, secret_values
+from specdojo_routine.core.templates import job_context
+from specdojo_routine.core.timefmt import format_ms, format_s
+from specdojo_routine.execute import evidence, jobfiles, runner
+from specdojo_routine.execute.agent import AgentExecutor, AgentRequest, AttemptDoc
+from specdojo_routine.execute.jobfiles import GitCli, Prepared
+from specdojo_routine.store import execlock, ledger, views
+from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.definitions import Definitions
 
 __all__ = ["ACTOR", "GitCli", "JobRunOutcome", "Prepared", "find_job", "prepare",
            "routine_job_runner", "run_job"]

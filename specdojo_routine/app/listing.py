@@ -8,11 +8,12 @@ from typing import Any
 
 import attrs
 
-from . import definitions, locks, schedule, views
-from .config import ProjectPaths
-from .errors import TooManyMissedOccurrences
-from .model import Routine
-from .timeutil import format_ms, format_s, to_utc
+from specdojo_routine.core import schedule
+from specdojo_routine.core.errors import TooManyMissedOccurrences
+from specdojo_routine.core.model import Routine
+from specdojo_routine.core.timefmt import format_ms, format_s, to_utc
+from specdojo_routine.store import definitions, locks, views
+from specdojo_routine.store.config import ProjectPaths
 
 
 @attrs.frozen(kw_only=True)

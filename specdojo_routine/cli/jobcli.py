@@ -9,11 +9,14 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from . import definitions, handlers, jobplan, jobs, render, views
-from .config import ProjectPaths
-from .errors import UsageError
-from .fold_jobs import JobRunDoc
-from .jobplan import JobRunOutcome
+from specdojo_routine.app import handlers, jobs
+from specdojo_routine.cli import render
+from specdojo_routine.core import jobplan
+from specdojo_routine.core.errors import UsageError
+from specdojo_routine.core.jobfold import JobRunDoc
+from specdojo_routine.core.jobplan import JobRunOutcome
+from specdojo_routine.store import definitions, views
+from specdojo_routine.store.config import ProjectPaths
 
 _RUN_ID = re.compile(r"JBR-[A-Za-z0-9][A-Za-z0-9-]*")
 

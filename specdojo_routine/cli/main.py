@@ -13,13 +13,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
-from . import errors, handlers, render
-from .config import ProjectPaths
-from .definitions import Definitions
-from .errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, RoutineError
-from .listing import list_routines
-from .timeutil import parse_instant
-from .validation import one_line
+from specdojo_routine.app import handlers
+from specdojo_routine.app.listing import list_routines
+from specdojo_routine.cli import render
+from specdojo_routine.core import errors
+from specdojo_routine.core.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, RoutineError
+from specdojo_routine.core.timefmt import parse_instant
+from specdojo_routine.core.validation import one_line
+from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.definitions import Definitions
 
 Command = Callable[[argparse.Namespace, TextIO, TextIO], int]
 
@@ -189,7 +191,7 @@ def _run_job_action(
     paths: ProjectPaths, defs: Definitions, *, job_id: str, inputs: Mapping[str, str],
     scheduled_at: datetime, echo: TextIO | None,
 ) -> handlers.JobActionOutcome:
-    from .jobs import routine_job_runner  # loaded only when a routine has a job action
+    from specdojo_routine.app.jobs import routine_job_runner
 
     return routine_job_runner(paths, defs, job_id=job_id, inputs=inputs,
                               scheduled_at=scheduled_at, echo=echo)
@@ -237,7 +239,7 @@ _COMMANDS: dict[str, Command] = {
 }
 def _job_command(name: str) -> Command:
     def command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-        from . import jobcli  # the Job commands load the Job Run machinery only when used
+        from specdojo_routine.cli import jobcli
 
         result: int = getattr(jobcli, name)(args, out, err)
         return result

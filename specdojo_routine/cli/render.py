@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import orjson
 
-from .config import ProjectPaths
-from .definitions import Definitions
-from .errors import EXIT_FAILURE, EXIT_OK
-from .timeutil import format_ms, format_s, try_parse_instant
+from specdojo_routine.core.errors import EXIT_FAILURE, EXIT_OK
+from specdojo_routine.core.timefmt import format_ms, format_s, try_parse_instant
+from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.definitions import Definitions
 
 if TYPE_CHECKING:
-    from .handlers import RunReport
-    from .listing import Listing
+    from specdojo_routine.app.handlers import RunReport
+    from specdojo_routine.app.listing import Listing
 
 
 def dumps(data: Any) -> str:

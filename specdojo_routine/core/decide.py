@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 import attrs
 
-from .events import EndTransition, StartTransition
-from .model import (
+from specdojo_routine.core.events import EndTransition, StartTransition
+from specdojo_routine.core.model import (
     Action,
     ExecAutoAction,
     ExecResumeAction,
@@ -22,7 +22,7 @@ from .model import (
     Routine,
     SpecdojoAction,
 )
-from .templates import render_routine_inputs
+from specdojo_routine.core.templates import render_routine_inputs
 
 START_TRANSITIONS: Mapping[str, StartTransition] = {
     "never": "T-02",

@@ -7,7 +7,7 @@ different payloads, so each ledger has its own tag map.
 
 Timestamps are strings in their stored form: ``scheduled_for``-style stamps with milliseconds
 (``2026-08-07T08:00:00.000Z``), ``last_run``-style stamps without (``2026-08-07T08:02:00Z``); use
-:func:`specdojo_routine.timeutil.format_ms` / ``format_s`` to make them.
+:func:`specdojo_routine.core.timefmt.format_ms` / ``format_s`` to make them.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from typing import Any, Literal
 
 import attrs
 
-from .model import ACTION_KINDS
-from .timeutil import try_parse_instant
+from specdojo_routine.core.model import ACTION_KINDS
+from specdojo_routine.core.timefmt import try_parse_instant
 
 _Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
 

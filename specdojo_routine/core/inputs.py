@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from .model import InputSpec, InputValue
+from specdojo_routine.core.model import InputSpec, InputValue
 
 # Integers are bounded like the upstream tool's (JavaScript "safe integers"), so every value
 # round-trips through JSON on both sides.

@@ -11,11 +11,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from . import model
-from .inputs import INPUT_FIELDS, build_input_spec, is_int
-from .schedule import parse_interval
-from .templates import Placeholder, TemplateError, check_shell_template
-from .validation import (
+from specdojo_routine.core import model
+from specdojo_routine.core.inputs import INPUT_FIELDS, build_input_spec, is_int
+from specdojo_routine.core.schedule import parse_interval
+from specdojo_routine.core.templates import Placeholder, TemplateError, check_shell_template
+from specdojo_routine.core.validation import (
     JOB_ID,
     Node,
     Report,

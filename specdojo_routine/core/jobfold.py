@@ -14,10 +14,10 @@ from typing import Any, NotRequired, TypedDict
 
 import attrs
 
-from .errors import CorruptLedgerError, InvalidTransition
-from .events import RUN_STATUSES
-from .fold import Raw
-from .timeutil import try_parse_instant
+from specdojo_routine.core.errors import CorruptLedgerError, InvalidTransition
+from specdojo_routine.core.events import RUN_STATUSES
+from specdojo_routine.core.fold import Raw
+from specdojo_routine.core.timefmt import try_parse_instant
 
 
 class JobAttemptDoc(TypedDict):

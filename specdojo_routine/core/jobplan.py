@@ -13,11 +13,18 @@ from typing import Any, Literal, Protocol
 
 import attrs
 
-from . import inputs as input_rules
-from .errors import JobError, UsageError
-from .model import AgentTask, CommandTask, InputSpec, InputValue, JobDefinition, Result
-from .redact import REDACTED, redact
-from .templates import TemplateError, render_shell, render_text
+from specdojo_routine.core import inputs as input_rules
+from specdojo_routine.core.errors import JobError, UsageError
+from specdojo_routine.core.model import (
+    AgentTask,
+    CommandTask,
+    InputSpec,
+    InputValue,
+    JobDefinition,
+    Result,
+)
+from specdojo_routine.core.redact import REDACTED, redact
+from specdojo_routine.core.templates import TemplateError, render_shell, render_text
 
 #: Template roots whose missing dotted names render as "" (an optional input, a first-run
 #: checkpoint), like the upstream tool.

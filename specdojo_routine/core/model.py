@@ -1,6 +1,6 @@
 """Definition model: frozen values built from validated ``rtn-*.yaml`` / ``job-*.yaml`` (pure).
 
-Objects here are only ever built by :mod:`specdojo_routine.definitions` after validation, so
+Objects here are only ever built by :mod:`specdojo_routine.store.definitions` after validation, so
 their invariants hold; they carry the source ``path`` (relative to the project root, POSIX form)
 for messages.
 """

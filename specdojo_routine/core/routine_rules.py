@@ -13,10 +13,15 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from . import model
-from .inputs import parse_cli_value
-from .schedule import cron_syntax_error, dom_dow_warning, interval_syntax_error, parse_interval
-from .validation import (
+from specdojo_routine.core import model
+from specdojo_routine.core.inputs import parse_cli_value
+from specdojo_routine.core.schedule import (
+    cron_syntax_error,
+    dom_dow_warning,
+    interval_syntax_error,
+    parse_interval,
+)
+from specdojo_routine.core.validation import (
     JOB_ID,
     ROUTINE_ID,
     Node,

@@ -25,7 +25,7 @@ from zoneinfo import ZoneInfo
 import attrs
 from croniter import CroniterBadDateError, CroniterError, croniter
 
-from specdojo_routine import errors, model, timeutil
+from specdojo_routine.core import errors, model, timefmt
 
 # --- syntax ------------------------------------------------------------------------------------
 
@@ -343,18 +343,18 @@ def due_occurrences(
     Raises :class:`errors.TooManyMissedOccurrences` for ``missed_run: all`` with more than
     :data:`MAX_MISSED` candidates.
     """
-    now = timeutil.to_utc(now)
+    now = timefmt.to_utc(now)
     if explicit:
         return [Occurrence(routine_id=routine.id, scheduled_for=now, trigger="id")]
     if not routine.enabled:
         return []
     if routine.interval is not None:
-        last = timeutil.try_parse_instant(last_run)
+        last = timefmt.try_parse_instant(last_run)
         if last is None or now - last >= timedelta(seconds=routine.interval.seconds):
             return [Occurrence(routine_id=routine.id, scheduled_for=now, trigger="due")]
         return []
     try:
-        return _cron_due(routine, timeutil.try_parse_instant(last_scheduled_for), now)
+        return _cron_due(routine, timefmt.try_parse_instant(last_scheduled_for), now)
     except OverflowError:  # `now` within a day of year 1 or 9999: outside what we can compute
         return []
 
@@ -393,7 +393,7 @@ def next_occurrence(routine: model.Routine, *, now: datetime) -> datetime | None
         return None
     cron = _compile(routine.trigger.cron, routine.trigger.timezone)
     try:
-        return _earliest(cron, timeutil.to_utc(now), None)
+        return _earliest(cron, timefmt.to_utc(now), None)
     except OverflowError:  # beyond year 9999
         return None
 
@@ -405,9 +405,9 @@ def next_interval_due(routine: model.Routine, *, last_run: str | None, now: date
     """
     if routine.interval is None:
         raise ValueError(f"{routine.id} is not an interval routine")
-    last = timeutil.try_parse_instant(last_run)
+    last = timefmt.try_parse_instant(last_run)
     if last is None:
-        return timeutil.to_utc(now)
+        return timefmt.to_utc(now)
     try:
         return last + timedelta(seconds=routine.interval.seconds)
     except OverflowError:

@@ -14,8 +14,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import attrs
 
-from .shellquote import ShellScanner
-from .timeutil import format_ms, to_utc
+from specdojo_routine.core.shellquote import ShellScanner
+from specdojo_routine.core.timefmt import format_ms, to_utc
 
 _PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}", re.S)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_][A-Za-z0-9_-]*)*")

@@ -1,5 +1,5 @@
 """The checking machinery of definition files, shared by the rules of routines
-(:mod:`.validate_routines`, SPEC §3) and of Job Definitions (:mod:`.validate_jobs`, SPEC §7.1,
+(:mod:`.routine_rules`, SPEC §3) and of Job Definitions (:mod:`.job_rules`, SPEC §7.1,
 §7.2).
 
 A :class:`Node` is a loaded YAML value with its dotted label (``task.precondition``) and its
@@ -17,9 +17,9 @@ from typing import Any
 
 import attrs
 
-from .errors import Problem
-from .inputs import MAX_SAFE_INTEGER, describe, is_int, safe_int
-from .templates import Placeholder, TemplateError, find_placeholders
+from specdojo_routine.core.errors import Problem
+from specdojo_routine.core.inputs import MAX_SAFE_INTEGER, describe, is_int, safe_int
+from specdojo_routine.core.templates import Placeholder, TemplateError, find_placeholders
 
 Pos = tuple[int, int]
 got = describe

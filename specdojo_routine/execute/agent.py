@@ -7,7 +7,7 @@ end of every attempt (``complete``, or ``blocked`` with the reason). The texts a
 purely; :mod:`jobs` writes them.
 
 This library runs no agent itself. A caller that can (SpecDojo's own exec runner, a test)
-passes an :class:`AgentExecutor` to :func:`specdojo_routine.jobs.run_job`; without one an
+passes an :class:`AgentExecutor` to :func:`specdojo_routine.app.jobs.run_job`; without one an
 ``edit``/``review`` attempt fails with reason ``no agent executor configured for mode edit``.
 
 The executor gets the run's FROZEN task (templates already rendered when the run was created,
@@ -25,7 +25,7 @@ from typing import Any, Literal, Protocol
 
 import attrs
 
-from .config import ProjectPaths
+from specdojo_routine.store.config import ProjectPaths
 
 AgentStatus = Literal["succeeded", "partial", "failed", "noop"]
 _COMPLETE = frozenset({"succeeded", "noop"})

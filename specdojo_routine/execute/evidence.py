@@ -18,10 +18,10 @@ from pathlib import Path
 
 import orjson
 
-from .errors import JobError
-from .redact import bound, redact
-from .runner import SHELL, CommandOutcome
-from .timeutil import format_s
+from specdojo_routine.core.errors import JobError
+from specdojo_routine.core.redact import bound, redact
+from specdojo_routine.core.timefmt import format_s
+from specdojo_routine.execute.runner import SHELL, CommandOutcome
 
 SCHEMA_VERSION = 1
 LOG_LIMIT_BYTES = 65536

@@ -19,14 +19,16 @@ from typing import Any
 
 import attrs
 
-from . import fold_jobs, ledger, locks, runner, views
-from .agent import AttemptDoc, RunDoc, plan_markdown, result_markdown
-from .config import ProjectPaths
-from .errors import JobError
-from .events import Owner
-from .jobplan import Trigger
-from .model import JobDefinition
-from .templates import job_context
+from specdojo_routine.core import jobfold
+from specdojo_routine.core.errors import JobError
+from specdojo_routine.core.events import Owner
+from specdojo_routine.core.jobplan import Trigger
+from specdojo_routine.core.model import JobDefinition
+from specdojo_routine.core.templates import job_context
+from specdojo_routine.execute import runner
+from specdojo_routine.execute.agent import AttemptDoc, RunDoc, plan_markdown, result_markdown
+from specdojo_routine.store import ledger, locks, views
+from specdojo_routine.store.config import ProjectPaths
 
 __all__ = ["GIT_TIMEOUT_S", "GitCli", "Prepared", "attempt_owner", "current_owner",
            "owner_alive", "plan_path", "read_checkpoint", "result_path", "run_doc",
@@ -103,8 +105,8 @@ def read_checkpoint(paths: ProjectPaths, job_id: str) -> dict[str, Any] | None:
         if doc is not None and doc["job_id"] == job_id and "checkpoint_after" in doc:
             candidates.append({"job_id": job_id, "checkpoint": doc["checkpoint_after"],
                                "last_run_id": doc["run_id"], "updated_at": doc["updated_at"]})
-    latest: dict[str, fold_jobs.JobCheckpointDoc] = {}
-    fold_jobs.merge_checkpoints(latest, candidates)
+    latest: dict[str, jobfold.JobCheckpointDoc] = {}
+    jobfold.merge_checkpoints(latest, candidates)
     return dict(latest[job_id]["checkpoint"]) if job_id in latest else None
 
 

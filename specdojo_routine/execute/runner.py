@@ -24,8 +24,8 @@ from typing import IO, TextIO
 
 import attrs
 
-from .errors import ConfigError
-from .redact import LineRedactor, secret_values
+from specdojo_routine.core.errors import ConfigError
+from specdojo_routine.core.redact import LineRedactor, secret_values
 
 SHELL = ("/bin/sh", "-eu", "-c")
 CAPTURE_LIMIT_BYTES = 4 * 1024 * 1024

@@ -22,9 +22,9 @@ import cattrs
 import orjson
 from cattrs.preconf.orjson import OrjsonConverter, make_converter
 
-from .errors import CorruptLedgerError
-from .events import CURRENT_VERSION, EVENT_TYPES, TAGS, Event, LedgerKind
-from .timeutil import format_ms, try_parse_instant
+from specdojo_routine.core.errors import CorruptLedgerError
+from specdojo_routine.core.events import CURRENT_VERSION, EVENT_TYPES, TAGS, Event, LedgerKind
+from specdojo_routine.core.timefmt import format_ms, try_parse_instant
 
 ENVELOPE = ("version", "seq", "type", "at")
 UNKNOWN_OWNER: dict[str, Any] = {"pid": 0, "host": "unknown"}

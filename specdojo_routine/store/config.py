@@ -9,7 +9,7 @@ from pathlib import Path
 import attrs
 import orjson
 
-from .errors import ConfigError
+from specdojo_routine.core.errors import ConfigError
 
 CONFIG_RELPATH = Path(".specdojo") / "specdojo.config.json"
 

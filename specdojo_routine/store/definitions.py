@@ -1,6 +1,6 @@
 """Definition files (SPEC §2, §3, §7.1): discovery, safe YAML loading, validation (E-01).
 
-The rules themselves are in :mod:`.validate_routines` and :mod:`.validate_jobs`; this module
+The rules themselves are in :mod:`.routine_rules` and :mod:`.job_rules`; this module
 finds the files, reads them safely, applies the rules (Jobs first: routines name Jobs) and
 the cross-file ones (duplicate ids).
 
@@ -35,13 +35,13 @@ from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.reader import ReaderError
 from ruamel.yaml.resolver import VersionedResolver, implicit_resolvers
 
-from . import validation
-from .config import ProjectPaths
-from .errors import Problem
-from .model import JobDefinition, Routine
-from .validate_jobs import build_job
-from .validate_routines import JobIndex, build_routine
-from .validation import Node, Report, got
+from specdojo_routine.core import validation
+from specdojo_routine.core.errors import Problem
+from specdojo_routine.core.job_rules import build_job
+from specdojo_routine.core.model import JobDefinition, Routine
+from specdojo_routine.core.routine_rules import JobIndex, build_routine
+from specdojo_routine.core.validation import Node, Report, got
+from specdojo_routine.store.config import ProjectPaths
 
 MAX_FILE_BYTES = 1 << 20  # definitions are small; anything bigger is a mistake or an attack
 MAX_DEPTH = 64  # nesting levels

@@ -27,7 +27,8 @@ import attrs
 import orjson
 import portalocker
 
-from specdojo_routine import errors, locks, timeutil
+from specdojo_routine.core import errors, timefmt
+from specdojo_routine.store import locks
 
 EXEC_LOCK_NAME = "exec-run.lock"
 EXEC_TAKEOVER_NAME = "exec-run.takeover.flock"
@@ -139,7 +140,7 @@ def _try_create(lock_dir: Path, actor: str) -> str | None:
     except FileExistsError:
         return None
     token = f"{os.getpid()}-{secrets.token_hex(8)}"
-    now = timeutil.format_s(locks._utc_now())
+    now = timefmt.format_s(locks._utc_now())
     owner = {"actor": actor, "pid": os.getpid(), "token": token, "acquired_at_utc": now,
              "host": locks.this_host()}  # upstream's field order, plus host
     try:

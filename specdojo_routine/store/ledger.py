@@ -26,9 +26,9 @@ import attrs
 import orjson
 import portalocker
 
-from .codec import encode, upgrade
-from .errors import CorruptLedgerError, TornLedgerError
-from .events import Event
+from specdojo_routine.core.errors import CorruptLedgerError, TornLedgerError
+from specdojo_routine.core.events import Event
+from specdojo_routine.store.codec import encode, upgrade
 
 Clock = Callable[[], datetime]
 _CHUNK = 1 << 16

@@ -31,7 +31,7 @@ import attrs
 import orjson
 import portalocker
 
-from specdojo_routine import errors, timeutil
+from specdojo_routine.core import errors, timefmt
 
 ROUTINE_FLOCK_NAME = "routine-run.flock"
 UPSTREAM_ROUTINE_LOCK_NAME = "routine-run.lock"
@@ -86,12 +86,12 @@ def routine_lock(
     with os.fdopen(fd, "r+b") as fh:
         _lock_or_busy(fh, path)
         try:
-            now = timeutil.to_utc(clock())
+            now = timefmt.to_utc(clock())
             since = _young_upstream_dir_since(locks_dir, now)
             if since is not None:
                 raise _routine_busy(locks_dir / UPSTREAM_ROUTINE_LOCK_NAME, None, None, since)
             info = LockInfo(held=True, pid=os.getpid(), host=this_host(),
-                            acquired_at=timeutil.format_s(now), suspicious=False)
+                            acquired_at=timefmt.format_s(now), suspicious=False)
             record = {"pid": info.pid, "host": info.host, "acquired_at": info.acquired_at}
             fh.seek(0)
             fh.truncate()
@@ -108,11 +108,11 @@ def routine_lock_status(locks_dir: Path, *, now: datetime) -> LockInfo:
     ``now`` should be the wall clock: it ages the holder (``suspicious``) and the upstream
     lock directory.
     """
-    now = timeutil.to_utc(now)
+    now = timefmt.to_utc(now)
     path = locks_dir / ROUTINE_FLOCK_NAME
     pid, host, acquired_at = _read_holder(path)
     if _flock_held(path, pid):
-        started = timeutil.try_parse_instant(acquired_at)
+        started = timefmt.try_parse_instant(acquired_at)
         suspicious = started is not None and now - started > SUSPICIOUS_AFTER
         return LockInfo(held=True, pid=pid, host=host, acquired_at=acquired_at,
                         suspicious=suspicious)
@@ -166,7 +166,7 @@ def _young_upstream_dir_since(locks_dir: Path, now: datetime) -> str | None:
     if not stat.S_ISDIR(st.st_mode):  # only the upstream tool's mkdir lock counts
         return None
     made = datetime.fromtimestamp(st.st_mtime, UTC)
-    return timeutil.format_s(made) if now - made <= UPSTREAM_STALE_AFTER else None
+    return timefmt.format_s(made) if now - made <= UPSTREAM_STALE_AFTER else None
 
 
 def _read_holder(path: Path) -> tuple[int | None, str | None, str | None]:

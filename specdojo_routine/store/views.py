@@ -21,11 +21,9 @@ from typing import Any, Literal
 
 import orjson
 
-from . import codec, ledger
-from .config import ProjectPaths
-from .errors import CorruptLedgerError, TornLedgerError
-from .events import TAGS, Event, RoutineEvent
-from .fold import (
+from specdojo_routine.core.errors import CorruptLedgerError, TornLedgerError
+from specdojo_routine.core.events import TAGS, Event, RoutineEvent
+from specdojo_routine.core.fold import (
     RoutineFold,
     RoutineStateDoc,
     RoutineView,
@@ -33,7 +31,7 @@ from .fold import (
     fold_from_document,
     routine_document,
 )
-from .fold_jobs import (
+from specdojo_routine.core.jobfold import (
     JobCheckpointDoc,
     JobRunDoc,
     RunFold,
@@ -42,6 +40,8 @@ from .fold_jobs import (
     merge_checkpoints,
     run_document,
 )
+from specdojo_routine.store import codec, ledger
+from specdojo_routine.store.config import ProjectPaths
 
 __all__ = [
     "ROUTINE_LEDGER_NAME",

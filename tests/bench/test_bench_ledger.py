@@ -24,9 +24,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from specdojo_routine import codec, ledger, views
-from specdojo_routine import events as ev
-from specdojo_routine.config import ProjectPaths, resolve_project
+from specdojo_routine.core import events as ev
+from specdojo_routine.store import codec, ledger, views
+from specdojo_routine.store.config import ProjectPaths, resolve_project
 
 EVENTS = 1_000_000
 ROUTINES = [f"rtn-bench-{i:03d}" for i in range(50)]

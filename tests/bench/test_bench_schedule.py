@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo
 
 from croniter import croniter
 
-from specdojo_routine import errors, model, schedule, timeutil
+from specdojo_routine.core import errors, model, schedule, timefmt
 
 TIMEZONES = ("UTC", "Asia/Tokyo", "America/New_York", "Europe/Berlin", "Australia/Lord_Howe")
 RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 6))
@@ -114,7 +114,7 @@ def test_bench_latest_over_300_days_of_every_minute() -> None:
 
     def engine() -> list[schedule.Occurrence]:
         return schedule.due_occurrences(
-            routine, last_run=None, last_scheduled_for=timeutil.format_ms(last), now=now
+            routine, last_run=None, last_scheduled_for=timefmt.format_ms(last), now=now
         )
 
     started = time.perf_counter()
@@ -160,7 +160,7 @@ def selection(count: int, now: datetime) -> list[tuple[model.Routine, str | None
             routine = cron_routine(rid, rng.choice(EXPRESSIONS), rng.choice(TIMEZONES), policy)
         back = 30 if routine.policy.missed_run is model.MissedRun.ALL else 3 * 24 * 60
         last = now - timedelta(minutes=rng.randint(0, back))
-        out.append((routine, None if rng.random() < 0.1 else timeutil.format_ms(last)))
+        out.append((routine, None if rng.random() < 0.1 else timefmt.format_ms(last)))
     return out
 
 
@@ -171,8 +171,8 @@ def test_bench_ten_thousand_routines() -> None:
 
     started = time.perf_counter()
     for _routine, last in routines:
-        timeutil.try_parse_instant(last)
-        timeutil.try_parse_instant(last)
+        timefmt.try_parse_instant(last)
+        timefmt.try_parse_instant(last)
     baseline = time.perf_counter() - started
 
     schedule._compile.cache_clear()  # measure cold: every (cron, zone) compiled in this run

@@ -15,8 +15,10 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from specdojo_routine import config, definitions, handlers, model, timeutil
-from specdojo_routine.fold import RoutineView
+from specdojo_routine.app import handlers
+from specdojo_routine.core import model, timefmt
+from specdojo_routine.core.fold import RoutineView
+from specdojo_routine.store import config, definitions
 
 TZS = ("UTC", "Asia/Tokyo", "America/New_York", "Europe/Berlin", "Australia/Lord_Howe")
 CRONS = ("0 17 * * 5", "*/15 * * * *", "30 2 * * *", "0 9 * * 1-5", "0 0 1 * *")
@@ -42,8 +44,8 @@ def _routine(n: int, rng: random.Random) -> model.Routine:
 
 def _state(rng: random.Random) -> dict[str, object]:
     last = NOW - timedelta(minutes=rng.randint(1, 60))  # runs from cron every few minutes
-    return {"status": "success", "last_run": timeutil.format_s(last),
-            "last_scheduled_for": timeutil.format_ms(last.replace(second=0)),
+    return {"status": "success", "last_run": timefmt.format_s(last),
+            "last_scheduled_for": timefmt.format_ms(last.replace(second=0)),
             "last_result": "success"}
 
 
@@ -60,8 +62,8 @@ def test_bench_ten_thousand_routine_dry_run_selection(tmp_path: Path) -> None:
     t0 = time.perf_counter()
     for r in routines:
         state = view.routines.get(r.id) or {}
-        timeutil.try_parse_instant(state.get("last_run"))
-        timeutil.try_parse_instant(state.get("last_scheduled_for"))
+        timefmt.try_parse_instant(state.get("last_run"))
+        timefmt.try_parse_instant(state.get("last_scheduled_for"))
     baseline = time.perf_counter() - t0
 
     report = handlers.RunReport(dry_run=True, prefix=["specdojo"])
