@@ -81,7 +81,8 @@ INVALID = [
     ("routine-id-bad-shape/routines/rtn-Daily_Run.yml", {"$.id"}),
     ("job-identity/jobs/job-Bad.yaml", {"$", "$.id"}),
     ("routine-bad-policy/routines/rtn-policy.yaml",
-     {"$.policy", "$.policy.missed_run", "$.policy.overlap", "$.policy.on_interrupted"}),
+     {"$.policy", "$.policy.missed_run", "$.policy.overlap", "$.policy.on_interrupted",
+      "$.policy.on_failure", "$.policy.starting_deadline"}),
     ("routine-interval-and-trigger/routines/rtn-both.yaml", {"$"}),
     ("routine-no-schedule/routines/rtn-never.yaml", {"$"}),
     ("action-unknown-kind/routines/rtn-kind.yaml", {"$.action.kind"}),
@@ -168,6 +169,7 @@ def test_enumerated_values_are_the_models() -> None:
     policy = rtn["properties"]["policy"]["properties"]
     assert [m.value for m in model.MissedRun] == policy["missed_run"]["enum"]
     assert [m.value for m in model.OnInterrupted] == policy["on_interrupted"]["enum"]
+    assert [m.value for m in model.OnFailure] == policy["on_failure"]["enum"]
     register = rtn["$defs"]["registerAction"]["properties"]["filter"]["properties"]
     assert list(model.REGISTER_TYPES) == register["types"]["items"]["enum"]
     assert list(model.REGISTER_PRIORITIES) == register["priorities"]["items"]["enum"]

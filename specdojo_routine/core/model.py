@@ -25,6 +25,13 @@ class OnInterrupted(enum.Enum):
     RESUME = "resume"
 
 
+class OnFailure(enum.Enum):
+    """``policy.on_failure`` (SPEC §9.1): hold later occurrences after a failure, or not."""
+
+    CONTINUE = "continue"
+    HOLD = "hold"
+
+
 class Result(enum.Enum):
     """The outcome of an action or an attempt (seed 000)."""
 
@@ -43,10 +50,20 @@ def aggregate(results: tuple[Result, ...] | list[Result]) -> Result:
 
 
 @attrs.frozen(kw_only=True)
+class Duration:
+    """A span as written (``90s``, ``2m``, ``6h``) and its length in seconds."""
+
+    text: str
+    seconds: int
+
+
+@attrs.frozen(kw_only=True)
 class Policy:
     missed_run: MissedRun = MissedRun.LATEST
     overlap: str = "skip"
     on_interrupted: OnInterrupted = OnInterrupted.REVIEW
+    on_failure: OnFailure = OnFailure.CONTINUE
+    starting_deadline: Duration | None = None  # SPEC §9.2; None = no deadline
 
 
 @attrs.frozen(kw_only=True)

@@ -19,6 +19,7 @@ from specdojo_routine.core.schedule import (
     cron_syntax_error,
     dom_dow_warning,
     interval_syntax_error,
+    parse_duration,
     parse_interval,
 )
 from specdojo_routine.core.validation import (
@@ -144,9 +145,9 @@ def _zone_names() -> list[str]:
 def _policy(r: Report, node: Node | None) -> model.Policy | None:
     if node is None:
         return model.Policy()
-    if not mapping(r, node, " (missed_run, overlap, on_interrupted)"):
+    if not mapping(r, node, " (" + ", ".join(POLICY_KEYS) + ")"):
         return None
-    unknown_keys(r, node, ("missed_run", "overlap", "on_interrupted"), "policy")
+    unknown_keys(r, node, POLICY_KEYS, "policy")
     missed = choice(r, node.get("missed_run"), [m.value for m in model.MissedRun])
     overlap = choice(r, node.get("overlap"), ("skip",))
     resume = choice(r, node.get("on_interrupted"), [m.value for m in model.OnInterrupted])
@@ -154,7 +155,34 @@ def _policy(r: Report, node: Node | None) -> model.Policy | None:
         missed_run=model.MissedRun(missed or "latest"),
         overlap=overlap or "skip",
         on_interrupted=model.OnInterrupted(resume or "review"),
+        on_failure=_on_failure(r, node.get("on_failure")),
+        starting_deadline=_deadline(r, node.get("starting_deadline")),
     )
+
+
+POLICY_KEYS = ("missed_run", "overlap", "on_interrupted", "on_failure", "starting_deadline")
+
+
+def _on_failure(r: Report, node: Node | None) -> model.OnFailure:
+    """``policy.on_failure`` (SPEC §9.1), worded like upstream's enum messages."""
+    if node is None:
+        return model.OnFailure.CONTINUE
+    if node.value not in [m.value for m in model.OnFailure]:
+        r.error(node.where(), f"policy.on_failure must be continue or hold (got {got(node.value)})")
+        return model.OnFailure.CONTINUE
+    return model.OnFailure(node.value)
+
+
+def _deadline(r: Report, node: Node | None) -> model.Duration | None:
+    """``policy.starting_deadline`` (SPEC §9.2): interval syntax plus ``s``."""
+    if node is None:
+        return None
+    seconds = parse_duration(node.value)
+    if seconds is None:
+        r.error(node.where(),
+                f"policy.starting_deadline must be <n>s|m|h|d|w (got {got(node.value)})")
+        return None
+    return model.Duration(text=str(node.value).strip(), seconds=seconds)
 
 
 def _actions(r: Report, root: Node, jobs: JobIndex) -> tuple[tuple[model.Action, ...], bool]:

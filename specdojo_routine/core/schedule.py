@@ -96,6 +96,21 @@ def parse_interval(text: str) -> int | None:
     return seconds if seconds <= _MAX_INTERVAL_SECONDS else None
 
 
+_DURATION = re.compile(r"([1-9][0-9]*)([smhdw])")
+_DURATION_UNITS = {"s": 1, **_UNIT_SECONDS}
+
+
+def parse_duration(text: object) -> int | None:
+    """Seconds of ``<positive int><s|m|h|d|w>`` (interval syntax plus ``s``), or None."""
+    if not isinstance(text, str):
+        return None
+    match = _DURATION.fullmatch(text.strip())
+    if match is None:
+        return None
+    seconds = int(match.group(1)) * _DURATION_UNITS[match.group(2)]
+    return seconds if seconds <= _MAX_INTERVAL_SECONDS else None
+
+
 def interval_syntax_error(text: object) -> str | None:
     """The validation message for an invalid interval, or None if it is valid."""
     if isinstance(text, str) and parse_interval(text) is not None:
@@ -213,6 +228,8 @@ class Occurrence:
     scheduled_for: datetime  # aware UTC; whole minutes for cron
     trigger: Literal["due", "id"]
     passed_over_since: datetime | None = None  # `latest`: earliest occurrence coalesced
+    #: interval routines: when the interval elapsed (anchor + interval), None if never run
+    due_at: datetime | None = None
 
 
 @attrs.frozen
@@ -337,8 +354,12 @@ def due_occurrences(
     last_scheduled_for: str | None,
     now: datetime,
     explicit: bool = False,
+    last_accounted_for: str | None = None,
 ) -> list[Occurrence]:
     """The occurrences of ``routine`` to run at ``now`` (SPEC §4), oldest first.
+
+    An interval routine's anchor is the later of ``last_run`` and ``last_accounted_for`` (a
+    held or missed occurrence anchors the next interval, SPEC §9.5).
 
     Raises :class:`errors.TooManyMissedOccurrences` for ``missed_run: all`` with more than
     :data:`MAX_MISSED` candidates.
@@ -349,9 +370,12 @@ def due_occurrences(
     if not routine.enabled:
         return []
     if routine.interval is not None:
-        last = timefmt.try_parse_instant(last_run)
-        if last is None or now - last >= timedelta(seconds=routine.interval.seconds):
-            return [Occurrence(routine_id=routine.id, scheduled_for=now, trigger="due")]
+        last = interval_anchor(last_run, last_accounted_for)
+        span = timedelta(seconds=routine.interval.seconds)
+        if last is None or now - last >= span:
+            due_at = _plus(last, span) if last is not None else None
+            return [Occurrence(routine_id=routine.id, scheduled_for=now, trigger="due",
+                               due_at=due_at)]
         return []
     try:
         return _cron_due(routine, timefmt.try_parse_instant(last_scheduled_for), now)
@@ -385,6 +409,34 @@ def _cron_due(routine: model.Routine, last: datetime | None, now: datetime) -> l
         earliest = _earliest(cron, low, latest)
         return [occurrence(latest, earliest if earliest != latest else None)]
     return [occurrence(latest)]
+
+
+def interval_anchor(last_run: str | None, last_accounted_for: str | None) -> datetime | None:
+    """The later of ``last_run`` and ``last_accounted_for`` (unparsable ones ignored)."""
+    stamps = [t for t in map(timefmt.try_parse_instant, (last_run, last_accounted_for)) if t]
+    return max(stamps) if stamps else None
+
+
+def _plus(instant: datetime, span: timedelta) -> datetime:
+    try:
+        return instant + span
+    except OverflowError:
+        return datetime.max.replace(tzinfo=UTC)
+
+
+def occurrences_in(
+    routine: model.Routine, low: datetime, high: datetime, *, cap: int = MAX_MISSED
+) -> list[datetime]:
+    """Every cron occurrence in ``[low, high]`` (both inclusive), oldest first, for backfill.
+
+    Raises :class:`errors.TooManyMissedOccurrences` above ``cap`` (checked before anything
+    runs; the enumeration stops at ``cap + 1``)."""
+    assert routine.trigger is not None
+    cron = _compile(routine.trigger.cron, routine.trigger.timezone)
+    found = _between(cron, timefmt.to_utc(low) - _TICK, timefmt.to_utc(high), cap)
+    if len(found) > cap:
+        raise errors.TooManyMissedOccurrences(routine.id)
+    return found
 
 
 def next_occurrence(routine: model.Routine, *, now: datetime) -> datetime | None:
