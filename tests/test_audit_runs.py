@@ -273,7 +273,8 @@ def test_routine_state_shape_and_ledger_position(project: Project) -> None:
     assert {"seq": len(project.events()), "offset": project.ledger.stat().st_size} == \
         state["ledger"]
     keys = ["status", "last_run", "last_result", "last_scheduled_for", "last_action_results",
-            "last_reason", "attempt_id", "digest", "open_attempt"]
+            "last_reason", "attempt_id", "digest", "last_accounted_for", "held",
+            "hold_attempt_id", "held_occurrences", "last_missed", "open_attempt"]
     assert [keys, keys] == [list(e) for e in state["routines"].values()]
     cron, interval = state["routines"]["rtn-cron"], state["routines"]["rtn-int"]
     assert ("2026-05-01T10:00:00.000Z", 2) == (cron["last_scheduled_for"],

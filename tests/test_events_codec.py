@@ -64,15 +64,32 @@ def attempt_resolved(draw: st.DrawFn) -> ev.AttemptResolved:
     )
 
 
+@st.composite
+def occurrence_missed(draw: st.DrawFn) -> ev.OccurrenceMissed:
+    deadline = draw(st.integers(1, 10**7))
+    return ev.OccurrenceMissed(
+        routine_id=draw(routine_ids), scheduled_for=draw(ms_stamps), deadline_s=deadline,
+        late_by_s=draw(st.integers(deadline, 10**9)), reason=draw(texts),
+        passed_over_since=draw(st.none() | ms_stamps),
+        schedule=draw(st.sampled_from(["cron", "interval"])))
+
+
 STRATEGIES: dict[type[Any], st.SearchStrategy[Any]] = {
     ev.RoutineRegistered: st.builds(ev.RoutineRegistered, routine_id=routine_ids, digest=texts,
                                     path=texts),
     ev.AttemptStarted: st.builds(
         ev.AttemptStarted, routine_id=routine_ids, attempt_id=texts,
         transition=st.sampled_from(["T-02", "T-06", "T-07", "T-08"]),
-        trigger=st.sampled_from(["due", "id"]), scheduled_for=ms_stamps, last_run=s_stamps,
+        trigger=st.sampled_from(ev.TRIGGERS), scheduled_for=ms_stamps, last_run=s_stamps,
         passed_over_since=st.none() | ms_stamps, owner=owners,
-        schedule=st.sampled_from(["cron", "interval"])),
+        schedule=st.sampled_from(["cron", "interval"]), on_failure=st.sampled_from([None, "hold"])),
+    ev.OccurrenceHeld: st.builds(
+        ev.OccurrenceHeld, routine_id=routine_ids, scheduled_for=ms_stamps, reason=texts,
+        passed_over_since=st.none() | ms_stamps, schedule=st.sampled_from(["cron", "interval"])),
+    ev.OccurrenceMissed: occurrence_missed(),
+    ev.RoutineReleased: st.builds(
+        ev.RoutineReleased, routine_id=routine_ids, run=st.sampled_from(ev.RELEASE_RUNS),
+        note=st.none() | texts, released_by=texts),
     ev.ActionStarted: st.builds(ev.ActionStarted, routine_id=routine_ids, attempt_id=texts,
                                 index=st.integers(1, 99), kind=kinds),
     ev.ActionEnded: st.builds(
@@ -114,6 +131,8 @@ def test_routine_tag_set_is_frozen() -> None:
         "routine_registered": ev.RoutineRegistered, "attempt_started": ev.AttemptStarted,
         "action_started": ev.ActionStarted, "action_ended": ev.ActionEnded,
         "attempt_ended": ev.AttemptEnded, "attempt_resolved": ev.AttemptResolved,
+        "occurrence_held": ev.OccurrenceHeld, "occurrence_missed": ev.OccurrenceMissed,
+        "routine_released": ev.RoutineReleased,
     } == ev.ROUTINE_EVENT_TYPES
 
 
@@ -305,3 +324,46 @@ def test_newer_version_is_refused() -> None:
     """A line from a newer program is an error that says to upgrade."""
     with pytest.raises(CorruptLedgerError, match=r"unsupported event version 2.*upgrade"):
         codec.decode(_line(version=2), path="l", line_no=4)
+
+
+# --- SPEC §9 events --------------------------------------------------------------------------
+
+
+def test_held_and_missed_lines_carry_passed_over_since_and_release_a_null_note() -> None:
+    """The §9 payloads: passed_over_since and a release note are written even when null."""
+    held = ev.OccurrenceHeld(routine_id="rtn-a", scheduled_for="2026-08-07T08:00:00.000Z",
+                             reason="held after failure of a1", passed_over_since=None,
+                             schedule="cron")
+    released = ev.RoutineReleased(routine_id="rtn-a", run="none", note=None, released_by="ops")
+    assert {"passed_over_since": None} == {k: v for k, v in codec.payload(held).items()
+                                           if k == "passed_over_since"}
+    assert {"routine_id": "rtn-a", "run": "none", "note": None, "released_by": "ops"} == (
+        codec.payload(released))
+
+
+def test_on_failure_is_left_out_unless_hold() -> None:
+    """attempt_started gains on_failure only under hold, so older lines stay byte-identical."""
+    assert "on_failure" not in codec.payload(_attempt_started())
+    assert "hold" == codec.payload(_attempt_started(on_failure="hold"))["on_failure"]
+
+
+@pytest.mark.parametrize("changes", [
+    {"late_by_s": 119, "deadline_s": 120}, {"late_by_s": 0, "deadline_s": 1},
+    {"deadline_s": 0, "late_by_s": 5}, {"reason": ""}, {"schedule": "weekly"},
+])
+def test_an_impossible_miss_cannot_exist(changes: dict[str, Any]) -> None:
+    """A miss is later than its deadline, with a reason and a known schedule kind."""
+    fields: dict[str, Any] = dict(
+        routine_id="rtn-a", scheduled_for="2026-08-07T08:00:00.000Z", deadline_s=120,
+        late_by_s=121, reason="started 2m 1s late (deadline 2m)", passed_over_since=None,
+        schedule="cron")
+    with pytest.raises(ValueError):
+        ev.OccurrenceMissed(**(fields | changes))
+
+
+@pytest.mark.parametrize("changes", [{"run": "some"}, {"released_by": ""}, {"note": ""}])
+def test_an_invalid_release_cannot_exist(changes: dict[str, Any]) -> None:
+    """release run is none|latest|all; who released it is named; a note is text or null."""
+    fields: dict[str, Any] = dict(routine_id="rtn-a", run="all", note="n", released_by="ops")
+    with pytest.raises(ValueError):
+        ev.RoutineReleased(**(fields | changes))

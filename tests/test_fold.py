@@ -156,6 +156,9 @@ def test_the_table_is_seed_000s() -> None:
         *((e, "running", "skipped", "T-05") for e in ("attempt_ended", "attempt_resolved")),
         ("action_started", "running", "running", None),
         ("action_ended", "running", "running", None),
+        *(("occurrence_held", s, s, None) for s in ("success", "failure", "skipped")),
+        *(("occurrence_missed", s, s, None) for s in ("never", "success", "failure", "skipped")),
+        *(("routine_released", s, s, None) for s in ("success", "failure", "skipped")),
     } == rows
     assert len(rows) == len(TRANSITIONS)
 
@@ -246,6 +249,7 @@ def test_open_attempt_holds_what_closing_it_needs() -> None:
         "started_at": "2026-08-07T08:00:03Z", "owner": {"pid": 7, "host": "h"},
         "actions": [{"index": 1, "kind": "job", "result": "failure", "reason": "x",
                      "job_run_id": "JBR-j-1"}, {"index": 2, "kind": "job"}],
+        "on_failure": None,
     } == entry(state)["open_attempt"]
 
 

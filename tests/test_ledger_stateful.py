@@ -38,7 +38,8 @@ def fresh(rid: str, model: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return model.setdefault(rid, {
         "status": "never", "last_run": None, "last_result": None, "last_scheduled_for": None,
         "last_action_results": None, "last_reason": None, "attempt_id": None, "digest": None,
-        "open_attempt": None})
+        "last_accounted_for": None, "held": False, "hold_attempt_id": None,
+        "held_occurrences": [], "last_missed": None, "open_attempt": None})
 
 
 class LedgerMachine(RuleBasedStateMachine):
@@ -95,9 +96,12 @@ class LedgerMachine(RuleBasedStateMachine):
             passed_over_since=None, owner=OWNER, schedule=schedule))  # type: ignore[arg-type]
         entry.update(status="running", last_run=last_run, attempt_id=aid, open_attempt={
             "attempt_id": aid, "trigger": trigger, "scheduled_for": scheduled,
-            "started_at": last_run, "owner": {"pid": 99, "host": "model-host"}, "actions": []})
+            "started_at": last_run, "owner": {"pid": 99, "host": "model-host"}, "actions": [],
+            "on_failure": None})
         if trigger == "due" and schedule == "cron":
             entry["last_scheduled_for"] = scheduled
+        if trigger in ("due", "id"):
+            entry["last_accounted_for"] = scheduled
 
     @precondition(lambda self: self.running())
     @rule(handle=st.integers(0, 1), data=st.data(), result=RESULTS,

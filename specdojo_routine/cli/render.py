@@ -181,6 +181,18 @@ def _event_detail(event: dict[str, Any]) -> str:
     if etype == "attempt_resolved":
         return (f"{event.get('transition')} {event.get('result')} by "
                 f"{event.get('resolved_by')}: {event.get('note')}")
+    return _policy_detail(etype, event)
+
+
+def _policy_detail(etype: Any, event: dict[str, Any]) -> str:
+    """SPEC §9 events: what was held or missed and why, and who released what."""
+    if etype in ("occurrence_held", "occurrence_missed"):
+        since = event.get("passed_over_since")
+        coalesced = f", coalesced since {since}" if since else ""
+        return f"{event.get('scheduled_for')}{coalesced}: {event.get('reason')}"
+    if etype == "routine_released":
+        note = f": {event['note']}" if event.get("note") else ""
+        return f"--run {event.get('run')} by {event.get('released_by')}{note}"
     return ""
 
 

@@ -38,6 +38,11 @@ RESULTS = ("success", "failure", "skipped")
 RESULT_TRANSITIONS = {"success": "T-03", "failure": "T-04", "skipped": "T-05"}
 RUN_STATUSES = ("succeeded", "partial", "failed", "noop")
 
+#: ``attempt_started.trigger`` (SPEC §9.1): due, an explicit run, a release, a backfill.
+TRIGGERS = ("due", "id", "release", "backfill")
+Trigger = Literal["due", "id", "release", "backfill"]
+RELEASE_RUNS = ("none", "latest", "all")
+
 Result = Literal["success", "failure", "skipped"]
 StartTransition = Literal["T-02", "T-06", "T-07", "T-08"]
 EndTransition = Literal["T-03", "T-04", "T-05"]
@@ -175,12 +180,16 @@ class AttemptStarted:
     routine_id: str = attrs.field(validator=_routine_id)
     attempt_id: str = attrs.field(validator=_text)
     transition: StartTransition = attrs.field(validator=_one_of("T-02", "T-06", "T-07", "T-08"))
-    trigger: Literal["due", "id"] = attrs.field(validator=_one_of("due", "id"))
+    trigger: Trigger = attrs.field(validator=_one_of(*TRIGGERS))
     scheduled_for: str = attrs.field(validator=_ms)
     last_run: str = attrs.field(validator=_s)
     passed_over_since: str | None = attrs.field(validator=_optional(_ms))
     owner: Owner = attrs.field(validator=attrs.validators.instance_of(Owner))
     schedule: Literal["cron", "interval"] = attrs.field(validator=_one_of("cron", "interval"))
+    #: ``"hold"`` when the routine's ``policy.on_failure`` was ``hold`` as the attempt started
+    #: (SPEC §9.1): its failure then puts the routine on hold. Left out otherwise.
+    on_failure: Literal["hold"] | None = attrs.field(default=None, validator=_optional(
+        _one_of("hold")))
 
 
 @attrs.frozen(kw_only=True)
@@ -240,6 +249,45 @@ class AttemptResolved:
     resolved_by: str = attrs.field(validator=_text)
 
 
+def _late_enough(inst: Any, _attribute: attrs.Attribute[Any], value: Any) -> None:
+    if type(inst.deadline_s) is int and value < inst.deadline_s:
+        raise ValueError(f"late_by_s {value} is within the deadline of {inst.deadline_s}s")
+
+
+@attrs.frozen(kw_only=True)
+class OccurrenceHeld:
+    """An occurrence became due while the routine was on hold: accounted for, not run (§9.1)."""
+
+    routine_id: str = attrs.field(validator=_routine_id)
+    scheduled_for: str = attrs.field(validator=_ms)
+    reason: str = attrs.field(validator=_text)
+    passed_over_since: str | None = attrs.field(validator=_optional(_ms))
+    schedule: Literal["cron", "interval"] = attrs.field(validator=_one_of("cron", "interval"))
+
+
+@attrs.frozen(kw_only=True)
+class OccurrenceMissed:
+    """An occurrence would have started after its starting deadline: not run (SPEC §9.2)."""
+
+    routine_id: str = attrs.field(validator=_routine_id)
+    scheduled_for: str = attrs.field(validator=_ms)
+    deadline_s: int = attrs.field(validator=_int_at_least(1))
+    late_by_s: int = attrs.field(validator=[_int_at_least(1), _late_enough])
+    reason: str = attrs.field(validator=_text)
+    passed_over_since: str | None = attrs.field(validator=_optional(_ms))
+    schedule: Literal["cron", "interval"] = attrs.field(validator=_one_of("cron", "interval"))
+
+
+@attrs.frozen(kw_only=True)
+class RoutineReleased:
+    """An operator ended a routine's hold; ``run`` says which held occurrences run (§9.1)."""
+
+    routine_id: str = attrs.field(validator=_routine_id)
+    run: Literal["none", "latest", "all"] = attrs.field(validator=_one_of(*RELEASE_RUNS))
+    note: str | None = attrs.field(validator=_optional(_text))
+    released_by: str = attrs.field(validator=_text)
+
+
 # --- Job Run ledgers -------------------------------------------------------------------------
 
 
@@ -294,7 +342,7 @@ class CheckpointAdvanced:
 
 RoutineEvent = (
     RoutineRegistered | AttemptStarted | ActionStarted | ActionEnded | AttemptEnded
-    | AttemptResolved
+    | AttemptResolved | OccurrenceHeld | OccurrenceMissed | RoutineReleased
 )
 JobEvent = RunCreated | RunAttemptStarted | RunAttemptEnded | CheckpointAdvanced
 Event = RoutineEvent | JobEvent
@@ -308,6 +356,9 @@ ROUTINE_EVENT_TYPES: dict[str, type[RoutineEvent]] = {
     "action_ended": ActionEnded,
     "attempt_ended": AttemptEnded,
     "attempt_resolved": AttemptResolved,
+    "occurrence_held": OccurrenceHeld,
+    "occurrence_missed": OccurrenceMissed,
+    "routine_released": RoutineReleased,
 }
 JOB_EVENT_TYPES: dict[str, type[JobEvent]] = {
     "run_created": RunCreated,

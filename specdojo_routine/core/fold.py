@@ -36,6 +36,7 @@ class Transition:
 
 _ENDS: tuple[tuple[Status, str], ...] = (("success", "T-03"), ("failure", "T-04"),
                                          ("skipped", "T-05"))
+_SETTLED: tuple[Status, ...] = ("never", "success", "failure", "skipped")
 TRANSITIONS: tuple[Transition, ...] = (
     Transition(event="routine_registered", source=None, target="never", label="T-01"),
     *(Transition(event="routine_registered", source=s, target=s, note="keeps the state")
@@ -49,7 +50,44 @@ TRANSITIONS: tuple[Transition, ...] = (
       for r, t in _ENDS),
     Transition(event="action_started", source="running", target="running"),
     Transition(event="action_ended", source="running", target="running"),
+    # SPEC §9: occurrences accounted for without an attempt, and the end of a hold.
+    *(Transition(event="occurrence_held", source=s, target=s,
+                 note="while held: accounted for, not run") for s in _SETTLED[1:]),
+    *(Transition(event="occurrence_missed", source=s, target=s,
+                 note="past the starting deadline: accounted for, not run") for s in _SETTLED),
+    *(Transition(event="routine_released", source=s, target=s, note="operator; ends the hold")
+      for s in _SETTLED[1:]),
 )
+HoldState = Literal["free", "held"]
+
+
+@attrs.frozen(kw_only=True)
+class HoldTransition:
+    """One move of the hold region (SPEC §9.1), orthogonal to :data:`TRANSITIONS`' status."""
+
+    event: str
+    source: HoldState
+    target: HoldState
+    note: str = ""
+
+
+#: The hold region: which events may come in which hold state, and which begin or end a hold.
+#: Events not named here leave the hold state as it is, in either state.
+HOLD_TRANSITIONS: tuple[HoldTransition, ...] = (
+    *(HoldTransition(event=e, source="free", target="held",
+                     note="result failure, started under on_failure: hold, trigger not backfill")
+      for e in ("attempt_ended", "attempt_resolved")),
+    HoldTransition(event="occurrence_held", source="held", target="held",
+                   note="adds scheduled_for to held_occurrences"),
+    HoldTransition(event="routine_released", source="held", target="free",
+                   note="operator; held_occurrences cleared"),
+    HoldTransition(event="occurrence_missed", source="free", target="free",
+                   note="hold before deadline: never while held"),
+)
+#: Events allowed only in some hold states.
+_HOLD_GUARD = {e: {t.source for t in HOLD_TRANSITIONS if t.event == e}
+               for e in ("occurrence_held", "routine_released", "occurrence_missed")}
+
 #: Events whose target state is their ``result``: their rows are keyed by (source, result).
 BY_RESULT = frozenset({"attempt_ended", "attempt_resolved"})
 
@@ -62,6 +100,8 @@ def _index(event: str) -> dict[Any, Transition]:
 _REGISTERED, _STARTED, _ENDED, _RESOLVED, _ACTION_STARTED, _ACTION_ENDED = map(_index, (
     "routine_registered", "attempt_started", "attempt_ended", "attempt_resolved",
     "action_started", "action_ended"))
+_HELD, _MISSED, _RELEASED = map(_index, (
+    "occurrence_held", "occurrence_missed", "routine_released"))
 
 
 # --- view documents ----------------------------------------------------------------------------
@@ -95,6 +135,12 @@ class OpenAttemptDoc(TypedDict):
     started_at: str
     owner: OwnerDoc
     actions: list[ActionDoc]
+    on_failure: str | None  # "hold": a failure of this attempt begins a hold (SPEC §9.1)
+
+
+class MissDoc(TypedDict):
+    scheduled_for: str
+    reason: str
 
 
 class RoutineEntryDoc(TypedDict):
@@ -108,6 +154,13 @@ class RoutineEntryDoc(TypedDict):
     last_reason: str | None
     attempt_id: str | None
     digest: str | None
+    #: SPEC §9: newest occurrence accounted for (run, held, missed); the hold; the last miss
+    #: since the last success.
+    last_accounted_for: str | None
+    held: bool
+    hold_attempt_id: str | None
+    held_occurrences: list[str]
+    last_missed: MissDoc | None
     open_attempt: OpenAttemptDoc | None
 
 
@@ -128,7 +181,8 @@ def never_entry() -> RoutineEntryDoc:
     """The entry of a routine the ledger has never mentioned."""
     return {"status": "never", "last_run": None, "last_result": None, "last_scheduled_for": None,
             "last_action_results": None, "last_reason": None, "attempt_id": None, "digest": None,
-            "open_attempt": None}
+            "last_accounted_for": None, "held": False, "hold_attempt_id": None,
+            "held_occurrences": [], "last_missed": None, "open_attempt": None}
 
 
 @attrs.frozen(kw_only=True)
@@ -215,6 +269,8 @@ def _started(routines: dict[str, Raw], raw: Raw) -> None:
     entry["attempt_id"] = raw["attempt_id"]
     if raw["trigger"] == "due" and raw["schedule"] == "cron":
         entry["last_scheduled_for"] = raw["scheduled_for"]
+    if raw["trigger"] in ("due", "id"):
+        entry["last_accounted_for"] = raw["scheduled_for"]
     entry["open"] = raw
     entry["actions"] = {}
 
@@ -243,10 +299,59 @@ def _ended(routines: dict[str, Raw], raw: Raw) -> None:
     results = raw["action_results"]
     if results is not None and not _results_ok(results):
         raise TypeError("action_results must be null or a list of {index, kind, result}")
-    entry["status"] = entry["last_result"] = row.target
+    _settle(entry, row.target)
     entry["last_reason"] = raw.get("reason")
     entry["last_action_results"] = results
     entry["open"] = entry["actions"] = None
+
+
+def _settle(entry: Raw, result: Status) -> None:
+    """An attempt's result: a success clears the last miss; a failure of an attempt started
+    under ``on_failure: hold`` (not a backfill) begins a hold unless one is on (SPEC §9.5)."""
+    entry["status"] = entry["last_result"] = result
+    opened = entry["open"]
+    if result == "success":
+        entry["last_missed"] = None
+    elif (result == "failure" and not entry["held"] and opened.get("on_failure") == "hold"
+          and opened["trigger"] != "backfill"):
+        entry["held"], entry["hold_attempt_id"] = True, opened["attempt_id"]
+        entry["held_occurrences"] = []
+
+
+def _accounted(rows: dict[Any, Transition]) -> _Handler:
+    """``occurrence_held`` / ``occurrence_missed``: the cursor moves past the occurrence."""
+    def apply(routines: dict[str, Raw], raw: Raw) -> None:
+        entry = routines.get(raw["routine_id"]) or _create(routines, raw["routine_id"])
+        _guard(rows, raw, entry)
+        scheduled, kind = raw["scheduled_for"], raw["schedule"]
+        if not isinstance(scheduled, str) or kind not in ("cron", "interval"):
+            raise TypeError("scheduled_for must be a string and schedule cron or interval")
+        if not isinstance(raw["reason"], str):
+            raise TypeError("reason must be a string")
+        if kind == "cron":
+            entry["last_scheduled_for"] = scheduled
+        entry["last_accounted_for"] = scheduled
+        if raw["type"] == "occurrence_held":
+            entry["held_occurrences"] = [*entry["held_occurrences"], scheduled]
+        else:
+            entry["last_missed"] = {"scheduled_for": scheduled, "reason": raw["reason"]}
+
+    return apply
+
+
+def _guard(rows: dict[Any, Transition], raw: Raw, entry: Raw) -> None:
+    if entry["status"] not in rows:
+        raise _illegal(raw, entry)
+    if ("held" if entry["held"] else "free") not in _HOLD_GUARD[raw["type"]]:
+        raise _illegal(raw, entry, "held" if entry["held"] else "not held")
+
+
+def _released(routines: dict[str, Raw], raw: Raw) -> None:
+    entry = routines.get(raw["routine_id"]) or _create(routines, raw["routine_id"])
+    _guard(_RELEASED, raw, entry)
+    if raw["run"] not in ("none", "latest", "all") or not isinstance(raw["released_by"], str):
+        raise TypeError("run must be none, latest or all and released_by a string")
+    entry["held"], entry["hold_attempt_id"], entry["held_occurrences"] = False, None, []
 
 
 def _results_ok(results: Any) -> bool:
@@ -263,7 +368,7 @@ def _resolved(routines: dict[str, Raw], raw: Raw) -> None:
         raise _illegal(raw, entry)
     if entry["open"]["attempt_id"] != raw["attempt_id"]:
         raise _mismatch(raw, entry)
-    entry["status"] = entry["last_result"] = row.target
+    _settle(entry, row.target)
     entry["last_reason"] = raw["note"]  # the operator's note is the reason
     entry["last_action_results"] = None
     entry["open"] = entry["actions"] = None
@@ -276,6 +381,9 @@ _HANDLERS: dict[str, _Handler] = {
     "action_ended": _action_handler(_ACTION_ENDED),
     "attempt_ended": _ended,
     "attempt_resolved": _resolved,
+    "occurrence_held": _accounted(_HELD),
+    "occurrence_missed": _accounted(_MISSED),
+    "routine_released": _released,
 }
 assert set(_HANDLERS) == {t.event for t in TRANSITIONS}
 
@@ -340,6 +448,7 @@ def _entry_doc(entry: Raw) -> RoutineEntryDoc:
             "scheduled_for": started["scheduled_for"], "started_at": started["last_run"],
             "owner": {"pid": started["owner"]["pid"], "host": started["owner"]["host"]},
             "actions": [_action_doc(a) for a in entry["actions"].values()],
+            "on_failure": started.get("on_failure"),
         }
     return doc  # type: ignore[return-value]
 
@@ -401,4 +510,23 @@ def render_state_diagram() -> str:
         *(f"    {s} --> {t}: {'<br/>'.join(labels)}" for (s, t), labels in edges.items()),
         "```", "",
         "| event | from | to | transition | note |", "|---|---|---|---|---|", *rows, "",
+        *_hold_region(),
     ])
+
+
+def _hold_region() -> list[str]:
+    """The hold region (SPEC §9.1), drawn from :data:`HOLD_TRANSITIONS`."""
+    edges: dict[tuple[str, str], list[str]] = {}
+    for t in HOLD_TRANSITIONS:
+        edges.setdefault((t.source, t.target), []).append(t.event)
+    rows = [f"| `{t.event}` | {t.source} | {t.target} | {t.note} |" for t in HOLD_TRANSITIONS]
+    return [
+        "## The hold region (SPEC §9.1)", "",
+        "Orthogonal to the status above: a routine is `free` or `held` (the view's `held`).",
+        "`occurrence_held` and `routine_released` are legal only while held, `occurrence_missed`",
+        "only while free; every other event leaves the hold as it is.", "",
+        "```mermaid", "stateDiagram-v2", "    [*] --> free",
+        *(f"    {s} --> {t}: {'<br/>'.join(labels)}" for (s, t), labels in edges.items()),
+        "```", "",
+        "| event | from | to | note |", "|---|---|---|---|", *rows, "",
+    ]
