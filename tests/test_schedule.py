@@ -173,7 +173,8 @@ def test_interval_due_at_exactly_the_interval() -> None:
     found = schedule.due_occurrences(
         interval_routine("1d"), last_run="2026-08-06T08:00:00Z", last_scheduled_for=None, now=now
     )
-    assert [Occurrence(routine_id="rtn-test", scheduled_for=now, trigger="due")] == found
+    assert [Occurrence(routine_id="rtn-test", scheduled_for=now, trigger="due",
+                       due_at=now)] == found
 
 
 def test_interval_not_due_one_second_early() -> None:

@@ -18,7 +18,7 @@ from typing import Any, Protocol, TextIO
 
 import attrs
 
-from specdojo_routine.core import decide, errors, events, schedule
+from specdojo_routine.core import decide, errors, events, policy, schedule
 from specdojo_routine.core.errors import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -100,6 +100,8 @@ class RunReport:
     interrupted: list[str] = attrs.field(factory=list)
     closed_interrupted: list[str] = attrs.field(factory=list)
     errors: list[str] = attrs.field(factory=list)
+    held: list[policy.Decision] = attrs.field(factory=list)  # SPEC §9.1
+    missed: list[policy.Decision] = attrs.field(factory=list)  # SPEC §9.2
 
     @property
     def exit_code(self) -> int:
@@ -129,24 +131,49 @@ def _routines_to_consider(defs: Definitions, routine_id: str | None) -> list[Rou
     raise UsageError(f'unknown routine "{routine_id}" (see `list`)')
 
 
-def _select(
+def _occurrences(
     report: RunReport, routine: Routine, state: Mapping[str, Any] | None, now: datetime,
-    explicit: bool, project_id: str,
-) -> None:
+    explicit: bool,
+) -> list[schedule.Occurrence]:
     try:
-        occurrences = schedule.due_occurrences(
+        return schedule.due_occurrences(
             routine,
             last_run=(state or {}).get("last_run"),
             last_scheduled_for=(state or {}).get("last_scheduled_for"),
             now=now,
             explicit=explicit,
+            last_accounted_for=(state or {}).get("last_accounted_for"),
         )
     except TooManyMissedOccurrences as exc:
         report.errors.append(str(exc))
-        return
-    for occ in occurrences:
-        actions = decide.plan_actions(routine, occ.scheduled_for, project_id)
-        report.selected.append(Selected(routine=routine, occurrence=occ, actions=actions))
+        return []
+
+
+def _choose(
+    report: RunReport, routine: Routine, state: Mapping[str, Any] | None,
+    occ: schedule.Occurrence, now: datetime, project_id: str,
+) -> Selected | policy.Decision:
+    """Start ``occ`` (a :class:`Selected` in ``report.selected``) or account for it as held
+    or missed (SPEC §9, in ``report.held`` / ``report.missed``)."""
+    decision = policy.classify(routine, state, occ, now)
+    if decision.verdict == "hold":
+        report.held.append(decision)
+        return decision
+    if decision.verdict == "miss":
+        report.missed.append(decision)
+        return decision
+    actions = decide.plan_actions(routine, occ.scheduled_for, project_id)
+    chosen = Selected(routine=routine, occurrence=occ, actions=actions)
+    report.selected.append(chosen)
+    return chosen
+
+
+def _select(
+    report: RunReport, routine: Routine, state: Mapping[str, Any] | None, now: datetime,
+    explicit: bool, project_id: str,
+) -> None:
+    for occ in _occurrences(report, routine, state, now, explicit):
+        _choose(report, routine, state, occ, now, project_id)
 
 
 def _is_open(state: Mapping[str, Any] | None) -> bool:
@@ -204,13 +231,20 @@ def _run_routine(
         report.closed_interrupted.append(routine.id)
         view = views.refresh_routine_view(ctx.paths)
         state = view.routines.get(routine.id)
-    before = len(report.selected)
-    _select(report, routine, state, ctx.now, explicit, ctx.paths.project_id)
-    for chosen in report.selected[before:]:
+    accounted = False
+    for occ in _occurrences(report, routine, state, ctx.now, explicit):
+        chosen = _choose(report, routine, state, occ, ctx.now, ctx.paths.project_id)
+        if isinstance(chosen, policy.Decision):  # held or missed: the cursor moves past it
+            ctx.append(policy.record(routine, chosen))
+            accounted = True
+            continue
+        if accounted:
+            view, accounted = views.refresh_routine_view(ctx.paths), False
+            state = view.routines.get(routine.id)
         report.results.append(_attempt(ctx, chosen, state))
         view = views.refresh_routine_view(ctx.paths)
-        state = view.routines.get(routine.id)
-    return view
+        state = view.routines.get(routine.id)  # a failure under hold holds the rest at once
+    return views.refresh_routine_view(ctx.paths) if accounted else view
 
 
 def plan_selection(
@@ -256,6 +290,7 @@ def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -
                            if occ.passed_over_since is not None else None),
         owner=events.Owner(pid=os.getpid(), host=locks.this_host()),
         schedule="cron" if routine.trigger is not None else "interval",
+        on_failure=policy.on_failure_marker(routine),
     ))
     t0 = time.monotonic()
     outcomes: list[tuple[int, str, Result, str | None]] = []

@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-from specdojo_routine.core import schedule
+from specdojo_routine.core import policy, schedule
 from specdojo_routine.core.errors import TooManyMissedOccurrences
 from specdojo_routine.core.model import Routine
 from specdojo_routine.core.timefmt import format_ms, format_s, to_utc
@@ -30,11 +30,20 @@ class RoutineRow:
     last_reason: str | None
     due: bool
     next_occurrence: str | None
+    held: bool = False  # SPEC §9.1
+    held_occurrences: int = 0
+    hold_reason: str | None = None
+    last_missed: dict[str, str] | None = None  # SPEC §9.2: the last miss since the last success
 
     def to_json(self) -> dict[str, Any]:
         data = attrs.asdict(self)
-        del data["last_reason"]
+        del data["last_reason"], data["hold_reason"]
         return data
+
+    @property
+    def attention(self) -> bool:
+        """Held, or missed since the last success: ``list`` exits 1 (a health check)."""
+        return self.held or self.last_missed is not None
 
 
 @attrs.frozen(kw_only=True)
@@ -65,7 +74,8 @@ def _row(routine: Routine, state: Mapping[str, Any], now: datetime, lock_held: b
     try:
         due = bool(schedule.due_occurrences(
             routine, last_run=state.get("last_run"),
-            last_scheduled_for=state.get("last_scheduled_for"), now=now))
+            last_scheduled_for=state.get("last_scheduled_for"), now=now,
+            last_accounted_for=state.get("last_accounted_for")))
     except TooManyMissedOccurrences:
         due = True
     if not routine.enabled:
@@ -74,12 +84,19 @@ def _row(routine: Routine, state: Mapping[str, Any], now: datetime, lock_held: b
         nxt = schedule.next_occurrence(routine, now=now)
         next_text = format_ms(nxt) if nxt else None
     else:
-        due_at = schedule.next_interval_due(routine, last_run=state.get("last_run"), now=now)
+        anchor = schedule.interval_anchor(state.get("last_run"), state.get("last_accounted_for"))
+        due_at = schedule.next_interval_due(
+            routine, last_run=format_s(anchor) if anchor else None, now=now)
         next_text = format_s(max(due_at, now))  # an overdue interval routine is due now
     return RoutineRow(
         id=routine.id, enabled=routine.enabled, schedule=routine.schedule_text,
         kinds=[a.kind for a in routine.actions], status=status, interrupted=interrupted,
         last_run=state.get("last_run"), last_result=state.get("last_result"),
         last_scheduled_for=state.get("last_scheduled_for"), last_reason=state.get("last_reason"),
-        due=due and routine.enabled and status != "running", next_occurrence=next_text,
+        due=due and routine.enabled and status != "running" and not policy.is_held(state),
+        next_occurrence=next_text, held=policy.is_held(state),
+        held_occurrences=len(state.get("held_occurrences") or []),
+        hold_reason=(policy.held_reason(state.get("hold_attempt_id"))
+                     if policy.is_held(state) else None),
+        last_missed=state.get("last_missed"),
     )

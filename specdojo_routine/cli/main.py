@@ -15,7 +15,7 @@ from typing import TextIO
 
 from specdojo_routine.app import handlers
 from specdojo_routine.app.listing import list_routines
-from specdojo_routine.cli import render
+from specdojo_routine.cli import policycli, render
 from specdojo_routine.core import errors
 from specdojo_routine.core.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, RoutineError
 from specdojo_routine.core.timefmt import parse_instant
@@ -75,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true")
     p.add_argument("--json", action="store_true")
     p.add_argument("--now", type=_instant)
+    policycli.add_backfill_options(p, _instant)
     p = sub.add_parser("resolve", parents=[common], help="record an interrupted attempt's outcome")
     p.add_argument("routine_id", metavar="ID")
     p.add_argument("--result", required=True, choices=["success", "failure", "skipped"])
@@ -87,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("routine_id", nargs="?", metavar="ID")
     p.add_argument("--json", action="store_true")
     p.add_argument("--limit", type=_positive)
+    policycli.add_commands(sub, common, _instant, _positive)
     _add_job_commands(sub, common)
     return parser
 
@@ -174,11 +176,13 @@ def cmd_job_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     listing = list_routines(_paths(args), now=args.now)
     render.listing(listing, out, err, as_json=args.json)
-    attention = listing.problems or any(row.interrupted for row in listing.rows)
+    attention = listing.problems or any(row.interrupted or row.attention for row in listing.rows)
     return EXIT_FAILURE if attention else EXIT_OK  # usable as a health check (SPEC §8)
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if policycli.backfill_requested(args):
+        return policycli.run_backfill(args, _paths(args), out, err, _run_job_action)
     report = handlers.run(
         _paths(args), routine_id=args.routine_id, dry_run=args.dry_run, now=args.now,
         echo=err if args.json else out, job_runner=_run_job_action,
@@ -236,6 +240,8 @@ _COMMANDS: dict[str, Command] = {
     "resolve": cmd_resolve,
     "fold": cmd_fold,
     "history": cmd_history,
+    "release": lambda a, o, e: policycli.cmd_release(a, _paths(a), o, e, _run_job_action),
+    "next": lambda a, o, e: policycli.cmd_next(a, lambda: _paths(a), o, e),
 }
 def _job_command(name: str) -> Command:
     def command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

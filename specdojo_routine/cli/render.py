@@ -16,7 +16,7 @@ from specdojo_routine.store.definitions import Definitions
 
 if TYPE_CHECKING:
     from specdojo_routine.app.handlers import RunReport
-    from specdojo_routine.app.listing import Listing
+    from specdojo_routine.app.listing import Listing, RoutineRow
 
 
 def dumps(data: Any) -> str:
@@ -87,7 +87,7 @@ def listing(listing: Listing, out: TextIO, err: TextIO, *, as_json: bool) -> Non
     now = listing.now
     rows = [[
         r.id, "yes" if r.enabled else "no", r.schedule, ",".join(r.kinds),
-        r.status + (" (interrupted)" if r.interrupted else ""),
+        r.status + (" (interrupted)" if r.interrupted else "") + (" (held)" if r.held else ""),
         relative(r.last_run, now), r.last_result or "-", "yes" if r.due else "no",
         relative(r.next_occurrence, now),
     ] for r in listing.rows]
@@ -99,11 +99,22 @@ def listing(listing: Listing, out: TextIO, err: TextIO, *, as_json: bool) -> Non
                       f"then `resolve {r.id} --result ... --note ...`\n")
         elif r.last_result in ("failure", "skipped") and r.last_reason:
             out.write(f"  {r.id}: last {r.last_result}: {r.last_reason}\n")
+        _policy_lines(r, out)
     if lock.held:
         flag = " - SUSPICIOUS: held for over 1 hour" if lock.suspicious else ""
         holder = (f"pid {lock.pid} on {lock.host}" if lock.pid is not None else
                   "another tool (the upstream lock directory routine-run.lock/)")
         out.write(f"lock: held by {holder} since {lock.acquired_at}{flag}\n")
+
+
+def _policy_lines(r: RoutineRow, out: TextIO) -> None:
+    """Held and missed routines in ``list`` (SPEC §9): what happened and what to do."""
+    if r.held:
+        out.write(f"! {r.id}: on hold ({r.hold_reason}); {r.held_occurrences} held "
+                  f"occurrence(s); fix the cause, then `release {r.id} --run none|latest|all`\n")
+    if r.last_missed is not None:
+        out.write(f"! {r.id}: missed {r.last_missed['scheduled_for']}: "
+                  f"{r.last_missed['reason']} (cleared by the next success)\n")
 
 
 def run_report(report: RunReport, out: TextIO, err: TextIO, *, as_json: bool) -> None:
@@ -128,10 +139,14 @@ def run_report(report: RunReport, out: TextIO, err: TextIO, *, as_json: bool) ->
             "interrupted": report.interrupted,
             "closed_interrupted": report.closed_interrupted,
             "errors": report.errors,
+            "held": [d.to_json() for d in report.held],
+            "missed": [d.to_json() for d in report.missed],
         }))
         return
+    _accounted_text(report, out)
     if not report.selected:
-        out.write("no due routines\n")
+        if not (report.held or report.missed):
+            out.write("no due routines\n")
         return
     if report.dry_run:
         _dry_run_text(report, out)
@@ -143,6 +158,17 @@ def run_report(report: RunReport, out: TextIO, err: TextIO, *, as_json: bool) ->
               for k in ("success", "failure", "skipped")}
     out.write(f"Ran {len(report.results)} attempt(s): {counts['success']} success, "
               f"{counts['failure']} failure, {counts['skipped']} skipped\n")
+
+
+def _accounted_text(report: RunReport, out: TextIO) -> None:
+    """Held and missed occurrences (SPEC §9): recorded, not run; a dry run only shows them."""
+    would = "would be " if report.dry_run else ""
+    for verdict, decisions in (("held", report.held), ("missed", report.missed)):
+        for d in decisions:
+            since = d.occurrence.passed_over_since
+            extra = f" (coalesces occurrences since {format_ms(since)})" if since else ""
+            out.write(f"{d.occurrence.routine_id}  {format_ms(d.occurrence.scheduled_for)}  "
+                      f"{would}{verdict}{extra} - {d.reason}\n")
 
 
 def _dry_run_text(report: RunReport, out: TextIO) -> None:

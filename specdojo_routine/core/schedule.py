@@ -226,7 +226,7 @@ class Occurrence:
 
     routine_id: str
     scheduled_for: datetime  # aware UTC; whole minutes for cron
-    trigger: Literal["due", "id"]
+    trigger: Literal["due", "id", "release", "backfill"]
     passed_over_since: datetime | None = None  # `latest`: earliest occurrence coalesced
     #: interval routines: when the interval elapsed (anchor + interval), None if never run
     due_at: datetime | None = None
@@ -437,6 +437,25 @@ def occurrences_in(
     if len(found) > cap:
         raise errors.TooManyMissedOccurrences(routine.id)
     return found
+
+
+SlotEffect = Literal["gap", "overlap", "overlap-real-time"] | None
+
+
+def slots_after(
+    expr: str, timezone: str, after: datetime
+) -> Iterator[tuple[datetime, tuple[datetime, ...], SlotEffect]]:
+    """Naive local slots whose instants may lie after ``after``, oldest first, each with its
+    UTC instants (by the DST rules) and the DST effect on it, for previews (SPEC §9.4)."""
+    cron = _compile(expr, timezone)
+    for slot in _slots(cron, _start_after(cron, timefmt.to_utc(after)), backwards=False):
+        first, second = _offset(cron.tz, slot), _offset(cron.tz, slot.replace(fold=1))
+        effect: SlotEffect = None
+        if first > second:
+            effect = "overlap-real-time" if cron.real_time else "overlap"
+        elif first < second and not cron.real_time:
+            effect = "gap"
+        yield slot, _instants(cron, slot), effect
 
 
 def next_occurrence(routine: model.Routine, *, now: datetime) -> datetime | None:

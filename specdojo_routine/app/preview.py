@@ -1,0 +1,48 @@
+"""``next``: upcoming occurrences of a routine or of a cron string (SPEC §9.4); writes nothing."""
+
+from __future__ import annotations
+
+import zoneinfo
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from specdojo_routine.app import handlers
+from specdojo_routine.core.errors import UsageError
+from specdojo_routine.core.preview import Upcoming, cron_upcoming, routine_upcoming
+from specdojo_routine.core.schedule import cron_syntax_error
+from specdojo_routine.core.timefmt import to_utc
+from specdojo_routine.store import definitions, views
+from specdojo_routine.store.config import ProjectPaths
+
+
+def _now(now: datetime | None, clock: Callable[[], datetime] | None) -> datetime:
+    return to_utc(now if now is not None else (clock or (lambda: datetime.now(UTC)))())
+
+
+def preview_routine(
+    paths: ProjectPaths, routine_id: str, *, count: int = 5, now: datetime | None = None,
+    clock: Callable[[], datetime] | None = None,
+) -> tuple[str, list[Upcoming]]:
+    """(the routine's zone, its next ``count`` occurrences); reads the definition and view."""
+    defs = definitions.load_definitions(paths)
+    routine = handlers._routines_to_consider(defs, routine_id)[0]
+    state = views.load_routine_view(paths).routines.get(routine_id)
+    items = routine_upcoming(routine, dict(state) if state else None,
+                             now=_now(now, clock), count=count)
+    return routine.timezone or "UTC", items
+
+
+def preview_cron(
+    expr: str, timezone: str, *, count: int = 5, now: datetime | None = None,
+    clock: Callable[[], datetime] | None = None,
+) -> list[Upcoming]:
+    """The next ``count`` occurrences of a cron string not yet in a file."""
+    problem = cron_syntax_error(expr)
+    if problem is not None:
+        raise UsageError(problem)
+    try:
+        zoneinfo.ZoneInfo(timezone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        raise UsageError(f"unknown --timezone {timezone!r}: use an IANA name such as "
+                         "Asia/Tokyo") from None
+    return cron_upcoming(expr, timezone, after=_now(now, clock), count=count)

@@ -1,0 +1,136 @@
+"""``release`` and backfill (SPEC §9.1, §9.3): operator actions that start attempts.
+
+Both reuse the run handler's attempt machinery (:func:`handlers._attempt`), so an attempt they
+start is recorded, executed and ended exactly like a due one; only its ``trigger`` differs.
+Neither looks at the starting deadline; backfill ignores the hold and never moves the cursor.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Literal, TextIO
+
+from specdojo_routine.app import handlers
+from specdojo_routine.app.handlers import JobActionRunner, RunReport, Selected
+from specdojo_routine.core import decide, events, policy, schedule
+from specdojo_routine.core.errors import RoutineError, TooManyMissedOccurrences, UsageError
+from specdojo_routine.core.model import Routine
+from specdojo_routine.core.timefmt import format_ms, parse_instant, to_utc
+from specdojo_routine.execute import runner
+from specdojo_routine.store import definitions, ledger, locks, views
+from specdojo_routine.store.config import ProjectPaths
+
+ReleaseRun = Literal["none", "latest", "all"]
+Clock = Callable[[], datetime]
+
+
+def _wall(clock: Clock | None) -> Clock:
+    return clock or (lambda: datetime.now(UTC))
+
+
+def _setup(
+    paths: ProjectPaths, routine_id: str, env: Mapping[str, str] | None, dry_run: bool = False,
+) -> tuple[definitions.Definitions, Routine, RunReport, dict[str, str]]:
+    the_env = dict(os.environ if env is None else env)
+    defs = definitions.load_definitions(paths)
+    found = handlers._routines_to_consider(defs, routine_id)
+    report = RunReport(dry_run=dry_run, prefix=runner.specdojo_prefix(the_env))
+    report.errors.extend(str(p) for p in defs.errors)
+    return defs, found[0], report, the_env
+
+
+def release(
+    paths: ProjectPaths, routine_id: str, *, run: ReleaseRun = "none", note: str | None = None,
+    by: str | None = None, now: datetime | None = None, env: Mapping[str, str] | None = None,
+    echo: TextIO | None = None, job_runner: JobActionRunner | None = None,
+    clock: Clock | None = None,
+) -> tuple[list[str], RunReport]:
+    """End a routine's hold (SPEC §9.1); returns (the held occurrences, what ran)."""
+    wall = _wall(clock)
+    who = by or os.environ.get("USER") or handlers._login_name()
+    if note is not None and not note.strip():
+        raise UsageError("release --note must not be blank (leave it out for no note)")
+    defs, routine, report, the_env = _setup(paths, routine_id, env)
+    the_now = to_utc(now if now is not None else wall())
+    with locks.routine_lock(paths.routine_locks_dir, clock=wall):
+        log = ledger.Ledger(paths.routine_ledger, clock=wall)
+        ctx = handlers._Context(paths=paths, defs=defs, now=the_now, env=the_env, echo=echo,
+                                job_runner=job_runner, append=log.append)
+        view = handlers._register(ctx, defs, views.refresh_routine_view(paths))
+        state = view.get(routine_id)
+        if not policy.is_held(state):
+            status = state["status"]
+            raise RoutineError(f"routine {routine_id} is not held; nothing to release "
+                               f"(status: {status})")
+        if handlers._is_open(state):
+            raise RoutineError(f"routine {routine_id} has an open attempt; `resolve` it first")
+        held = list(state["held_occurrences"])
+        ctx.append(events.RoutineReleased(routine_id=routine_id, run=run, note=note,
+                                          released_by=who))
+        chosen = {"none": [], "latest": held[-1:], "all": held}[run]
+        _run_each(ctx, report, routine, [parse_instant(t) for t in chosen], "release")
+    return held, report
+
+
+def _run_each(
+    ctx: handlers._Context, report: RunReport, routine: Routine, times: list[datetime],
+    trigger: Literal["release", "backfill"],
+) -> None:
+    """One attempt per scheduled time, oldest first, each with its own ``scheduled_for``."""
+    for at in times:
+        view = views.refresh_routine_view(ctx.paths)
+        state = view.routines.get(routine.id)
+        occ = schedule.Occurrence(routine_id=routine.id, scheduled_for=at, trigger=trigger)
+        chosen = Selected(routine=routine, occurrence=occ,
+                          actions=decide.plan_actions(routine, at, ctx.paths.project_id))
+        report.selected.append(chosen)
+        report.results.append(handlers._attempt(ctx, chosen, state))
+    views.refresh_routine_view(ctx.paths)
+
+
+def backfill_times(routine: Routine, start: datetime, end: datetime) -> list[datetime]:
+    """The occurrences of ``routine`` in ``[start, end]``; refused (exit 2) for an interval
+    routine, a reversed range or more than 1000 occurrences, before anything runs."""
+    if routine.trigger is None:
+        raise UsageError(f"{routine.id} is an interval routine: there is no calendar to "
+                         "backfill (use `run --id` to run it now)")
+    if to_utc(start) > to_utc(end):
+        raise UsageError(f"--from {format_ms(to_utc(start))} is after --to "
+                         f"{format_ms(to_utc(end))}")
+    try:
+        return schedule.occurrences_in(routine, start, end, cap=schedule.MAX_MISSED)
+    except TooManyMissedOccurrences:
+        raise UsageError(
+            f"backfill of {routine.id} from {format_ms(to_utc(start))} to "
+            f"{format_ms(to_utc(end))} covers more than {schedule.MAX_MISSED} occurrences; "
+            "split the range") from None
+
+
+def backfill(
+    paths: ProjectPaths, routine_id: str, *, start: datetime, end: datetime,
+    dry_run: bool = False, env: Mapping[str, str] | None = None, echo: TextIO | None = None,
+    job_runner: JobActionRunner | None = None, clock: Clock | None = None,
+) -> RunReport:
+    """``run --id ID --from T1 --to T2`` (SPEC §9.3): every occurrence in the range, each its
+    own attempt with ``trigger: backfill``; the cursor, the hold and the deadline are left."""
+    wall = _wall(clock)
+    defs, routine, report, the_env = _setup(paths, routine_id, env, dry_run)
+    times = backfill_times(routine, start, end)
+    if dry_run:
+        for at in times:
+            occ = schedule.Occurrence(routine_id=routine.id, scheduled_for=at, trigger="backfill")
+            report.selected.append(Selected(routine=routine, occurrence=occ, actions=(
+                decide.plan_actions(routine, at, paths.project_id))))
+        return report
+    with locks.routine_lock(paths.routine_locks_dir, clock=wall):
+        log = ledger.Ledger(paths.routine_ledger, clock=wall)
+        ctx = handlers._Context(paths=paths, defs=defs, now=to_utc(wall()), env=the_env,
+                                echo=echo, job_runner=job_runner, append=log.append)
+        view = handlers._register(ctx, defs, views.refresh_routine_view(paths))
+        if handlers._is_open(view.routines.get(routine_id)):
+            report.interrupted.append(routine_id)
+            return report
+        _run_each(ctx, report, routine, times, "backfill")
+    return report

@@ -1,0 +1,111 @@
+"""CLI of the operational policies (SPEC §9): ``release``, ``next`` and backfill on ``run``."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from specdojo_routine.app import handlers, preview, release
+from specdojo_routine.cli import render
+from specdojo_routine.core.errors import EXIT_OK, UsageError
+from specdojo_routine.core.preview import Upcoming
+from specdojo_routine.store.config import ProjectPaths
+
+Instant = Callable[[str], object]
+
+
+def add_commands(sub: Any, common: argparse.ArgumentParser, instant: Instant,
+                 positive: Callable[[str], int]) -> None:
+    """``release`` and ``next`` (``sub`` is the main parser's subparsers)."""
+    p = sub.add_parser("release", parents=[common], help="end a routine's hold (SPEC §9.1)")
+    p.add_argument("routine_id", metavar="ID")
+    p.add_argument("--run", choices=["none", "latest", "all"], default="none",
+                   help="which held occurrences run now (default none)")
+    p.add_argument("--note")
+    p.add_argument("--by", dest="released_by")
+    p.add_argument("--now", type=instant)
+    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("next", parents=[common], help="upcoming occurrences (SPEC §9.4)")
+    p.add_argument("routine_id", nargs="?", metavar="ID")
+    p.add_argument("-n", dest="count", type=positive, default=5)
+    p.add_argument("--cron")
+    p.add_argument("--timezone")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--now", type=instant)
+
+
+def add_backfill_options(run: argparse.ArgumentParser, instant: Instant) -> None:
+    run.add_argument("--from", dest="backfill_from", type=instant,
+                     help="backfill: first scheduled time (with --id and --to)")
+    run.add_argument("--to", dest="backfill_to", type=instant,
+                     help="backfill: last scheduled time (inclusive)")
+
+
+def backfill_requested(args: argparse.Namespace) -> bool:
+    """Whether ``run`` was asked to backfill; refuses half or misplaced ranges (exit 2)."""
+    start, end = getattr(args, "backfill_from", None), getattr(args, "backfill_to", None)
+    if start is None and end is None:
+        return False
+    if args.routine_id is None:
+        raise UsageError("--from/--to backfill one routine: use them with --id ID")
+    if start is None or end is None:
+        raise UsageError("backfill needs both --from and --to")
+    if args.now is not None:
+        raise UsageError("--now does not apply to a backfill (its times are --from/--to)")
+    return True
+
+
+def run_backfill(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err: TextIO,
+                 job_runner: handlers.JobActionRunner) -> int:
+    report = release.backfill(paths, args.routine_id, start=args.backfill_from,
+                              end=args.backfill_to, dry_run=args.dry_run,
+                              echo=err if args.json else out, job_runner=job_runner)
+    render.run_report(report, out, err, as_json=args.json)
+    return report.exit_code
+
+
+def cmd_release(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err: TextIO,
+                job_runner: handlers.JobActionRunner) -> int:
+    held, report = release.release(paths, args.routine_id, run=args.run, note=args.note,
+                                   by=args.released_by, now=args.now,
+                                   echo=err if args.json else out, job_runner=job_runner)
+    if args.json:
+        out.write(render.dumps({"routine_id": args.routine_id, "run": args.run,
+                                "held_occurrences": held,
+                                "results": [r.to_json() for r in report.results]}))
+        return report.exit_code
+    out.write(f"{args.routine_id}: released ({len(held)} held occurrence(s); --run {args.run})\n")
+    if report.results:
+        render.run_report(report, out, err, as_json=False)
+    return report.exit_code
+
+
+def cmd_next(args: argparse.Namespace, paths: Callable[[], ProjectPaths], out: TextIO,
+             err: TextIO) -> int:
+    if args.cron is not None or args.timezone is not None:
+        if args.routine_id is not None or args.cron is None or args.timezone is None:
+            raise UsageError("next takes either ID, or --cron EXPR with --timezone TZ")
+        zone, routine_id = args.timezone, None
+        items = preview.preview_cron(args.cron, zone, count=args.count, now=args.now)
+    elif args.routine_id is None:
+        raise UsageError("next takes either ID, or --cron EXPR with --timezone TZ")
+    else:
+        routine_id = args.routine_id
+        zone, items = preview.preview_routine(paths(), routine_id, count=args.count,
+                                              now=args.now)
+    if args.json:
+        out.write(render.dumps({"routine_id": routine_id, "timezone": zone,
+                                "occurrences": [i.to_json() for i in items]}))
+    else:
+        out.write(_preview_text(zone, items))
+    return EXIT_OK
+
+
+def _preview_text(zone: str, items: list[Upcoming]) -> str:
+    if not items:
+        return "no upcoming occurrences\n"
+    rows = [[i.local, i.utc, i.latest_start or "-", i.note or ""] for i in items]
+    return render.table([f"LOCAL ({zone})", "UTC", "LATEST START", "NOTE"], rows)
+
+

@@ -1,0 +1,110 @@
+"""Operational policies (SPEC §9): hold after failure and the starting deadline (pure).
+
+For each occurrence that :func:`schedule.due_occurrences` selects, :func:`classify` decides
+whether it starts, is held (the routine is on hold) or is missed (it would start after its
+starting deadline). Hold comes before the deadline (§9.5); operator actions (``run --id``,
+``release --run``, backfill) always start. Every decision is O(1): nothing here enumerates
+occurrences, so a 300-day gap costs what :func:`schedule.due_occurrences` costs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Literal
+
+import attrs
+
+from specdojo_routine.core import events
+from specdojo_routine.core.model import OnFailure, Routine
+from specdojo_routine.core.schedule import Occurrence
+from specdojo_routine.core.timefmt import format_ms, to_utc
+
+Verdict = Literal["run", "hold", "miss"]
+
+
+@attrs.frozen(kw_only=True)
+class Decision:
+    """What happens to one selected occurrence."""
+
+    verdict: Verdict
+    occurrence: Occurrence
+    reason: str | None = None
+    late_by_s: int | None = None  # misses only
+    deadline_s: int | None = None  # misses only
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``held`` / ``missed`` entry of ``run --json`` (SPEC §9.5)."""
+        return {"routine_id": self.occurrence.routine_id,
+                "scheduled_for": format_ms(self.occurrence.scheduled_for),
+                "reason": self.reason}
+
+
+def held_reason(attempt_id: str | None) -> str:
+    """``held after failure of <attempt_id>`` (SPEC §9.1)."""
+    return f"held after failure of {attempt_id or 'an earlier attempt'}"
+
+
+def span_text(seconds: int) -> str:
+    """``3h 2m``: days, hours, minutes, seconds with the zero parts left out (SPEC §9.5)."""
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        count, seconds = divmod(seconds, size)
+        if count:
+            parts.append(f"{count}{unit}")
+    return " ".join(parts) or "0s"
+
+
+def miss_reason(late_by_s: int, deadline_text: str) -> str:
+    return f"started {span_text(late_by_s)} late (deadline {deadline_text})"
+
+
+def is_held(state: Mapping[str, Any] | None) -> bool:
+    return bool((state or {}).get("held"))
+
+
+def classify(
+    routine: Routine, state: Mapping[str, Any] | None, occurrence: Occurrence, now: datetime,
+) -> Decision:
+    """Start, hold or miss ``occurrence`` at ``now``, given the routine's folded ``state``."""
+    if occurrence.trigger != "due":
+        return Decision(verdict="run", occurrence=occurrence)
+    if is_held(state):
+        reason = held_reason((state or {}).get("hold_attempt_id"))
+        return Decision(verdict="hold", occurrence=occurrence, reason=reason)
+    deadline = routine.policy.starting_deadline
+    if deadline is None:
+        return Decision(verdict="run", occurrence=occurrence)
+    since = occurrence.scheduled_for if routine.trigger is not None else occurrence.due_at
+    if since is None:  # an interval routine that never ran has no deadline
+        return Decision(verdict="run", occurrence=occurrence)
+    late = to_utc(now) - since
+    if late.total_seconds() <= deadline.seconds:  # exactly at the deadline is on time
+        return Decision(verdict="run", occurrence=occurrence)
+    late_by = int(late.total_seconds())
+    return Decision(verdict="miss", occurrence=occurrence, late_by_s=late_by,
+                    deadline_s=deadline.seconds, reason=miss_reason(late_by, deadline.text))
+
+
+def record(routine: Routine, decision: Decision) -> events.OccurrenceHeld | events.OccurrenceMissed:
+    """The event that accounts for a held or missed occurrence."""
+    occ = decision.occurrence
+    common: dict[str, Any] = {
+        "routine_id": routine.id, "scheduled_for": format_ms(occ.scheduled_for),
+        "reason": decision.reason,
+        "passed_over_since": (format_ms(occ.passed_over_since)
+                              if occ.passed_over_since is not None else None),
+        "schedule": "cron" if routine.trigger is not None else "interval",
+    }
+    if decision.verdict == "hold":
+        return events.OccurrenceHeld(**common)
+    if decision.verdict == "miss":
+        assert decision.late_by_s is not None and decision.deadline_s is not None
+        return events.OccurrenceMissed(**common, late_by_s=decision.late_by_s,
+                                       deadline_s=decision.deadline_s)
+    raise ValueError("an occurrence that starts is recorded by attempt_started")
+
+
+def on_failure_marker(routine: Routine) -> Literal["hold"] | None:
+    """``attempt_started.on_failure``: ``"hold"`` under ``policy.on_failure: hold``."""
+    return "hold" if routine.policy.on_failure is OnFailure.HOLD else None

@@ -1,0 +1,94 @@
+"""Preview of upcoming occurrences (SPEC §9.4): zone and UTC, DST effects, latest start (pure).
+
+Like ``systemd-analyze calendar``: what a schedule will do, before it does it. The DST notes
+name the rule of SPEC §4 that applies to a slot: a slot in a spring-forward gap fires once at
+the end of the gap; a slot in a fall-back overlap fires once, at its first instant; with the
+hour field ``*`` the schedule follows real time and fires at both instants of an overlap.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import attrs
+
+from specdojo_routine.core.model import Duration, Routine
+from specdojo_routine.core.schedule import SlotEffect, interval_anchor, slots_after
+from specdojo_routine.core.timefmt import format_ms, format_s, to_utc, try_parse_instant
+
+
+@attrs.frozen(kw_only=True)
+class Upcoming:
+    """One upcoming occurrence."""
+
+    local: str  # ISO 8601 in the routine's zone, with its offset
+    utc: str  # scheduled_for form
+    note: str | None  # the DST effect, or None
+    latest_start: str | None  # scheduled time + starting deadline, or None
+
+    def to_json(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+def _note(slot: datetime, effect: SlotEffect, index: int, local: datetime) -> str | None:
+    wall = slot.strftime("%H:%M")
+    if effect == "gap":
+        return f"{wall} does not exist on {slot:%Y-%m-%d}: fires at {local:%H:%M}"
+    if effect == "overlap":
+        return f"{wall} occurs twice: fires once, at the first"
+    if effect == "overlap-real-time":
+        which = "first" if index == 0 else "second"
+        return (f"{wall} occurs twice: the hour field * follows real time, so it fires at "
+                f"both; this is the {which} ({local:%Z})")
+    return None
+
+
+def _upcoming(at: datetime, tz: ZoneInfo, note: str | None,
+              deadline: Duration | None) -> Upcoming:
+    latest = format_s(at + timedelta(seconds=deadline.seconds)) if deadline else None
+    return Upcoming(local=at.astimezone(tz).isoformat(), utc=format_ms(at), note=note,
+                    latest_start=latest)
+
+
+def cron_upcoming(
+    expr: str, timezone: str, *, after: datetime, count: int, deadline: Duration | None = None,
+) -> list[Upcoming]:
+    """The first ``count`` occurrences strictly after ``after``, oldest first."""
+    after, tz = to_utc(after), ZoneInfo(timezone)
+    found: dict[datetime, str | None] = {}
+    try:
+        for slot, instants, effect in slots_after(expr, timezone, after):
+            # First instants never decrease with the slot: once past the count-th found
+            # instant, no later slot can add an earlier one.
+            if len(found) >= count and instants and min(instants) > sorted(found)[count - 1]:
+                break
+            for index, at in enumerate(instants):
+                if at > after and at not in found:  # slots on one instant fire once
+                    found[at] = _note(slot, effect, index, at.astimezone(tz))
+    except OverflowError:  # beyond year 9999
+        pass
+    return [_upcoming(at, tz, found[at], deadline) for at in sorted(found)[:count]]
+
+
+def routine_upcoming(
+    routine: Routine, state: dict[str, Any] | None, *, now: datetime, count: int,
+) -> list[Upcoming]:
+    """A routine's next ``count`` occurrences after max(now, its cursor) (SPEC §9.5)."""
+    state, now = state or {}, to_utc(now)
+    deadline = routine.policy.starting_deadline
+    if routine.trigger is not None:
+        cursor = try_parse_instant(state.get("last_scheduled_for"))
+        after = max(now, cursor) if cursor is not None else now
+        return cron_upcoming(routine.trigger.cron, routine.trigger.timezone, after=after,
+                             count=count, deadline=deadline)
+    assert routine.interval is not None
+    span = timedelta(seconds=routine.interval.seconds)
+    anchor = interval_anchor(state.get("last_run"), state.get("last_accounted_for"))
+    first = max(now, anchor + span) if anchor is not None else now
+    utc = ZoneInfo("UTC")
+    items = [_upcoming(first + i * span, utc, None, deadline) for i in range(count)]
+    if anchor is None and items:  # a routine that never ran has no deadline (SPEC §9.2)
+        items[0] = attrs.evolve(items[0], latest_start=None)
+    return items
