@@ -1,0 +1,163 @@
+"""Hypothesis: every occurrence that becomes due is accounted for exactly once (SPEC §9).
+
+Random cron expressions and zones (``--now`` sequences around DST transitions, with long gaps),
+random policies (``missed_run`` latest|all, ``on_failure`` continue|hold, a starting deadline or
+none), random failure patterns and releases drive the real run and release handlers on a
+temporary project. Then the ledger must account for every occurrence between the first call's
+occurrence and the last call — as run, coalesced (inside a ``passed_over_since`` span), held or
+missed — exactly once, compared with the independent minute-scan reference of
+``test_schedule_properties``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from specdojo_routine.app import handlers, release
+from specdojo_routine.core import schedule
+from specdojo_routine.core.model import Result
+from specdojo_routine.core.timefmt import parse_instant
+from specdojo_routine.store.config import resolve_project
+from tests.test_schedule_properties import DAYS, STAR, TIMEZONES, TRANSITIONS, field, reference
+
+MINUTE = timedelta(minutes=1)
+CONFIG = {"version": 1, "current_project": "p", "projects": {"p": {
+    "routines_path": "routines", "jobs_path": "jobs", "execution_path": "execution"}}}
+JOB = ('id: job-work\nname: work\ntask: {mode: command, command: "true"}\n'
+       'run: {idempotency_key: "{{job_id}}"}\n')
+
+# Day-of-month and month stay `*`, so every expression fires within a week (the first call's
+# occurrence is found by the reference's scan); the hours aim at the DST transitions.
+EXPRESSIONS = st.tuples(
+    st.one_of(STAR, field(0, 59)), st.one_of(STAR, field(0, 4), field(0, 23)),
+    st.just("*"), st.just("*"), st.one_of(STAR, STAR, field(0, 7, DAYS)),
+).map(" ".join).filter(lambda e: schedule.cron_syntax_error(e) is None)
+DEADLINES = st.one_of(st.none(), st.sampled_from(["30s", "1m", "5m", "90m", "1h", "1d"]))
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> dict[str, Any]:
+    missed_run = draw(st.sampled_from(["latest", "all"]))
+    zone = draw(st.sampled_from(TIMEZONES))
+    anchors = TRANSITIONS[zone] or [datetime(2026, 3, 29, tzinfo=UTC)]
+    start = draw(st.sampled_from(anchors)) + timedelta(
+        minutes=draw(st.integers(-36 * 60, 12 * 60)), seconds=draw(st.sampled_from([0, 5, 59])))
+    # `all` fails a routine over 1000 occurrences, so its gaps stay under 12 hours.
+    longest = 12 * 60 if missed_run == "all" else 10 * 24 * 60
+    gaps = st.one_of(st.integers(0, 180), st.integers(0, longest))
+    steps = draw(st.lists(st.one_of(
+        st.tuples(st.just("run"), gaps, st.sampled_from([0, 1, 30, 59])),
+        st.tuples(st.just("release"), st.sampled_from(["none", "latest", "all"]), st.just(0)),
+    ), min_size=1, max_size=7))
+    return {"expr": draw(EXPRESSIONS), "zone": zone, "missed_run": missed_run,
+            "on_failure": draw(st.sampled_from(["continue", "hold"])),
+            "deadline": draw(DEADLINES), "start": start, "steps": steps,
+            "failures": draw(st.lists(st.booleans(), min_size=1, max_size=8))}
+
+
+class _Outcomes:
+    """The job action's results: the failure pattern, cycled."""
+
+    def __init__(self, pattern: list[bool]) -> None:
+        self.pattern, self.n = pattern, 0
+
+    def __call__(self, *_args: Any, **_kwargs: Any) -> handlers.JobActionOutcome:
+        failed = self.pattern[self.n % len(self.pattern)]
+        self.n += 1
+        return handlers.JobActionOutcome(result=Result.FAILURE if failed else Result.SUCCESS,
+                                         reason="boom" if failed else None)
+
+
+def _project(root: Path, sc: dict[str, Any]) -> None:
+    (root / ".specdojo").mkdir(parents=True)
+    (root / ".specdojo" / "specdojo.config.json").write_bytes(orjson.dumps(CONFIG))
+    (root / "routines").mkdir()
+    (root / "jobs").mkdir()
+    (root / "jobs" / "job-work.yaml").write_text(JOB)
+    deadline = f", starting_deadline: {sc['deadline']}" if sc["deadline"] else ""
+    (root / "routines" / "rtn-prop.yaml").write_text(
+        f'id: rtn-prop\ntrigger: {{cron: "{sc["expr"]}", timezone: {sc["zone"]}}}\n'
+        f"policy: {{missed_run: {sc['missed_run']}, on_failure: {sc['on_failure']}{deadline}}}\n"
+        "action: {kind: job, job: job-work}\n")
+
+
+def _drive(root: Path, sc: dict[str, Any]) -> datetime:
+    """Run the steps; returns the last ``--now``."""
+    paths, outcomes, now = resolve_project(root), _Outcomes(sc["failures"]), sc["start"]
+    handlers.run(paths, now=now, job_runner=outcomes)
+    for kind, amount, seconds in sc["steps"]:
+        if kind == "run":
+            now = now.replace(second=0) + amount * MINUTE + timedelta(seconds=seconds)
+            handlers.run(paths, now=now, job_runner=outcomes)
+        elif orjson.loads(paths.routine_state.read_bytes())["routines"]["rtn-prop"]["held"]:
+            release.release(paths, "rtn-prop", run=amount, by="prop", now=now,
+                            job_runner=outcomes)
+    return now
+
+
+def _accounted(lines: list[dict[str, Any]], sc: dict[str, Any],
+               now: datetime) -> tuple[list[datetime], list[datetime]]:
+    """(every occurrence the ledger accounts for, with coalesced spans expanded; the
+    reference's occurrences from the first call's to the last call)."""
+    kinds = {"occurrence_held", "occurrence_missed"}
+    marks = [e for e in lines if e["type"] in kinds or (
+        e["type"] == "attempt_started" and e["trigger"] == "due")]
+    assert marks, "the first call runs (or accounts for) the most recent occurrence"
+    first = parse_instant(marks[0].get("passed_over_since") or marks[0]["scheduled_for"])
+    ref = reference(sc["expr"], sc["zone"], first - MINUTE, now.replace(second=0))
+    found: list[datetime] = []
+    for e in marks:
+        at = parse_instant(e["scheduled_for"])
+        found.append(at)
+        if e.get("passed_over_since"):
+            since = parse_instant(e["passed_over_since"])
+            assert since in ref, "a coalesced span starts at a real occurrence"
+            found.extend(u for u in ref if since <= u < at)
+    return found, ref
+
+
+def _check_policies(lines: list[dict[str, Any]], sc: dict[str, Any]) -> None:
+    """Nothing due starts while held; every started due occurrence was on time."""
+    held = False
+    deadline = schedule.parse_duration(sc["deadline"]) if sc["deadline"] else None
+    for e in lines:
+        if e["type"] == "attempt_started" and e["trigger"] == "due":
+            assert not held, "a held routine starts nothing due"
+            late = parse_instant(e["last_run"]) - parse_instant(e["scheduled_for"])
+            assert deadline is None or late <= timedelta(seconds=deadline)
+        if e["type"] == "attempt_ended" and e["result"] == "failure" and sc["on_failure"] == "hold":
+            held = True
+        if e["type"] == "routine_released":
+            held = False
+        if e["type"] == "occurrence_missed":
+            assert not held and deadline is not None and e["late_by_s"] > deadline - 1
+
+
+def _first_has_occurrence(sc: dict[str, Any]) -> bool:
+    return bool(reference(sc["expr"], sc["zone"], sc["start"] - timedelta(days=8), sc["start"]))
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(sc=scenarios())
+def test_every_occurrence_is_accounted_for_exactly_once(sc: dict[str, Any]) -> None:
+    """Run, coalesced, held or missed: each reference occurrence once, nothing else."""
+    assume(_first_has_occurrence(sc))
+    with tempfile.TemporaryDirectory(prefix="prop15-") as tmp:
+        root = Path(tmp) / "proj"
+        _project(root, sc)
+        now = _drive(root, sc)
+        paths = resolve_project(root)
+        lines = [orjson.loads(line) for line in paths.routine_ledger.read_bytes().splitlines()]
+    found, ref = _accounted(lines, sc, now)
+    assert [] == [u for u, n in Counter(found).items() if n > 1], "accounted for twice"
+    assert sorted(ref) == sorted(found)
+    _check_policies(lines, sc)
