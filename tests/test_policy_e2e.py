@@ -1,0 +1,368 @@
+"""Hold, release, deadlines, backfill and preview end to end, in real subprocesses (SPEC §9)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from tests.conftest import Project, period_job
+
+HOURLY_HOLD = """\
+trigger: {cron: "0 * * * *", timezone: UTC}
+policy: {missed_run: all, on_failure: hold}
+action: {kind: specdojo, args: [work]}
+"""
+
+
+def _json(proc: Any) -> Any:
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return orjson.loads(proc.stdout)
+
+
+def _row(project: Project, now: str) -> tuple[int, dict[str, Any]]:
+    proc = project.cli("list", "--json", "--now", now)
+    return proc.returncode, _json(proc)["routines"][0]
+
+
+def _held_after_a_failure(project: Project) -> None:
+    """rtn-h fails at 10:00, then 11:00 and 12:00 become due while it is held."""
+    project.routine("rtn-h", HOURLY_HOLD)
+    project.exit_codes({"work": 1})
+    assert 1 == project.cli("run", "--due", "--now", "2026-05-01T10:00:10Z").returncode
+    project.exit_codes({})
+    held = project.cli("run", "--due", "--now", "2026-05-01T12:30:00Z", "--json")
+    assert 0 == held.returncode, held.stderr
+    doc = _json(held)
+    reason = doc["held"][0]["reason"]
+    assert reason.startswith("held after failure of att-")
+    assert ([], ["2026-05-01T11:00:00.000Z", "2026-05-01T12:00:00.000Z"]) == (
+        doc["results"], [h["scheduled_for"] for h in doc["held"]])
+
+
+@pytest.mark.parametrize(("run", "expected"), [
+    ("none", []),
+    ("latest", ["2026-05-01T12:00:00.000Z"]),
+    ("all", ["2026-05-01T11:00:00.000Z", "2026-05-01T12:00:00.000Z"]),
+])
+def test_hold_then_run_id_then_release(project: Project, run: str, expected: list[str]) -> None:
+    """Held: list exits 1 and is not due; run --id runs but keeps the hold; release --run X
+    runs exactly the chosen held occurrences with trigger release; then all is normal."""
+    _held_after_a_failure(project)
+    code, row = _row(project, "2026-05-01T12:30:00Z")
+    assert (1, True, 2, False) == (code, row["held"], row["held_occurrences"], row["due"])
+    assert 0 == project.cli("run", "--id", "rtn-h", "--now", "2026-05-01T12:40:00Z").returncode
+    code, row = _row(project, "2026-05-01T12:41:00Z")
+    assert (1, True, "success") == (code, row["held"], row["last_result"])
+    calls = len(project.calls())
+    done = project.cli("release", "rtn-h", "--run", run, "--note", "disk replaced", "--by",
+                       "alice", "--now", "2026-05-01T12:45:00Z")
+    assert 0 == done.returncode, done.stderr
+    starts = [e for e in project.events() if e["type"] == "attempt_started"][2:]
+    assert (expected, ["release"] * len(expected)) == (
+        [e["scheduled_for"] for e in starts], [e["trigger"] for e in starts])
+    assert len(expected) == len(project.calls()) - calls
+    released = next(e for e in project.events() if e["type"] == "routine_released")
+    assert (run, "disk replaced", "alice") == (released["run"], released["note"],
+                                               released["released_by"])
+    code, row = _row(project, "2026-05-01T12:46:00Z")
+    assert (0, False, 0) == (code, row["held"], row["held_occurrences"])
+    after = project.cli("run", "--due", "--now", "2026-05-01T13:00:30Z")
+    assert "2026-05-01T13:00:00.000Z  success" in after.stdout
+    assert 0 == project.cli("fold", "--check").returncode
+
+
+def test_release_refuses_a_routine_that_is_not_held(project: Project) -> None:
+    """release on a free routine: exit 1, one error line, nothing appended."""
+    project.routine("rtn-h", HOURLY_HOLD)
+    assert 0 == project.cli("run", "--due", "--now", "2026-05-01T10:00:10Z").returncode
+    before = project.ledger.read_bytes()
+    proc = project.cli("release", "rtn-h")
+    assert (1, ["error: routine rtn-h is not held; nothing to release (status: success)"]) == (
+        proc.returncode, proc.stderr.splitlines())
+    assert before == project.ledger.read_bytes()
+
+
+def test_release_waits_for_the_routine_lock(project: Project) -> None:
+    """release takes the routine lock: busy while a run holds it (exit 75, nothing written)."""
+    _held_after_a_failure(project)
+    project.routine("rtn-slow", "interval: 1h\naction: {kind: specdojo, args: [sleep-3]}\n")
+    slow = project.popen("run", "--id", "rtn-slow")
+    _wait(lambda: any("sleep-3" in c for c in project.calls()))
+    proc = project.cli("release", "rtn-h", "--run", "all")
+    slow.communicate(timeout=60)
+    assert 75 == proc.returncode, proc.stderr
+    assert "Another routine run is in progress" in proc.stderr
+    assert not any(e["type"] == "routine_released" for e in project.events())
+    assert (1, True) == (lambda r: (r[0], r[1]["held"]))(_row(project, "2026-05-01T12:50:00Z"))
+
+
+def _wait(predicate: Any, timeout: float = 30.0) -> None:
+    stop = time.monotonic() + timeout
+    while time.monotonic() < stop:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError("condition not reached in time")
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def test_a_hold_survives_sigkill_and_a_rebuilt_view(project: Project) -> None:
+    """The runner is SIGKILLed after the failure that began the hold: the hold is in the
+    ledger, so list, a refold from scratch and the next run all still see it."""
+    project.routine("rtn-a-hold", HOURLY_HOLD)
+    project.routine("rtn-b-slow", """\
+        trigger: {cron: "0 * * * *", timezone: UTC}
+        action: {kind: specdojo, args: [sleep-30]}
+        """)
+    project.exit_codes({"work": 1})
+    proc = project.popen("run", "--due", "--now", "2026-05-01T10:00:10Z")
+    _wait(lambda: any("sleep-30" in c for c in project.calls()))
+    sleepers = _children(proc.pid)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+    for child in sleepers:
+        os.killpg(child, signal.SIGKILL)  # the command runs in its own process group
+    (project.root / "routines" / "generated" / "routine-state.json").unlink()
+    assert 0 == project.cli("fold").returncode
+    code, row = _row(project, "2026-05-01T10:30:00Z")
+    assert (1, True, "failure") == (code, row["held"], row["status"])
+    project.exit_codes({})
+    calls = len(project.calls())
+    again = project.cli("run", "--due", "--now", "2026-05-01T11:00:30Z")
+    assert "rtn-a-hold  2026-05-01T11:00:00.000Z  held - held after failure of att-" in again.stdout
+    assert calls == len(project.calls())  # held: not run; rtn-b-slow: interrupted, not run
+
+
+def test_a_resolved_failure_of_a_killed_attempt_holds(project: Project) -> None:
+    """An interrupted attempt started under hold, resolved as failure, holds the routine."""
+    project.routine("rtn-h", HOURLY_HOLD.replace("[work]", "[sleep-30]"))
+    proc = project.popen("run", "--due", "--now", "2026-05-01T10:00:10Z")
+    _wait(lambda: any("sleep-30" in c for c in project.calls()))
+    sleepers = _children(proc.pid)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+    for child in sleepers:
+        os.killpg(child, signal.SIGKILL)
+    assert 0 == project.cli("resolve", "rtn-h", "--result", "failure", "--note", "it broke",
+                            "--by", "ops").returncode
+    code, row = _row(project, "2026-05-01T10:30:00Z")
+    assert (1, True) == (code, row["held"])
+
+
+# --- deadlines ---------------------------------------------------------------------------------
+
+
+def _deadline_routine(project: Project, schedule: str, policy: str) -> None:
+    project.routine("rtn-d", f"{schedule}\npolicy: {policy}\naction: {{kind: specdojo, "
+                             "args: [work]}\n")
+
+
+def test_deadline_under_all_misses_each_late_occurrence(project: Project) -> None:
+    """all + 90m: 11:00 is missed (2h 30m late), 12:00 is exactly at the deadline (runs),
+    13:00 runs; the miss is reported; list exits 1 until... a success after it (here: yes)."""
+    _deadline_routine(project, 'trigger: {cron: "0 * * * *", timezone: UTC}',
+                      "{missed_run: all, starting_deadline: 90m}")
+    assert 0 == project.cli("run", "--due", "--now", "2026-05-01T10:00:10Z").returncode
+    proc = project.cli("run", "--due", "--now", "2026-05-01T13:30:00Z", "--json")
+    doc = _json(proc)
+    assert 0 == proc.returncode
+    assert [{"routine_id": "rtn-d", "scheduled_for": "2026-05-01T11:00:00.000Z",
+             "reason": "started 2h 30m late (deadline 90m)"}] == doc["missed"]
+    assert ["2026-05-01T12:00:00.000Z", "2026-05-01T13:00:00.000Z"] == [
+        r["scheduled_for"] for r in doc["results"]]
+    missed = next(e for e in project.events() if e["type"] == "occurrence_missed")
+    assert (9000, 5400, None) == (missed["late_by_s"], missed["deadline_s"],
+                                  missed["passed_over_since"])
+    assert 0 == _row(project, "2026-05-01T13:30:00Z")[0]  # successes came after the miss
+
+
+def test_deadline_under_latest_misses_the_late_newest(project: Project) -> None:
+    """latest + 20m: the newest (13:00, 30m late) is missed with passed_over_since; list
+    shows the miss and exits 1 until the next success; history names the reason."""
+    _deadline_routine(project, 'trigger: {cron: "0 * * * *", timezone: UTC}',
+                      "{starting_deadline: 20m}")
+    assert 0 == project.cli("run", "--due", "--now", "2026-05-01T10:00:10Z").returncode
+    proc = project.cli("run", "--due", "--now", "2026-05-01T13:30:00Z")
+    assert (0, "rtn-d  2026-05-01T13:00:00.000Z  missed (coalesces occurrences since "
+               "2026-05-01T11:00:00.000Z) - started 30m late (deadline 20m)\n") == (
+        proc.returncode, proc.stdout)
+    code, row = _row(project, "2026-05-01T13:40:00Z")
+    assert (1, {"scheduled_for": "2026-05-01T13:00:00.000Z",
+                "reason": "started 30m late (deadline 20m)"}, False) == (
+        code, row["last_missed"], row["due"])
+    assert "started 30m late (deadline 20m)" in project.cli("history").stdout
+    on_time = project.cli("run", "--due", "--now", "2026-05-01T14:05:00Z")
+    assert "2026-05-01T14:00:00.000Z  success" in on_time.stdout
+    assert (0, None) == (lambda r: (r[0], r[1]["last_missed"]))(
+        _row(project, "2026-05-01T14:06:00Z"))
+
+
+def test_run_id_ignores_the_deadline(project: Project) -> None:
+    """An explicit run is an operator decision: it starts whatever the deadline."""
+    _deadline_routine(project, 'trigger: {cron: "0 * * * *", timezone: UTC}',
+                      "{starting_deadline: 1m}")
+    doc = _json(project.cli("run", "--id", "rtn-d", "--now", "2026-05-01T13:30:00Z", "--json"))
+    assert ([], 1) == (doc["missed"], len(doc["results"]))
+
+
+def test_interval_deadline_counts_from_when_the_interval_elapsed(project: Project) -> None:
+    """1h + 2m: never run → no deadline; 60 s late runs; 8m 50s late is missed with
+    scheduled_for = now and anchors the next interval."""
+    _deadline_routine(project, "interval: 1h", "{starting_deadline: 2m}")
+    assert 0 == project.cli("run", "--due", "--now", "2026-05-01T10:00:10Z").returncode
+    assert 0 == project.cli("run", "--due", "--now", "2026-05-01T11:01:10Z").returncode
+    doc = _json(project.cli("run", "--due", "--now", "2026-05-01T12:10:00Z", "--json"))
+    assert [{"routine_id": "rtn-d", "scheduled_for": "2026-05-01T12:10:00.000Z",
+             "reason": "started 8m 50s late (deadline 2m)"}] == doc["missed"]
+    assert "no due routines\n" == project.cli("run", "--due", "--now",
+                                              "2026-05-01T13:09:00Z").stdout
+    ran = _json(project.cli("run", "--due", "--now", "2026-05-01T13:10:30Z", "--json"))
+    assert ([], ["success"]) == (ran["missed"], [r["result"] for r in ran["results"]])
+
+
+def test_interval_hold_records_one_occurrence_per_interval(project: Project) -> None:
+    """A held interval routine: one occurrence_held per elapsed interval, not per call."""
+    project.routine("rtn-i", "interval: 1h\npolicy: {on_failure: hold}\n"
+                             "action: {kind: specdojo, args: [work]}\n")
+    project.exit_codes({"work": 1})
+    project.cli("run", "--due", "--now", "2026-05-01T10:00:00Z")
+    for now in ("10:30", "11:00", "11:10", "11:59", "12:00", "12:05"):
+        project.cli("run", "--due", "--now", f"2026-05-01T{now}:00Z")
+    held = [e["scheduled_for"] for e in project.events() if e["type"] == "occurrence_held"]
+    assert ["2026-05-01T11:00:00.000Z", "2026-05-01T12:00:00.000Z"] == held
+
+
+# --- backfill -----------------------------------------------------------------------------------
+
+
+def test_backfill_runs_each_occurrence_once_in_total(project: Project) -> None:
+    """Backfill 08:00-11:00 after a due run did 10:00: 08, 09, 11 execute, 10 is a duplicate
+    complete (its side effect happens once in total); the cursor stays at 10:00."""
+    project.job("job-report", period_job(
+        "report", """'printf "%s\\n" "{{inputs.period}}" >> effects.log'"""))
+    project.routine("rtn-b", """\
+        trigger: {cron: "0 * * * *", timezone: UTC}
+        action: {kind: job, job: job-report, inputs: {period: "{{scheduled_at}}"}}
+        """)
+    assert 0 == project.cli("run", "--due", "--now", "2026-05-01T10:00:10Z").returncode
+    dry = project.cli("run", "--id", "rtn-b", "--from", "2026-05-01T08:00:00Z", "--to",
+                      "2026-05-01T11:00:00Z", "--dry-run", "--json")
+    assert 4 == len(_json(dry)["selected"])
+    proc = project.cli("run", "--id", "rtn-b", "--from", "2026-05-01T08:00:00Z", "--to",
+                       "2026-05-01T11:00:00Z")
+    assert 0 == proc.returncode, proc.stderr
+    effects = (project.root / "effects.log").read_text().splitlines()
+    assert sorted(effects) == [f"2026-05-01T{h}:00:00.000Z" for h in ("08", "09", "10", "11")]
+    starts = [e for e in project.events() if e["type"] == "attempt_started"]
+    assert ["due"] + ["backfill"] * 4 == [e["trigger"] for e in starts]
+    state = project.state()["routines"]["rtn-b"]
+    assert ("2026-05-01T10:00:00.000Z", "2026-05-01T10:00:00.000Z", "success") == (
+        state["last_scheduled_for"], state["last_accounted_for"], state["last_result"])
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--id", "rtn-i", "--from", "2026-05-01T08:00:00Z", "--to", "2026-05-01T09:00:00Z"),
+     "error: rtn-i is an interval routine: there is no calendar to backfill"),
+    (("--id", "rtn-c", "--from", "2026-05-01T09:00:00Z", "--to", "2026-05-01T08:00:00Z"),
+     "error: --from 2026-05-01T09:00:00.000Z is after --to 2026-05-01T08:00:00.000Z"),
+    (("--due", "--from", "2026-05-01T08:00:00Z", "--to", "2026-05-01T09:00:00Z"),
+     "error: --from/--to backfill one routine: use them with --id ID"),
+    (("--id", "rtn-c", "--from", "2026-04-01T00:00:00Z", "--to", "2026-04-01T16:40:00Z"),
+     "error: backfill of rtn-c from 2026-04-01T00:00:00.000Z to 2026-04-01T16:40:00.000Z "
+     "covers more than 1000 occurrences; split the range"),
+], ids=["interval", "reversed", "without-id", "over-1000"])
+@pytest.mark.parametrize("dry", [(), ("--dry-run",)], ids=["run", "dry-run"])
+def test_backfill_refusals(project: Project, args: tuple[str, ...], message: str,
+                           dry: tuple[str, ...]) -> None:
+    """Refused with exit 2 and one error line before anything runs or is written."""
+    project.routine("rtn-i", "interval: 1h\naction: {kind: specdojo, args: [work]}\n")
+    project.routine("rtn-c", 'trigger: {cron: "* * * * *", timezone: UTC}\n'
+                             "action: {kind: specdojo, args: [work]}\n")
+    proc = project.cli("run", *args, *dry)
+    assert (2, [], []) == (proc.returncode, project.calls(), project.events())
+    assert [message] == [line[:len(message)] for line in proc.stderr.splitlines()]
+
+
+def test_backfill_of_exactly_1000_runs(project: Project) -> None:
+    """The cap is 'more than 1000': 1000 occurrences are accepted (shown by a dry run)."""
+    project.routine("rtn-c", 'trigger: {cron: "* * * * *", timezone: UTC}\n'
+                             "action: {kind: specdojo, args: [work]}\n")
+    proc = project.cli("run", "--id", "rtn-c", "--from", "2026-04-01T00:00:00Z", "--to",
+                       "2026-04-01T16:39:00Z", "--dry-run", "--json")
+    assert (0, 1000) == (proc.returncode, len(_json(proc)["selected"]))
+
+
+# --- preview ------------------------------------------------------------------------------------
+
+
+def _next(project: Project, *args: str) -> list[dict[str, Any]]:
+    proc = project.cli("next", *args, "--json")
+    assert 0 == proc.returncode, proc.stderr
+    occurrences: list[dict[str, Any]] = _json(proc)["occurrences"]
+    return occurrences
+
+
+@pytest.mark.parametrize(("zone", "spring", "gap_utc"), [
+    ("Europe/Berlin", "2026-03-29", "2026-03-29T01:00:00.000Z"),
+    ("America/New_York", "2026-03-08", "2026-03-08T07:00:00.000Z"),
+])
+def test_preview_spring_forward(project: Project, zone: str, spring: str, gap_utc: str) -> None:
+    """02:30 on the spring-forward day does not exist: it fires once, at 03:00."""
+    items = _next(project, "--cron", "30 2 * * *", "--timezone", zone, "--now",
+                  f"{spring}T00:00:00Z", "-n", "2")
+    assert (gap_utc, f"02:30 does not exist on {spring}: fires at 03:00", f"{spring}T03:00:00") \
+        == (items[0]["utc"], items[0]["note"], items[0]["local"][:19])
+    assert None is items[1]["note"]
+
+
+@pytest.mark.parametrize(("zone", "fall", "first_utc"), [
+    ("Europe/Berlin", "2026-10-25", "2026-10-25T00:30:00.000Z"),
+    ("America/New_York", "2026-11-01", "2026-11-01T05:30:00.000Z"),
+])
+def test_preview_fall_back(project: Project, zone: str, fall: str, first_utc: str) -> None:
+    """A fixed hour in the overlap fires once, at the first; hour * fires at both."""
+    fixed = _next(project, "--cron", "30 1,2 * * *" if zone == "America/New_York" else
+                  "30 2 * * *", "--timezone", zone, "--now", f"{fall}T00:00:00Z", "-n", "1")
+    assert "occurs twice: fires once, at the first" in fixed[0]["note"]
+    real = _next(project, "--cron", "30 * * * *", "--timezone", zone, "--now",
+                 f"{fall}T00:00:00Z", "-n", "8")
+    twice = [i for i in real if i["note"]]
+    assert 2 == len(twice) and twice[0]["local"][11:16] == twice[1]["local"][11:16]
+    assert twice[0]["local"][19:] != twice[1]["local"][19:]  # two offsets, one wall time
+    assert first_utc in [i["utc"] for i in fixed + real]
+
+
+def test_next_for_a_routine_shows_the_latest_start_and_follows_the_cursor(
+        project: Project) -> None:
+    """next ID: after max(now, cursor); latest_start = time + starting_deadline; text too."""
+    project.routine("rtn-n", 'trigger: {cron: "0 17 * * 5", timezone: Asia/Tokyo}\n'
+                             "policy: {starting_deadline: 2h}\naction: {kind: exec-resume}\n")
+    items = _next(project, "rtn-n", "--now", "2026-08-01T00:00:00Z", "-n", "2")
+    assert [("2026-08-07T17:00:00+09:00", "2026-08-07T08:00:00.000Z", "2026-08-07T10:00:00Z"),
+            ("2026-08-14T17:00:00+09:00", "2026-08-14T08:00:00.000Z",
+             "2026-08-14T10:00:00Z")] == [(i["local"], i["utc"], i["latest_start"])
+                                          for i in items]
+    text = project.cli("next", "rtn-n", "--now", "2026-08-01T00:00:00Z", "-n", "1").stdout
+    assert "LOCAL (Asia/Tokyo)" in text and "2026-08-07T10:00:00Z" in text
+
+
+@pytest.mark.parametrize("args", [("--cron", "0 25 * * *", "--timezone", "UTC"),
+                                  ("--cron", "0 1 * * *", "--timezone", "Mars/Olympus"),
+                                  ("--cron", "0 1 * * *"), ()])
+def test_next_usage_errors(project: Project, args: tuple[str, ...]) -> None:
+    """A bad cron or zone, or neither ID nor --cron/--timezone: exit 2, one error line."""
+    proc = project.cli("next", *args)
+    assert (2, 1) == (proc.returncode, len(proc.stderr.splitlines()))
+    assert proc.stderr.startswith("error: ")
