@@ -366,3 +366,20 @@ def test_next_usage_errors(project: Project, args: tuple[str, ...]) -> None:
     proc = project.cli("next", *args)
     assert (2, 1) == (proc.returncode, len(proc.stderr.splitlines()))
     assert proc.stderr.startswith("error: ")
+
+
+def test_dry_run_shows_would_be_held_and_missed_and_writes_nothing(project: Project) -> None:
+    """run --due --dry-run lists would-be held and missed occurrences as such, writes nothing."""
+    _held_after_a_failure(project)
+    project.routine("rtn-late", 'trigger: {cron: "0 * * * *", timezone: UTC}\n'
+                                "policy: {starting_deadline: 1m}\n"
+                                "action: {kind: specdojo, args: [late]}\n")
+    before = project.files()
+    proc = project.cli("run", "--due", "--dry-run", "--now", "2026-05-01T13:30:00Z")
+    assert 0 == proc.returncode, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "dry run - nothing is recorded or executed" == lines[0]
+    assert lines[1].startswith("rtn-h  2026-05-01T13:00:00.000Z  would be held - held after")
+    assert ("rtn-late  2026-05-01T13:00:00.000Z  would be missed - started 30m late "
+            "(deadline 1m)") == lines[2]
+    assert before == project.files()

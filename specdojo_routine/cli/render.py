@@ -143,13 +143,16 @@ def run_report(report: RunReport, out: TextIO, err: TextIO, *, as_json: bool) ->
             "missed": [d.to_json() for d in report.missed],
         }))
         return
-    _accounted_text(report, out)
-    if not report.selected:
-        if not (report.held or report.missed):
-            out.write("no due routines\n")
+    if not (report.selected or report.held or report.missed):
+        out.write("no due routines\n")
         return
     if report.dry_run:
+        out.write("dry run - nothing is recorded or executed\n")
+        _accounted_text(report, out)
         _dry_run_text(report, out)
+        return
+    _accounted_text(report, out)
+    if not report.selected:
         return
     for r in report.results:
         reason = f" - {r.reason}" if r.reason else ""
@@ -172,7 +175,6 @@ def _accounted_text(report: RunReport, out: TextIO) -> None:
 
 
 def _dry_run_text(report: RunReport, out: TextIO) -> None:
-    out.write("dry run - nothing is recorded or executed\n")
     for s in report.selected:
         extra = ""
         if s.occurrence.passed_over_since is not None:
