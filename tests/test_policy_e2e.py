@@ -261,8 +261,10 @@ def test_backfill_runs_each_occurrence_once_in_total(project: Project) -> None:
                       "2026-05-01T11:00:00Z", "--dry-run", "--json")
     assert 4 == len(_json(dry)["selected"])
     proc = project.cli("run", "--id", "rtn-b", "--from", "2026-05-01T08:00:00Z", "--to",
-                       "2026-05-01T11:00:00Z")
+                       "2026-05-01T11:00:00Z", "--now", "2026-05-01T12:00:00Z")
     assert 0 == proc.returncode, proc.stderr
+    assert {"2026-05-01T12:00:00Z"} == {e["last_run"] for e in project.events()
+                                        if e.get("trigger") == "backfill"}
     effects = (project.root / "effects.log").read_text().splitlines()
     assert sorted(effects) == [f"2026-05-01T{h}:00:00.000Z" for h in ("08", "09", "10", "11")]
     starts = [e for e in project.events() if e["type"] == "attempt_started"]

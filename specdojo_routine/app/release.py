@@ -110,8 +110,9 @@ def backfill_times(routine: Routine, start: datetime, end: datetime) -> list[dat
 
 def backfill(
     paths: ProjectPaths, routine_id: str, *, start: datetime, end: datetime,
-    dry_run: bool = False, env: Mapping[str, str] | None = None, echo: TextIO | None = None,
-    job_runner: JobActionRunner | None = None, clock: Clock | None = None,
+    dry_run: bool = False, now: datetime | None = None, env: Mapping[str, str] | None = None,
+    echo: TextIO | None = None, job_runner: JobActionRunner | None = None,
+    clock: Clock | None = None,
 ) -> RunReport:
     """``run --id ID --from T1 --to T2`` (SPEC §9.3): every occurrence in the range, each its
     own attempt with ``trigger: backfill``; the cursor, the hold and the deadline are left."""
@@ -126,7 +127,8 @@ def backfill(
         return report
     with locks.routine_lock(paths.routine_locks_dir, clock=wall):
         log = ledger.Ledger(paths.routine_ledger, clock=wall)
-        ctx = handlers._Context(paths=paths, defs=defs, now=to_utc(wall()), env=the_env,
+        the_now = to_utc(now if now is not None else wall())  # when the attempts start
+        ctx = handlers._Context(paths=paths, defs=defs, now=the_now, env=the_env,
                                 echo=echo, job_runner=job_runner, append=log.append)
         view = handlers._register(ctx, defs, views.refresh_routine_view(paths))
         if handlers._is_open(view.routines.get(routine_id)):

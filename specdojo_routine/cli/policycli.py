@@ -51,15 +51,13 @@ def backfill_requested(args: argparse.Namespace) -> bool:
         raise UsageError("--from/--to backfill one routine: use them with --id ID")
     if start is None or end is None:
         raise UsageError("backfill needs both --from and --to")
-    if args.now is not None:
-        raise UsageError("--now does not apply to a backfill (its times are --from/--to)")
     return True
 
 
 def run_backfill(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err: TextIO,
                  job_runner: handlers.JobActionRunner) -> int:
     report = release.backfill(paths, args.routine_id, start=args.backfill_from,
-                              end=args.backfill_to, dry_run=args.dry_run,
+                              end=args.backfill_to, dry_run=args.dry_run, now=args.now,
                               echo=err if args.json else out, job_runner=job_runner)
     render.run_report(report, out, err, as_json=args.json)
     return report.exit_code
