@@ -89,3 +89,42 @@ def run_job(
     return jobs.run_job(paths, defs, job_id, dict(inputs or {}),
                         scheduled_at=scheduled_at or datetime.now(UTC), trigger=trigger,
                         agent=agent, echo=echo, env=env)
+
+
+def release(
+    paths: ProjectPaths, routine_id: str, *, run: str = "none", note: str | None = None,
+    by: str | None = None, now: datetime | None = None, agent: AgentExecutor | None = None,
+    env: Mapping[str, str] | None = None, echo: TextIO | None = None,
+) -> tuple[list[str], handlers.RunReport]:
+    """``release``: end a routine's hold (SPEC §9.1); returns (the held occurrences, what ran
+    under ``run`` = ``none`` | ``latest`` | ``all``)."""
+    from specdojo_routine.app import release as releasing
+
+    if run not in ("none", "latest", "all"):
+        raise ValueError(f"run must be none, latest or all (got {run!r})")
+    return releasing.release(paths, routine_id, run=run, note=note, by=by,  # type: ignore[arg-type]
+                             now=now, env=env, echo=echo,
+                             job_runner=jobs.RoutineJobRunner(agent=agent, env=env))
+
+
+def backfill(
+    paths: ProjectPaths, routine_id: str, *, start: datetime, end: datetime,
+    dry_run: bool = False, now: datetime | None = None, agent: AgentExecutor | None = None,
+    env: Mapping[str, str] | None = None, echo: TextIO | None = None,
+) -> handlers.RunReport:
+    """``run --id ID --from START --to END``: every occurrence in the range (SPEC §9.3)."""
+    from specdojo_routine.app import release as releasing
+
+    return releasing.backfill(paths, routine_id, start=start, end=end, dry_run=dry_run,
+                              now=now, env=env, echo=echo,
+                              job_runner=jobs.RoutineJobRunner(agent=agent, env=env))
+
+
+def upcoming(
+    paths: ProjectPaths, routine_id: str, *, count: int = 5, now: datetime | None = None,
+) -> list[dict[str, Any]]:
+    """``next ID --json``'s occurrences: ``{local, utc, note, latest_start}`` (SPEC §9.4)."""
+    from specdojo_routine.app import preview
+
+    return [item.to_json() for item in preview.preview_routine(
+        paths, routine_id, count=count, now=now)[1]]

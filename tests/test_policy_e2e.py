@@ -385,3 +385,23 @@ def test_dry_run_shows_would_be_held_and_missed_and_writes_nothing(project: Proj
     assert ("rtn-late  2026-05-01T13:00:00.000Z  would be missed - started 30m late "
             "(deadline 1m)") == lines[2]
     assert before == project.files()
+
+
+def test_the_embedding_api_releases_backfills_and_previews(project: Project) -> None:
+    """specdojo_routine.api.release / backfill / upcoming are the library forms of the CLI."""
+    from datetime import UTC, datetime
+
+    from specdojo_routine import api
+
+    _held_after_a_failure(project)
+    paths = api.load_project(project.root)
+    held, report = api.release(paths, "rtn-h", run="latest", by="lib",
+                               now=datetime(2026, 5, 1, 12, 45, tzinfo=UTC),
+                               env=project.env())
+    assert (2, ["2026-05-01T12:00:00.000Z"]) == (
+        len(held), [r.scheduled_for for r in report.results])
+    filled = api.backfill(paths, "rtn-h", start=datetime(2026, 5, 1, 8, tzinfo=UTC),
+                          end=datetime(2026, 5, 1, 9, tzinfo=UTC), dry_run=True)
+    assert 2 == len(filled.selected)
+    [nxt] = api.upcoming(paths, "rtn-h", count=1, now=datetime(2026, 5, 1, 12, 50, tzinfo=UTC))
+    assert "2026-05-01T13:00:00.000Z" == nxt["utc"]
