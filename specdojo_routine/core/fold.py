@@ -15,8 +15,12 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 import attrs
 
+from specdojo_routine.core import holdfold
 from specdojo_routine.core.errors import CorruptLedgerError, InvalidTransition
 from specdojo_routine.core.events import CURRENT_VERSION
+from specdojo_routine.core.holdfold import HOLD_TRANSITIONS, HoldTransition
+
+__all__ = ["HOLD_TRANSITIONS", "HoldTransition"]  # the hold region, with the table (SPEC §9.1)
 
 Raw = dict[str, Any]
 Status = Literal["never", "running", "success", "failure", "skipped"]
@@ -58,36 +62,6 @@ TRANSITIONS: tuple[Transition, ...] = (
     *(Transition(event="routine_released", source=s, target=s, note="operator; ends the hold")
       for s in _SETTLED[1:]),
 )
-HoldState = Literal["free", "held"]
-
-
-@attrs.frozen(kw_only=True)
-class HoldTransition:
-    """One move of the hold region (SPEC §9.1), orthogonal to :data:`TRANSITIONS`' status."""
-
-    event: str
-    source: HoldState
-    target: HoldState
-    note: str = ""
-
-
-#: The hold region: which events may come in which hold state, and which begin or end a hold.
-#: Events not named here leave the hold state as it is, in either state.
-HOLD_TRANSITIONS: tuple[HoldTransition, ...] = (
-    *(HoldTransition(event=e, source="free", target="held",
-                     note="result failure, started under on_failure: hold, trigger not backfill")
-      for e in ("attempt_ended", "attempt_resolved")),
-    HoldTransition(event="occurrence_held", source="held", target="held",
-                   note="adds scheduled_for to held_occurrences"),
-    HoldTransition(event="routine_released", source="held", target="free",
-                   note="operator; held_occurrences cleared"),
-    HoldTransition(event="occurrence_missed", source="free", target="free",
-                   note="hold before deadline: never while held"),
-)
-#: Events allowed only in some hold states.
-_HOLD_GUARD = {e: {t.source for t in HOLD_TRANSITIONS if t.event == e}
-               for e in ("occurrence_held", "routine_released", "occurrence_missed")}
-
 #: Events whose target state is their ``result``: their rows are keyed by (source, result).
 BY_RESULT = frozenset({"attempt_ended", "attempt_resolved"})
 
@@ -299,23 +273,10 @@ def _ended(routines: dict[str, Raw], raw: Raw) -> None:
     results = raw["action_results"]
     if results is not None and not _results_ok(results):
         raise TypeError("action_results must be null or a list of {index, kind, result}")
-    _settle(entry, row.target)
+    holdfold.settle(entry, row.target)
     entry["last_reason"] = raw.get("reason")
     entry["last_action_results"] = results
     entry["open"] = entry["actions"] = None
-
-
-def _settle(entry: Raw, result: Status) -> None:
-    """An attempt's result: a success clears the last miss; a failure of an attempt started
-    under ``on_failure: hold`` (not a backfill) begins a hold unless one is on (SPEC §9.5)."""
-    entry["status"] = entry["last_result"] = result
-    opened = entry["open"]
-    if result == "success":
-        entry["last_missed"] = None
-    elif (result == "failure" and not entry["held"] and opened.get("on_failure") == "hold"
-          and opened["trigger"] != "backfill"):
-        entry["held"], entry["hold_attempt_id"] = True, opened["attempt_id"]
-        entry["held_occurrences"] = []
 
 
 def _accounted(rows: dict[Any, Transition]) -> _Handler:
@@ -328,13 +289,7 @@ def _accounted(rows: dict[Any, Transition]) -> _Handler:
             raise TypeError("scheduled_for must be a string and schedule cron or interval")
         if not isinstance(raw["reason"], str):
             raise TypeError("reason must be a string")
-        if kind == "cron":
-            entry["last_scheduled_for"] = scheduled
-        entry["last_accounted_for"] = scheduled
-        if raw["type"] == "occurrence_held":
-            entry["held_occurrences"] = [*entry["held_occurrences"], scheduled]
-        else:
-            entry["last_missed"] = {"scheduled_for": scheduled, "reason": raw["reason"]}
+        holdfold.account(entry, raw["type"], scheduled, kind, raw["reason"])
 
     return apply
 
@@ -342,7 +297,7 @@ def _accounted(rows: dict[Any, Transition]) -> _Handler:
 def _guard(rows: dict[Any, Transition], raw: Raw, entry: Raw) -> None:
     if entry["status"] not in rows:
         raise _illegal(raw, entry)
-    if ("held" if entry["held"] else "free") not in _HOLD_GUARD[raw["type"]]:
+    if not holdfold.allowed(raw["type"], entry):
         raise _illegal(raw, entry, "held" if entry["held"] else "not held")
 
 
@@ -351,7 +306,7 @@ def _released(routines: dict[str, Raw], raw: Raw) -> None:
     _guard(_RELEASED, raw, entry)
     if raw["run"] not in ("none", "latest", "all") or not isinstance(raw["released_by"], str):
         raise TypeError("run must be none, latest or all and released_by a string")
-    entry["held"], entry["hold_attempt_id"], entry["held_occurrences"] = False, None, []
+    holdfold.release(entry)
 
 
 def _results_ok(results: Any) -> bool:
@@ -368,7 +323,7 @@ def _resolved(routines: dict[str, Raw], raw: Raw) -> None:
         raise _illegal(raw, entry)
     if entry["open"]["attempt_id"] != raw["attempt_id"]:
         raise _mismatch(raw, entry)
-    _settle(entry, row.target)
+    holdfold.settle(entry, row.target)
     entry["last_reason"] = raw["note"]  # the operator's note is the reason
     entry["last_action_results"] = None
     entry["open"] = entry["actions"] = None
@@ -510,23 +465,5 @@ def render_state_diagram() -> str:
         *(f"    {s} --> {t}: {'<br/>'.join(labels)}" for (s, t), labels in edges.items()),
         "```", "",
         "| event | from | to | transition | note |", "|---|---|---|---|---|", *rows, "",
-        *_hold_region(),
+        *holdfold.hold_region(),
     ])
-
-
-def _hold_region() -> list[str]:
-    """The hold region (SPEC §9.1), drawn from :data:`HOLD_TRANSITIONS`."""
-    edges: dict[tuple[str, str], list[str]] = {}
-    for t in HOLD_TRANSITIONS:
-        edges.setdefault((t.source, t.target), []).append(t.event)
-    rows = [f"| `{t.event}` | {t.source} | {t.target} | {t.note} |" for t in HOLD_TRANSITIONS]
-    return [
-        "## The hold region (SPEC §9.1)", "",
-        "Orthogonal to the status above: a routine is `free` or `held` (the view's `held`).",
-        "`occurrence_held` and `routine_released` are legal only while held, `occurrence_missed`",
-        "only while free; every other event leaves the hold as it is.", "",
-        "```mermaid", "stateDiagram-v2", "    [*] --> free",
-        *(f"    {s} --> {t}: {'<br/>'.join(labels)}" for (s, t), labels in edges.items()),
-        "```", "",
-        "| event | from | to | note |", "|---|---|---|---|", *rows, "",
-    ]
