@@ -43,7 +43,7 @@ from specdojo_routine.core.model import InputValue, JobDefinition, Result
 from specdojo_routine.core.redact import redact, secret_values
 from specdojo_routine.core.templates import job_context
 from specdojo_routine.core.timefmt import format_ms, format_s
-from specdojo_routine.execute import evidence, jobfiles, runner
+from specdojo_routine.execute import agentflow, evidence, jobfiles, runner
 from specdojo_routine.execute.agent import AgentExecutor, AgentRequest, AttemptDoc
 from specdojo_routine.execute.jobfiles import GitCli, Prepared
 from specdojo_routine.store import execlock, ledger, views
@@ -152,6 +152,8 @@ def run_job(
 ) -> JobRunOutcome:
     """Materialise (or find) the Job Run for these inputs and run one attempt (SPEC §7.3)."""
     base_env = dict(os.environ if env is None else env)
+    if agent is None:  # the CLI's own executor, from the project's roster (SPEC §11.1)
+        agent = agentflow.default_executor(paths)
     ctx = _Env(paths=paths, env=base_env, secrets=secret_values(base_env), echo=echo,
                agent=agent, clock=clock or _utc_now, trigger=trigger)
     prep = prepare(paths, defs, job_id, inputs, scheduled_at=scheduled_at, trigger=trigger,
@@ -271,6 +273,7 @@ class _Done:
     exit_code: int | None = None
     evidence_ref: str | None = None
     final_message: str | None = None
+    result_written: bool = False  # an agent filled the result document: stamp, not rewrite
 
 
 def _attempt(
@@ -294,10 +297,15 @@ def _attempt(
         batch.append(CheckpointAdvanced(run_id=prep.run_id, job_id=prep.job.id, values=values))
     _still_open(ctx.paths, prep.run_id, attempt)
     log.append_many(batch)
-    jobfiles.write_result(ctx.paths, prep, AttemptDoc(
-        attempt=attempt, status=verdict.status, reason=reason, started_at=format_s(started),
-        completed_at=format_s(ctx.clock()), exit_code=done.exit_code,
-        evidence_ref=done.evidence_ref, final_message=done.final_message))
+    if done.result_written:
+        agentflow.stamp_result(jobfiles.result_path(ctx.paths, prep.run_id), verdict.status,
+                               reason)
+    else:
+        jobfiles.write_result(ctx.paths, prep, AttemptDoc(
+            attempt=attempt, status=verdict.status, reason=reason,
+            started_at=format_s(started), completed_at=format_s(ctx.clock()),
+            exit_code=done.exit_code, evidence_ref=done.evidence_ref,
+            final_message=done.final_message))
     views.refresh_job_views(ctx.paths, [prep.run_id])
     return JobRunOutcome(job_id=prep.job.id, run_id=prep.run_id, state=verdict.status,
                          attempt=attempt, skipped=verdict.busy, reason=reason,
@@ -330,7 +338,26 @@ def _execute(ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, attempt
     ref = evidence.write_evidence(ctx.paths.evidence_dir, run_id=prep.run_id, attempt=attempt,
                                   command=task["command"], outcome=outcome, secrets=ctx.secrets,
                                   final_message=message, root=ctx.paths.root)
+    if "analysis" in task and verdict.status in ("succeeded", "partial"):  # SPEC §11.2
+        analysed = agentflow.analyse(ctx.paths, _request(ctx, prep, handle, attempt),
+                                     verdict, ctx.paths.root / ref)
+        return _Done(verdict=analysed.verdict, exit_code=outcome.exit_code, evidence_ref=ref,
+                     result_written=analysed.result_written)
     return _Done(verdict=verdict, exit_code=outcome.exit_code, evidence_ref=ref)
+
+
+def _request(
+    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, attempt: int
+) -> AgentRequest:
+    mode = str(prep.task.get("mode"))
+    return AgentRequest(
+        run_id=prep.run_id, job_id=prep.job.id, attempt=attempt,
+        mode="review" if mode == "review" else "edit", task=prep.task, inputs=prep.inputs,
+        paths=ctx.paths, plan_path=jobfiles.plan_path(ctx.paths, prep.run_id),
+        result_path=jobfiles.result_path(ctx.paths, prep.run_id),
+        env=ctx.child(prep.run_id, handle.token), name=prep.job.name,
+        scheduled_at=prep.scheduled_at, timeout_s=prep.task.get("timeout_seconds"),
+        echo=ctx.echo)
 
 
 def _execute_agent(
@@ -339,12 +366,7 @@ def _execute_agent(
     mode = str(prep.task.get("mode"))
     if ctx.agent is None:
         return _Done(verdict=Verdict(status="failed", reason=jobplan.no_agent_reason(mode)))
-    request = AgentRequest(
-        run_id=prep.run_id, job_id=prep.job.id, attempt=attempt,
-        mode="review" if mode == "review" else "edit", task=prep.task, inputs=prep.inputs,
-        paths=ctx.paths, plan_path=jobfiles.plan_path(ctx.paths, prep.run_id),
-        result_path=jobfiles.result_path(ctx.paths, prep.run_id),
-        env=ctx.child(prep.run_id, handle.token))
+    request = _request(ctx, prep, handle, attempt)
     try:
         result = ctx.agent(request)
     except Exception as exc:  # the executor's failure is the attempt's
@@ -353,8 +375,9 @@ def _execute_agent(
         reason = f"agent executor returned an unknown status {result.status!r}"
         return _Done(verdict=Verdict(status="failed", reason=reason))
     message = redact(result.final_message, ctx.secrets) if result.final_message else None
-    return _Done(verdict=Verdict(status=result.status, reason=result.reason),
-                 final_message=message)
+    return _Done(verdict=Verdict(status=result.status, reason=result.reason,
+                                 busy=result.skipped),
+                 final_message=message, result_written=result.result_written)
 
 
 # --- the routine seam --------------------------------------------------------------------------

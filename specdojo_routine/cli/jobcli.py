@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from specdojo_routine.app import handlers, jobs
+from specdojo_routine.app import agentopts, handlers, jobs
 from specdojo_routine.cli import render
 from specdojo_routine.core import jobplan
 from specdojo_routine.core.errors import UsageError
@@ -41,8 +41,9 @@ def cmd_job_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     scheduled_at = args.scheduled_at or datetime.now(UTC)
     if args.dry_run:
         return _dry_run(paths, defs, args, explicit, scheduled_at, out)
+    agent = agentopts.cli_executor(paths, getattr(args, "reporter_by", None))
     outcome = jobs.run_job(paths, defs, job.id, explicit, scheduled_at=scheduled_at,
-                           trigger=args.trigger, echo=err if args.json else out)
+                           trigger=args.trigger, echo=err if args.json else out, agent=agent)
     out.write(_json(outcome.to_json()) if args.json else _summary(outcome))
     return jobplan.exit_code_for(outcome)
 

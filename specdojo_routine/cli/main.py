@@ -107,6 +107,11 @@ def _add_job_commands(sub: argparse._SubParsersAction[_Parser], common: _Parser)
     p.add_argument("--trigger", choices=["manual", "routine", "ci"], default="manual")
     p.add_argument("--dry-run", action="store_true")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--worktree", action="store_true",
+                   help="run in a review worktree and merge only on a good verdict (SPEC §11.3)")
+    p.add_argument("--review-by", metavar="NICK", help="the review executor (a roster member)")
+    p.add_argument("--reporter-by", metavar="NICK",
+                   help="the reporter of the task and of the review (a roster member)")
 
 
 def _dispatch(args: argparse.Namespace) -> Command:

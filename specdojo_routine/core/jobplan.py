@@ -22,6 +22,7 @@ from specdojo_routine.core.model import (
     InputValue,
     JobDefinition,
     Result,
+    ReviewSpec,
 )
 from specdojo_routine.core.redact import REDACTED, redact
 from specdojo_routine.core.templates import TemplateError, render_shell, render_text
@@ -207,7 +208,15 @@ def _freeze_command(
             "agent": analysis.agent,
             "description": _render(job, "task.analysis.description", analysis.description,
                                    context, shell=False)},
+        "review": _freeze_review(task.review),
     })
+
+
+def _freeze_review(review: ReviewSpec | None) -> dict[str, Any] | None:
+    if review is None:
+        return None
+    agent = _present({"executor": review.executor, "reporter": review.reporter})
+    return {"agent": agent} if agent else {}
 
 
 def _freeze_agent(
@@ -225,6 +234,9 @@ def _freeze_agent(
         "agent": agent,
         "capabilities": list(task.capabilities),
         "proficiency": task.proficiency,
+        "timeout": task.timeout,
+        "timeout_seconds": task.timeout_seconds if task.timeout is not None else None,
+        "review": _freeze_review(task.review),
     })
 
 

@@ -174,6 +174,14 @@ class Analysis:
 
 
 @attrs.frozen(kw_only=True)
+class ReviewSpec:
+    """``task.review`` (SPEC §11.3): review before merge; agents optional (auto when None)."""
+
+    executor: str | None = None
+    reporter: str | None = None
+
+
+@attrs.frozen(kw_only=True)
 class CommandTask:
     command: str
     precondition: Precondition | None = None
@@ -182,6 +190,7 @@ class CommandTask:
     timeout: str | None = None  # as written ("90s", "10m")
     timeout_seconds: int | None = None
     analysis: Analysis | None = None
+    review: ReviewSpec | None = None
     mode: Literal["command"] = "command"
 
 
@@ -198,6 +207,9 @@ class AgentTask:
     capabilities: tuple[str, ...] = ()
     proficiency: str | None = None
     owner: str | None = None
+    timeout: str | None = None  # bounds the whole attempt (all stages; SPEC §11.4)
+    timeout_seconds: int | None = None
+    review: ReviewSpec | None = None
 
 
 Task = CommandTask | AgentTask

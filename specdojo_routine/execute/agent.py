@@ -21,7 +21,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TextIO
 
 import attrs
 
@@ -45,6 +45,12 @@ class AgentRequest:
     plan_path: Path  # the plan Markdown written at materialisation
     result_path: Path  # where the runner writes the result Markdown after the attempt
     env: Mapping[str, str]  # SPECDOJO_JOB_RUN_ID, SPECDOJO_PROJECT, the exec lock token, ...
+    # added for the CLI's own executor (SPEC §11.1); defaults keep older callers working
+    name: str = ""  # the Job's name
+    scheduled_at: str = ""
+    cwd: Path | None = None  # the run's working tree (the root, or a review worktree)
+    timeout_s: float | None = None  # what is left of task.timeout for this attempt
+    echo: TextIO | None = None  # the live console
 
 
 @attrs.frozen(kw_only=True)
@@ -55,6 +61,8 @@ class AgentResult:
     status: AgentStatus
     reason: str | None = None
     final_message: str | None = None
+    skipped: bool = False  # a transient limit (rate limit): the routine action is skipped
+    result_written: bool = False  # the agent filled the result document; the runner stamps it
 
 
 class AgentExecutor(Protocol):
