@@ -72,7 +72,8 @@ def test_non_zero_exit_fails_the_attempt(ap: AgentProject) -> None:
 
 @pytest.mark.parametrize(("how", "reason"), [
     ({"exit": 42}, "rate limited (exit code 42)"),
-    ({"exit": 1, "stderr": "Error: Rate Limit reached\n"}, 'rate limited (stderr matched "rate limit")'),
+    ({"exit": 1, "stderr": "Error: Rate Limit reached\n"},
+     'rate limited (stderr matched "rate limit")'),
 ])
 def test_rate_limit_is_a_skip(ap: AgentProject, how: dict[str, object], reason: str) -> None:
     ap.edit_job("job-e")
@@ -259,7 +260,8 @@ def test_project_templates_are_used(ap: AgentProject) -> None:
     (templates / "xep-job-template.md").write_text(
         "_FRONTMATTER_\n\nOWN PLAN for _JOB_ID_ / _RUN_ID_ -> _RESULT_REF_\n_COMMON_CONVENTIONS_\n")
     (templates / "xep-common-conventions-template.md").write_text("OWN CONVENTIONS\n")
-    (templates / "xer-template.md").write_text("_FRONTMATTER_\n\nOWN RESULT\n_TODO_: 実施した内容\n")
+    (templates / "xer-template.md").write_text(
+        "_FRONTMATTER_\n\nOWN RESULT\n_TODO_: 実施した内容\n")
     ap.edit_job("job-e")
     out = run_json(ap, code=0)
     stdin = ap.launches()[0]["stdin"]

@@ -103,7 +103,8 @@ class ExecDefaults:
     providers: Mapping[str, Provider] = attrs.field(factory=dict)
 
     def detection_for(self, provider: str | None) -> Detection:
-        own = self.providers[provider].detection if provider in self.providers else None
+        found = self.providers.get(provider) if provider is not None else None
+        own = found.detection if found is not None else None
         if own is None:
             return self.detection or Detection()
         return own.over(self.detection)
@@ -201,7 +202,7 @@ def _detection(r: Report, node: Node | None) -> Detection | None:
         return None
     codes = _list(r, node.get("exit_codes"), int)
     patterns = _list(r, node.get("stderr_patterns"), str)
-    return Detection(exit_codes=None if codes is None else tuple(int(c) for c in codes),
+    return Detection(exit_codes=None if codes is None else tuple(int(str(c)) for c in codes),
                      stderr_patterns=None if patterns is None else tuple(map(str, patterns)),
                      stderr_requires_nonzero_exit=flag(r, node.get("stderr_requires_nonzero_exit")))
 
@@ -276,7 +277,7 @@ def check_templates(r: Report, defaults: ExecDefaults, roster: Roster) -> None:
             r.error(provider.template_pos, str(exc))
 
 
-# --- outcomes --------------------------------------------------------------------------------------
+# --- outcomes -------------------------------------------------------------------------------------
 
 
 def rate_limit_signal(
@@ -298,7 +299,7 @@ def rate_limit_signal(
     return None
 
 
-# --- selection ---------------------------------------------------------------------------------------
+# --- selection ------------------------------------------------------------------------------------
 
 
 def _by_priority(members: Iterable[Member]) -> Member | None:
@@ -317,7 +318,7 @@ def auto_reporter(roster: Roster) -> Member | None:
                         if m.enabled_agent and m.stage_role == "reporter")
 
 
-# --- Job Definitions name members ------------------------------------------------------------------
+# --- Job Definitions name members -----------------------------------------------------------------
 
 _NICKNAME_FIELDS: Sequence[tuple[str, ...]] = (
     ("agent", "executor"), ("agent", "reporter"), ("analysis", "agent"),

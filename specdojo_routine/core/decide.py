@@ -29,11 +29,13 @@ START_TRANSITIONS: Mapping[str, StartTransition] = {
     "success": "T-06",
     "failure": "T-07",
     "skipped": "T-08",
+    "partial": "T-06",  # partial is T-03's family: it starts again like success (SPEC §11.4)
 }
 END_TRANSITIONS: Mapping[Result, EndTransition] = {
     Result.SUCCESS: "T-03",
     Result.FAILURE: "T-04",
     Result.SKIPPED: "T-05",
+    Result.PARTIAL: "T-03",
 }
 
 

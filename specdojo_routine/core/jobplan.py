@@ -25,6 +25,7 @@ from specdojo_routine.core.model import (
     ReviewSpec,
 )
 from specdojo_routine.core.redact import REDACTED, redact
+from specdojo_routine.core.review_rules import routine_result as review_result
 from specdojo_routine.core.templates import TemplateError, render_shell, render_text
 
 #: Template roots whose missing dotted names render as "" (an optional input, a first-run
@@ -392,12 +393,14 @@ class JobRunOutcome:
     evidence_ref: str | None = None
     exit_code: int | None = None  # the command's exit code
     trigger: Trigger = "manual"
+    review: Mapping[str, Any] | None = None  # review_ended's payload (SPEC §11.3)
 
     def to_json(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "job_id": self.job_id, "state": self.state,
-                "attempt": self.attempt, "duplicate_complete": self.duplicate_complete,
-                "skipped": self.skipped, "reason": self.reason,
-                "evidence_ref": self.evidence_ref}
+        doc = {"run_id": self.run_id, "job_id": self.job_id, "state": self.state,
+               "attempt": self.attempt, "duplicate_complete": self.duplicate_complete,
+               "skipped": self.skipped, "reason": self.reason,
+               "evidence_ref": self.evidence_ref}
+        return doc | ({"review": dict(self.review)} if self.review is not None else {})
 
 
 def routine_result(outcome: JobRunOutcome) -> tuple[Result, str | None]:
@@ -405,6 +408,9 @@ def routine_result(outcome: JobRunOutcome) -> tuple[Result, str | None]:
     failure; partial failure with reason ``partial``."""
     if outcome.skipped:
         return Result.SKIPPED, outcome.reason
+    reviewed = review_result(outcome.state, outcome.review)
+    if reviewed is not None:  # merged partial -> partial; waiting -> failure (SPEC §11.3)
+        return reviewed, outcome.reason if reviewed is Result.FAILURE else None
     if outcome.duplicate_complete or outcome.state in COMPLETE_STATES:
         return Result.SUCCESS, None
     if outcome.state == "partial":

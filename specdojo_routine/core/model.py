@@ -31,14 +31,18 @@ class Result(enum.Enum):
     SUCCESS = "success"
     FAILURE = "failure"
     SKIPPED = "skipped"
+    PARTIAL = "partial"  # a merged partial Job Run (seed 002 §4, SPEC §11.3)
 
 
 def aggregate(results: tuple[Result, ...] | list[Result]) -> Result:
-    """failure if any failed, else skipped if any skipped, else success (seed 000 §1.2)."""
+    """failure if any failed, else skipped if any skipped, else partial if any partial, else
+    success (seed 000 §1.2; partial: seed 002 §4, SPEC §11.3)."""
     if Result.FAILURE in results:
         return Result.FAILURE
     if Result.SKIPPED in results:
         return Result.SKIPPED
+    if Result.PARTIAL in results:
+        return Result.PARTIAL
     return Result.SUCCESS
 
 
