@@ -364,6 +364,8 @@ def _execute(ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, attempt
     verdict = done.verdict
     if record.skipped:  # a rate-limited review agent: a skip, like busy (SPEC §11.4)
         verdict = Verdict(status="failed", reason=record.reason, busy=True)
+    elif record.error:
+        verdict = Verdict(status="failed", reason=record.reason)
     return attrs.evolve(done, verdict=verdict, review=record)
 
 

@@ -84,6 +84,7 @@ class Record:
     worktree: str | None = None  # kept worktree (None when removed)
     branch: str | None = None  # kept branch
     skipped: bool = False  # a review agent was rate limited: the attempt is a skip
+    error: bool = False  # a git step failed after the run: the attempt fails
 
     def payload(self) -> dict[str, Any]:
         out = {"verdict": self.verdict, "merged": self.merged, "commit": self.commit,
@@ -117,13 +118,14 @@ def run_reviewed(
     flow = Flow(info=info, options=options, git=git, branch=branch, path=path)
     done = inner(path, {**info.env, CHILD_ENV: "1"})
     try:
-        return done, _after_run(flow, done.verdict, base.head)
-    except GitError as exc:
-        return done, Record(verdict=None, merged=False, commit=None, reason=f"git: {exc}",
-                            worktree=str(path), branch=branch)
+        return done, _after_run(flow, done.verdict)
+    except GitError as exc:  # the work is not integrated: the attempt fails, nothing is lost
+        return done, Record(verdict=None, merged=False, commit=None,
+                            reason=f"review flow: {exc}", worktree=str(path), branch=branch,
+                            error=True)
 
 
-def _after_run(flow: Flow, verdict: Verdict, base: str) -> Record:
+def _after_run(flow: Flow, verdict: Verdict) -> Record:
     git, path, state = flow.git, flow.path, verdict.status
     files = worktree.changed_files(git, path)
     if not files:
@@ -141,7 +143,7 @@ def _after_run(flow: Flow, verdict: Verdict, base: str) -> Record:
                       **kept)
     if review_rules.may_merge(state, review):
         message = review_rules.merge_message(flow.info.name, flow.info.run_id, str(review))
-        merge_commit, failed = worktree.merge(git, flow.branch, message, base)
+        merge_commit, failed = worktree.merge(git, flow.branch, message)
         if merge_commit is not None:
             worktree.remove(git, path, flow.branch)
             _note(flow, f"merged as {merge_commit}")

@@ -308,8 +308,8 @@ class ReviewEnded:
     attempt: int = attrs.field(validator=_int_at_least(1))
     verdict: str | None = attrs.field(validator=_optional(_one_of(*REVIEW_VERDICTS)))
     merged: bool = attrs.field(validator=attrs.validators.instance_of(bool))
-    commit: str | None = attrs.field(default=None, validator=_optional(_text))
-    reason: str | None = attrs.field(default=None, validator=_optional(_text))
+    commit: str | None = attrs.field(validator=_optional(_text))  # always written
+    reason: str | None = attrs.field(validator=_optional(_text))
     merge_commit: str | None = attrs.field(default=None, validator=_optional(_text))
 
 

@@ -122,9 +122,10 @@ def commit(git: Git, worktree: Path, files: Sequence[str], subject: str, body: s
     return head(git, worktree)
 
 
-def merge(git: Git, branch: str, message: str, before: str) -> tuple[str | None, str | None]:
+def merge(git: Git, branch: str, message: str) -> tuple[str | None, str | None]:
     """``git merge --no-ff`` into the root's branch: (merge commit, None) or (None, reason).
     A failed merge is aborted so the integration branch is untouched."""
+    before = head(git, git.root)
     done = git.run(*git.identity(), "merge", "--no-ff", "--no-edit", "-m", message, branch,
                    check=False)
     if done.returncode == 0:
