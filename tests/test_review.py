@@ -308,3 +308,33 @@ def test_kept_worktree_is_shown_by_job_run(ap: AgentProject) -> None:
     assert done.returncode == 1
     assert "waiting" in done.stdout and "kept: branch exec/demo-JBR-r-" in done.stdout
     subprocess.run(["git", "worktree", "list"], cwd=ap.root, check=True)
+
+
+def test_routine_commit_true_and_a_merged_partial_run_is_partial(ap: AgentProject) -> None:
+    """The routine action's legacy ``commit: true`` selects the flow for a Job without
+    ``task.review``; a merged partial run makes the routine result ``partial`` (exit 0)."""
+    ap.job("job-p", """\
+name: Partial job
+task: {mode: command, command: "echo p > docs/p.md; exit 3", partial_exit_code: [3]}
+run: {idempotency_key: "{{job_id}}"}
+""")
+    ap.routine("rtn-p", "interval: 1h\naction: {kind: job, job: job-p, commit: true}\n")
+    ap.behave({"reporter:review-reporter": {"verdict": "complete-with-findings"}})
+    done = ap.cli("run", "--id", "rtn-p", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout)["results"][0]["result"] == "partial"
+    state = ap.state()["routines"]["rtn-p"]
+    assert (state["status"], state["last_result"]) == ("partial", "partial")
+    assert "p.md" in ap.git("show", "--name-only", "--format=", "HEAD^2")
+    assert ap.cli("list").returncode == 0
+
+
+def test_routine_waiting_run_is_a_failure_with_the_reason(ap: AgentProject) -> None:
+    review_job(ap, "echo q > docs/q.md")
+    ap.routine("rtn-w", "interval: 1h\naction: {kind: job, job: job-r}\n")
+    ap.behave({"reporter:review-reporter": {"verdict": "changes-requested"}})
+    done = ap.cli("run", "--id", "rtn-w")
+    assert done.returncode == 1
+    state = ap.state()["routines"]["rtn-w"]
+    assert state["last_result"] == "failure"
+    assert "not merged: run succeeded, review verdict changes-requested" in state["last_reason"]

@@ -440,12 +440,13 @@ class RoutineJobRunner:
 
     def __call__(
         self, paths: ProjectPaths, defs: Definitions, *, job_id: str, inputs: Mapping[str, str],
-        scheduled_at: datetime, echo: TextIO | None,
+        scheduled_at: datetime, echo: TextIO | None, worktree: bool = False,
     ) -> JobActionOutcome:
         try:
             typed = jobplan.parse_text_inputs(find_job(defs, job_id), inputs)
             outcome = run_job(paths, defs, job_id, typed, scheduled_at=scheduled_at,
-                              trigger="routine", echo=echo, agent=self.agent, env=self.env)
+                              trigger="routine", echo=echo, agent=self.agent, env=self.env,
+                              review=review_flow.ReviewOptions(worktree=worktree))
         except (RoutineError, OSError) as exc:
             secrets = secret_values(os.environ if self.env is None else self.env)
             message = redact(str(exc), secrets).replace("\n", " ")[:REASON_LIMIT]

@@ -163,8 +163,11 @@ def frontmatter_value(text: str, key: str) -> str | None:
     return None
 
 
-def set_status(text: str, status: str, reason: str | None = None) -> str:
-    """The runner's last word on a result: its ``status`` (and ``blocked_reason``)."""
+def set_status(
+    text: str, status: str, reason: str | None = None, completed_at: str | None = None
+) -> str:
+    """The runner's last word on a result: its ``status`` (``blocked_reason``,
+    ``completed_at``)."""
     found = _frontmatter(text)
     if found is None:
         head = f"---\nstatus: {status}\n" + (f"blocked_reason: {_quote(reason)}\n" if reason
@@ -172,10 +175,13 @@ def set_status(text: str, status: str, reason: str | None = None) -> str:
         return head + text
     lines, start, end = found
     first, stop, indent = _scope(lines, start, end)
-    kept = [line for line in lines[first:stop]
-            if not line.startswith((f"{indent}status:", f"{indent}blocked_reason:"))
-            or (indent and line.startswith(indent + " "))]
+    owned = tuple(f"{indent}{key}:" for key in ("status", "blocked_reason", "completed_at"))
+    kept = [line for line in lines[first:stop] if not line.startswith(owned)]
+    while kept and not kept[-1].strip():
+        kept.pop()
     kept.append(f"{indent}status: {status}")
+    if completed_at:
+        kept.append(f'{indent}completed_at: "{completed_at}"')
     if reason:
         kept.append(f"{indent}blocked_reason: {_quote(reason)}")
     return "\n".join([*lines[:first], *kept, *lines[stop:]])

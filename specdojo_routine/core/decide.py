@@ -48,6 +48,7 @@ class PlannedAction:
     argv: tuple[str, ...] | None = None  # SpecDojo CLI arguments (without the CLI prefix)
     job: str | None = None
     inputs: Mapping[str, str] | None = None  # rendered routine inputs
+    commit: bool = False  # legacy ``commit: true``: review before merge (SPEC §11.3)
 
     def to_json(self, prefix: Sequence[str]) -> dict[str, Any]:
         data: dict[str, Any] = {"index": self.index, "kind": self.kind}
@@ -56,6 +57,8 @@ class PlannedAction:
         else:
             data["job"] = self.job
             data["inputs"] = dict(self.inputs or {})
+            if self.commit:
+                data["commit"] = True
         return data
 
 
@@ -110,7 +113,8 @@ def plan_actions(routine: Routine, scheduled_for: datetime, project_id: str) -> 
             inputs = render_routine_inputs(
                 action.inputs, scheduled_for=scheduled_for, timezone=routine.timezone
             )
-            planned.append(PlannedAction(index=index, kind="job", job=action.job, inputs=inputs))
+            planned.append(PlannedAction(index=index, kind="job", job=action.job, inputs=inputs,
+                                         commit=action.commit))
         else:
             argv = delegated_argv(action, project_id)
             planned.append(PlannedAction(index=index, kind=action.kind, argv=tuple(argv or ())))

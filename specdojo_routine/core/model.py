@@ -72,6 +72,7 @@ class Interval:
 class JobAction:
     job: str
     inputs: Mapping[str, str] = attrs.field(factory=dict)
+    commit: bool = False  # legacy: review before merge in a worktree (SPEC §11.3)
     kind: Literal["job"] = "job"
 
 

@@ -21,6 +21,7 @@ import os
 import tempfile
 import time
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
@@ -29,6 +30,7 @@ import attrs
 from specdojo_routine.core import agent_rules, agentdocs
 from specdojo_routine.core.agent_rules import AgentConfigError, Member
 from specdojo_routine.core.redact import LineRedactor, bound, redact, secret_values
+from specdojo_routine.core.timefmt import format_ms
 from specdojo_routine.execute import evidence, runner
 from specdojo_routine.execute.agent import AgentRequest, AgentResult
 from specdojo_routine.store import views
@@ -248,7 +250,7 @@ def write_documents(
         plan_fields["commit"] = doc.commit
     result_fields = {**doc.base_fields(result_kind, "xrr" if review else "xer"),
                      "status": "pending", "plan_ref": _exec_ref(project, plan_path),
-                     "agent": agent}
+                     "started_at": f'"{format_ms(datetime.now(UTC))}"', "agent": agent}
     plan_text = agentdocs.fill(template(project, plan_name, plan_builtin),
                                doc.values(project, frontmatter(plan_fields)))
     result_text = agentdocs.fill(template(project, result_name, result_builtin),
@@ -281,7 +283,8 @@ def stamp_result(path: Path, run_status: str, reason: str | None) -> None:
         return
     complete = run_status in ("succeeded", "noop")
     stamped = agentdocs.set_status(text, "complete" if complete else "blocked",
-                                   None if complete else reason or run_status)
+                                   None if complete else reason or run_status,
+                                   completed_at=format_ms(datetime.now(UTC)))
     views.publish(path, stamped.encode("utf-8"))
 
 
