@@ -276,7 +276,7 @@ SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 def test_a_secret_printed_by_an_agent_reaches_no_file_and_no_console(ap: AgentProject) -> None:
     ap.edit_job("job-e", agent="{executor: editor, reporter: reporter}")
     leak = "token {env:MY_API_TOKEN} and " + SECRET + "\n"
-    ap.behave({"editor": {"stdout": leak, "stderr": leak},
+    ap.behave({"editor": {"stdout": leak, "stderr": leak, "result_extra": leak},
                "reporter": {"stdout": leak, "stderr": leak, "exit": 4}})
     env = ap.env(MY_API_TOKEN="s3cr3t-value-123")
     done = ap.cli("job", "run", "--job", "job-e", "--input", "period=w1", env=env)

@@ -79,8 +79,8 @@ def dry_run_lines(flow: Mapping[str, Any] | None) -> list[str]:
              f"  worktree: {flow['worktree']}"]
     for role in ("review_executor", "review_reporter"):
         pick = flow[role]
-        lines.append(f"  {role.replace('_', ' ')}: {pick['nickname'] or '(none)'} "
-                     f"({pick['source']})")
+        who = pick["nickname"] or "none: the review executor writes the result"
+        lines.append(f"  {role.replace('_', ' ')}: {who} ({pick['source']})")
     return lines
 
 

@@ -311,7 +311,7 @@ def _attempt(
     log.append_many(batch)
     if done.result_written:
         agentflow.stamp_result(jobfiles.result_path(ctx.paths, prep.run_id), verdict.status,
-                               reason)
+                               reason, ctx.secrets)
     else:
         jobfiles.write_result(ctx.paths, prep, AttemptDoc(
             attempt=attempt, status=verdict.status, reason=reason,

@@ -26,6 +26,7 @@ import attrs
 from specdojo_routine.core import agentdocs, review_rules
 from specdojo_routine.core.agent_rules import AgentConfigError
 from specdojo_routine.core.jobplan import Verdict
+from specdojo_routine.core.redact import secret_values
 from specdojo_routine.core.review_rules import CHILD_ENV, Pick
 from specdojo_routine.execute import agents, worktree
 from specdojo_routine.execute.agents import DocValues, Launch
@@ -151,7 +152,7 @@ def _after_run(flow: Flow, verdict: Verdict) -> Record:
                           merge_commit=merge_commit)
         reason = failed
     reason = reason or review_rules.not_merged_reason(state, review)
-    _note(flow, f"not merged: {reason}")
+    _note(flow, reason if reason.startswith("not merged") else f"not merged: {reason}")
     return Record(verdict=review, merged=False, commit=sha, reason=reason, **kept)
 
 
@@ -182,15 +183,17 @@ def _review(flow: Flow, sha: str) -> tuple[str, str | None, bool]:
     except AgentConfigError as exc:
         return "blocked", f"review: {exc}", False
     if failure is not None:
-        agents.stamp_result(result_path, "failed", failure.reason)
+        agents.stamp_result(result_path, "failed", failure.reason, secret_values(info.env))
         return "blocked", failure.reason, failure.skipped
     if worktree.changed_files(flow.git, flow.path) or worktree.head(flow.git, flow.path) != sha:
-        agents.stamp_result(result_path, "failed", review_rules.CHANGED_DURING_REVIEW)
+        agents.stamp_result(result_path, "failed", review_rules.CHANGED_DURING_REVIEW,
+                            secret_values(info.env))
         return (review_rules.CHANGED_DURING_REVIEW,
                 "not merged: the reviewer changed the worktree (changed-during-review)", False)
     verdict = agentdocs.review_verdict(agents.read_result(result_path))
     good = verdict in ("complete", "complete-with-findings")
-    agents.stamp_result(result_path, "succeeded" if good else "failed", f"verdict {verdict}")
+    agents.stamp_result(result_path, "succeeded" if good else "failed", f"verdict {verdict}",
+                        secret_values(info.env))
     return verdict, None, False
 
 

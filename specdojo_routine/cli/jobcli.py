@@ -194,6 +194,11 @@ def cmd_job_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     task = doc["task"]
     body = task.get("command") if task.get("mode") == "command" else task.get("description")
     lines.append(f"task: {task.get('mode')}: {body}")
+    if doc.get("review") is not None:  # SPEC §11.4
+        review = doc["review"]
+        lines.append(f"review: verdict {review.get('verdict') or '-'}, merged "
+                     f"{str(review.get('merged')).lower()}, commit {review.get('commit') or '-'}"
+                     + (f": {review['reason']}" if review.get("reason") else ""))
     out.write("\n".join(lines) + "\n\n")
     out.write(_table(["ATTEMPT", "STATUS", "STARTED", "COMPLETED", "EXIT", "REASON", "EVIDENCE"],
                      [[str(a["attempt"]), a["status"], a["started_at"],

@@ -20,7 +20,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
@@ -275,10 +275,13 @@ def read_result(path: Path) -> str:
         return ""
 
 
-def stamp_result(path: Path, run_status: str, reason: str | None) -> None:
+def stamp_result(
+    path: Path, run_status: str, reason: str | None, secrets: Sequence[str] = ()
+) -> None:
     """The runner, not the agent, sets the result's ``status`` (SPEC §11.1): ``complete``
-    for a succeeded or noop run, else ``blocked`` with the reason."""
-    text = read_result(path)
+    for a succeeded or noop run, else ``blocked`` with the reason. Whatever secret the agent
+    wrote into the document is redacted."""
+    text = redact(read_result(path), secrets)
     if not text:
         return
     complete = run_status in ("succeeded", "noop")

@@ -8,6 +8,7 @@ the control file says. The control file maps ``"<nickname>:<role>"`` or ``"<nick
 - ``write``: ``{path: text}`` files to write, relative to the working directory;
 - ``fill`` (default true): fill the result file's mandatory ``_TODO_`` markers;
 - ``outcome`` / ``verdict``: a key written into the result frontmatter's ``specdojo:`` block;
+- ``result_extra``: text appended to the result (``{env:NAME}`` expanded too);
 - ``recommendation``: what replaces ``recommendation: _TODO_`` (default ``approve``);
 - ``sleep``: seconds to sleep (after printing); ``child``: start a background ``sleep 60``
   first and write its pid to ``CONTROL_JSON.child.pid``;
@@ -68,6 +69,7 @@ def _result(how: dict[str, object]) -> None:
         text = text.replace("_TODO_: 変更したファイル", "see the commit")
         text = text.replace("recommendation: _TODO_",
                             f"recommendation: {how.get('recommendation', 'approve')}")
+    text += _expand(str(how.get("result_extra", "")))
     for key in ("outcome", "verdict"):
         if key in how:
             text = text.replace("specdojo:\n", f"specdojo:\n  {key}: {how[key]}\n", 1)
