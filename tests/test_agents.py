@@ -296,3 +296,12 @@ def test_the_view_records_the_agent_attempt(ap: AgentProject) -> None:
     view = ap.view(str(out["run_id"]))
     assert view["state"] == "succeeded" and view["attempts"][0]["status"] == "succeeded"
     assert orjson.loads(orjson.dumps(view))["task"]["mode"] == "edit"
+
+
+def test_agent_evidence_is_bounded(ap: AgentProject) -> None:
+    ap.edit_job("job-e")
+    ap.behave({"editor": {"stdout": "x" * 200_000 + "\n"}})
+    out = run_json(ap, code=0)
+    log = (ap.root / "execution" / "exec" / "evidence" / str(out["run_id"]) / "attempt-1"
+           / "agent-executor.stdout.log")
+    assert 60_000 < log.stat().st_size <= 65536

@@ -338,3 +338,28 @@ def test_routine_waiting_run_is_a_failure_with_the_reason(ap: AgentProject) -> N
     state = ap.state()["routines"]["rtn-w"]
     assert state["last_result"] == "failure"
     assert "not merged: run succeeded, review verdict changes-requested" in state["last_reason"]
+
+
+def test_a_nested_call_inside_the_worktree_starts_no_second_flow(ap: AgentProject) -> None:
+    import shlex
+    import sys
+    ap.job("job-inner", """\
+name: Inner
+task: {mode: command, command: "true", review: {}}
+run: {idempotency_key: "{{job_id}}"}
+""")
+    nested = (f"{shlex.quote(sys.executable)} -m specdojo_routine job run --job job-inner "
+              f"--root {shlex.quote(str(ap.root))} --json > inner.json; echo o > docs/o.md")
+    review_job(ap, nested)
+    ap.behave({"reporter:review-reporter": {"verdict": "complete"}})
+    out = run(ap, code=0)
+    inner = json.loads((ap.root / "inner.json").read_text())
+    assert inner["state"] == "succeeded" and "review" not in inner
+    assert out["review"]["merged"] is True
+
+
+def test_unknown_review_by_is_a_usage_error(ap: AgentProject) -> None:
+    review_job(ap, "true")
+    done = ap.cli("job", "run", "--job", "job-r", "--review-by", "ghost")
+    assert done.returncode == 2
+    assert done.stderr.startswith('error: --review-by "ghost" is not a member of members.yaml')
