@@ -6,9 +6,11 @@ the upstream runner does (SPEC §7.6): the plan when the run is materialised, th
 end of every attempt (``complete``, or ``blocked`` with the reason). The texts are built here,
 purely; :mod:`jobs` writes them.
 
-This library runs no agent itself. A caller that can (SpecDojo's own exec runner, a test)
-passes an :class:`AgentExecutor` to :func:`specdojo_routine.app.jobs.run_job`; without one an
-``edit``/``review`` attempt fails with reason ``no agent executor configured for mode edit``.
+When the project names a roster (``members_path``), the Job runner launches the project's
+own agents with :class:`specdojo_routine.execute.agents.RosterExecutor` (SPEC §11.1). A caller
+may pass its own :class:`AgentExecutor` to :func:`specdojo_routine.app.jobs.run_job` (embedding,
+tests), which wins; with neither, an ``edit``/``review`` attempt fails with reason
+``no agent executor configured for mode edit``.
 
 The executor gets the run's FROZEN task (templates already rendered when the run was created,
 the same on every attempt), and returns a status. It must not write the run's ledger: the Job
