@@ -124,6 +124,7 @@ def test_every_state_and_verdict(ap: AgentProject, state: str, verdict: str) -> 
         assert f"exec/demo-{run_id}" in branches(ap)
         assert ap.view(run_id)["review"]["reason"] == out["reason"]
         assert out["reason"] in ap.result_text(run_id, "review-result")
+        assert ap.cli("fold", "--check").returncode == 0  # waiting is a fold of the ledger
 
 
 @pytest.mark.parametrize(("recommendation", "verdict"), [
