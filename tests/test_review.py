@@ -364,3 +364,29 @@ def test_unknown_review_by_is_a_usage_error(ap: AgentProject) -> None:
     done = ap.cli("job", "run", "--job", "job-r", "--review-by", "ghost")
     assert done.returncode == 2
     assert done.stderr.startswith('error: --review-by "ghost" is not a member of members.yaml')
+
+
+def test_the_commit_holds_exactly_the_changed_files(ap: AgentProject) -> None:
+    """Deleted, new (nested, untracked) and modified files are committed; ignored ones not."""
+    (ap.root / "docs" / "keep.md").write_text("keep\n")
+    ap.git("add", "-A")
+    ap.git("commit", "-qm", "more")
+    review_job(ap, "rm docs/a.md; mkdir -p docs/deep/er; echo n > docs/deep/er/n.md; "
+               "echo m >> docs/keep.md; mkdir -p execution; echo i > execution/ignored.txt")
+    ap.behave({"reporter:review-reporter": {"verdict": "changes-requested"}})
+    out = run(ap, code=1)
+    commit = out["review"]["commit"]
+    changed = ap.git("show", "--name-status", "--format=", commit).splitlines()
+    assert sorted(changed) == ["A\tdocs/deep/er/n.md", "D\tdocs/a.md", "M\tdocs/keep.md"]
+
+
+def test_a_noop_run_with_changes_is_kept_not_reviewed(ap: AgentProject) -> None:
+    ap.job("job-r", """\
+name: Noop with changes
+task: {mode: command, command: "echo n > docs/n.md; exit 4", noop_exit_code: 4, review: {}}
+run: {idempotency_key: "{{job_id}}"}
+""")
+    out = run(ap, code=0)
+    assert out["state"] == "noop" and ap.launches() == []
+    assert out["review"]["merged"] is False and out["review"]["commit"]
+    assert out["review"]["reason"].startswith("run noop")
