@@ -28,7 +28,8 @@ from specdojo_routine.store import definitions
 from specdojo_routine.store.config import resolve_project
 
 ROUNDS = 5
-FILL = ("cat >/dev/null; sed -i -e 's/_TODO_: 実施した内容/done/' -e 's/_TODO_: 変更したファイル/x/' "
+FILL = ("cat >/dev/null; sed -i -e 's/_TODO_: 実施した内容/done/' "
+        "-e 's/_TODO_: 変更したファイル/x/' "
         "-e 's/^specdojo:$/specdojo:\\n  verdict: complete/' \"$SPECDOJO_RESULT_PATH\"\n")
 
 
