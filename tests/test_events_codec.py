@@ -110,6 +110,10 @@ STRATEGIES: dict[type[Any], st.SearchStrategy[Any]] = {
         evidence_ref=st.none() | texts, reason=st.none() | texts),
     ev.CheckpointAdvanced: st.builds(ev.CheckpointAdvanced, run_id=run_ids, job_id=job_ids,
                                      values=json_objects),
+    ev.ReviewEnded: st.builds(
+        ev.ReviewEnded, run_id=run_ids, attempt=st.integers(1, 99),
+        verdict=st.none() | st.sampled_from(ev.REVIEW_VERDICTS), merged=st.booleans(),
+        commit=st.none() | texts, reason=st.none() | texts, merge_commit=st.none() | texts),
 }
 ALL_CLASSES = sorted(ev.TAGS, key=lambda cls: cls.__name__)
 
@@ -141,6 +145,7 @@ def test_job_tag_set_is_frozen() -> None:
     assert {
         "run_created": ev.RunCreated, "attempt_started": ev.RunAttemptStarted,
         "attempt_ended": ev.RunAttemptEnded, "checkpoint_advanced": ev.CheckpointAdvanced,
+        "review_ended": ev.ReviewEnded,  # SPEC §11.3
     } == ev.JOB_EVENT_TYPES
 
 

@@ -96,6 +96,7 @@ SETUP: dict[str, list[ev.Event]] = {
     "success": [registered(), started(), ended(result="success")],
     "failure": [registered(), started(), ended(result="failure")],
     "skipped": [registered(), started(), ended(result="skipped")],
+    "partial": [registered(), started(), ended(result="partial")],
 }
 
 
@@ -151,14 +152,17 @@ def test_the_table_is_seed_000s() -> None:
         ("attempt_started", "success", "running", "T-06"),
         ("attempt_started", "failure", "running", "T-07"),
         ("attempt_started", "skipped", "running", "T-08"),
+        ("attempt_started", "partial", "running", "T-06"),  # SPEC §11.4
+        *((e, "running", "partial", "T-03") for e in ("attempt_ended", "attempt_resolved")),
         *((e, "running", "success", "T-03") for e in ("attempt_ended", "attempt_resolved")),
         *((e, "running", "failure", "T-04") for e in ("attempt_ended", "attempt_resolved")),
         *((e, "running", "skipped", "T-05") for e in ("attempt_ended", "attempt_resolved")),
         ("action_started", "running", "running", None),
         ("action_ended", "running", "running", None),
-        *(("occurrence_held", s, s, None) for s in ("success", "failure", "skipped")),
-        *(("occurrence_missed", s, s, None) for s in ("never", "success", "failure", "skipped")),
-        *(("routine_released", s, s, None) for s in ("success", "failure", "skipped")),
+        *(("occurrence_held", s, s, None) for s in ("success", "failure", "skipped", "partial")),
+        *(("occurrence_missed", s, s, None)
+          for s in ("never", "success", "failure", "skipped", "partial")),
+        *(("routine_released", s, s, None) for s in ("success", "failure", "skipped", "partial")),
     } == rows
     assert len(rows) == len(TRANSITIONS)
 
@@ -366,7 +370,8 @@ def valid_histories(draw: st.DrawFn) -> list[ev.RoutineEvent]:
             out.append(ended(rid, aid, result) if choice == "end" else resolved(rid, aid, result))
             status[rid] = result
         elif draw(st.booleans()):
-            label = {"never": "T-02", "success": "T-06", "failure": "T-07", "skipped": "T-08"}
+            label = {"never": "T-02", "success": "T-06", "failure": "T-07", "skipped": "T-08",
+                     "partial": "T-06"}
             trigger = draw(st.sampled_from(["due", "id"]))
             schedule = draw(st.sampled_from(["cron", "interval"]))
             out.append(started(rid, f"a{n}", label[now], trigger=trigger, schedule=schedule))

@@ -21,7 +21,8 @@ from specdojo_routine.store.config import resolve_project
 
 ROUTINES = st.sampled_from(["rtn-a", "rtn-b", "rtn-c"])
 RESULTS = st.sampled_from(ev.RESULTS)
-START = {"never": "T-02", "success": "T-06", "failure": "T-07", "skipped": "T-08"}
+START = {"never": "T-02", "success": "T-06", "failure": "T-07", "skipped": "T-08",
+         "partial": "T-06"}
 OWNER = ev.Owner(pid=99, host="model-host")
 
 

@@ -369,8 +369,9 @@ def _execute_job(
         return Result.FAILURE, f"invalid Job Definition: {job_id}", None, None
     if ctx.job_runner is None:
         return Result.FAILURE, "no Job runner configured", None, None
+    legacy = {"worktree": True} if planned.commit else {}  # commit: true (SPEC §11.3)
     out = ctx.job_runner(ctx.paths, ctx.defs, job_id=job_id, inputs=dict(planned.inputs or {}),
-                         scheduled_at=scheduled_for, echo=ctx.echo)
+                         scheduled_at=scheduled_for, echo=ctx.echo, **legacy)
     return out.result, out.reason, out.job_run_id, out.exit_code
 
 

@@ -24,16 +24,19 @@ import os
 import shlex
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TextIO
 
 import attrs
 
+from specdojo_routine.app import review as review_flow
 from specdojo_routine.app.handlers import JobActionOutcome
-from specdojo_routine.core import jobplan
+from specdojo_routine.core import jobplan, review_rules
 from specdojo_routine.core.errors import JobError, RoutineError, UsageError
 from specdojo_routine.core.events import (
     CheckpointAdvanced,
     JobEvent,
+    ReviewEnded,
     RunAttemptEnded,
     RunAttemptStarted,
     RunCreated,
@@ -43,7 +46,7 @@ from specdojo_routine.core.model import InputValue, JobDefinition, Result
 from specdojo_routine.core.redact import redact, secret_values
 from specdojo_routine.core.templates import job_context
 from specdojo_routine.core.timefmt import format_ms, format_s
-from specdojo_routine.execute import evidence, jobfiles, runner
+from specdojo_routine.execute import agentflow, evidence, jobfiles, runner
 from specdojo_routine.execute.agent import AgentExecutor, AgentRequest, AttemptDoc
 from specdojo_routine.execute.jobfiles import GitCli, Prepared
 from specdojo_routine.store import execlock, ledger, views
@@ -127,6 +130,9 @@ class _Env:
     agent: AgentExecutor | None
     clock: Clock
     trigger: Trigger
+    review: review_flow.ReviewOptions = attrs.field(factory=review_flow.ReviewOptions)
+    cwd: Path | None = None  # the review worktree the task runs in (None: the root)
+    extra_env: Mapping[str, str] = attrs.field(factory=dict)
 
     def child(self, run_id: str, token: str | None) -> dict[str, str]:
         extra = {"SPECDOJO_JOB_RUN_ID": run_id, "SPECDOJO_PROJECT": self.paths.project_id}
@@ -134,7 +140,7 @@ class _Env:
             extra["SPECDOJO_ROUTINE_EXEC"] = "1"
         if token is not None:
             extra[execlock.EXEC_LOCK_TOKEN_ENV] = token
-        env = runner.child_env(self.env, extra)
+        env = runner.child_env(self.env, {**extra, **self.extra_env})
         if self.trigger != "routine":  # set only when a routine runs the Job (SPEC §7.3),
             env.pop("SPECDOJO_ROUTINE_EXEC", None)  # even if the caller inherited it
         return env
@@ -149,11 +155,15 @@ def run_job(
     paths: ProjectPaths, defs: Definitions, job_id: str, inputs: Mapping[str, InputValue], *,
     scheduled_at: datetime, trigger: Trigger = "manual", agent: AgentExecutor | None = None,
     echo: TextIO | None = None, env: Mapping[str, str] | None = None, clock: Clock | None = None,
+    review: review_flow.ReviewOptions | None = None,
 ) -> JobRunOutcome:
     """Materialise (or find) the Job Run for these inputs and run one attempt (SPEC §7.3)."""
     base_env = dict(os.environ if env is None else env)
+    if agent is None:  # the CLI's own executor, from the project's roster (SPEC §11.1)
+        agent = agentflow.default_executor(paths)
     ctx = _Env(paths=paths, env=base_env, secrets=secret_values(base_env), echo=echo,
-               agent=agent, clock=clock or _utc_now, trigger=trigger)
+               agent=agent, clock=clock or _utc_now, trigger=trigger,
+               review=review or review_flow.ReviewOptions())
     prep = prepare(paths, defs, job_id, inputs, scheduled_at=scheduled_at, trigger=trigger,
                    env=base_env)
     view = views.load_job_run(paths, prep.run_id)
@@ -271,6 +281,8 @@ class _Done:
     exit_code: int | None = None
     evidence_ref: str | None = None
     final_message: str | None = None
+    result_written: bool = False  # an agent filled the result document: stamp, not rewrite
+    review: review_flow.Record | None = None  # the review before merge (SPEC §11.3)
 
 
 def _attempt(
@@ -289,20 +301,32 @@ def _attempt(
     batch: list[JobEvent] = [RunAttemptEnded(
         run_id=prep.run_id, attempt=attempt, status=verdict.status, exit_code=done.exit_code,
         evidence_ref=done.evidence_ref, reason=reason)]
+    record = done.review
+    if record is not None:
+        batch.append(ReviewEnded(run_id=prep.run_id, attempt=attempt, **record.payload()))
     values = jobplan.checkpoint_after(prep.job, verdict.status, prep.context())
-    if values is not None:
+    if values is not None and review_rules.integrated(record):
         batch.append(CheckpointAdvanced(run_id=prep.run_id, job_id=prep.job.id, values=values))
     _still_open(ctx.paths, prep.run_id, attempt)
     log.append_many(batch)
-    jobfiles.write_result(ctx.paths, prep, AttemptDoc(
-        attempt=attempt, status=verdict.status, reason=reason, started_at=format_s(started),
-        completed_at=format_s(ctx.clock()), exit_code=done.exit_code,
-        evidence_ref=done.evidence_ref, final_message=done.final_message))
+    if done.result_written:
+        agentflow.stamp_result(jobfiles.result_path(ctx.paths, prep.run_id), verdict.status,
+                               reason, ctx.secrets)
+    else:
+        jobfiles.write_result(ctx.paths, prep, AttemptDoc(
+            attempt=attempt, status=verdict.status, reason=reason,
+            started_at=format_s(started), completed_at=format_s(ctx.clock()),
+            exit_code=done.exit_code, evidence_ref=done.evidence_ref,
+            final_message=done.final_message))
     views.refresh_job_views(ctx.paths, [prep.run_id])
-    return JobRunOutcome(job_id=prep.job.id, run_id=prep.run_id, state=verdict.status,
+    state = review_rules.state_after(verdict.status, record)
+    if state == "waiting" and record is not None:
+        reason = ctx.reason(record.reason)
+    return JobRunOutcome(job_id=prep.job.id, run_id=prep.run_id, state=state,
                          attempt=attempt, skipped=verdict.busy, reason=reason,
                          evidence_ref=done.evidence_ref, exit_code=done.exit_code,
-                         trigger=ctx.trigger)
+                         trigger=ctx.trigger,
+                         review=None if record is None else record.payload())
 
 
 def _still_open(paths: ProjectPaths, run_id: str, attempt: int) -> None:
@@ -319,10 +343,39 @@ def _still_open(paths: ProjectPaths, run_id: str, attempt: int) -> None:
 
 
 def _execute(ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, attempt: int) -> _Done:
+    """The attempt's task, in place, or in a review worktree (SPEC §11.3)."""
+    if not review_flow.selected(prep.task, ctx.review, ctx.env):
+        return _execute_here(ctx, prep, handle, attempt)
+    info = review_flow.RunInfo(
+        paths=ctx.paths, run_id=prep.run_id, job_id=prep.job.id, name=prep.job.name,
+        attempt=attempt, scheduled_at=prep.scheduled_at, task=prep.task, inputs=prep.inputs,
+        env=ctx.child(prep.run_id, handle.token), echo=ctx.echo,
+        deadline=review_flow.deadline_for(prep.task))
+
+    def inner(path: Path, extra: Mapping[str, str]) -> _Done:
+        here = attrs.evolve(ctx, cwd=path, extra_env={review_rules.CHILD_ENV: "1"})
+        return _execute_here(here, prep, handle, attempt)
+
+    done, record = review_flow.run_reviewed(info, ctx.review, inner)
+    if done is None or not isinstance(record, review_flow.Record):
+        assert isinstance(record, Verdict)
+        return _Done(verdict=record)
+    assert isinstance(done, _Done)
+    verdict = done.verdict
+    if record.skipped:  # a rate-limited review agent: a skip, like busy (SPEC §11.4)
+        verdict = Verdict(status="failed", reason=record.reason, busy=True)
+    elif record.error:
+        verdict = Verdict(status="failed", reason=record.reason)
+    return attrs.evolve(done, verdict=verdict, review=record)
+
+
+def _execute_here(
+    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, attempt: int
+) -> _Done:
     task = prep.task
     if task.get("mode") != "command":
         return _execute_agent(ctx, prep, handle, attempt)
-    outcome = runner.run_shell(task["command"], cwd=ctx.paths.root,
+    outcome = runner.run_shell(task["command"], cwd=ctx.cwd or ctx.paths.root,
                                env=ctx.child(prep.run_id, handle.token),
                                timeout_s=task.get("timeout_seconds"), echo=ctx.echo)
     verdict = jobplan.command_verdict(task, exit_code=outcome.exit_code, error=outcome.error)
@@ -330,7 +383,28 @@ def _execute(ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, attempt
     ref = evidence.write_evidence(ctx.paths.evidence_dir, run_id=prep.run_id, attempt=attempt,
                                   command=task["command"], outcome=outcome, secrets=ctx.secrets,
                                   final_message=message, root=ctx.paths.root)
+    if "analysis" in task and verdict.status in ("succeeded", "partial"):  # SPEC §11.2
+        analysed = agentflow.analyse(ctx.paths, _request(ctx, prep, handle, attempt),
+                                     verdict, evidence.attempt_dir(
+                                         ctx.paths.evidence_dir, prep.run_id, attempt)
+                                     / evidence.EVIDENCE_JSON)
+        return _Done(verdict=analysed.verdict, exit_code=outcome.exit_code, evidence_ref=ref,
+                     result_written=analysed.result_written)
     return _Done(verdict=verdict, exit_code=outcome.exit_code, evidence_ref=ref)
+
+
+def _request(
+    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, attempt: int
+) -> AgentRequest:
+    mode = str(prep.task.get("mode"))
+    return AgentRequest(
+        run_id=prep.run_id, job_id=prep.job.id, attempt=attempt,
+        mode="review" if mode == "review" else "edit", task=prep.task, inputs=prep.inputs,
+        paths=ctx.paths, plan_path=jobfiles.plan_path(ctx.paths, prep.run_id),
+        result_path=jobfiles.result_path(ctx.paths, prep.run_id),
+        env=ctx.child(prep.run_id, handle.token), name=prep.job.name,
+        scheduled_at=prep.scheduled_at, timeout_s=prep.task.get("timeout_seconds"),
+        echo=ctx.echo, cwd=ctx.cwd)
 
 
 def _execute_agent(
@@ -339,12 +413,7 @@ def _execute_agent(
     mode = str(prep.task.get("mode"))
     if ctx.agent is None:
         return _Done(verdict=Verdict(status="failed", reason=jobplan.no_agent_reason(mode)))
-    request = AgentRequest(
-        run_id=prep.run_id, job_id=prep.job.id, attempt=attempt,
-        mode="review" if mode == "review" else "edit", task=prep.task, inputs=prep.inputs,
-        paths=ctx.paths, plan_path=jobfiles.plan_path(ctx.paths, prep.run_id),
-        result_path=jobfiles.result_path(ctx.paths, prep.run_id),
-        env=ctx.child(prep.run_id, handle.token))
+    request = _request(ctx, prep, handle, attempt)
     try:
         result = ctx.agent(request)
     except Exception as exc:  # the executor's failure is the attempt's
@@ -353,8 +422,9 @@ def _execute_agent(
         reason = f"agent executor returned an unknown status {result.status!r}"
         return _Done(verdict=Verdict(status="failed", reason=reason))
     message = redact(result.final_message, ctx.secrets) if result.final_message else None
-    return _Done(verdict=Verdict(status=result.status, reason=result.reason),
-                 final_message=message)
+    return _Done(verdict=Verdict(status=result.status, reason=result.reason,
+                                 busy=result.skipped),
+                 final_message=message, result_written=result.result_written)
 
 
 # --- the routine seam --------------------------------------------------------------------------
@@ -370,12 +440,13 @@ class RoutineJobRunner:
 
     def __call__(
         self, paths: ProjectPaths, defs: Definitions, *, job_id: str, inputs: Mapping[str, str],
-        scheduled_at: datetime, echo: TextIO | None,
+        scheduled_at: datetime, echo: TextIO | None, worktree: bool = False,
     ) -> JobActionOutcome:
         try:
             typed = jobplan.parse_text_inputs(find_job(defs, job_id), inputs)
             outcome = run_job(paths, defs, job_id, typed, scheduled_at=scheduled_at,
-                              trigger="routine", echo=echo, agent=self.agent, env=self.env)
+                              trigger="routine", echo=echo, agent=self.agent, env=self.env,
+                              review=review_flow.ReviewOptions(worktree=worktree))
         except (RoutineError, OSError) as exc:
             secrets = secret_values(os.environ if self.env is None else self.env)
             message = redact(str(exc), secrets).replace("\n", " ")[:REASON_LIMIT]

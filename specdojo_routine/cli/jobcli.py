@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from specdojo_routine.app import handlers, jobs
+from specdojo_routine.app import agentopts, handlers, jobs
 from specdojo_routine.cli import render
 from specdojo_routine.core import jobplan
 from specdojo_routine.core.errors import UsageError
@@ -41,9 +41,13 @@ def cmd_job_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     scheduled_at = args.scheduled_at or datetime.now(UTC)
     if args.dry_run:
         return _dry_run(paths, defs, args, explicit, scheduled_at, out)
+    options = agentopts.review_options(paths, args)
+    agent = agentopts.cli_executor(paths, options.reporter_by)
     outcome = jobs.run_job(paths, defs, job.id, explicit, scheduled_at=scheduled_at,
-                           trigger=args.trigger, echo=err if args.json else out)
-    out.write(_json(outcome.to_json()) if args.json else _summary(outcome))
+                           trigger=args.trigger, echo=err if args.json else out, agent=agent,
+                           review=options)
+    out.write(_json(outcome.to_json()) if args.json else
+              _summary(outcome) + agentopts.review_summary(paths, outcome))
     return jobplan.exit_code_for(outcome)
 
 
@@ -76,12 +80,15 @@ def _dry_run(
                                     key=prep.recorded_key)
     existing = {"new": "new run", "duplicate": "duplicate complete (nothing would run)",
                 "retry": f"existing run, attempt {decision.attempt} would start"}[decision.action]
+    flow = agentopts.dry_run_review(paths, prep.run_id, prep.task,
+                                    agentopts.review_options(paths, args), env)
     if args.json:
         out.write(_json({"dry_run": True, "job_id": prep.job.id, "run_id": prep.run_id,
                          "idempotency_key": prep.recorded_key, "scheduled_at": prep.scheduled_at,
                          "trigger": prep.trigger, "inputs": prep.inputs,
                          "existing": decision.action, "attempt": decision.attempt,
-                         "task": prep.recorded_task}))
+                         "task": prep.recorded_task}
+                        | ({"review": flow} if flow is not None else {})))
         return 0
     lines = [f"job: {prep.job.id}", f"run_id: {prep.run_id}",
              f"idempotency_key: {prep.recorded_key}", f"scheduled_at: {prep.scheduled_at}",
@@ -94,6 +101,7 @@ def _dry_run(
         lines.append(f"command: {task['command']}")
     else:
         lines += [f"mode: {task.get('mode')}", f"description: {task.get('description', '')}"]
+    lines += agentopts.dry_run_lines(flow)
     out.write("\n".join(lines) + "\n(dry run: nothing written)\n")
     return 0
 
@@ -186,6 +194,11 @@ def cmd_job_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     task = doc["task"]
     body = task.get("command") if task.get("mode") == "command" else task.get("description")
     lines.append(f"task: {task.get('mode')}: {body}")
+    if doc.get("review") is not None:  # SPEC §11.4
+        review = doc["review"]
+        lines.append(f"review: verdict {review.get('verdict') or '-'}, merged "
+                     f"{str(review.get('merged')).lower()}, commit {review.get('commit') or '-'}"
+                     + (f": {review['reason']}" if review.get("reason") else ""))
     out.write("\n".join(lines) + "\n\n")
     out.write(_table(["ATTEMPT", "STATUS", "STARTED", "COMPLETED", "EXIT", "REASON", "EVIDENCE"],
                      [[str(a["attempt"]), a["status"], a["started_at"],

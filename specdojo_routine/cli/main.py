@@ -109,6 +109,11 @@ def _add_job_commands(sub: argparse._SubParsersAction[_Parser], common: _Parser)
     p.add_argument("--trigger", choices=["manual", "routine", "ci"], default="manual")
     p.add_argument("--dry-run", action="store_true")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--worktree", action="store_true",
+                   help="run in a review worktree and merge only on a good verdict (SPEC §11.3)")
+    p.add_argument("--review-by", metavar="NICK", help="the review executor (a roster member)")
+    p.add_argument("--reporter-by", metavar="NICK",
+                   help="the reporter of the task and of the review (a roster member)")
 
 
 def _dispatch(args: argparse.Namespace) -> Command:
@@ -193,12 +198,12 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _run_job_action(
     paths: ProjectPaths, defs: Definitions, *, job_id: str, inputs: Mapping[str, str],
-    scheduled_at: datetime, echo: TextIO | None,
+    scheduled_at: datetime, echo: TextIO | None, worktree: bool = False,
 ) -> handlers.JobActionOutcome:
     from specdojo_routine.app.jobs import routine_job_runner
 
     return routine_job_runner(paths, defs, job_id=job_id, inputs=inputs,
-                              scheduled_at=scheduled_at, echo=echo)
+                              scheduled_at=scheduled_at, echo=echo, worktree=worktree)
 
 
 def cmd_resolve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -158,9 +158,10 @@ def run_report(report: RunReport, out: TextIO, err: TextIO, *, as_json: bool) ->
         reason = f" - {r.reason}" if r.reason else ""
         out.write(f"{r.routine_id}  {r.scheduled_for}  {r.result}{reason}\n")
     counts = {k: sum(1 for r in report.results if r.result == k)
-              for k in ("success", "failure", "skipped")}
+              for k in ("success", "failure", "skipped", "partial")}
+    partial = f", {counts['partial']} partial" if counts["partial"] else ""
     out.write(f"Ran {len(report.results)} attempt(s): {counts['success']} success, "
-              f"{counts['failure']} failure, {counts['skipped']} skipped\n")
+              f"{counts['failure']} failure, {counts['skipped']} skipped{partial}\n")
 
 
 def _accounted_text(report: RunReport, out: TextIO) -> None:

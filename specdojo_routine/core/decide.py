@@ -29,11 +29,13 @@ START_TRANSITIONS: Mapping[str, StartTransition] = {
     "success": "T-06",
     "failure": "T-07",
     "skipped": "T-08",
+    "partial": "T-06",  # partial is T-03's family: it starts again like success (SPEC §11.4)
 }
 END_TRANSITIONS: Mapping[Result, EndTransition] = {
     Result.SUCCESS: "T-03",
     Result.FAILURE: "T-04",
     Result.SKIPPED: "T-05",
+    Result.PARTIAL: "T-03",
 }
 
 
@@ -46,6 +48,7 @@ class PlannedAction:
     argv: tuple[str, ...] | None = None  # SpecDojo CLI arguments (without the CLI prefix)
     job: str | None = None
     inputs: Mapping[str, str] | None = None  # rendered routine inputs
+    commit: bool = False  # legacy ``commit: true``: review before merge (SPEC §11.3)
 
     def to_json(self, prefix: Sequence[str]) -> dict[str, Any]:
         data: dict[str, Any] = {"index": self.index, "kind": self.kind}
@@ -54,6 +57,8 @@ class PlannedAction:
         else:
             data["job"] = self.job
             data["inputs"] = dict(self.inputs or {})
+            if self.commit:
+                data["commit"] = True
         return data
 
 
@@ -108,7 +113,8 @@ def plan_actions(routine: Routine, scheduled_for: datetime, project_id: str) -> 
             inputs = render_routine_inputs(
                 action.inputs, scheduled_for=scheduled_for, timezone=routine.timezone
             )
-            planned.append(PlannedAction(index=index, kind="job", job=action.job, inputs=inputs))
+            planned.append(PlannedAction(index=index, kind="job", job=action.job, inputs=inputs,
+                                         commit=action.commit))
         else:
             argv = delegated_argv(action, project_id)
             planned.append(PlannedAction(index=index, kind=action.kind, argv=tuple(argv or ())))

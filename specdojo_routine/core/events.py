@@ -33,9 +33,11 @@ _S = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
 #: The event version this program writes (older versions are upgraded on read, see ``codec``).
 CURRENT_VERSION = 1
 
-RESULTS = ("success", "failure", "skipped")
-#: The transition an ``attempt_ended`` / ``attempt_resolved`` declares for each result.
-RESULT_TRANSITIONS = {"success": "T-03", "failure": "T-04", "skipped": "T-05"}
+RESULTS = ("success", "failure", "skipped", "partial")
+#: The transition an ``attempt_ended`` / ``attempt_resolved`` declares for each result
+#: (``partial``, a merged partial Job Run, carries T-03's label: SPEC §11.4).
+RESULT_TRANSITIONS = {"success": "T-03", "failure": "T-04", "skipped": "T-05",
+                      "partial": "T-03"}
 RUN_STATUSES = ("succeeded", "partial", "failed", "noop")
 
 #: ``attempt_started.trigger`` (SPEC §9.1): due, an explicit run, a release, a backfill.
@@ -43,7 +45,7 @@ TRIGGERS = ("due", "id", "release", "backfill")
 Trigger = Literal["due", "id", "release", "backfill"]
 RELEASE_RUNS = ("none", "latest", "all")
 
-Result = Literal["success", "failure", "skipped"]
+Result = Literal["success", "failure", "skipped", "partial"]
 StartTransition = Literal["T-02", "T-06", "T-07", "T-08"]
 EndTransition = Literal["T-03", "T-04", "T-05"]
 
@@ -340,11 +342,30 @@ class CheckpointAdvanced:
     values: Mapping[str, Any] = attrs.field(validator=_json_object)
 
 
+REVIEW_VERDICTS = ("complete", "complete-with-findings", "changes-requested", "blocked",
+                   "changed-during-review")
+
+
+@attrs.frozen(kw_only=True)
+class ReviewEnded:
+    """The review before merge of attempt ``attempt`` ended (SPEC §11.3): its ``verdict``
+    (None: not reviewed, e.g. no changes), whether the exec branch was ``merged``, the output
+    ``commit``, the ``merge_commit`` when merged, and the ``reason`` when not."""
+
+    run_id: str = attrs.field(validator=_run_id)
+    attempt: int = attrs.field(validator=_int_at_least(1))
+    verdict: str | None = attrs.field(validator=_optional(_one_of(*REVIEW_VERDICTS)))
+    merged: bool = attrs.field(validator=attrs.validators.instance_of(bool))
+    commit: str | None = attrs.field(validator=_optional(_text))  # always written
+    reason: str | None = attrs.field(validator=_optional(_text))
+    merge_commit: str | None = attrs.field(default=None, validator=_optional(_text))
+
+
 RoutineEvent = (
     RoutineRegistered | AttemptStarted | ActionStarted | ActionEnded | AttemptEnded
     | AttemptResolved | OccurrenceHeld | OccurrenceMissed | RoutineReleased
 )
-JobEvent = RunCreated | RunAttemptStarted | RunAttemptEnded | CheckpointAdvanced
+JobEvent = RunCreated | RunAttemptStarted | RunAttemptEnded | CheckpointAdvanced | ReviewEnded
 Event = RoutineEvent | JobEvent
 
 LedgerKind = Literal["routine", "job"]
@@ -365,6 +386,7 @@ JOB_EVENT_TYPES: dict[str, type[JobEvent]] = {
     "attempt_started": RunAttemptStarted,
     "attempt_ended": RunAttemptEnded,
     "checkpoint_advanced": CheckpointAdvanced,
+    "review_ended": ReviewEnded,
 }
 #: The wire tags of each ledger kind.
 EVENT_TYPES: dict[LedgerKind, dict[str, type[Any]]] = {

@@ -23,8 +23,8 @@ from specdojo_routine.core.holdfold import HOLD_TRANSITIONS, HoldTransition
 __all__ = ["HOLD_TRANSITIONS", "HoldTransition"]  # the hold region, with the table (SPEC §9.1)
 
 Raw = dict[str, Any]
-Status = Literal["never", "running", "success", "failure", "skipped"]
-STATES: tuple[Status, ...] = ("never", "running", "success", "failure", "skipped")
+Status = Literal["never", "running", "success", "failure", "skipped", "partial"]
+STATES: tuple[Status, ...] = ("never", "running", "success", "failure", "skipped", "partial")
 
 
 @attrs.frozen(kw_only=True)
@@ -39,8 +39,10 @@ class Transition:
 
 
 _ENDS: tuple[tuple[Status, str], ...] = (("success", "T-03"), ("failure", "T-04"),
-                                         ("skipped", "T-05"))
-_SETTLED: tuple[Status, ...] = ("never", "success", "failure", "skipped")
+                                         ("skipped", "T-05"),
+                                         # a merged partial Job Run: T-03's family (seed 002)
+                                         ("partial", "T-03"))
+_SETTLED: tuple[Status, ...] = ("never", "success", "failure", "skipped", "partial")
 TRANSITIONS: tuple[Transition, ...] = (
     Transition(event="routine_registered", source=None, target="never", label="T-01"),
     *(Transition(event="routine_registered", source=s, target=s, note="keeps the state")
@@ -49,6 +51,8 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition(event="attempt_started", source="success", target="running", label="T-06"),
     Transition(event="attempt_started", source="failure", target="running", label="T-07"),
     Transition(event="attempt_started", source="skipped", target="running", label="T-08"),
+    Transition(event="attempt_started", source="partial", target="running", label="T-06",
+               note="after a merged partial run"),
     *(Transition(event="attempt_ended", source="running", target=r, label=t) for r, t in _ENDS),
     *(Transition(event="attempt_resolved", source="running", target=r, label=t, note="operator")
       for r, t in _ENDS),

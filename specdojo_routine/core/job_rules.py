@@ -39,9 +39,8 @@ NICKNAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
 _TIMEOUT_SECONDS = re.compile(r"([1-9][0-9]{0,9})s")
 JOB_KEYS = ("id", "name", "description", "inputs", "task", "run", "checkpoint")
 # upstream accepts owner/targets/paths in every mode; only edit/review carry them
-_COMMON_TASK_KEYS = ("mode", "owner", "targets", "paths")
-_COMMAND_ONLY = ("command", "precondition", "partial_exit_code", "noop_exit_code", "timeout",
-                 "analysis")
+_COMMON_TASK_KEYS = ("mode", "owner", "targets", "paths", "timeout", "review")
+_COMMAND_ONLY = ("command", "precondition", "partial_exit_code", "noop_exit_code", "analysis")
 _AGENT_ONLY = ("description", "agent", "capabilities", "proficiency")
 _NOT_IN_COMMAND_MODE = {
     "agent": "task.agent is not allowed in command mode; use task.analysis.agent",
@@ -137,12 +136,32 @@ def _command_task(r: Report, node: Node) -> model.CommandTask | None:
     timeout, seconds = _timeout(r, node.get("timeout"))
     precondition = _precondition(r, node.get("precondition"))
     analysis = _analysis(r, node.get("analysis"))
+    review = _review(r, node.get("review"))
     if command is None:
         return None
     return model.CommandTask(
         command=command, precondition=precondition, partial_exit_codes=partial,
         noop_exit_code=noop, timeout=timeout, timeout_seconds=seconds, analysis=analysis,
+        review=review,
     )
+
+
+def _review(r: Report, node: Node | None) -> model.ReviewSpec | None:
+    """``task.review``: any mapping (``{}`` included), optional ``agent {executor, reporter}``."""
+    if node is None:
+        return None
+    if node.value is None:
+        return model.ReviewSpec()
+    if not mapping(r, node, " (optionally with agent: {executor, reporter})"):
+        return None
+    unknown_keys(r, node, ("agent",), "task.review")
+    agent = node.get("agent")
+    executor = reporter = None
+    if agent is not None and mapping(r, agent, " with executor and/or reporter"):
+        unknown_keys(r, agent, ("executor", "reporter"), "task.review.agent")
+        executor = _nickname(r, agent.get("executor"))
+        reporter = _nickname(r, agent.get("reporter"))
+    return model.ReviewSpec(executor=executor, reporter=reporter)
 
 
 def _exit_code(r: Report, node: Node | None) -> int | None:
@@ -232,12 +251,15 @@ def _agent_task(r: Report, node: Node, mode: Literal["edit", "review"]) -> model
         reporter = _nickname(r, agent.get("reporter"))
     capabilities = text_list(r, node.get("capabilities"))
     proficiency = choice(r, node.get("proficiency"), PROFICIENCIES)
+    timeout, seconds = _timeout(r, node.get("timeout"))
+    review = _review(r, node.get("review"))
     if description is None:
         return None
     return model.AgentTask(
         mode=mode, description=description, targets=_strings(targets), paths=_strings(paths),
         executor=executor, reporter=reporter, capabilities=capabilities or (),
-        proficiency=proficiency, owner=owner,
+        proficiency=proficiency, owner=owner, timeout=timeout, timeout_seconds=seconds,
+        review=review,
     )
 
 

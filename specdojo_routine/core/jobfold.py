@@ -50,6 +50,7 @@ class JobRunDoc(TypedDict):
     plan_ref: str
     result_ref: str
     attempts: list[JobAttemptDoc]
+    review: NotRequired[dict[str, Any]]
 
 
 class JobCheckpointDoc(TypedDict):
@@ -64,9 +65,12 @@ class JobCheckpointDoc(TypedDict):
 #: shown as running) and the state it leads to (``None``: the event's ``status``).
 RUN_RULES: dict[str, dict[str, str | None]] = {
     "run_created": {"new": "created"},
-    "attempt_started": {"created": "running", "failed": "running", "partial": "running"},
+    "attempt_started": {"created": "running", "failed": "running", "partial": "running",
+                        "waiting": "running"},
     "attempt_ended": {"running": None},
     "checkpoint_advanced": {"succeeded": "succeeded", "noop": "noop"},
+    # SPEC §11.3: a committed, unmerged review leaves the run waiting (None: see _next_state)
+    "review_ended": {"succeeded": None, "partial": None, "failed": "failed", "noop": "noop"},
 }
 
 
@@ -101,10 +105,16 @@ def apply_run(state: RunFold, raw: Raw, *, where: str, line: int) -> None:
             event = f"{kind} (attempt {raw['attempt']})" if "attempt" in raw else str(kind)
             raise InvalidRunTransition(run_id, shown, event, f"{where}:{line}")
         _RUN_HANDLERS[str(kind)](state, raw, raw["at"])
-        state.state = rules[state.state] or raw["status"]
+        state.state = rules[state.state] or _next_state(state.state, raw)
         state.record["updated_at"] = raw["at"]
     except (KeyError, TypeError) as exc:
         raise CorruptLedgerError(where, line, f"{kind} event lacks or mistypes {exc}") from None
+
+
+def _next_state(current: str, raw: Raw) -> str:
+    if raw["type"] == "review_ended":
+        return "waiting" if not raw["merged"] and raw.get("commit") else current
+    return str(raw["status"])
 
 
 def _run_ok(state: RunFold, raw: Raw) -> bool:
@@ -114,6 +124,9 @@ def _run_ok(state: RunFold, raw: Raw) -> bool:
         return bool(raw["attempt"] == len(attempts) + 1)
     if raw["type"] == "attempt_ended":
         return bool(raw["attempt"] == attempts[-1]["attempt"] and raw["status"] in RUN_STATUSES)
+    if raw["type"] == "review_ended":
+        return bool(raw["attempt"] == attempts[-1]["attempt"]
+                    and isinstance(raw["merged"], bool))
     return raw["type"] != "checkpoint_advanced" or bool(raw["job_id"] == state.record["job_id"])
 
 
@@ -147,11 +160,19 @@ def _checkpoint_advanced(state: RunFold, raw: Raw, at: str) -> None:
     state.checkpoints.append({"job_id": raw["job_id"], **entry})
 
 
+def _review_ended(state: RunFold, raw: Raw, at: str) -> None:
+    review = {k: raw.get(k) for k in ("verdict", "merged", "commit")}
+    if raw.get("merge_commit"):
+        review["merge_commit"] = raw["merge_commit"]
+    state.record["review"] = review | {"reason": raw.get("reason")}
+
+
 _RUN_HANDLERS: dict[str, Callable[[RunFold, Raw, str], None]] = {
     "run_created": _run_created,
     "attempt_started": _run_attempt_started,
     "attempt_ended": _run_attempt_ended,
     "checkpoint_advanced": _checkpoint_advanced,
+    "review_ended": _review_ended,
 }
 
 
@@ -168,6 +189,8 @@ def run_document(state: RunFold) -> JobRunDoc | None:
     doc["plan_ref"] = f"exec/plans/{r['run_id']}-plan.md"
     doc["result_ref"] = f"exec/results/{r['run_id']}-result.md"
     doc["attempts"] = r["attempts"]
+    if "review" in r:  # SPEC §11.4: the view gains the last review
+        doc["review"] = r["review"]
     return doc  # type: ignore[return-value]
 
 

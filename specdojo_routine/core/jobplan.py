@@ -22,8 +22,10 @@ from specdojo_routine.core.model import (
     InputValue,
     JobDefinition,
     Result,
+    ReviewSpec,
 )
 from specdojo_routine.core.redact import REDACTED, redact
+from specdojo_routine.core.review_rules import routine_result as review_result
 from specdojo_routine.core.templates import TemplateError, render_shell, render_text
 
 #: Template roots whose missing dotted names render as "" (an optional input, a first-run
@@ -207,7 +209,15 @@ def _freeze_command(
             "agent": analysis.agent,
             "description": _render(job, "task.analysis.description", analysis.description,
                                    context, shell=False)},
+        "review": _freeze_review(task.review),
     })
+
+
+def _freeze_review(review: ReviewSpec | None) -> dict[str, Any] | None:
+    if review is None:
+        return None
+    agent = _present({"executor": review.executor, "reporter": review.reporter})
+    return {"agent": agent} if agent else {}
 
 
 def _freeze_agent(
@@ -225,6 +235,9 @@ def _freeze_agent(
         "agent": agent,
         "capabilities": list(task.capabilities),
         "proficiency": task.proficiency,
+        "timeout": task.timeout,
+        "timeout_seconds": task.timeout_seconds if task.timeout is not None else None,
+        "review": _freeze_review(task.review),
     })
 
 
@@ -380,12 +393,14 @@ class JobRunOutcome:
     evidence_ref: str | None = None
     exit_code: int | None = None  # the command's exit code
     trigger: Trigger = "manual"
+    review: Mapping[str, Any] | None = None  # review_ended's payload (SPEC §11.3)
 
     def to_json(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "job_id": self.job_id, "state": self.state,
-                "attempt": self.attempt, "duplicate_complete": self.duplicate_complete,
-                "skipped": self.skipped, "reason": self.reason,
-                "evidence_ref": self.evidence_ref}
+        doc = {"run_id": self.run_id, "job_id": self.job_id, "state": self.state,
+               "attempt": self.attempt, "duplicate_complete": self.duplicate_complete,
+               "skipped": self.skipped, "reason": self.reason,
+               "evidence_ref": self.evidence_ref}
+        return doc | ({"review": dict(self.review)} if self.review is not None else {})
 
 
 def routine_result(outcome: JobRunOutcome) -> tuple[Result, str | None]:
@@ -393,6 +408,9 @@ def routine_result(outcome: JobRunOutcome) -> tuple[Result, str | None]:
     failure; partial failure with reason ``partial``."""
     if outcome.skipped:
         return Result.SKIPPED, outcome.reason
+    reviewed = review_result(outcome.state, outcome.review)
+    if reviewed is not None:  # merged partial -> partial; waiting -> failure (SPEC §11.3)
+        return reviewed, outcome.reason if reviewed is Result.FAILURE else None
     if outcome.duplicate_complete or outcome.state in COMPLETE_STATES:
         return Result.SUCCESS, None
     if outcome.state == "partial":

@@ -38,14 +38,18 @@ class Result(enum.Enum):
     SUCCESS = "success"
     FAILURE = "failure"
     SKIPPED = "skipped"
+    PARTIAL = "partial"  # a merged partial Job Run (seed 002 §4, SPEC §11.3)
 
 
 def aggregate(results: tuple[Result, ...] | list[Result]) -> Result:
-    """failure if any failed, else skipped if any skipped, else success (seed 000 §1.2)."""
+    """failure if any failed, else skipped if any skipped, else partial if any partial, else
+    success (seed 000 §1.2; partial: seed 002 §4, SPEC §11.3)."""
     if Result.FAILURE in results:
         return Result.FAILURE
     if Result.SKIPPED in results:
         return Result.SKIPPED
+    if Result.PARTIAL in results:
+        return Result.PARTIAL
     return Result.SUCCESS
 
 
@@ -85,6 +89,7 @@ class Interval:
 class JobAction:
     job: str
     inputs: Mapping[str, str] = attrs.field(factory=dict)
+    commit: bool = False  # legacy: review before merge in a worktree (SPEC §11.3)
     kind: Literal["job"] = "job"
 
 
@@ -191,6 +196,14 @@ class Analysis:
 
 
 @attrs.frozen(kw_only=True)
+class ReviewSpec:
+    """``task.review`` (SPEC §11.3): review before merge; agents optional (auto when None)."""
+
+    executor: str | None = None
+    reporter: str | None = None
+
+
+@attrs.frozen(kw_only=True)
 class CommandTask:
     command: str
     precondition: Precondition | None = None
@@ -199,6 +212,7 @@ class CommandTask:
     timeout: str | None = None  # as written ("90s", "10m")
     timeout_seconds: int | None = None
     analysis: Analysis | None = None
+    review: ReviewSpec | None = None
     mode: Literal["command"] = "command"
 
 
@@ -215,6 +229,9 @@ class AgentTask:
     capabilities: tuple[str, ...] = ()
     proficiency: str | None = None
     owner: str | None = None
+    timeout: str | None = None  # bounds the whole attempt (all stages; SPEC §11.4)
+    timeout_seconds: int | None = None
+    review: ReviewSpec | None = None
 
 
 Task = CommandTask | AgentTask

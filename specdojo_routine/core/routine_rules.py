@@ -45,7 +45,7 @@ from specdojo_routine.core.validation import (
 
 ROUTINE_KEYS = ("id", "name", "description", "enabled", "trigger", "interval", "policy", "action")
 _ACTION_KEYS: dict[str, tuple[str, ...]] = {
-    "job": ("kind", "job", "inputs"),
+    "job": ("kind", "job", "inputs", "commit"),
     "specdojo": ("kind", "args"),
     "register": ("kind", "filter", "limit"),
     "exec-auto": ("kind", "strategy", "parallel", "loop", "max_rounds"),
@@ -301,6 +301,7 @@ def _job_action(r: Report, node: Node, jobs: JobIndex) -> model.JobAction | None
         job_id = None
     inputs_node = node.get("inputs")
     inputs = _routine_inputs(r, inputs_node)
+    commit = flag(r, node.get("commit"))  # legacy commit: true (SPEC §11.3)
     if job_id is None or job_node is None:
         return None
     job = jobs.valid.get(job_id)
@@ -309,7 +310,8 @@ def _job_action(r: Report, node: Node, jobs: JobIndex) -> model.JobAction | None
     elif job_id not in jobs.invalid:  # an invalid Job file fails the action at run time
         r.error(job_node.pos, f'{job_node.label} "{job_id}" names no Job Definition '
                 f"(no {jobs.where}/**/{job_id}.yaml)")
-    return model.JobAction(job=job_id, inputs={k: str(v.value) for k, v in inputs.items()})
+    return model.JobAction(job=job_id, inputs={k: str(v.value) for k, v in inputs.items()},
+                           commit=bool(commit))
 
 
 def _routine_inputs(r: Report, node: Node | None) -> dict[str, Node]:

@@ -6,9 +6,11 @@ the upstream runner does (SPEC §7.6): the plan when the run is materialised, th
 end of every attempt (``complete``, or ``blocked`` with the reason). The texts are built here,
 purely; :mod:`jobs` writes them.
 
-This library runs no agent itself. A caller that can (SpecDojo's own exec runner, a test)
-passes an :class:`AgentExecutor` to :func:`specdojo_routine.app.jobs.run_job`; without one an
-``edit``/``review`` attempt fails with reason ``no agent executor configured for mode edit``.
+When the project names a roster (``members_path``), the Job runner launches the project's
+own agents with :class:`specdojo_routine.execute.agents.RosterExecutor` (SPEC §11.1). A caller
+may pass its own :class:`AgentExecutor` to :func:`specdojo_routine.app.jobs.run_job` (embedding,
+tests), which wins; with neither, an ``edit``/``review`` attempt fails with reason
+``no agent executor configured for mode edit``.
 
 The executor gets the run's FROZEN task (templates already rendered when the run was created,
 the same on every attempt), and returns a status. It must not write the run's ledger: the Job
@@ -21,7 +23,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TextIO
 
 import attrs
 
@@ -45,6 +47,12 @@ class AgentRequest:
     plan_path: Path  # the plan Markdown written at materialisation
     result_path: Path  # where the runner writes the result Markdown after the attempt
     env: Mapping[str, str]  # SPECDOJO_JOB_RUN_ID, SPECDOJO_PROJECT, the exec lock token, ...
+    # added for the CLI's own executor (SPEC §11.1); defaults keep older callers working
+    name: str = ""  # the Job's name
+    scheduled_at: str = ""
+    cwd: Path | None = None  # the run's working tree (the root, or a review worktree)
+    timeout_s: float | None = None  # what is left of task.timeout for this attempt
+    echo: TextIO | None = None  # the live console
 
 
 @attrs.frozen(kw_only=True)
@@ -55,6 +63,8 @@ class AgentResult:
     status: AgentStatus
     reason: str | None = None
     final_message: str | None = None
+    skipped: bool = False  # a transient limit (rate limit): the routine action is skipped
+    result_written: bool = False  # the agent filled the result document; the runner stamps it
 
 
 class AgentExecutor(Protocol):

@@ -23,6 +23,20 @@ class ProjectPaths:
     routines_dir: Path
     jobs_dir: Path
     execution_dir: Path
+    # agents and review (SPEC §11.4); None/default when the project config does not name them
+    members_path: Path | None = None
+    exec_defaults_path: Path | None = None
+    worktree_base: Path | None = None
+
+    @property
+    def exec_defaults(self) -> Path:
+        """``run.exec_defaults``, default ``.specdojo/exec-defaults.yaml`` (root-relative)."""
+        return self.exec_defaults_path or self.root / ".specdojo" / "exec-defaults.yaml"
+
+    @property
+    def worktrees(self) -> Path:
+        """``run.worktree_base``, default ``../worktrees`` relative to the root."""
+        return self.worktree_base or (self.root / ".." / "worktrees").resolve()
 
     # routine side
     @property
@@ -165,10 +179,30 @@ def resolve_project(
         if not isinstance(value, str) or not value:
             raise ConfigError(f'{where}: project "{project_id}" needs "{key}" (a path)')
         dirs[key] = root / value
+    extra = _agent_paths(root, entry, where, project_id)
     return ProjectPaths(
         root=root,
         project_id=project_id,
         routines_dir=dirs["routines_path"],
         jobs_dir=dirs["jobs_path"],
         execution_dir=dirs["execution_path"],
+        **extra,
     )
+
+
+def _agent_paths(
+    root: Path, entry: Mapping[str, object], where: Path, project_id: str
+) -> dict[str, Path | None]:
+    """``members_path`` and the ``run`` block's ``exec_defaults`` / ``worktree_base``."""
+    run = entry.get("run", {})
+    if not isinstance(run, dict):
+        raise ConfigError(f'{where}: project "{project_id}" "run" must be an object')
+    found: dict[str, Path | None] = {}
+    for name, key, source in (("members_path", "members_path", entry),
+                              ("exec_defaults_path", "exec_defaults", run),
+                              ("worktree_base", "worktree_base", run)):
+        value = source.get(key)
+        if value is not None and (not isinstance(value, str) or not value):
+            raise ConfigError(f'{where}: project "{project_id}" "{key}" must be a path')
+        found[name] = (root / value).resolve() if isinstance(value, str) else None
+    return found

@@ -36,6 +36,7 @@ from ruamel.yaml.reader import ReaderError
 from ruamel.yaml.resolver import VersionedResolver, implicit_resolvers
 
 from specdojo_routine.core import validation
+from specdojo_routine.core.agent_rules import Roster, check_job_nicknames
 from specdojo_routine.core.errors import Problem
 from specdojo_routine.core.job_rules import build_job
 from specdojo_routine.core.model import JobDefinition, Routine
@@ -113,10 +114,14 @@ def file_id(path: Path) -> str:
 
 
 def _load(paths: ProjectPaths, *, with_routines: bool) -> Definitions:
+    from specdojo_routine.store import agentconfig  # it reads YAML with this module
+
+    agents = agentconfig.load_agent_config(paths)
     job_paths = discover(paths.jobs_dir, "job-")
-    jobs, invalid, job_problems = _load_jobs(paths, job_paths)
+    jobs, invalid, job_problems = _load_jobs(paths, job_paths,
+                                             agents.roster if agents is not None else None)
     routines: list[Routine] = []
-    problems = list(job_problems)
+    problems = [*job_problems, *(agents.problems if agents is not None else ())]
     routine_paths: list[Path] = []
     if with_routines:
         routine_paths = discover(paths.routines_dir, "rtn-", skip=paths.routine_generated_dir)
@@ -132,7 +137,7 @@ def _load(paths: ProjectPaths, *, with_routines: bool) -> Definitions:
 
 
 def _load_jobs(
-    paths: ProjectPaths, files: list[Path]
+    paths: ProjectPaths, files: list[Path], roster: Roster | None = None
 ) -> tuple[list[JobDefinition], frozenset[str], list[Problem]]:
     jobs: dict[str, JobDefinition] = {}
     failed: set[str] = set()
@@ -142,6 +147,9 @@ def _load_jobs(
         job = None
         if data is not None:
             job = build_job(report, Node(value=data), file_id=file_id(path))
+            if roster is not None:  # SPEC §11.1: a Job names members of the roster
+                check_job_nicknames(report, Node(value=data), roster)
+                job = None if report.failed else job
         if job is not None and job.id in jobs:
             other = jobs[job.id].path
             report.error(_id_pos(data), f'duplicate job id "{job.id}" (also in {other})')

@@ -1,0 +1,339 @@
+"""Agents from the project's own configuration (SPEC §11.1, §11.4), pure.
+
+- the roster (``members_path``, upstream's ``pm-members.yaml``) and the exec defaults
+  (``.specdojo/exec-defaults.yaml``: provider ``command_template`` / ``command_params``,
+  ``rate_limit_detection``), built from loaded YAML :class:`Node` trees with positions;
+- the launch command of a member (its ``command``, else its provider's template expanded);
+- the rate-limit signal of a finished agent;
+- which member runs a role when the Job names none;
+- the ``validate`` checks: unknown nicknames in Job Definitions, unresolvable placeholders.
+
+Loading the files is :mod:`specdojo_routine.store.agentconfig`'s.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
+import attrs
+
+from specdojo_routine.core.validation import (
+    Node,
+    Pos,
+    Report,
+    flag,
+    got,
+    mapping,
+    text,
+    unknown_keys,
+)
+
+PLACEHOLDER = re.compile(r"(?<![$])\{([a-z_][a-z0-9_]*)\}")
+BUILTIN_VARIABLES = ("nickname", "mode", "proficiency")
+NICKNAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
+ROLES = ("executor", "reporter", "analysis", "review-executor", "review-reporter")
+
+
+class AgentConfigError(Exception):
+    """A member's launch command cannot be built (the message says why)."""
+
+
+@attrs.frozen(kw_only=True)
+class Member:
+    nickname: str
+    type: str = "agent"
+    provider: str | None = None
+    mode: str | None = None
+    proficiency: str | None = None
+    priority: int | None = None
+    command: str | None = None
+    disabled: bool = False
+    stage_role: str | None = None
+    index: int = 0  # roster order (ties of priority)
+
+    @property
+    def enabled_agent(self) -> bool:
+        return self.type == "agent" and not self.disabled
+
+
+@attrs.frozen(kw_only=True)
+class Roster:
+    path: str  # root-relative, for messages
+    members: tuple[Member, ...] = ()
+
+    def get(self, nickname: str) -> Member | None:
+        return next((m for m in self.members if m.nickname == nickname), None)
+
+
+@attrs.frozen(kw_only=True)
+class Detection:
+    """``rate_limit_detection``; a field left ``None`` falls back to the global block."""
+
+    exit_codes: tuple[int, ...] | None = None
+    stderr_patterns: tuple[str, ...] | None = None
+    stderr_requires_nonzero_exit: bool | None = None
+
+    def over(self, base: Detection | None) -> Detection:
+        if base is None:
+            return self
+        return Detection(
+            exit_codes=base.exit_codes if self.exit_codes is None else self.exit_codes,
+            stderr_patterns=(base.stderr_patterns if self.stderr_patterns is None
+                             else self.stderr_patterns),
+            stderr_requires_nonzero_exit=(
+                base.stderr_requires_nonzero_exit if self.stderr_requires_nonzero_exit is None
+                else self.stderr_requires_nonzero_exit))
+
+
+@attrs.frozen(kw_only=True)
+class Provider:
+    name: str
+    command_template: str | None = None
+    template_pos: Pos = (1, 1)
+    by_mode: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)
+    by_proficiency: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)
+    detection: Detection | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ExecDefaults:
+    path: str = ".specdojo/exec-defaults.yaml"
+    detection: Detection | None = None
+    providers: Mapping[str, Provider] = attrs.field(factory=dict)
+
+    def detection_for(self, provider: str | None) -> Detection:
+        found = self.providers.get(provider) if provider is not None else None
+        own = found.detection if found is not None else None
+        if own is None:
+            return self.detection or Detection()
+        return own.over(self.detection)
+
+
+# --- building from YAML --------------------------------------------------------------------------
+
+_MEMBER_KEYS = ("nickname", "type", "provider", "mode", "proficiency", "priority", "command",
+                "disabled", "stage_role")
+
+
+def build_roster(r: Report, root: Node) -> Roster:
+    """The members of a roster file; unknown keys are ignored (upstream's file has more)."""
+    members_node = root.get("members")
+    if members_node is None or not isinstance(members_node.value, list):
+        r.error(members_node.where() if members_node else (1, 1),
+                "members must be a list of members")
+        return Roster(path=r.path)
+    members: list[Member] = []
+    seen: set[str] = set()
+    for index, node in enumerate(members_node.elements(lambda i: f"members[{i}]")):
+        member = _member(r, node, index)
+        if member is None:
+            continue
+        if member.nickname in seen:
+            r.error(node.where(), f'duplicate member nickname "{member.nickname}"')
+            continue
+        seen.add(member.nickname)
+        members.append(member)
+    return Roster(path=r.path, members=tuple(members))
+
+
+def _member(r: Report, node: Node, index: int) -> Member | None:
+    if not mapping(r, node, " with nickname"):
+        return None
+    nick_node = node.get("nickname")
+    nickname = nick_node.value if nick_node is not None else None
+    if not isinstance(nickname, str) or not NICKNAME.fullmatch(nickname):
+        r.error(nick_node.where() if nick_node else node.where(),
+                f"{node.label}.nickname must match [a-z0-9][a-z0-9_-]* (got {got(nickname)})")
+        return None
+    values = {key: _optional_text(r, node.get(key)) for key in
+              ("type", "provider", "mode", "proficiency", "command", "stage_role")}
+    priority_node = node.get("priority")
+    priority = priority_node.value if priority_node is not None else None
+    if priority_node is not None and priority is not None and (
+            isinstance(priority, bool) or not isinstance(priority, int)):
+        r.error(priority_node.where(), f"{priority_node.label} must be an integer "
+                f"(got {got(priority)})")
+        priority = None
+    return Member(nickname=nickname, type=values["type"] or "agent", provider=values["provider"],
+                  mode=values["mode"], proficiency=values["proficiency"], priority=priority,
+                  command=(values["command"] or "").strip() or None,
+                  disabled=bool(flag(r, node.get("disabled"))), stage_role=values["stage_role"],
+                  index=index)
+
+
+def _optional_text(r: Report, node: Node | None) -> str | None:
+    return None if node is None or node.value is None else text(r, node)
+
+
+def build_exec_defaults(r: Report, root: Node) -> ExecDefaults:
+    detection = _detection(r, root.get("rate_limit_detection"))
+    providers: dict[str, Provider] = {}
+    node = root.get("providers")
+    if node is not None and mapping(r, node, " of provider names"):
+        for name, child in node.entries():
+            if mapping(r, child, " (command_template, command_params, ...)"):
+                providers[str(name)] = _provider(r, str(name), child)
+    return ExecDefaults(path=r.path, detection=detection, providers=providers)
+
+
+def _provider(r: Report, name: str, node: Node) -> Provider:
+    template_node = node.get("command_template")
+    template = text(r, template_node, nonempty=True)
+    params = node.get("command_params")
+    tables: dict[str, dict[str, dict[str, str]]] = {"by_mode": {}, "by_proficiency": {}}
+    if params is not None and mapping(r, params, " with by_mode and/or by_proficiency"):
+        unknown_keys(r, params, tuple(tables), f"providers.{name}.command_params")
+        for table, rows in tables.items():
+            table_node = params.get(table)
+            if table_node is None or not mapping(r, table_node, " of variable sets"):
+                continue
+            for key, row in table_node.entries():
+                if mapping(r, row, " of variable names to text"):
+                    rows[str(key)] = {str(k): str(v.value) for k, v in row.entries()}
+    return Provider(name=name, command_template=template,
+                    template_pos=template_node.where() if template_node else node.key_pos,
+                    by_mode=tables["by_mode"], by_proficiency=tables["by_proficiency"],
+                    detection=_detection(r, node.get("rate_limit_detection")))
+
+
+def _detection(r: Report, node: Node | None) -> Detection | None:
+    if node is None or not mapping(r, node, " (exit_codes, stderr_patterns, ...)"):
+        return None
+    codes = _list(r, node.get("exit_codes"), int)
+    patterns = _list(r, node.get("stderr_patterns"), str)
+    return Detection(exit_codes=None if codes is None else tuple(int(str(c)) for c in codes),
+                     stderr_patterns=None if patterns is None else tuple(map(str, patterns)),
+                     stderr_requires_nonzero_exit=flag(r, node.get("stderr_requires_nonzero_exit")))
+
+
+def _list(r: Report, node: Node | None, kind: type) -> list[object] | None:
+    if node is None:
+        return None
+    value = node.value
+    if not isinstance(value, list) or not all(
+            isinstance(v, kind) and not isinstance(v, bool) for v in value):
+        r.error(node.where(), f"{node.label} must be a list of {kind.__name__} "
+                f"(got {got(value)})")
+        return None
+    return list(value)
+
+
+# --- launch commands -----------------------------------------------------------------------------
+
+
+def _variables(provider: Provider, member: Member) -> dict[str, str]:
+    mode_keys = {k for row in provider.by_mode.values() for k in row}
+    prof_keys = {k for row in provider.by_proficiency.values() for k in row}
+    both = sorted(mode_keys & prof_keys)
+    if both:
+        shown = ", ".join(f"{{{k}}}" for k in both)
+        raise AgentConfigError(f"providers.{provider.name}.command_params defines {shown} in "
+                               f"both by_mode and by_proficiency (member {member.nickname})")
+    builtin = sorted((mode_keys | prof_keys) & set(BUILTIN_VARIABLES))
+    if builtin:
+        raise AgentConfigError(f"providers.{provider.name}.command_params must not redefine "
+                               f"{{{builtin[0]}}} (member {member.nickname})")
+    found = {"nickname": member.nickname}
+    if member.mode:
+        found["mode"] = member.mode
+    if member.proficiency:
+        found["proficiency"] = member.proficiency
+    found.update(provider.by_mode.get(member.mode or "", {}))
+    found.update(provider.by_proficiency.get(member.proficiency or "", {}))
+    return found
+
+
+def launch_command(defaults: ExecDefaults, member: Member) -> str:
+    """The member's ``command``, else its provider's template expanded (SPEC §11.1)."""
+    if member.command:
+        return member.command
+    provider = defaults.providers.get(member.provider or "")
+    if provider is None or not provider.command_template:
+        source = f"provider {member.provider}" if member.provider else "no provider"
+        raise AgentConfigError(f"member {member.nickname} has no command and {source} has no "
+                               f"command_template in {defaults.path}")
+    variables = _variables(provider, member)
+    missing = sorted({name for name in PLACEHOLDER.findall(provider.command_template)
+                      if name not in variables})
+    if missing:
+        shown = ", ".join(f"{{{name}}}" for name in missing)
+        raise AgentConfigError(
+            f"cannot resolve {shown} in providers.{provider.name}.command_template for member "
+            f"{member.nickname} (mode: {member.mode or '-'}, proficiency: "
+            f"{member.proficiency or '-'})")
+    return PLACEHOLDER.sub(lambda m: variables[m.group(1)], provider.command_template)
+
+
+def check_templates(r: Report, defaults: ExecDefaults, roster: Roster) -> None:
+    """``validate``: every member that uses a template can have its command built."""
+    for member in roster.members:
+        provider = defaults.providers.get(member.provider or "")
+        if member.command or provider is None or not provider.command_template:
+            continue
+        try:
+            launch_command(defaults, member)
+        except AgentConfigError as exc:
+            r.error(provider.template_pos, str(exc))
+
+
+# --- outcomes -------------------------------------------------------------------------------------
+
+
+def rate_limit_signal(
+    detection: Detection, exit_code: int | None, stdout: str, stderr: str
+) -> str | None:
+    """``exit code 42`` / ``stderr matched "rate limit"`` when the agent hit a limit.
+
+    Patterns are case-insensitive substrings of stdout + stderr (some CLIs print the notice on
+    stdout); by default they count only when the agent also exited non-zero."""
+    if exit_code is not None and exit_code in (detection.exit_codes or ()):
+        return f"exit code {exit_code}"
+    requires = detection.stderr_requires_nonzero_exit
+    if (requires is None or requires) and exit_code == 0:
+        return None
+    output = (stdout + "\n" + stderr).lower()
+    for pattern in detection.stderr_patterns or ():
+        if pattern and pattern.lower() in output:
+            return f'stderr matched "{pattern}"'
+    return None
+
+
+# --- selection ------------------------------------------------------------------------------------
+
+
+def _by_priority(members: Iterable[Member]) -> Member | None:
+    ranked = sorted(members, key=lambda m: (m.priority is None, m.priority or 0, m.index))
+    return ranked[0] if ranked else None
+
+
+def executor_for_mode(roster: Roster, mode: str) -> Member | None:
+    """The enabled agent whose ``mode`` is ``mode``, lowest ``priority`` first (SPEC §11.4)."""
+    return _by_priority(m for m in roster.members if m.enabled_agent and m.mode == mode)
+
+
+def auto_reporter(roster: Roster) -> Member | None:
+    """The enabled agent with ``stage_role: reporter`` and the lowest ``priority``, or None."""
+    return _by_priority(m for m in roster.members
+                        if m.enabled_agent and m.stage_role == "reporter")
+
+
+# --- Job Definitions name members -----------------------------------------------------------------
+
+_NICKNAME_FIELDS: Sequence[tuple[str, ...]] = (
+    ("agent", "executor"), ("agent", "reporter"), ("analysis", "agent"),
+    ("review", "agent", "executor"), ("review", "agent", "reporter"))
+
+
+def check_job_nicknames(r: Report, job: Node, roster: Roster) -> None:
+    """Every nickname a Job names must be a member of the roster (SPEC §11.1)."""
+    task = job.get("task")
+    for field in _NICKNAME_FIELDS:
+        node = task
+        for key in field:
+            node = node.get(key) if node is not None else None
+        if node is None or not isinstance(node.value, str):
+            continue
+        if roster.get(node.value) is None:
+            r.error(node.where(), f'task.{".".join(field)} "{node.value}" is not a member of '
+                    f"{roster.path}; register the nickname there before use")

@@ -1,0 +1,145 @@
+"""Review before merge (SPEC §11.3, §11.4), pure: names, the merge rule, review agents.
+
+The git work itself is :mod:`specdojo_routine.execute.worktree`'s; the flow that strings the
+steps together is :mod:`specdojo_routine.app.review`'s. Everything here is a function of its
+arguments, so every combination of run state and verdict is testable without a repository.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, Protocol
+
+import attrs
+
+from specdojo_routine.core import agent_rules
+from specdojo_routine.core.agent_rules import Roster
+from specdojo_routine.core.model import Result
+
+CHILD_ENV = "SPECDOJO_JOB_REVIEW_WORKTREE_CHILD"
+MERGING_VERDICTS = {"succeeded": ("complete", "complete-with-findings"),
+                    "partial": ("complete-with-findings",)}
+CHANGED_DURING_REVIEW = "changed-during-review"
+NO_CHANGES = "no changes"
+Source = Literal["--review-by", "--reporter-by", "task.review.agent.executor",
+                 "task.review.agent.reporter", "auto", "none"]
+
+
+def exec_branch(project_id: str, run_id: str) -> str:
+    return f"exec/{project_id}-{run_id}"
+
+
+def kept_branch(project_id: str, run_id: str, attempt: int) -> str:
+    """Where a previous attempt's branch is kept when a new attempt starts afresh."""
+    return f"{exec_branch(project_id, run_id)}-attempt-{attempt}"
+
+
+def commit_message(job_name: str, run_id: str, state: str) -> tuple[str, str]:
+    """(subject, body) of the exec branch's commit."""
+    return (f"chore(routine): {job_name} ({run_id}, {state})",
+            f"Job Run: {run_id}\nState: {state}\n")
+
+
+def merge_message(job_name: str, run_id: str, verdict: str) -> str:
+    return f"Merge {run_id}: {job_name} (review: {verdict})"
+
+
+def may_merge(state: str, verdict: str | None) -> bool:
+    """Merge only a succeeded run with complete(-with-findings), or a partial run with
+    complete-with-findings (seed 002 §4)."""
+    return verdict is not None and verdict in MERGING_VERDICTS.get(state, ())
+
+
+def not_merged_reason(state: str, verdict: str | None) -> str:
+    return f"not merged: run {state}, review verdict {verdict or 'none'}"
+
+
+def is_reviewed(state: str) -> bool:
+    """Only a run that may be merged is reviewed (a failed run keeps its branch)."""
+    return state in MERGING_VERDICTS
+
+
+def parse_porcelain(output: str) -> list[str]:
+    """Paths of ``git status --porcelain=v1 -z`` output (both sides of a rename)."""
+    paths: list[str] = []
+    entries = output.split("\0")
+    index = 0
+    while index < len(entries):
+        entry = entries[index]
+        index += 1
+        if len(entry) < 4:
+            continue
+        paths.append(entry[3:])
+        if entry[0] in "RC":  # the next entry is the rename's source
+            if index < len(entries) and entries[index]:
+                paths.append(entries[index])
+            index += 1
+    return sorted(set(paths))
+
+
+@attrs.frozen(kw_only=True)
+class Pick:
+    """A review agent and where it came from (for ``--dry-run`` and the review plan)."""
+
+    nickname: str | None
+    source: Source
+
+
+def review_agents(
+    roster: Roster, review: Mapping[str, Any] | None, *, review_by: str | None,
+    reporter_by: str | None,
+) -> tuple[Pick, Pick]:
+    """(executor, reporter): ``--review-by``/``--reporter-by``, then ``task.review.agent.*``,
+    then automatic (lowest-priority enabled ``mode: review`` agent; ``stage_role: reporter``
+    agent, or none)."""
+    agent = (review or {}).get("agent") or {}
+    if review_by:
+        executor = Pick(nickname=review_by, source="--review-by")
+    elif agent.get("executor"):
+        executor = Pick(nickname=str(agent["executor"]), source="task.review.agent.executor")
+    else:
+        auto = agent_rules.executor_for_mode(roster, "review")
+        executor = Pick(nickname=auto.nickname if auto else None, source="auto")
+    if reporter_by:
+        reporter = Pick(nickname=reporter_by, source="--reporter-by")
+    elif agent.get("reporter"):
+        reporter = Pick(nickname=str(agent["reporter"]), source="task.review.agent.reporter")
+    else:
+        auto = agent_rules.auto_reporter(roster)
+        reporter = Pick(nickname=auto.nickname if auto else None,
+                        source="auto" if auto else "none")
+    return executor, reporter
+
+
+class HasPayload(Protocol):
+    @property
+    def merged(self) -> bool: ...
+    @property
+    def commit(self) -> str | None: ...
+    @property
+    def skipped(self) -> bool: ...
+
+
+def integrated(record: HasPayload | None) -> bool:
+    """Whether the run's work is in the integration branch (or was never separate): only then
+    may its checkpoint advance."""
+    return record is None or record.merged or (record.commit is None and not record.skipped)
+
+
+def state_after(status: str, record: HasPayload | None) -> str:
+    """The run's state after its attempt: ``waiting`` when a reviewed commit was not merged."""
+    if (record is not None and not record.merged and record.commit is not None
+            and not record.skipped and status in MERGING_VERDICTS):
+        return "waiting"
+    return status
+
+
+def routine_result(state: str | None, review: Mapping[str, Any] | None) -> Result | None:
+    """The routine action's result for a reviewed run (None: not a reviewed run)."""
+    if review is None:
+        return None
+    if state == "waiting":
+        return Result.FAILURE
+    if review.get("merged") and state == "partial":
+        return Result.PARTIAL
+    return None

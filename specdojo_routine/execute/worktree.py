@@ -1,0 +1,151 @@
+"""Git for review before merge (SPEC §11.3, §11.4): preflight, branch and worktree, commit,
+merge, cleanup. Edge module: every function runs ``git`` and raises :class:`GitError` with one
+line saying what failed; the decisions are :mod:`specdojo_routine.core.review_rules`'.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import attrs
+
+from specdojo_routine.core.errors import JobError
+from specdojo_routine.core.review_rules import parse_porcelain
+from specdojo_routine.execute import runner
+
+GIT_TIMEOUT_S = 120.0
+_IDENTITY = ("-c", "user.name=specdojo_routine", "-c", "user.email=specdojo-routine@localhost")
+
+
+class GitError(JobError):
+    """A git step of the review flow failed (the message is one line)."""
+
+
+@attrs.frozen(kw_only=True)
+class Git:
+    root: Path
+    env: Mapping[str, str]
+
+    def run(self, *args: str, cwd: Path | None = None, check: bool = True,
+            what: str = "") -> subprocess.CompletedProcess[str]:
+        try:
+            done = subprocess.run(["git", *args], cwd=cwd or self.root, text=True,
+                                  capture_output=True, env=runner.child_env(self.env, {}),
+                                  stdin=subprocess.DEVNULL, timeout=GIT_TIMEOUT_S, check=False)
+        except FileNotFoundError:
+            raise GitError("git is not installed (the review flow needs git)") from None
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise GitError(f"git {args[0]} failed: {exc}") from None
+        if check and done.returncode != 0:
+            detail = (done.stderr.strip() or done.stdout.strip()).splitlines() or ["failed"]
+            raise GitError(f"{what or 'git ' + args[0]}: {detail[-1]}")
+        return done
+
+    def out(self, *args: str, cwd: Path | None = None, what: str = "") -> str:
+        return self.run(*args, cwd=cwd, what=what).stdout.strip()
+
+    def identity(self) -> tuple[str, ...]:
+        """``-c user.*`` when the repository has no identity configured (commits need one)."""
+        has = self.run("config", "user.email", check=False).stdout.strip()
+        return () if has else _IDENTITY
+
+
+@attrs.frozen(kw_only=True)
+class Integration:
+    branch: str  # the branch checked out at the root
+    head: str
+
+
+def preflight(git: Git, exclude: Sequence[Path]) -> Integration:
+    """The root is a git checkout on a branch with no tracked changes (outside ``exclude``:
+    the project's own ledger and state directories)."""
+    inside = git.run("rev-parse", "--show-toplevel", check=False)
+    if inside.returncode != 0:
+        raise GitError(f"{git.root} is not inside a git repository (the review flow needs one)")
+    branch = git.run("symbolic-ref", "--quiet", "--short", "HEAD", check=False)
+    if branch.returncode != 0:
+        raise GitError(f"the checkout at {git.root} is detached; check out the integration "
+                       "branch first")
+    head = git.out("rev-parse", "--verify", "HEAD", what="no commit at HEAD")
+    specs = [f":(exclude){path}" for path in exclude if _inside(path, git.root)]
+    dirty = git.out("status", "--porcelain", "--untracked-files=no", "--", ".", *specs)
+    if dirty:
+        first = dirty.splitlines()[0].strip()
+        raise GitError(f"the checkout at {git.root} has uncommitted changes ({first} ...); "
+                       "commit or stash them first")
+    return Integration(branch=branch.stdout.strip(), head=head)
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def branch_exists(git: Git, branch: str) -> bool:
+    return git.run("rev-parse", "--verify", "--quiet", f"refs/heads/{branch}",
+                   check=False).returncode == 0
+
+
+def create(git: Git, branch: str, path: Path, base: str, *, keep_suffix: str) -> None:
+    """A fresh ``branch`` at ``base`` checked out at ``path``; a previous attempt's branch and
+    worktree are kept, renamed with ``keep_suffix`` (``-attempt-<n>``): nothing is lost."""
+    if path.exists():
+        kept = path.with_name(path.name + keep_suffix)
+        git.run("worktree", "move", str(path), str(kept), what="cannot keep the previous worktree")
+    if branch_exists(git, branch):
+        git.run("branch", "-m", branch, branch + keep_suffix,
+                what="cannot keep the previous branch")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    git.run("worktree", "add", "-b", branch, str(path), base, what="cannot create the worktree")
+
+
+def changed_files(git: Git, worktree: Path) -> list[str]:
+    output = git.run("status", "--porcelain=v1", "-z", "--untracked-files=all",
+                     cwd=worktree).stdout
+    return parse_porcelain(output)
+
+
+def head(git: Git, cwd: Path) -> str:
+    return git.out("rev-parse", "HEAD", cwd=cwd)
+
+
+def commit(git: Git, worktree: Path, files: Sequence[str], subject: str, body: str) -> str:
+    """Commit exactly ``files`` (added, changed or deleted) on the worktree's branch."""
+    git.run("add", "-A", "--", *files, cwd=worktree, what="cannot stage the run's changes")
+    git.run(*git.identity(), "commit", "--quiet", "--no-verify", "-m", subject, "-m", body,
+            cwd=worktree, what="cannot commit the run's changes")
+    return head(git, worktree)
+
+
+def merge(git: Git, branch: str, message: str) -> tuple[str | None, str | None]:
+    """``git merge --no-ff`` into the root's branch: (merge commit, None) or (None, reason).
+    A failed merge is aborted so the integration branch is untouched."""
+    before = head(git, git.root)
+    done = git.run(*git.identity(), "merge", "--no-ff", "--no-edit", "-m", message, branch,
+                   check=False)
+    if done.returncode == 0:
+        return head(git, git.root), None
+    detail = (done.stdout.strip() + "\n" + done.stderr.strip()).strip().splitlines()
+    git.run("merge", "--abort", check=False)  # never leave anything half-merged behind
+    if head(git, git.root) != before:
+        raise GitError(f"the integration branch moved during a failed merge of {branch}")
+    reason = next((line for line in detail if "CONFLICT" in line), detail[-1] if detail else "")
+    return None, f"merge conflict: {reason.strip()}" if "CONFLICT" in reason else \
+        f"merge failed: {reason.strip()}"
+
+
+def remove(git: Git, worktree: Path, branch: str) -> None:
+    git.run("worktree", "remove", "--force", str(worktree), what="cannot remove the worktree")
+    git.run("branch", "-D", branch, what="cannot delete the exec branch")
+
+
+def discard(git: Git, worktree: Path, branch: str) -> None:
+    """Best effort removal (after a failure in the middle of the flow)."""
+    if worktree.exists():
+        git.run("worktree", "remove", "--force", str(worktree), check=False)
+    git.run("branch", "-D", branch, check=False)

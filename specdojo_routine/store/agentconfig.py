@@ -1,0 +1,57 @@
+"""The project's agent configuration on disk (SPEC §11.1, §11.4): roster and exec defaults.
+
+``members_path`` (from the project config) is the roster; ``run.exec_defaults`` (default
+``.specdojo/exec-defaults.yaml``) the provider templates and rate-limit detection. Both are read
+with the definitions' safe YAML loader, so their problems are located (``file:line:col``).
+A project whose config names no ``members_path`` has no agent configuration (None); a named
+roster that is missing is a configuration error (exit 2). A missing exec-defaults file is
+simply empty.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from specdojo_routine.core import agent_rules
+from specdojo_routine.core.agent_rules import ExecDefaults, Roster
+from specdojo_routine.core.errors import ConfigError, Problem
+from specdojo_routine.core.validation import Node, Report
+from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.definitions import read_definition
+
+
+@attrs.frozen(kw_only=True)
+class AgentConfig:
+    roster: Roster
+    defaults: ExecDefaults
+    problems: tuple[Problem, ...] = ()
+
+
+def load_agent_config(paths: ProjectPaths) -> AgentConfig | None:
+    """The roster and exec defaults, or None when the project names no ``members_path``."""
+    if paths.members_path is None:
+        return None
+    members = paths.members_path
+    if not members.is_file():
+        raise ConfigError(f'members_path "{paths.rel(members)}" of project "{paths.project_id}" '
+                          "does not exist; create the roster or fix members_path")
+    report, data = read_definition(members, paths.rel(members), "members")
+    roster = agent_rules.build_roster(report, Node(value=data)) if data is not None \
+        else Roster(path=paths.rel(members))
+    problems = list(report.problems)
+    defaults_path = paths.exec_defaults
+    defaults = ExecDefaults(path=paths.rel(defaults_path))
+    if defaults_path.is_file():
+        dreport, ddata = read_definition(defaults_path, paths.rel(defaults_path), "exec-defaults")
+        if ddata is not None:
+            defaults = agent_rules.build_exec_defaults(dreport, Node(value=ddata))
+            agent_rules.check_templates(dreport, defaults, roster)
+        problems += dreport.problems
+    return AgentConfig(roster=roster, defaults=defaults, problems=tuple(problems))
+
+
+def check_job_file(report: Report, data: object, config: AgentConfig | None) -> None:
+    """The nicknames a Job Definition names are members (only when there is a roster)."""
+    if config is None or not isinstance(data, dict):
+        return
+    agent_rules.check_job_nicknames(report, Node(value=data), config.roster)

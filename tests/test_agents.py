@@ -1,0 +1,307 @@
+"""The CLI's own agent executor (SPEC §11.1, §11.4), through the real CLI, a real roster and
+exec-defaults file, and the fake agent CLI (tests/support/fake_agent.py)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from specdojo_routine.app import jobs
+from specdojo_routine.core import agent_rules
+from specdojo_routine.core.agent_rules import Detection, ExecDefaults, Member, Provider, Roster
+from specdojo_routine.execute.agent import AgentRequest, AgentResult
+from specdojo_routine.store import definitions
+from specdojo_routine.store.config import resolve_project
+from tests.agenthelper import AgentProject
+from tests.jobhelper import SCHEDULED
+
+
+@pytest.fixture
+def ap(tmp_path: Path) -> AgentProject:
+    return AgentProject(tmp_path / "proj")
+
+
+def run_json(ap: AgentProject, *args: str, code: int | None = None) -> dict[str, object]:
+    done = ap.cli("job", "run", "--job", "job-e", "--input", "period=w1", "--json", *args)
+    assert not done.stderr.startswith("error"), done.stderr
+    if code is not None:
+        assert done.returncode == code, (done.stdout, done.stderr)
+    data: dict[str, object] = json.loads(done.stdout)
+    return data
+
+
+def test_plan_on_stdin_environment_template_and_evidence(ap: AgentProject) -> None:
+    ap.edit_job("job-e")
+    ap.behave({"editor": {"stdout": "did it\n", "stderr": "warn\n"}})
+    out = run_json(ap, code=0)
+    assert out["state"] == "succeeded"
+    (launch,) = ap.launches()
+    run_id = str(out["run_id"])
+    plan = ap.root / "execution" / "exec" / "plans" / f"{run_id}-plan.md"
+    assert launch["stdin"] == plan.read_text()  # the plan Markdown, on stdin
+    assert "- Result file: `execution/exec/results/" in launch["stdin"]
+    env = launch["env"]
+    assert env["SPECDOJO_AGENT_ROLE"] == "executor"
+    assert env["SPECDOJO_PLAN_PATH"] == str(plan)
+    assert Path(env["SPECDOJO_RESULT_PATH"]).is_absolute()
+    assert env["SPECDOJO_JOB_RUN_ID"] == run_id and env["SPECDOJO_PROJECT"] == "demo"
+    assert "SPECDOJO_EXEC_RUN_LOCK_TOKEN" in env
+    assert launch["cwd"] == str(ap.root)
+    # command_template with {nickname}, {mode} and command_params.by_mode
+    assert launch["argv"] == ["--mode=edit", "--edit"]
+    attempt = ap.root / "execution" / "exec" / "evidence" / run_id / "attempt-1"
+    assert (attempt / "agent-executor.stdout.log").read_text() == "did it\n"
+    assert (attempt / "agent-executor.stderr.log").read_text() == "warn\n"
+    result = ap.result_text(run_id)
+    assert "status: complete" in result and "Did the work." in result
+
+
+def test_non_zero_exit_fails_the_attempt(ap: AgentProject) -> None:
+    ap.edit_job("job-e")
+    ap.behave({"editor": {"exit": 3}})
+    out = run_json(ap, code=1)
+    assert (out["state"], out["reason"], out["skipped"]) == (
+        "failed", "agent editor exited with code 3", False)
+    assert 'blocked_reason: "agent editor exited with code 3"' in ap.result_text(
+        str(out["run_id"]))
+
+
+@pytest.mark.parametrize(("how", "reason"), [
+    ({"exit": 42}, "rate limited (exit code 42)"),
+    ({"exit": 1, "stderr": "Error: Rate Limit reached\n"},
+     'rate limited (stderr matched "rate limit")'),
+])
+def test_rate_limit_is_a_skip(ap: AgentProject, how: dict[str, object], reason: str) -> None:
+    ap.edit_job("job-e")
+    ap.behave({"editor": how})
+    out = run_json(ap, code=0)
+    assert (out["state"], out["reason"], out["skipped"]) == ("failed", reason, True)
+    again = ap.cli("job", "run", "--job", "job-e", "--input", "period=w1", "--trigger", "routine")
+    assert again.returncode == 75, again.stdout + again.stderr
+
+
+def test_stderr_pattern_needs_a_non_zero_exit_by_default(ap: AgentProject) -> None:
+    ap.edit_job("job-e")
+    ap.behave({"editor": {"exit": 0, "stderr": "editing a page about rate limit\n"}})
+    assert run_json(ap, code=0)["state"] == "succeeded"
+
+
+def test_marker_left_fails_with_the_upstream_wording(ap: AgentProject) -> None:
+    ap.edit_job("job-e")
+    ap.behave({"editor": {"fill": False}})
+    out = run_json(ap, code=1)
+    assert out["reason"] == ("agent exited 0 but result mandatory sections remain unfilled "
+                             "(treated as blocked)")
+    assert "status: blocked" in ap.result_text(str(out["run_id"]))
+
+
+def test_outcome_noop_in_the_result(ap: AgentProject) -> None:
+    ap.edit_job("job-e")
+    ap.behave({"editor": {"outcome": "noop"}})
+    out = run_json(ap, code=0)
+    assert out["state"] == "noop"
+    assert "status: complete" in ap.result_text(str(out["run_id"]))
+
+
+def test_executor_then_reporter(ap: AgentProject) -> None:
+    ap.edit_job("job-e", agent="{executor: own-command, reporter: reporter}")
+    ap.behave({"own-command": {"stdout": "EXECUTOR SAID THIS\n", "fill": False},
+               "reporter": {"stdout": "reported\n"}})
+    out = run_json(ap, code=0)
+    assert out["state"] == "succeeded"
+    first, second = ap.launches()
+    assert (first["nickname"], first["role"]) == ("own-command", "executor")
+    assert (second["nickname"], second["role"]) == ("reporter", "reporter")
+    assert second["stdin"].startswith(first["stdin"].rstrip())
+    assert "```text\nEXECUTOR SAID THIS\n```" in second["stdin"]
+
+
+def test_failing_executor_starts_no_reporter(ap: AgentProject) -> None:
+    ap.edit_job("job-e", agent="{executor: editor, reporter: reporter}")
+    ap.behave({"editor": {"exit": 5}})
+    out = run_json(ap, code=1)
+    assert out["reason"] == "agent editor exited with code 5"
+    assert [launch["nickname"] for launch in ap.launches()] == ["editor"]
+
+
+def test_reporter_by_replaces_the_reporter(ap: AgentProject) -> None:
+    ap.edit_job("job-e", agent="{executor: editor, reporter: reporter}")
+    run_json(ap, "--reporter-by", "own-command", code=0)
+    assert [(x["nickname"], x["role"]) for x in ap.launches()] == [
+        ("editor", "executor"), ("own-command", "reporter")]
+    bad = ap.cli("job", "run", "--job", "job-e", "--input", "period=w2", "--reporter-by", "nobody")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: ") and "nobody" in bad.stderr
+
+
+def test_timeout_kills_the_agents_process_group(ap: AgentProject) -> None:
+    ap.edit_job("job-e", timeout="2s")
+    ap.behave({"editor": {"sleep": 60, "child": True}})
+    started = time.monotonic()
+    out = run_json(ap, code=1)
+    assert time.monotonic() - started < 30
+    assert out["state"] == "failed" and "timed out after" in str(out["reason"])
+    child = int(Path(f"{ap.control}.child.pid").read_text())
+    assert not alive(child)
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie waiting for init is dead)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def test_executor_chosen_by_mode_and_priority(ap: AgentProject) -> None:
+    """No task.agent: the enabled agent of the task's mode with the lowest priority (editor-b
+    has priority 1 but is disabled; own-command has none and sorts last)."""
+    ap.edit_job("job-e")
+    run_json(ap, code=0)
+    assert [x["nickname"] for x in ap.launches()] == ["editor"]
+
+
+def test_selection_rules() -> None:
+    roster = Roster(path="m.yaml", members=(
+        Member(nickname="a", mode="edit", index=0),
+        Member(nickname="b", mode="edit", priority=3, index=1),
+        Member(nickname="c", mode="edit", priority=3, index=2),
+        Member(nickname="h", type="human", mode="review", priority=0, index=3),
+        Member(nickname="r", mode="edit", stage_role="reporter", priority=7, index=4)))
+    assert agent_rules.executor_for_mode(roster, "edit").nickname == "b"  # type: ignore[union-attr]
+    assert agent_rules.executor_for_mode(roster, "review") is None  # humans are not launched
+    assert agent_rules.auto_reporter(roster).nickname == "r"  # type: ignore[union-attr]
+
+
+def test_no_member_for_the_mode(ap: AgentProject) -> None:
+    (ap.root / "members.yaml").write_text("version: 1\nmembers:\n  - {nickname: x, type: human}\n")
+    ap.edit_job("job-e")
+    out = run_json(ap, code=1)
+    assert out["reason"] == "no agent executor configured for mode edit"
+
+
+def test_provider_detection_replaces_the_global_key_by_key() -> None:
+    defaults = ExecDefaults(
+        detection=Detection(exit_codes=(42,), stderr_patterns=("rate limit",)),
+        providers={"p": Provider(name="p", detection=Detection(exit_codes=(9,)))})
+    mine = defaults.detection_for("p")
+    assert mine.exit_codes == (9,) and mine.stderr_patterns == ("rate limit",)
+    assert agent_rules.rate_limit_signal(mine, 42, "", "") is None
+    assert agent_rules.rate_limit_signal(mine, 9, "", "") == "exit code 9"
+    assert agent_rules.rate_limit_signal(mine, 1, "RATE LIMIT on stdout", "") == \
+        'stderr matched "rate limit"'
+    ungated = Detection(stderr_patterns=("limit",), stderr_requires_nonzero_exit=False)
+    assert agent_rules.rate_limit_signal(ungated, 0, "", "limit") == 'stderr matched "limit"'
+
+
+def test_validate_reports_unknown_nicknames_with_positions(ap: AgentProject) -> None:
+    ap.edit_job("job-e", agent="{executor: ghost}")
+    ap.job("job-c", """\
+        name: C
+        task:
+          mode: command
+          command: "true"
+          analysis: {agent: nobody, description: look}
+          review: {agent: {executor: reviewer, reporter: phantom}}
+        run: {idempotency_key: "{{job_id}}"}
+        """)
+    done = ap.cli("validate")
+    assert done.returncode == 1
+    assert ('jobs/job-e.yaml:9:21: task.agent.executor "ghost" is not a member of members.yaml; '
+            "register the nickname there before use") in done.stderr.splitlines()
+    assert 'jobs/job-c.yaml:6:21: task.analysis.agent "nobody" is not a member' in done.stderr
+    assert 'task.review.agent.reporter "phantom"' in done.stderr
+    assert "reviewer" not in done.stderr
+
+
+def test_validate_reports_unresolvable_placeholders_at_the_template(ap: AgentProject) -> None:
+    path = ap.root / ".specdojo" / "exec-defaults.yaml"
+    path.write_text(path.read_text().replace("{flags}", "{flags} {model}"))
+    ap.edit_job("job-e")
+    done = ap.cli("validate")
+    assert done.returncode == 1
+    lines = [line for line in done.stderr.splitlines() if "exec-defaults" in line]
+    assert lines and all(line.startswith(".specdojo/exec-defaults.yaml:6:23: cannot resolve "
+                                         "{model} in providers.fake.command_template for member ")
+                         for line in lines)
+    assert any("member editor " in line for line in lines)
+
+
+def test_missing_roster_is_a_configuration_error(ap: AgentProject) -> None:
+    (ap.root / "members.yaml").unlink()
+    done = ap.cli("validate")
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: ") and len(done.stderr.splitlines()) == 1
+    assert "members.yaml" in done.stderr
+
+
+def test_injected_executor_overrides_the_roster(ap: AgentProject) -> None:
+    ap.edit_job("job-e")
+    seen: list[AgentRequest] = []
+
+    def injected(request: AgentRequest) -> AgentResult:
+        seen.append(request)
+        return AgentResult(status="succeeded")
+
+    paths = resolve_project(ap.root, env={})
+    outcome = jobs.run_job(paths, definitions.load_jobs(paths), "job-e", {"period": "w1"},
+                           scheduled_at=SCHEDULED, agent=injected, env=ap.env())
+    assert outcome.state == "succeeded" and len(seen) == 1
+    assert ap.launches() == []
+
+
+def test_project_templates_are_used(ap: AgentProject) -> None:
+    templates = ap.root / "docs" / "ja" / "specdojo" / "templates"
+    templates.mkdir(parents=True)
+    (templates / "xep-job-template.md").write_text(
+        "_FRONTMATTER_\n\nOWN PLAN for _JOB_ID_ / _RUN_ID_ -> _RESULT_REF_\n_COMMON_CONVENTIONS_\n")
+    (templates / "xep-common-conventions-template.md").write_text("OWN CONVENTIONS\n")
+    (templates / "xer-template.md").write_text(
+        "_FRONTMATTER_\n\nOWN RESULT\n_TODO_: 実施した内容\n")
+    ap.edit_job("job-e")
+    out = run_json(ap, code=0)
+    stdin = ap.launches()[0]["stdin"]
+    assert f"OWN PLAN for job-e / {out['run_id']} -> execution/exec/results/" in stdin
+    assert "OWN CONVENTIONS" in stdin
+    assert "OWN RESULT" in ap.result_text(str(out["run_id"]))
+
+
+SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+def test_a_secret_printed_by_an_agent_reaches_no_file_and_no_console(ap: AgentProject) -> None:
+    ap.edit_job("job-e", agent="{executor: editor, reporter: reporter}")
+    leak = "token {env:MY_API_TOKEN} and " + SECRET + "\n"
+    ap.behave({"editor": {"stdout": leak, "stderr": leak, "result_extra": leak},
+               "reporter": {"stdout": leak, "stderr": leak, "exit": 4}})
+    env = ap.env(MY_API_TOKEN="s3cr3t-value-123")
+    done = ap.cli("job", "run", "--job", "job-e", "--input", "period=w1", env=env)
+    assert done.returncode == 1
+    for text in (done.stdout, done.stderr):
+        assert "s3cr3t-value-123" not in text and SECRET not in text
+    assert "[REDACTED]" in done.stdout
+    for rel, data in ap.files().items():
+        assert b"s3cr3t-value-123" not in data and SECRET.encode() not in data, rel
+    reporter_stdin = ap.launches()[1]["stdin"]
+    assert "s3cr3t-value-123" not in reporter_stdin and SECRET not in reporter_stdin
+
+
+def test_the_view_records_the_agent_attempt(ap: AgentProject) -> None:
+    ap.edit_job("job-e")
+    out = run_json(ap, code=0)
+    view = ap.view(str(out["run_id"]))
+    assert view["state"] == "succeeded" and view["attempts"][0]["status"] == "succeeded"
+    assert orjson.loads(orjson.dumps(view))["task"]["mode"] == "edit"
+
+
+def test_agent_evidence_is_bounded(ap: AgentProject) -> None:
+    ap.edit_job("job-e")
+    ap.behave({"editor": {"stdout": "x" * 200_000 + "\n"}})
+    out = run_json(ap, code=0)
+    log = (ap.root / "execution" / "exec" / "evidence" / str(out["run_id"]) / "attempt-1"
+           / "agent-executor.stdout.log")
+    assert 60_000 < log.stat().st_size <= 65536

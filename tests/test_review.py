@@ -1,0 +1,392 @@
+"""Review before merge in a worktree (SPEC §11.3, §11.4), with real git repositories, the real
+CLI and the fake agent CLI as reviewer."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.agenthelper import AgentProject
+
+
+@pytest.fixture
+def ap(tmp_path: Path) -> AgentProject:
+    project = AgentProject(tmp_path / "proj")
+    project.init_git()
+    return project
+
+
+def review_job(ap: AgentProject, command: str, review: str = "{}", extra: str = "") -> None:
+    ap.job("job-r", f"""\
+name: Reviewed job
+task:
+  mode: command
+  command: '{command}'
+  partial_exit_code: [3]
+  review: {review}
+{extra}run: {{idempotency_key: "{{{{job_id}}}}"}}
+""")
+
+
+def run(ap: AgentProject, *args: str, code: int | None = None,
+        env: dict[str, str] | None = None) -> dict[str, Any]:
+    done = ap.cli("job", "run", "--job", "job-r", "--json", *args, env=env)
+    if code is not None:
+        assert done.returncode == code, done.stdout + done.stderr
+    data: dict[str, Any] = json.loads(done.stdout)
+    return data
+
+
+def branches(ap: AgentProject) -> list[str]:
+    return ap.git("branch", "--format=%(refname:short)").splitlines()
+
+
+def events(ap: AgentProject, run_id: str) -> list[dict[str, Any]]:
+    path = ap.root / "execution" / "jobs" / "runs" / f"{run_id}.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+WRITE = "echo new > docs/new.md; echo child=$SPECDOJO_JOB_REVIEW_WORKTREE_CHILD > docs/env.md"
+
+
+def test_merged_run_end_to_end(ap: AgentProject) -> None:
+    before = ap.git("rev-parse", "HEAD")
+    review_job(ap, WRITE)
+    ap.behave({"reporter:review-reporter": {"verdict": "complete"}})
+    out = run(ap, code=0)
+    run_id = out["run_id"]
+    assert out["state"] == "succeeded" and out["review"]["merged"] is True
+    # the integration branch carries exactly one merge commit of the exec commit
+    assert ap.git("rev-list", "--count", f"{before}..HEAD") == "2"
+    parents = ap.git("log", "-1", "--format=%P").split()
+    assert parents[0] == before and parents[1] == out["review"]["commit"]
+    assert out["review"]["merge_commit"] == ap.git("rev-parse", "HEAD")
+    subject, body = ap.git("log", "-1", "--format=%s%n%b", parents[1]).split("\n", 1)
+    assert subject == f"chore(routine): Reviewed job ({run_id}, succeeded)"
+    assert run_id in body and "succeeded" in body
+    assert ap.git("show", "--name-only", "--format=", parents[1]).split() == [
+        "docs/env.md", "docs/new.md"]  # exactly the files the run changed
+    assert (ap.root / "docs" / "env.md").read_text() == "child=1\n"
+    # cleanup: no worktree, no exec branch
+    assert not (ap.root.parent / "worktrees" / run_id).exists()
+    assert branches(ap) == ["main"]
+    # the reviewers ran in the worktree, read the plan naming the commit, saw the child flag
+    rev_exec, rev_report = ap.launches()
+    assert (rev_exec["nickname"], rev_exec["role"]) == ("reviewer", "review-executor")
+    assert (rev_report["nickname"], rev_report["role"]) == ("reporter", "review-reporter")
+    assert rev_exec["cwd"] == str((ap.root.parent / "worktrees" / run_id).resolve())
+    assert rev_exec["env"]["SPECDOJO_JOB_REVIEW_WORKTREE_CHILD"] == "1"
+    assert out["review"]["commit"] in rev_exec["stdin"]
+    plan = ap.root / "execution" / "exec" / "plans" / f"{run_id}-review-plan.md"
+    assert rev_exec["stdin"] == plan.read_text()
+    # the ledger and the view
+    ended = [e for e in events(ap, run_id) if e["type"] == "review_ended"]
+    assert ended == [{**ended[0], "verdict": "complete", "merged": True,
+                      "commit": out["review"]["commit"], "reason": None,
+                      "merge_commit": out["review"]["merge_commit"]}]
+    view = ap.view(run_id)
+    assert view["state"] == "succeeded" and view["review"]["merged"] is True
+    result = ap.result_text(run_id, "review-result")
+    assert "status: complete" in result and "merged as" in result
+    assert ap.cli("fold", "--check").returncode == 0
+
+
+STATES = {"succeeded": ("echo x > docs/x.md", 0), "partial": ("echo x > docs/x.md; exit 3", 3)}
+VERDICTS = ["complete", "complete-with-findings", "changes-requested", "blocked"]
+MERGES = {("succeeded", "complete"), ("succeeded", "complete-with-findings"),
+          ("partial", "complete-with-findings")}
+
+
+@pytest.mark.parametrize("state", list(STATES))
+@pytest.mark.parametrize("verdict", VERDICTS)
+def test_every_state_and_verdict(ap: AgentProject, state: str, verdict: str) -> None:
+    before = ap.git("rev-parse", "HEAD")
+    review_job(ap, STATES[state][0])
+    ap.behave({"reporter:review-reporter": {"verdict": verdict}})
+    merged = (state, verdict) in MERGES
+    out = run(ap, code=0 if merged and state == "succeeded" else 1)
+    run_id = out["run_id"]
+    assert out["review"]["verdict"] == verdict and out["review"]["merged"] is merged
+    kept = ap.root.parent / "worktrees" / run_id
+    if merged:
+        assert out["state"] == state
+        assert ap.git("rev-list", "--count", f"{before}..HEAD") == "2"
+        assert not kept.exists() and branches(ap) == ["main"]
+    else:
+        assert out["state"] == "waiting"
+        assert out["reason"] == f"not merged: run {state}, review verdict {verdict}"
+        assert ap.git("rev-parse", "HEAD") == before  # untouched
+        assert kept.is_dir() and (kept / "docs" / "x.md").exists()
+        assert f"exec/demo-{run_id}" in branches(ap)
+        assert ap.view(run_id)["review"]["reason"] == out["reason"]
+        assert out["reason"] in ap.result_text(run_id, "review-result")
+        assert ap.cli("fold", "--check").returncode == 0  # waiting is a fold of the ledger
+
+
+@pytest.mark.parametrize(("recommendation", "verdict"), [
+    ("approve", "complete"), ("revise", "changes-requested"), ("reject", "blocked")])
+def test_upstream_recommendation_is_read_without_verdict(
+        ap: AgentProject, recommendation: str, verdict: str) -> None:
+    review_job(ap, "echo y > docs/y.md")
+    ap.behave({"reviewer:review-executor": {"fill": False},
+               "reporter:review-reporter": {"recommendation": recommendation}})
+    assert run(ap)["review"]["verdict"] == verdict
+
+
+def test_no_verdict_and_no_recommendation_is_blocked(ap: AgentProject) -> None:
+    review_job(ap, "echo y > docs/y.md")
+    ap.behave({"reviewer:review-executor": {"fill": False},
+               "reporter:review-reporter": {"fill": False}})
+    assert run(ap, code=1)["review"]["verdict"] == "blocked"
+
+
+def test_changed_during_review(ap: AgentProject) -> None:
+    before = ap.git("rev-parse", "HEAD")
+    review_job(ap, "echo y > docs/y.md")
+    ap.behave({"reviewer:review-executor": {"write": {"docs/sneaky.md": "x"}},
+               "reporter:review-reporter": {"verdict": "complete"}})
+    out = run(ap, code=1)
+    assert out["state"] == "waiting"
+    assert out["review"]["verdict"] == "changed-during-review"
+    assert ap.git("rev-parse", "HEAD") == before
+
+
+def test_no_changes_cleans_up_and_reviews_nothing(ap: AgentProject) -> None:
+    review_job(ap, "true")
+    out = run(ap, code=0)
+    assert out["state"] == "succeeded"
+    assert out["review"] == {"verdict": None, "merged": False, "commit": None,
+                             "reason": "no changes"}
+    assert ap.launches() == [] and branches(ap) == ["main"]
+    assert not (ap.root.parent / "worktrees" / out["run_id"]).exists()
+
+
+def test_a_failed_run_is_committed_kept_and_not_reviewed(ap: AgentProject) -> None:
+    before = ap.git("rev-parse", "HEAD")
+    review_job(ap, "echo z > docs/z.md; exit 9")
+    out = run(ap, code=1)
+    assert out["state"] == "failed" and ap.launches() == []
+    assert out["review"]["merged"] is False and out["review"]["commit"]
+    assert ap.git("rev-parse", "HEAD") == before
+    assert (ap.root.parent / "worktrees" / out["run_id"] / "docs" / "z.md").exists()
+
+
+def test_precondition_skip_leaves_no_branch_and_no_worktree(ap: AgentProject) -> None:
+    review_job(ap, "echo z > docs/z.md", extra="  precondition: {command: 'true', "
+               "skip_when: empty-output}\n")
+    out = run(ap, code=0)
+    assert out["skipped"] is True and out["run_id"] is None
+    assert branches(ap) == ["main"] and not (ap.root.parent / "worktrees").exists()
+    assert not (ap.root / "execution").exists()
+
+
+def test_review_agent_resolution_order(ap: AgentProject) -> None:
+    review_job(ap, "echo a > docs/q.md", review="{agent: {executor: analyst}}")
+    ap.behave({"analyst:review-executor": {"verdict": "complete"},
+               "reviewer-2:review-executor": {"verdict": "complete"}})
+    dry = ap.cli("job", "run", "--job", "job-r", "--dry-run")
+    assert "review executor: analyst (task.review.agent.executor)" in dry.stdout
+    assert "review reporter: reporter (auto)" in dry.stdout
+    assert "branch: exec/demo-JBR-r-" in dry.stdout and "worktree: " in dry.stdout
+    dry = ap.cli("job", "run", "--job", "job-r", "--dry-run", "--review-by", "reviewer-2",
+                 "--reporter-by", "own-command")
+    assert "review executor: reviewer-2 (--review-by)" in dry.stdout
+    assert "review reporter: own-command (--reporter-by)" in dry.stdout
+    run(ap, "--review-by", "reviewer-2", "--reporter-by", "own-command", code=0)
+    assert [(x["nickname"], x["role"]) for x in ap.launches()] == [
+        ("reviewer-2", "review-executor"), ("own-command", "review-reporter")]
+
+
+def test_automatic_review_agents(ap: AgentProject) -> None:
+    review_job(ap, "echo a > docs/q.md")
+    ap.behave({"reporter:review-reporter": {"verdict": "complete"}})
+    run(ap, code=0)
+    assert [(x["nickname"], x["role"]) for x in ap.launches()] == [
+        ("reviewer", "review-executor"), ("reporter", "review-reporter")]
+
+
+def test_a_conflicting_merge_is_aborted(ap: AgentProject) -> None:
+    """While the run works in its worktree, the integration branch gets a conflicting commit;
+    the merge is aborted and the integration branch carries only that commit."""
+    root = str(ap.root)
+    command = (f"echo ours > docs/a.md; cd {root} && echo theirs > docs/a.md && "
+               "git -c user.name=t -c user.email=t@e commit -qam theirs")
+    review_job(ap, command)
+    ap.behave({"reporter:review-reporter": {"verdict": "complete"}})
+    out = run(ap, code=1)
+    assert out["state"] == "waiting"
+    assert out["reason"].startswith("merge conflict: ")
+    assert ap.git("log", "-1", "--format=%s") == "theirs"
+    assert ap.git("status", "--porcelain", "--untracked-files=no") == ""
+    assert not (ap.root / ".git" / "MERGE_HEAD").exists()
+    assert (ap.root / "docs" / "a.md").read_text() == "theirs\n"
+
+
+def test_dirty_root_fails_before_anything_runs(ap: AgentProject) -> None:
+    (ap.root / "docs" / "a.md").write_text("dirty\n")
+    review_job(ap, "echo ran > ran.txt")
+    out = run(ap, code=1)
+    assert out["state"] == "failed"
+    assert out["reason"].startswith("review flow: the checkout at ")
+    assert "uncommitted changes" in out["reason"] and "\n" not in out["reason"]
+    assert not (ap.root / "ran.txt").exists() and branches(ap) == ["main"]
+
+
+def test_detached_root_fails(ap: AgentProject) -> None:
+    ap.git("checkout", "-q", "--detach")
+    review_job(ap, "echo ran > ran.txt")
+    out = run(ap, code=1)
+    assert "detached" in out["reason"] and not (ap.root / "ran.txt").exists()
+
+
+def test_no_repository_fails(tmp_path: Path) -> None:
+    ap = AgentProject(tmp_path / "plain")
+    review_job(ap, "echo ran > ran.txt")
+    done = ap.cli("job", "run", "--job", "job-r", "--json",
+                  env=ap.env(GIT_CEILING_DIRECTORIES=str(tmp_path)))
+    out = json.loads(done.stdout)
+    assert done.returncode == 1 and "not inside a git repository" in out["reason"]
+
+
+def test_a_waiting_run_retries_on_a_fresh_branch_keeping_the_old_one(ap: AgentProject) -> None:
+    review_job(ap, "echo $SPECDOJO_JOB_RUN_ID >> docs/log.md")
+    ap.behave({"reporter:review-reporter": {"verdict": "changes-requested"}})
+    first = run(ap, code=1)
+    run_id = first["run_id"]
+    ap.behave({"reporter:review-reporter": {"verdict": "complete"}})
+    second = run(ap, code=0)
+    assert second["attempt"] == 2 and second["review"]["merged"] is True
+    assert f"exec/demo-{run_id}-attempt-1" in branches(ap)
+    assert ap.git("rev-parse", f"exec/demo-{run_id}-attempt-1") == first["review"]["commit"]
+    assert (ap.root.parent / "worktrees" / f"{run_id}-attempt-1").is_dir()
+    assert ap.view(run_id)["state"] == "succeeded"
+
+
+def test_rate_limited_reviewer_is_a_skip(ap: AgentProject) -> None:
+    review_job(ap, "echo y > docs/y.md")
+    ap.behave({"reviewer:review-executor": {"exit": 42}})
+    out = run(ap, code=0)
+    assert (out["state"], out["skipped"], out["reason"]) == (
+        "failed", True, "rate limited (exit code 42)")
+
+
+def test_worktree_flag_selects_the_flow_for_a_job_without_review(ap: AgentProject) -> None:
+    ap.job("job-r", """\
+name: Plain
+task: {mode: command, command: "echo w > docs/w.md"}
+run: {idempotency_key: "{{job_id}}"}
+""")
+    ap.behave({"reporter:review-reporter": {"verdict": "complete"}})
+    plain_dry = ap.cli("job", "run", "--job", "job-r", "--dry-run")
+    assert "review before merge" not in plain_dry.stdout
+    out = run(ap, "--worktree", code=0)
+    assert out["review"]["merged"] is True
+    assert "w.md" in ap.git("show", "--name-only", "--format=", "HEAD^2")
+
+
+def test_edit_job_reviewed_with_two_stage_executor(ap: AgentProject) -> None:
+    ap.edit_job("job-e", agent="{executor: editor, reporter: reporter}",
+                review="{agent: {executor: reviewer}}")
+    ap.behave({"editor:executor": {"write": {"docs/edited.md": "edited\n"}},
+               "reporter:review-reporter": {"verdict": "complete"}})
+    done = ap.cli("job", "run", "--job", "job-e", "--input", "period=w1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "review: verdict complete, merged true" in done.stdout
+    assert (ap.root / "docs" / "edited.md").read_text() == "edited\n"
+    roles = [(x["nickname"], x["role"]) for x in ap.launches()]
+    assert roles == [("editor", "executor"), ("reporter", "reporter"),
+                     ("reviewer", "review-executor"), ("reporter", "review-reporter")]
+
+
+def test_kept_worktree_is_shown_by_job_run(ap: AgentProject) -> None:
+    review_job(ap, "echo k > docs/k.md")
+    ap.behave({"reporter:review-reporter": {"verdict": "blocked"}})
+    done = ap.cli("job", "run", "--job", "job-r")
+    assert done.returncode == 1
+    assert "waiting" in done.stdout and "kept: branch exec/demo-JBR-r-" in done.stdout
+    subprocess.run(["git", "worktree", "list"], cwd=ap.root, check=True)
+
+
+def test_routine_commit_true_and_a_merged_partial_run_is_partial(ap: AgentProject) -> None:
+    """The routine action's legacy ``commit: true`` selects the flow for a Job without
+    ``task.review``; a merged partial run makes the routine result ``partial`` (exit 0)."""
+    ap.job("job-p", """\
+name: Partial job
+task: {mode: command, command: "echo p > docs/p.md; exit 3", partial_exit_code: [3]}
+run: {idempotency_key: "{{job_id}}"}
+""")
+    ap.routine("rtn-p", "interval: 1h\naction: {kind: job, job: job-p, commit: true}\n")
+    ap.behave({"reporter:review-reporter": {"verdict": "complete-with-findings"}})
+    done = ap.cli("run", "--id", "rtn-p", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout)["results"][0]["result"] == "partial"
+    state = ap.state()["routines"]["rtn-p"]
+    assert (state["status"], state["last_result"]) == ("partial", "partial")
+    assert "p.md" in ap.git("show", "--name-only", "--format=", "HEAD^2")
+    assert ap.cli("list").returncode == 0
+
+
+def test_routine_waiting_run_is_a_failure_with_the_reason(ap: AgentProject) -> None:
+    review_job(ap, "echo q > docs/q.md")
+    ap.routine("rtn-w", "interval: 1h\naction: {kind: job, job: job-r}\n")
+    ap.behave({"reporter:review-reporter": {"verdict": "changes-requested"}})
+    done = ap.cli("run", "--id", "rtn-w")
+    assert done.returncode == 1
+    state = ap.state()["routines"]["rtn-w"]
+    assert state["last_result"] == "failure"
+    assert "not merged: run succeeded, review verdict changes-requested" in state["last_reason"]
+
+
+def test_a_nested_call_inside_the_worktree_starts_no_second_flow(ap: AgentProject) -> None:
+    import shlex
+    import sys
+    ap.job("job-inner", """\
+name: Inner
+task: {mode: command, command: "true", review: {}}
+run: {idempotency_key: "{{job_id}}"}
+""")
+    nested = (f"{shlex.quote(sys.executable)} -m specdojo_routine job run --job job-inner "
+              f"--root {shlex.quote(str(ap.root))} --json > inner.json; echo o > docs/o.md")
+    review_job(ap, nested)
+    ap.behave({"reporter:review-reporter": {"verdict": "complete"}})
+    out = run(ap, code=0)
+    inner = json.loads((ap.root / "inner.json").read_text())
+    assert inner["state"] == "succeeded" and "review" not in inner
+    assert out["review"]["merged"] is True
+
+
+def test_unknown_review_by_is_a_usage_error(ap: AgentProject) -> None:
+    review_job(ap, "true")
+    done = ap.cli("job", "run", "--job", "job-r", "--review-by", "ghost")
+    assert done.returncode == 2
+    assert done.stderr.startswith('error: --review-by "ghost" is not a member of members.yaml')
+
+
+def test_the_commit_holds_exactly_the_changed_files(ap: AgentProject) -> None:
+    """Deleted, new (nested, untracked) and modified files are committed; ignored ones not."""
+    (ap.root / "docs" / "keep.md").write_text("keep\n")
+    ap.git("add", "-A")
+    ap.git("commit", "-qm", "more")
+    review_job(ap, "rm docs/a.md; mkdir -p docs/deep/er; echo n > docs/deep/er/n.md; "
+               "echo m >> docs/keep.md; mkdir -p execution; echo i > execution/ignored.txt")
+    ap.behave({"reporter:review-reporter": {"verdict": "changes-requested"}})
+    out = run(ap, code=1)
+    commit = out["review"]["commit"]
+    changed = ap.git("show", "--name-status", "--format=", commit).splitlines()
+    assert sorted(changed) == ["A\tdocs/deep/er/n.md", "D\tdocs/a.md", "M\tdocs/keep.md"]
+
+
+def test_a_noop_run_with_changes_is_kept_not_reviewed(ap: AgentProject) -> None:
+    ap.job("job-r", """\
+name: Noop with changes
+task: {mode: command, command: "echo n > docs/n.md; exit 4", noop_exit_code: 4, review: {}}
+run: {idempotency_key: "{{job_id}}"}
+""")
+    out = run(ap, code=0)
+    assert out["state"] == "noop" and ap.launches() == []
+    assert out["review"]["merged"] is False and out["review"]["commit"]
+    assert out["review"]["reason"].startswith("run noop")
