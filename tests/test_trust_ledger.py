@@ -16,7 +16,7 @@ import pytest
 
 from specdojo_routine.core import events as ev
 from specdojo_routine.core.errors import CorruptLedgerError
-from specdojo_routine.store import chain, ledger, proven, views
+from specdojo_routine.store import chain, execlock, ledger, locks, proven, views
 from specdojo_routine.store.config import resolve_project
 from tests.conftest import Project
 
@@ -190,3 +190,67 @@ def test_chunked_chain_check_agrees_across_chunk_boundaries(tmp_path: Path,
     with pytest.raises(CorruptLedgerError) as info:
         proven.from_scratch(path)
     assert 2 == info.value.line
+
+
+# --- never rob the living (SPEC §6.2, §6.5) -------------------------------------------------------
+
+
+def test_a_deleted_lock_file_does_not_rob_a_live_run(project: Project) -> None:
+    """Delete the flock file under a live run: a second run exits 75 without calling the live
+    attempt interrupted or recording anything, resolve is refused, and the live run finishes
+    cleanly (one delivery, fold --check clean)."""
+    project.routine("rtn-slow", """\
+        trigger: {cron: "0 * * * *", timezone: UTC}
+        action: {kind: specdojo, args: [sleep-6]}
+        """)
+    first = project.popen("run", "--due", "--now", NOW)
+    _wait_for(lambda: len(project.calls()) == 1)
+    (project.root / "routines" / ".locks" / "routine-run.flock").unlink()
+    before = project.ledger.read_bytes()
+    second = project.cli("run", "--due", "--now", LATER)
+    assert 75 == second.returncode, second.stdout + second.stderr
+    assert "is owned by live pid" in second.stderr and "interrupted" not in second.stderr
+    resolve = project.cli("resolve", "rtn-slow", "--result", "failure", "--note", "x")
+    assert 75 == resolve.returncode, resolve.stderr
+    listing = orjson.loads(project.cli("list", "--json", "--now", LATER).stdout)
+    assert [False] == [row["interrupted"] for row in listing["routines"]]
+    assert before == project.ledger.read_bytes()
+    assert 0 == first.wait(timeout=60)
+    assert 1 == len(project.calls())
+    assert ["success"] == [e["result"] for e in project.events() if e["type"] == "attempt_ended"]
+    assert 0 == project.cli("fold", "--check").returncode
+
+
+def test_a_reused_pid_is_not_the_owner() -> None:
+    """A live pid whose start time differs from the recorded one is another process."""
+    me = os.getpid()
+    start = locks.process_start(me)
+    assert start is not None
+    assert locks.owner_alive(me, locks.this_host(), start) is True
+    assert locks.owner_alive(me, locks.this_host(), start + 1) is False
+    assert locks.owner_alive(me, "some-other-host", start) is None
+    assert locks.owner_alive(0, locks.this_host()) is False
+
+
+def test_an_exec_lock_of_a_live_owner_is_never_stale(tmp_path: Path) -> None:
+    """A heartbeat older than the timeout does not make a live local owner's lock stale; a
+    dead or reused pid does at once; another host's lock only by the timeout."""
+    lock_dir = tmp_path / execlock.EXEC_LOCK_NAME
+    lock_dir.mkdir()
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        start = locks.process_start(sleeper.pid)
+        owner = {"actor": "x", "pid": sleeper.pid, "token": "t", "acquired_at_utc": "",
+                 "host": locks.this_host(), "start": start}
+        (lock_dir / "owner.json").write_bytes(orjson.dumps(owner))
+        os.utime(lock_dir, (time.time() - 3600, time.time() - 3600))
+        assert not execlock._exec_lock_stale(lock_dir, 30.0)
+        (lock_dir / "owner.json").write_bytes(orjson.dumps(owner | {"start": (start or 0) + 1}))
+        assert execlock._exec_lock_stale(lock_dir, 30.0)
+        (lock_dir / "owner.json").write_bytes(orjson.dumps(owner | {"host": "elsewhere"}))
+        assert execlock._exec_lock_stale(lock_dir, 30.0)
+        os.utime(lock_dir)
+        assert not execlock._exec_lock_stale(lock_dir, 30.0)
+    finally:
+        sleeper.kill()
+        sleeper.wait()

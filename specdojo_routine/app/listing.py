@@ -70,7 +70,9 @@ def list_routines(
 
 def _row(routine: Routine, state: Mapping[str, Any], now: datetime, lock_held: bool) -> RoutineRow:
     status = state.get("status") or "never"
-    interrupted = status == "running" and not lock_held
+    owner = (state.get("open_attempt") or {}).get("owner") or {}
+    alive = locks.owner_alive(owner.get("pid"), owner.get("host"), owner.get("start")) is True
+    interrupted = status == "running" and not lock_held and not alive  # never rob the living
     try:
         due = bool(schedule.due_occurrences(
             routine, last_run=state.get("last_run"),

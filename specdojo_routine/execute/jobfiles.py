@@ -115,7 +115,7 @@ def read_checkpoint(paths: ProjectPaths, job_id: str) -> dict[str, Any] | None:
 
 def current_owner() -> Owner:
     """This process as the owner of an attempt it starts."""
-    return Owner(pid=os.getpid(), host=locks.this_host())
+    return Owner(pid=os.getpid(), host=locks.this_host(), start=locks.process_start(os.getpid()))
 
 
 def attempt_owner(paths: ProjectPaths, run_id: str, attempt: int) -> dict[str, Any] | None:
@@ -129,11 +129,10 @@ def attempt_owner(paths: ProjectPaths, run_id: str, attempt: int) -> dict[str, A
 
 
 def owner_alive(owner: Mapping[str, Any]) -> bool:
-    """Whether the owner may still be running (other hosts cannot be checked: assume so)."""
-    if owner.get("host") not in (None, locks.this_host()):
-        return True
-    pid = owner.get("pid")
-    return isinstance(pid, int) and pid > 0 and locks.pid_alive(pid)
+    """Whether the owner may still be running: a live process on this host with the recorded
+    start time (other hosts cannot be checked: assume so)."""
+    alive = locks.owner_alive(owner.get("pid"), owner.get("host"), owner.get("start"))
+    return alive is None or alive
 
 
 # --- plan and result documents -------------------------------------------------------------------
