@@ -46,7 +46,7 @@ from specdojo_routine.core.timefmt import format_ms, format_s
 from specdojo_routine.execute import evidence, jobfiles, runner
 from specdojo_routine.execute.agent import AgentExecutor, AgentRequest, AttemptDoc
 from specdojo_routine.execute.jobfiles import GitCli, Prepared
-from specdojo_routine.store import execlock, ledger, views
+from specdojo_routine.store import execlock, ledger, locks, views
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import Definitions
 
@@ -225,6 +225,10 @@ def _locked(
     else:
         assert view is not None
         prep = _from_record(prep, view, ctx.secrets)
+        busy = _still_running(ctx, prep, decision.attempt - 1)
+        if busy is not None:
+            return JobRunOutcome(job_id=prep.job.id, run_id=prep.run_id, state=view["state"],
+                                 attempt=None, skipped=True, reason=busy, trigger=ctx.trigger)
         if decision.open_attempt is not None:
             _close_interrupted(ctx, prep, handle, log, decision.open_attempt)
         if not jobfiles.plan_path(ctx.paths, prep.run_id).exists():
@@ -238,6 +242,23 @@ def _create(ctx: _Env, prep: Prepared, log: ledger.Ledger) -> None:
         project_id=prep.project_id, trigger=prep.trigger, scheduled_at=prep.scheduled_at,
         inputs=prep.inputs, task=prep.recorded_task, checkpoint_before=prep.checkpoint_before))
     jobfiles.write_plan(ctx.paths, prep)
+
+
+def _still_running(ctx: _Env, prep: Prepared, attempt: int) -> str | None:
+    """Why the previous attempt still runs (a busy skip, never a second execution): its owner
+    is alive on this host, or its command's process group outlived the owner."""
+    if attempt < 1:
+        return None
+    owner = jobfiles.attempt_owner(ctx.paths, prep.run_id, attempt)
+    if owner is not None and not locks.is_self(owner.get("pid"), owner.get("host")) and \
+            locks.owner_alive(owner.get("pid"), owner.get("host"), owner.get("start")) is True:
+        return (f"busy: attempt {attempt} of {prep.run_id} is still running "
+                f"(pid {owner.get('pid')} on {owner.get('host')})")
+    pgid = jobfiles.group_still_running(ctx.paths, prep.run_id, attempt)
+    if pgid is not None:
+        return (f"busy: the command of attempt {attempt} of {prep.run_id} is still running "
+                f"(process group {pgid} outlived its runner)")
+    return None
 
 
 def _close_interrupted(
@@ -322,9 +343,10 @@ def _execute(ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, attempt
     task = prep.task
     if task.get("mode") != "command":
         return _execute_agent(ctx, prep, handle, attempt)
-    outcome = runner.run_shell(task["command"], cwd=ctx.paths.root,
-                               env=ctx.child(prep.run_id, handle.token),
-                               timeout_s=task.get("timeout_seconds"), echo=ctx.echo)
+    outcome = runner.run_shell(
+        task["command"], cwd=ctx.paths.root, env=ctx.child(prep.run_id, handle.token),
+        timeout_s=task.get("timeout_seconds"), echo=ctx.echo,
+        on_start=lambda pgid: jobfiles.record_group(ctx.paths, prep.run_id, attempt, pgid))
     verdict = jobplan.command_verdict(task, exit_code=outcome.exit_code, error=outcome.error)
     message = verdict.status + (f": {verdict.reason}" if verdict.reason else "")
     ref = evidence.write_evidence(ctx.paths.evidence_dir, run_id=prep.run_id, attempt=attempt,

@@ -1,6 +1,8 @@
 """Subprocesses (edge): Job commands and delegated SpecDojo CLI calls (SPEC §7.3).
 
-Every command runs in its own process group with stdin closed; stdout and stderr are captured
+Every command runs in its own process group with stdin closed, and its group leader is killed
+when the runner dies (``PR_SET_PDEATHSIG``; the caller records the group id, so a retry can see
+whether anything of it still runs); stdout and stderr are captured
 (the first 4 MiB of each) and streamed live, line by line and redacted, to an optional ``echo``
 stream. When the command ends, or its timeout expires, the whole group is terminated (SIGTERM,
 then SIGKILL after 2 s), so no background child outlives its Job.
@@ -10,6 +12,8 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import ctypes
+import ctypes.util
 import os
 import re
 import selectors
@@ -17,7 +21,7 @@ import shlex
 import signal
 import subprocess
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TextIO
@@ -57,6 +61,34 @@ GIT_LOCAL_ENV = frozenset(
     }
 )
 _GIT_CONFIG_ENTRY = re.compile(r"GIT_CONFIG_(?:KEY|VALUE)_[0-9]+")
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _load_prctl() -> Callable[..., int] | None:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        prctl: Callable[..., int] = libc.prctl
+        return prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _load_prctl()  # resolved before any fork: the child only calls it
+
+
+def _die_with_parent(parent: int) -> Callable[[], None]:
+    """A ``preexec_fn``: the command (its group leader) gets SIGKILL when the runner dies
+    (Linux ``PR_SET_PDEATHSIG``), also when the runner died before the call took effect."""
+
+    def arm() -> None:
+        if _PRCTL is not None:
+            _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return arm
 
 
 @attrs.frozen(kw_only=True)
@@ -103,9 +135,12 @@ def run_shell(
     env: Mapping[str, str],
     timeout_s: float | None = None,
     echo: TextIO | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> CommandOutcome:
-    """Run ``/bin/sh -eu -c command`` in ``cwd`` (see the module docstring)."""
-    return _run([*SHELL, command], cwd=cwd, env=env, timeout_s=timeout_s, echo=echo)
+    """Run ``/bin/sh -eu -c command`` in ``cwd`` (see the module docstring); ``on_start``
+    is given the command's process group id as soon as it runs."""
+    return _run([*SHELL, command], cwd=cwd, env=env, timeout_s=timeout_s, echo=echo,
+                on_start=on_start)
 
 
 def run_argv(
@@ -184,6 +219,7 @@ def _run(
     env: Mapping[str, str],
     timeout_s: float | None,
     echo: TextIO | None,
+    on_start: Callable[[int], None] | None = None,
 ) -> CommandOutcome:
     started_at, t0 = datetime.now(UTC), time.monotonic()
     try:
@@ -195,10 +231,16 @@ def _run(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            preexec_fn=_die_with_parent(os.getpid()),
         )
     except (OSError, ValueError, IndexError) as exc:  # ValueError: a NUL; IndexError: no argv
         return _not_started(started_at, t0, _start_error(exc, argv, cwd))
+    except subprocess.SubprocessError as exc:  # the preexec hook failed
+        return _not_started(started_at, t0, f"could not start {argv[0]}: {exc}")
     assert proc.stdout is not None and proc.stderr is not None
+    if on_start is not None:
+        with contextlib.suppress(OSError):  # recording the group is best effort (full disk)
+            on_start(proc.pid)
     secrets = secret_values(env)
     streams = {pipe: _Stream(echo, LineRedactor(secrets)) for pipe in (proc.stdout, proc.stderr)}
     try:
@@ -370,6 +412,11 @@ class _GroupKiller:
                 os.kill(self.pgid, signum)
         except PermissionError:
             pass
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a live (non-zombie) process is in group ``pgid`` on this host."""
+    return pgid > 1 and _group_alive(pgid)
 
 
 def _group_alive(pgid: int) -> bool:
