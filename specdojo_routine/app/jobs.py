@@ -30,7 +30,7 @@ import attrs
 
 from specdojo_routine.app.handlers import JobActionOutcome
 from specdojo_routine.core import jobplan
-from specdojo_routine.core.errors import JobError, RoutineError, UsageError
+from specdojo_routine.core.errors import JobError, RoutineError, UsageError, environment_error
 from specdojo_routine.core.events import (
     CheckpointAdvanced,
     JobEvent,
@@ -292,6 +292,7 @@ class _Done:
     exit_code: int | None = None
     evidence_ref: str | None = None
     final_message: str | None = None
+    notes: tuple[str, ...] = ()  # side effects that failed (the outcome still stands)
 
 
 def _attempt(
@@ -299,14 +300,15 @@ def _attempt(
 ) -> JobRunOutcome:
     log.append(RunAttemptStarted(run_id=prep.run_id, attempt=attempt,
                                  owner=jobfiles.current_owner()))
-    views.refresh_job_views(ctx.paths, [prep.run_id])
+    notes: list[str] = []
+    _side_effect(notes, "view not published", views.refresh_job_views, ctx.paths, [prep.run_id])
     started = ctx.clock()
     try:
         done = _execute(ctx, prep, handle, attempt)
     except Exception as exc:  # the attempt must be closed whatever happened
         done = _Done(verdict=Verdict(status="failed", reason=f"runner error: {exc}"))
     verdict = done.verdict
-    reason = ctx.reason(verdict.reason)
+    reason = ctx.reason("; ".join(x for x in (verdict.reason, *notes, *done.notes) if x))
     batch: list[JobEvent] = [RunAttemptEnded(
         run_id=prep.run_id, attempt=attempt, status=verdict.status, exit_code=done.exit_code,
         evidence_ref=done.evidence_ref, reason=reason)]
@@ -314,16 +316,26 @@ def _attempt(
     if values is not None:
         batch.append(CheckpointAdvanced(run_id=prep.run_id, job_id=prep.job.id, values=values))
     _still_open(ctx.paths, prep.run_id, attempt)
-    log.append_many(batch)
-    jobfiles.write_result(ctx.paths, prep, AttemptDoc(
+    log.append_many(batch)  # the outcome first: files around it are side effects
+    _side_effect(notes, "result not written", jobfiles.write_result, ctx.paths, prep, AttemptDoc(
         attempt=attempt, status=verdict.status, reason=reason, started_at=format_s(started),
         completed_at=format_s(ctx.clock()), exit_code=done.exit_code,
         evidence_ref=done.evidence_ref, final_message=done.final_message))
-    views.refresh_job_views(ctx.paths, [prep.run_id])
+    _side_effect(notes, "view not published", views.refresh_job_views, ctx.paths, [prep.run_id])
     return JobRunOutcome(job_id=prep.job.id, run_id=prep.run_id, state=verdict.status,
                          attempt=attempt, skipped=verdict.busy, reason=reason,
                          evidence_ref=done.evidence_ref, exit_code=done.exit_code,
                          trigger=ctx.trigger)
+
+
+def _side_effect(notes: list[str], what: str, write: Callable[..., object],
+                 *args: object) -> None:
+    """Write a file around the outcome; an environment error (full disk, read-only) becomes a
+    note instead of costing the outcome (the ledger, written first, is the truth)."""
+    try:
+        write(*args)
+    except OSError as exc:
+        notes.append(f"{what}: {environment_error(exc)}")
 
 
 def _still_open(paths: ProjectPaths, run_id: str, attempt: int) -> None:
@@ -349,9 +361,14 @@ def _execute(ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, attempt
         on_start=lambda pgid: jobfiles.record_group(ctx.paths, prep.run_id, attempt, pgid))
     verdict = jobplan.command_verdict(task, exit_code=outcome.exit_code, error=outcome.error)
     message = verdict.status + (f": {verdict.reason}" if verdict.reason else "")
-    ref = evidence.write_evidence(ctx.paths.evidence_dir, run_id=prep.run_id, attempt=attempt,
-                                  command=task["command"], outcome=outcome, secrets=ctx.secrets,
-                                  final_message=message, root=ctx.paths.root)
+    try:
+        ref: str | None = evidence.write_evidence(
+            ctx.paths.evidence_dir, run_id=prep.run_id, attempt=attempt,
+            command=task["command"], outcome=outcome, secrets=ctx.secrets,
+            final_message=message, root=ctx.paths.root)
+    except OSError as exc:  # the command ran: its outcome is recorded all the same
+        return _Done(verdict=verdict, exit_code=outcome.exit_code,
+                     notes=(f"evidence not written: {environment_error(exc)}",))
     return _Done(verdict=verdict, exit_code=outcome.exit_code, evidence_ref=ref)
 
 

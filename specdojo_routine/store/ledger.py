@@ -15,7 +15,9 @@ complete line. Damage anywhere else is a :class:`CorruptLedgerError` and is neve
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -251,6 +253,14 @@ def _place_fragment(tmp: Path, path: Path, seq: int, fragment: bytes) -> Path:
             n += 1
 
 
+def _refuse_non_regular(fd: int, path: Path) -> None:
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    if not stat.S_ISREG(mode):
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+
+
 @contextmanager
 def _locked(path: Path, flags: int, lock: portalocker.LockFlags) -> Iterator[int]:
     try:
@@ -261,6 +271,7 @@ def _locked(path: Path, flags: int, lock: portalocker.LockFlags) -> Iterator[int
         path.parent.mkdir(parents=True, exist_ok=True)  # the first append creates them
         fd = os.open(path, flags | os.O_CLOEXEC, 0o644)
     try:
+        _refuse_non_regular(fd, path)
         portalocker.lock(fd, lock)
         try:
             yield fd

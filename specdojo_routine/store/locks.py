@@ -125,9 +125,7 @@ def routine_lock_status(locks_dir: Path, *, now: datetime) -> LockInfo:
 
 def _unusable(path: Path, exc: OSError) -> errors.RoutineError:
     return errors.RoutineError(
-        f"cannot use the lock {path}: {exc.strerror or exc} (check that its directory exists "
-        "and is writable)"
-    )
+        f"cannot use the lock {path}: {exc.strerror or exc} ({errors.remedy(exc)})")
 
 
 def holder_is_self(info: LockInfo) -> bool:

@@ -1,0 +1,108 @@
+"""Full disks, directories where files should be, and FIFOs named like definitions: the outcome
+comes first, environment errors are one clear line, only regular files are definitions."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.conftest import Project
+
+SLOW_FILL = """\
+name: Fills the disk
+inputs:
+  period: {type: string, required: true}
+task:
+  mode: command
+  command: echo ran >> ran.log; cat /dev/zero > execution/fill 2>/dev/null || true; echo done
+run:
+  idempotency_key: "{{job_id}}:{{inputs.period}}"
+"""
+
+
+@pytest.fixture
+def small_tmpfs(project: Project) -> Iterator[Path]:
+    """The project's execution dir on a real 1 MiB tmpfs (skipped where mounting is refused)."""
+    target = project.root / "execution"
+    target.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(target)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield target
+    finally:
+        subprocess.run(["umount", "-l", str(target)], check=False)
+
+
+def test_the_outcome_is_recorded_when_the_evidence_cannot_be_written(
+    project: Project, small_tmpfs: Path,
+) -> None:
+    """The command fills the disk to the last byte and exits 0: the attempt is recorded
+    succeeded with exit code 0 and the evidence problem as its reason; a retry is a duplicate
+    (the command ran once); once space is back, `fold` makes the views match (--check clean)."""
+    project.job("job-fill", SLOW_FILL)
+    args = ("job", "run", "--job", "job-fill", "--input", "period=W1", "--json")
+    done = project.cli(*args)
+    events = [orjson.loads(x) for p in (small_tmpfs / "jobs" / "runs").glob("*.jsonl")
+              for x in p.read_bytes().splitlines()]
+    ended = [e for e in events if e["type"] == "attempt_ended"]
+    assert [("succeeded", 0)] == [(e["status"], e.get("exit_code")) for e in ended], \
+        done.stdout + done.stderr
+    assert "evidence not written" in ended[0]["reason"]
+    assert "No space left on device" in ended[0]["reason"]
+    assert "succeeded" == orjson.loads(done.stdout)["state"]
+    again = project.cli(*args)
+    assert (0, True) == (again.returncode, orjson.loads(again.stdout)["duplicate_complete"])
+    assert ["ran"] == (project.root / "ran.log").read_text().splitlines()
+    (small_tmpfs / "fill").unlink()
+    assert 0 == project.cli("fold").returncode
+    assert 0 == project.cli("fold", "--check").returncode
+
+
+def test_a_full_disk_is_one_clear_line(project: Project, small_tmpfs: Path) -> None:
+    """ENOSPC while recording: `error: <path>: No space left on device (free some space …)`,
+    exit 1, never an internal error."""
+    project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [one]}\n")
+    (small_tmpfs / "fill").write_bytes(b"")
+    subprocess.run(f"cat /dev/zero > {small_tmpfs / 'fill'}", shell=True, check=False,
+                   capture_output=True)
+    project.job("job-x", SLOW_FILL.replace("cat /dev/zero > execution/fill", "true"))
+    done = project.cli("job", "run", "--job", "job-x", "--input", "period=W1")
+    assert 1 == done.returncode, done.stdout + done.stderr
+    assert "internal error" not in done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("error: ") and "No space left on device" in line
+    assert "free some space" in line and str(small_tmpfs) in line
+
+
+def test_a_directory_where_the_ledger_should_be_is_one_clear_line(project: Project) -> None:
+    """EISDIR: the path, `Is a directory`, what to do; exit 1."""
+    project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [one]}\n")
+    (project.root / "routines" / "generated" / "routine-runs.jsonl").mkdir(parents=True)
+    done = project.cli("run", "--due", "--now", "2026-05-01T10:00:30Z")
+    assert 1 == done.returncode
+    [line] = done.stderr.splitlines()
+    assert "internal error" not in line and "Is a directory" in line
+    assert "routine-runs.jsonl" in line and "move it aside" in line
+    assert [] == project.calls()
+
+
+@pytest.mark.parametrize("command", [["validate"], ["list"],
+                                     ["run", "--due", "--now", "2026-05-01T10:00:30Z"]])
+def test_a_fifo_named_like_a_definition_is_reported_not_read(project: Project,
+                                                              command: list[str]) -> None:
+    """A FIFO `rtn-x.yaml` is a located error, never opened for a blocking read (no hang);
+    the valid routine beside it is still validated (and run)."""
+    project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [one]}\n")
+    os.mkfifo(project.root / "routines" / "rtn-x.yaml")
+    (project.root / "jobs" / "job-dir.yaml").mkdir()
+    done = project.cli(*command, timeout=30)
+    assert 1 == done.returncode, done.stdout + done.stderr
+    assert "rtn-x.yaml:1:1: not a regular file (a FIFO)" in done.stderr
+    assert "job-dir.yaml:1:1: not a regular file (a directory)" in done.stderr
