@@ -106,3 +106,4 @@ def test_a_fifo_named_like_a_definition_is_reported_not_read(project: Project,
     assert 1 == done.returncode, done.stdout + done.stderr
     assert "rtn-x.yaml:1:1: not a regular file (a FIFO)" in done.stderr
     assert "job-dir.yaml:1:1: not a regular file (a directory)" in done.stderr
+    assert (1 if command[0] == "run" else 0) == len(project.calls())
