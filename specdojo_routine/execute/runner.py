@@ -29,13 +29,15 @@ from typing import IO, TextIO
 import attrs
 
 from specdojo_routine.core.errors import ConfigError
-from specdojo_routine.core.redact import LineRedactor, secret_values
+from specdojo_routine.core.redact import LineRedactor, redact, secret_values
 
 SHELL = ("/bin/sh", "-eu", "-c")
 CAPTURE_LIMIT_BYTES = 4 * 1024 * 1024
 KILL_GRACE_S = 2.0  # SIGTERM -> SIGKILL
 DRAIN_GRACE_S = 2.0  # reading on after the group is gone (a detached process holding the pipe)
-ECHO_LINE_LIMIT = 1024 * 1024  # a longer line is echoed in pieces
+ECHO_LINE_LIMIT = 1024 * 1024  # a longer line is echoed in pieces (see _Stream)
+ECHO_HOLD = 4096  # characters at the end of a long line kept back: they may start a secret
+ECHO_WITHHOLD_LIMIT = 8 * ECHO_LINE_LIMIT  # a line without a safe cut is not echoed at all
 _POLL_S = 0.05  # without a pidfd, how often to look for the command's exit
 _KILL_POLL_S = 0.01  # while terminating, how often to look at the group
 
@@ -156,7 +158,13 @@ def run_argv(
 
 
 class _Stream:
-    """One captured output stream: the head in memory, lines echoed redacted."""
+    """One captured output stream: the head in memory, lines echoed redacted.
+
+    A line is echoed once complete. A line longer than ``ECHO_LINE_LIMIT`` is echoed in pieces,
+    each cut after a separator (whitespace, ``,`` or ``;``) at least ``ECHO_HOLD`` characters
+    before the end of what has arrived, and only when redacting the piece alone gives exactly
+    the start of redacting everything held: so no secret is ever shown cut in two, whatever
+    the line length or how the writes fall."""
 
     def __init__(self, echo: TextIO | None, redactor: LineRedactor) -> None:
         self.head = bytearray()
@@ -165,6 +173,7 @@ class _Stream:
         self.redactor = redactor
         self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self.partial = ""
+        self.hold = ECHO_HOLD + max((len(x) for x in redactor.secrets), default=0)
 
     def feed(self, data: bytes) -> None:
         room = CAPTURE_LIMIT_BYTES - len(self.head)
@@ -179,17 +188,37 @@ class _Stream:
 
     def _echo(self, text: str, final: bool = False) -> None:
         *lines, self.partial = (self.partial + text).split("\n")
-        pieces = [line + "\n" for line in lines]
-        if final or len(self.partial) > ECHO_LINE_LIMIT:
-            pieces.append(self.partial)
+        out = [self.redactor.line(line + "\n") for line in lines]
+        if final and self.partial:
+            out.append(self.redactor.line(self.partial))
             self.partial = ""
+        elif len(self.partial) > ECHO_LINE_LIMIT:
+            out.append(self._safe_piece())
         try:
-            for piece in pieces:
+            for piece in out:
                 if piece:
-                    self.echo.write(self.redactor.line(piece))  # type: ignore[union-attr]
+                    self.echo.write(piece)  # type: ignore[union-attr]
             self.echo.flush()  # type: ignore[union-attr]
         except (OSError, ValueError):
             self.echo = None  # a closed echo stream must not break the run
+
+    def _safe_piece(self) -> str:
+        """Redacted start of an over-long line that can be shown now ("" to keep holding)."""
+        held, secrets = self.partial, self.redactor.secrets
+        whole = redact(held, secrets)
+        cut = len(held) - self.hold
+        for _ in range(4):
+            cut = max(held.rfind(sep, 0, cut) for sep in " \t,;") + 1
+            if cut <= 0:
+                break
+            if whole.startswith(redact(held[:cut], secrets)):
+                self.partial = held[cut:]
+                return self.redactor.line(held[:cut])
+            cut -= 1
+        if len(held) > ECHO_WITHHOLD_LIMIT:  # no safe cut in sight: never show it
+            self.partial = ""
+            return f"[REDACTED: {len(held)} characters of one output line not echoed]"
+        return ""
 
     def text(self) -> tuple[str, bool]:
         if not self.dropped:
