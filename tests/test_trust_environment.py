@@ -107,3 +107,51 @@ def test_a_fifo_named_like_a_definition_is_reported_not_read(project: Project,
     assert "rtn-x.yaml:1:1: not a regular file (a FIFO)" in done.stderr
     assert "job-dir.yaml:1:1: not a regular file (a directory)" in done.stderr
     assert (1 if command[0] == "run" else 0) == len(project.calls())
+
+
+def test_a_32_mb_torn_line_is_found_and_repaired_in_linear_time(tmp_path: Path) -> None:
+    """The last-line scan looks at each byte once: a 32 MB torn line is repaired fast."""
+    import time
+
+    from specdojo_routine.core import events as ev
+    from specdojo_routine.store import ledger
+
+    path = tmp_path / "routine-runs.jsonl"
+    log = ledger.Ledger(path)
+    log.append(ev.RoutineRegistered(routine_id="rtn-a", digest="0" * 64, path="a.yaml"))
+    with path.open("ab") as f:
+        f.write(b'{"version":1,"seq":2,"x":"' + b"y" * (32 << 20))
+    started = time.perf_counter()
+    moved = ledger.repair(path)
+    took = time.perf_counter() - started
+    assert moved is not None and "routine-runs.jsonl.torn-2" == moved.name
+    assert took < 2.0, took
+    assert 1 == ledger.tail(path).seq
+
+
+def test_a_torn_tail_repair_on_a_full_disk_leaves_no_empty_fragment(
+    project: Project, small_tmpfs: Path,
+) -> None:
+    """Repair on a full disk fails cleanly (nothing truncated, no empty `.torn-<seq>`); after
+    space is freed the fragment lands in `<ledger>.torn-<seq>`, as SPEC §5 names it."""
+    from specdojo_routine.core import events as ev
+    from specdojo_routine.store import ledger
+
+    path = small_tmpfs / "routine-runs.jsonl"
+    ledger.Ledger(path).append(ev.RoutineRegistered(routine_id="rtn-a", digest="0" * 64,
+                                                    path="a.yaml"))
+    with path.open("ab") as f:
+        f.write(b'{"version":1,"seq":2,"type":"rout')
+    subprocess.run(f"cat /dev/zero > {small_tmpfs / 'fill'}", shell=True, check=False,
+                   capture_output=True)
+    before = path.read_bytes()
+    with pytest.raises(OSError):
+        ledger.repair(path)
+    assert before == path.read_bytes()
+    assert [] == sorted(p.name for p in small_tmpfs.iterdir() if ".torn-" in p.name)
+    (small_tmpfs / "fill").unlink()
+    moved = ledger.repair(path)
+    assert moved is not None and "routine-runs.jsonl.torn-2" == moved.name
+    assert b'{"version":1,"seq":2,"type":"rout' == moved.read_bytes()
+    assert ["routine-runs.jsonl.torn-2"] == sorted(
+        p.name for p in small_tmpfs.iterdir() if ".torn-" in p.name)
