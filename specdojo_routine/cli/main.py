@@ -141,6 +141,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    except OverflowError as exc:  # date arithmetic at the edges of years 1-9999
+        err.write(f"error: a time is out of range ({exc}); use an instant between the years "
+                  "1000 and 9998\n")
+        return EXIT_USAGE
     except OSError as exc:  # the environment, not a bug: say where, what and what to do
         err.write(f"error: {one_line(environment_error(exc))}\n")
         return EXIT_FAILURE

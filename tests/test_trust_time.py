@@ -1,0 +1,43 @@
+"""Time at the edges: every year 1-9999 formats and parses as 4-digit ISO, or is refused with
+one line."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import orjson
+import pytest
+
+from specdojo_routine.core.timefmt import format_ms, format_s, parse_instant
+from tests.conftest import Project
+
+
+@pytest.mark.parametrize("year", [1, 9, 99, 999, 1000, 2026, 9999])
+def test_every_year_formats_as_four_digits_and_parses_back(year: int) -> None:
+    """format_ms/format_s pad the year; parse_instant reads it back."""
+    when = datetime(year, 6, 1, 12, 30, 5, 123000, tzinfo=UTC)
+    assert f"{year:04d}-06-01T12:30:05.123Z" == format_ms(when)
+    assert f"{year:04d}-06-01T12:30:05Z" == format_s(when)
+    assert when == parse_instant(format_ms(when))
+
+
+def test_an_instant_before_year_1_in_utc_is_a_value_error() -> None:
+    """0001-01-01T00:00:00+01:00 is out of range: ValueError (a usage error in the CLI)."""
+    with pytest.raises(ValueError, match="out of range"):
+        parse_instant("0001-01-01T00:00:00+01:00")
+
+
+def test_a_run_in_the_year_999_records_and_folds(project: Project) -> None:
+    """`run --due --now 0999-06-01T00:00:00Z` (an internal error before) records 4-digit
+    stamps; the ledger folds clean."""
+    project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [one]}\n")
+    done = project.cli("run", "--due", "--now", "0999-06-01T00:00:00Z")
+    assert 0 == done.returncode, done.stderr
+    started = [e for e in project.events() if e["type"] == "attempt_started"]
+    assert ["0999-06-01T00:00:00.000Z"] == [e["scheduled_for"] for e in started]
+    listing = project.cli("list", "--json", "--now", "0999-06-01T00:30:00Z")
+    assert "internal error" not in listing.stderr
+    assert "0999-06-01T00:00:00Z" == orjson.loads(listing.stdout)["routines"][0]["last_run"]
+    assert 0 == project.cli("fold", "--check").returncode
+    bad = project.cli("list", "--now", "0001-01-01T00:00:00+01:00")
+    assert 2 == bad.returncode and 1 == len(bad.stderr.splitlines())
