@@ -41,3 +41,19 @@ def test_a_run_in_the_year_999_records_and_folds(project: Project) -> None:
     assert 0 == project.cli("fold", "--check").returncode
     bad = project.cli("list", "--now", "0001-01-01T00:00:00+01:00")
     assert 2 == bad.returncode and 1 == len(bad.stderr.splitlines())
+
+
+@pytest.mark.parametrize(("command", "recorded"), [
+    ('echo "password=hunter22"; done', 'echo "password=[REDACTED]"; done'),
+    ("curl -d 'token=abc123xyz' x", "curl -d 'token=[REDACTED]' x"),
+    ('env auth="s e c r e t" next', 'env auth="[REDACTED]" next'),
+    ('export API_KEY=abc"def" && go', "export API_KEY=[REDACTED] && go"),
+])
+def test_redacted_commands_keep_their_shell_quoting(command: str, recorded: str) -> None:
+    """A secret inside a quoted word is redacted without eating the closing quote."""
+    import shlex
+
+    from specdojo_routine.core.redact import redact
+
+    assert recorded == redact(command)
+    shlex.split(redact(command))  # still valid shell quoting
