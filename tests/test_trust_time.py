@@ -57,3 +57,16 @@ def test_redacted_commands_keep_their_shell_quoting(command: str, recorded: str)
 
     assert recorded == redact(command)
     shlex.split(redact(command))  # still valid shell quoting
+
+
+def test_after_the_clock_went_back_list_shows_the_occurrence_that_will_run(
+    project: Project,
+) -> None:
+    """A cron routine last scheduled at 12:00; the clock now says 10:30: the next occurrence
+    is 13:00 (10:00-12:00 were consumed and will not run again), and run --due agrees."""
+    project.routine("rtn-c", 'trigger: {cron: "0 * * * *", timezone: UTC}\n'
+                             "action: {kind: specdojo, args: [one]}\n")
+    assert 0 == project.cli("run", "--due", "--now", "2026-05-01T12:00:30Z").returncode
+    listing = orjson.loads(project.cli("list", "--json", "--now", "2026-05-01T10:30:00Z").stdout)
+    assert "2026-05-01T13:00:00.000Z" == listing["routines"][0]["next_occurrence"]
+    assert "no due routines" in project.cli("run", "--due", "--now", "2026-05-01T11:00:30Z").stdout
