@@ -155,3 +155,26 @@ def test_a_torn_tail_repair_on_a_full_disk_leaves_no_empty_fragment(
     assert b'{"version":1,"seq":2,"type":"rout' == moved.read_bytes()
     assert ["routine-runs.jsonl.torn-2"] == sorted(
         p.name for p in small_tmpfs.iterdir() if ".torn-" in p.name)
+
+
+def test_a_run_that_aborts_still_reports_the_attempts_it_finished(project: Project) -> None:
+    """An environment error mid-run (here from a job action) ends the run with one error line,
+    and the summary still lists the attempt that finished before it."""
+    from specdojo_routine.app import handlers
+    from specdojo_routine.store.config import resolve_project
+
+    project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [one]}\n")
+    project.job("job-x", SLOW_FILL.replace("cat /dev/zero > execution/fill", "true"))
+    project.routine("rtn-b", "interval: 1h\naction: {kind: job, job: job-x, "
+                             "inputs: {period: W1}}\n")
+
+    def full_disk(*_args: object, **_kw: object) -> handlers.JobActionOutcome:
+        raise OSError(28, "No space left on device", str(project.root / "execution" / "x"))
+
+    report = handlers.run(resolve_project(project.root), env=project.env(),
+                          job_runner=full_disk)  # type: ignore[arg-type]
+    assert [("rtn-a", "success")] == [(r.routine_id, r.result) for r in report.results]
+    assert 1 == report.exit_code
+    assert ["error: run aborted: " + str(project.root / "execution" / "x") +
+            ": No space left on device (free some space on that file system and run the "
+            "command again)"] == report.errors

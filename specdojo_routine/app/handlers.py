@@ -213,8 +213,11 @@ def run(
         view = views.refresh_routine_view(paths)
         refuse_if_owner_lives(view, paths)
         view = _register(ctx, defs, view)
-        for routine in candidates:
-            view = _run_routine(ctx, report, routine, view, explicit=routine_id is not None)
+        try:
+            for routine in candidates:
+                view = _run_routine(ctx, report, routine, view, explicit=routine_id is not None)
+        except OSError as exc:  # the run aborts; the attempts it finished are still reported
+            report.errors.append(f"error: run aborted: {errors.environment_error(exc)}")
     return report
 
 
