@@ -10,7 +10,6 @@ then SIGKILL after 2 s), so no background child outlives its Job.
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import ctypes
 import ctypes.util
@@ -29,15 +28,24 @@ from typing import IO, TextIO
 import attrs
 
 from specdojo_routine.core.errors import ConfigError
-from specdojo_routine.core.redact import LineRedactor, redact, secret_values
+from specdojo_routine.core.redact import LineRedactor, secret_values
+from specdojo_routine.execute.echo import (  # re-exported: runner.<name> keeps working
+    CAPTURE_LIMIT_BYTES as CAPTURE_LIMIT_BYTES,
+)
+from specdojo_routine.execute.echo import (
+    ECHO_HOLD as ECHO_HOLD,
+)
+from specdojo_routine.execute.echo import (
+    ECHO_LINE_LIMIT as ECHO_LINE_LIMIT,
+)
+from specdojo_routine.execute.echo import (
+    ECHO_WITHHOLD_LIMIT as ECHO_WITHHOLD_LIMIT,
+)
+from specdojo_routine.execute.echo import Stream
 
 SHELL = ("/bin/sh", "-eu", "-c")
-CAPTURE_LIMIT_BYTES = 4 * 1024 * 1024
 KILL_GRACE_S = 2.0  # SIGTERM -> SIGKILL
 DRAIN_GRACE_S = 2.0  # reading on after the group is gone (a detached process holding the pipe)
-ECHO_LINE_LIMIT = 1024 * 1024  # a longer line is echoed in pieces (see _Stream)
-ECHO_HOLD = 4096  # characters at the end of a long line kept back: they may start a secret
-ECHO_WITHHOLD_LIMIT = 8 * ECHO_LINE_LIMIT  # a line without a safe cut is not echoed at all
 _POLL_S = 0.05  # without a pidfd, how often to look for the command's exit
 _KILL_POLL_S = 0.01  # while terminating, how often to look at the group
 
@@ -157,76 +165,6 @@ def run_argv(
     return _run(list(argv), cwd=cwd, env=env, timeout_s=timeout_s, echo=echo)
 
 
-class _Stream:
-    """One captured output stream: the head in memory, lines echoed redacted.
-
-    A line is echoed once complete. A line longer than ``ECHO_LINE_LIMIT`` is echoed in pieces,
-    each cut after a separator (whitespace, ``,`` or ``;``) at least ``ECHO_HOLD`` characters
-    before the end of what has arrived, and only when redacting the piece alone gives exactly
-    the start of redacting everything held: so no secret is ever shown cut in two, whatever
-    the line length or how the writes fall."""
-
-    def __init__(self, echo: TextIO | None, redactor: LineRedactor) -> None:
-        self.head = bytearray()
-        self.dropped = 0
-        self.echo = echo
-        self.redactor = redactor
-        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self.partial = ""
-        self.hold = ECHO_HOLD + max((len(x) for x in redactor.secrets), default=0)
-
-    def feed(self, data: bytes) -> None:
-        room = CAPTURE_LIMIT_BYTES - len(self.head)
-        self.head += data[:room]
-        self.dropped += max(0, len(data) - room)
-        if self.echo is not None:
-            self._echo(self.decoder.decode(data))
-
-    def close(self) -> None:
-        if self.echo is not None:
-            self._echo(self.decoder.decode(b"", final=True), final=True)
-
-    def _echo(self, text: str, final: bool = False) -> None:
-        *lines, self.partial = (self.partial + text).split("\n")
-        out = [self.redactor.line(line + "\n") for line in lines]
-        if final and self.partial:
-            out.append(self.redactor.line(self.partial))
-            self.partial = ""
-        elif len(self.partial) > ECHO_LINE_LIMIT:
-            out.append(self._safe_piece())
-        try:
-            for piece in out:
-                if piece:
-                    self.echo.write(piece)  # type: ignore[union-attr]
-            self.echo.flush()  # type: ignore[union-attr]
-        except (OSError, ValueError):
-            self.echo = None  # a closed echo stream must not break the run
-
-    def _safe_piece(self) -> str:
-        """Redacted start of an over-long line that can be shown now ("" to keep holding)."""
-        held, secrets = self.partial, self.redactor.secrets
-        whole = redact(held, secrets)
-        cut = len(held) - self.hold
-        for _ in range(4):
-            cut = max(held.rfind(sep, 0, cut) for sep in " \t,;") + 1
-            if cut <= 0:
-                break
-            if whole.startswith(redact(held[:cut], secrets)):
-                self.partial = held[cut:]
-                return self.redactor.line(held[:cut])
-            cut -= 1
-        if len(held) > ECHO_WITHHOLD_LIMIT:  # no safe cut in sight: never show it
-            self.partial = ""
-            return f"[REDACTED: {len(held)} characters of one output line not echoed]"
-        return ""
-
-    def text(self) -> tuple[str, bool]:
-        if not self.dropped:
-            return bytes(self.head).decode("utf-8", errors="replace"), False
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        return decoder.decode(bytes(self.head), final=False), True  # no torn last character
-
-
 def _start_error(exc: Exception, argv: Sequence[str], cwd: Path) -> str:
     if not argv:
         return "empty command"
@@ -271,7 +209,7 @@ def _run(
         with contextlib.suppress(OSError):  # recording the group is best effort (full disk)
             on_start(proc.pid)
     secrets = secret_values(env)
-    streams = {pipe: _Stream(echo, LineRedactor(secrets)) for pipe in (proc.stdout, proc.stderr)}
+    streams = {pipe: Stream(echo, LineRedactor(secrets)) for pipe in (proc.stdout, proc.stderr)}
     try:
         timed_out = _pump(proc, streams, timeout_s)
     except BaseException:  # e.g. Ctrl-C: the command's own group does not get the signal
@@ -315,8 +253,8 @@ def _not_started(started_at: datetime, t0: float, error: str) -> CommandOutcome:
 
 def _finished(
     returncode: int,
-    out: _Stream,
-    err: _Stream,
+    out: Stream,
+    err: Stream,
     started_at: datetime,
     t0: float,
     timed_out: bool,
@@ -338,7 +276,7 @@ def _finished(
 
 
 def _pump(
-    proc: subprocess.Popen[bytes], streams: Mapping[IO[bytes], _Stream], timeout_s: float | None
+    proc: subprocess.Popen[bytes], streams: Mapping[IO[bytes], Stream], timeout_s: float | None
 ) -> bool:
     """Read both pipes until the command and its process group are gone; True on timeout."""
     deadline = None if timeout_s is None else time.monotonic() + timeout_s

@@ -10,6 +10,10 @@ Line ``n`` of a ledger carries ``seq`` ``n``. A *torn* tail is a last line witho
 whose JSON does not parse (a crash mid-write); it is reported as :class:`TornLedgerError` and
 repaired by moving the fragment to ``<ledger>.torn-<seq>`` and truncating the ledger to its last
 complete line. Damage anywhere else is a :class:`CorruptLedgerError` and is never repaired.
+
+Each appended line carries ``prev``, the hash of the line before it (:mod:`.chain`, SPEC §5);
+:func:`read` checks it line by line. Every append and repair records the file's stamp before
+and after it (:mod:`.stamps`), which is how :mod:`.proven` knows a ledger only grew.
 """
 
 from __future__ import annotations
@@ -32,52 +36,10 @@ from specdojo_routine.core.errors import CorruptLedgerError, TornLedgerError
 from specdojo_routine.core.events import Event
 from specdojo_routine.store import chain
 from specdojo_routine.store.codec import encode, upgrade
+from specdojo_routine.store.stamps import Stamp, only_grew, remember
 
 Clock = Callable[[], datetime]
 _CHUNK = 1 << 16
-
-
-@attrs.frozen(kw_only=True)
-class Stamp:
-    """A ledger file's identity, size and change time at one moment."""
-
-    dev: int
-    ino: int
-    size: int
-    ctime_ns: int
-
-    @classmethod
-    def of(cls, fd: int) -> Stamp:
-        st = os.fstat(fd)
-        return cls(dev=st.st_dev, ino=st.st_ino, size=st.st_size, ctime_ns=st.st_ctime_ns)
-
-
-#: Changes this process made itself (append, repair): state after -> state before.
-_OWN_CHANGES: dict[Stamp, Stamp] = {}
-_OWN_CHANGES_LIMIT = 100_000
-
-
-def _remember(before: Stamp, after: Stamp) -> None:
-    if len(_OWN_CHANGES) >= _OWN_CHANGES_LIMIT:
-        _OWN_CHANGES.clear()  # forgetting only costs a full fold
-    if before != after:
-        _OWN_CHANGES[after] = before
-
-
-def only_grew(since: Stamp, now: Stamp) -> bool:
-    """Whether the file in state ``now`` is the file in state ``since`` changed only by this
-    process's own appends and repairs (same inode; every step recorded when it was made).
-
-    A change by anybody else - another process's append, an edit, ``touch`` - breaks the walk,
-    and the caller folds from scratch. Same state (nothing changed) is trivially proven."""
-    for _ in range(len(_OWN_CHANGES) + 1):
-        if now == since:
-            return True
-        before = _OWN_CHANGES.get(now)
-        if before is None:
-            return False
-        now = before
-    return False
 
 
 def wall_clock() -> datetime:
@@ -316,7 +278,7 @@ class Ledger:
             os.fsync(fd)
             if tail.end == 0:
                 _fsync_dir(self.path.parent)
-            _remember(tail.stamp, Stamp.of(fd))
+            remember(tail.stamp, Stamp.of(fd))
         return list(range(tail.seq + 1, tail.seq + 1 + len(batch)))
 
     def tail(self) -> Tail:
@@ -353,7 +315,7 @@ def repair(path: Path | str) -> Path | None:
             if not found.torn:
                 return None
             moved = _move_fragment(fd, path, found)
-            _remember(found.stamp, Stamp.of(fd))
+            remember(found.stamp, Stamp.of(fd))
             return moved
     except FileNotFoundError:
         return None
