@@ -238,7 +238,7 @@ inputs:
   period: {type: string, required: true}
 task:
   mode: command
-  command: echo "start $$" >> effects.log; sleep 4; echo "end $$" >> effects.log
+  command: echo "start $$" >> effects.log; sleep 8; echo "end $$" >> effects.log
 run:
   idempotency_key: "{{job_id}}:{{inputs.period}}"
 """
@@ -255,6 +255,10 @@ def test_a_command_is_never_run_twice_at_once_after_its_runner_is_killed(
     args = ("job", "run", "--job", "job-slow", "--input", "period=W1")
     proc = project.popen(*args, env=env(project))
     _wait_for(effects)
+    deadline = time.monotonic() + 20
+    while not list((project.root / "execution").rglob("process.json")):
+        assert time.monotonic() < deadline, "the process group was never recorded"
+        time.sleep(0.02)
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=10)
     retry = project.cli(*args, "--json", env=env(project))
@@ -263,7 +267,7 @@ def test_a_command_is_never_run_twice_at_once_after_its_runner_is_killed(
     assert "still running" in doc["reason"]
     assert 1 == effects.read_text().count("start")
     record = orjson.loads(next((project.root / "execution").rglob("process.json")).read_bytes())
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 40
     while time.monotonic() < deadline:
         done = project.cli(*args, "--json", env=env(project))
         if not as_json(done)["skipped"]:
