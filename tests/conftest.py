@@ -90,6 +90,10 @@ class Project:
             return []
         return [orjson.loads(line) for line in self.ledger.read_bytes().splitlines()]
 
+    @property
+    def state_path(self) -> Path:
+        return self.root / "routines" / "generated" / "routine-state.json"
+
     def state(self) -> dict[str, Any]:
         data: dict[str, Any] = orjson.loads(
             (self.root / "routines" / "generated" / "routine-state.json").read_bytes())

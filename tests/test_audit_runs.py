@@ -3,6 +3,7 @@ promises no other test pinned, end to end with `python -m specdojo_routine` in s
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -270,8 +271,13 @@ def test_routine_state_shape_and_ledger_position(project: Project) -> None:
     assert 0 == project.cli("run", "--due", "--now", "2026-05-01T10:00:30Z").returncode
     state = project.state()
     assert (["version", "ledger", "routines"], 1) == (list(state), state["version"])
-    assert {"seq": len(project.events()), "offset": project.ledger.stat().st_size} == \
-        state["ledger"]
+    st = project.ledger.stat()
+    last = project.ledger.read_bytes().splitlines()[-1]
+    assert {"seq": len(project.events()), "offset": st.st_size,
+            "head": hashlib.sha256(last).hexdigest(),
+            "file": {"dev": st.st_dev, "ino": st.st_ino, "size": st.st_size,
+                     "ctime_ns": st.st_ctime_ns}} == \
+        {k: v for k, v in state["ledger"].items() if k != "digest"}
     keys = ["status", "last_run", "last_result", "last_scheduled_for", "last_action_results",
             "last_reason", "attempt_id", "digest", "last_accounted_for", "held",
             "hold_attempt_id", "held_occurrences", "last_missed", "open_attempt"]

@@ -76,11 +76,13 @@ def test_discovery_is_recursive_and_sorted_by_relative_path(tmp_path: Path) -> N
 
 
 def test_discovery_ignores_other_names(tmp_path: Path) -> None:
-    """Only the prefix and the two YAML suffixes count; directories never do."""
+    """Only the prefix and the two YAML suffixes count; a directory so named is found (to be
+    reported as not a regular file), never entered."""
     for rel in ("routine.yaml", "rtn-a.json", "xrtn-b.yaml", "rtn-c.yaml.bak", "job-d.yaml"):
         (tmp_path / rel).write_text("")
     (tmp_path / "rtn-dir.yaml").mkdir()
-    assert [] == discover(tmp_path, "rtn-")
+    (tmp_path / "rtn-dir.yaml" / "rtn-inner.yaml").write_text("")
+    assert [tmp_path / "rtn-dir.yaml"] == discover(tmp_path, "rtn-")
 
 
 def test_discovery_skips_the_generated_directory(tmp_path: Path) -> None:

@@ -541,7 +541,7 @@ def test_inherited_lock_with_a_live_owner_refuses_to_steal_the_attempt(
     out = run(project.root, "job-cmd", env=clean_env(PY=sys.executable, PYTHONPATH=repo))
     nested = (project.root / "nested.txt").read_text()
     assert "succeeded" == out.state
-    assert f"error: Job Run {out.run_id} attempt 1 is still running (pid {os.getpid()}" in nested
+    assert f"busy: attempt 1 of {out.run_id} is still running (pid {os.getpid()}" in nested
 
 
 def test_manual_run_does_not_pass_an_inherited_routine_marker(tmp_path: Path) -> None:

@@ -230,3 +230,53 @@ def test_routine_job_action_runs_a_job_run(weekly: Project) -> None:
     run_id = ended[0]["job_run_id"]
     assert (weekly.root / "execution" / "jobs" / "runs" / f"{run_id}.jsonl").is_file()
 
+
+
+SLOW = """\
+name: Slow side effect
+inputs:
+  period: {type: string, required: true}
+task:
+  mode: command
+  command: echo "start $$" >> effects.log; sleep 8; echo "end $$" >> effects.log
+run:
+  idempotency_key: "{{job_id}}:{{inputs.period}}"
+"""
+
+
+def test_a_command_is_never_run_twice_at_once_after_its_runner_is_killed(
+    project: Project,
+) -> None:
+    """kill -9 a `job run` mid-command and retry at once: the command's shell died with its
+    runner (PR_SET_PDEATHSIG), the retry finds the recorded process group still alive (its
+    `sleep`) and is a busy skip; once the group is gone, the next retry runs attempt 2."""
+    project.job("job-slow", SLOW)
+    effects = project.root / "effects.log"
+    args = ("job", "run", "--job", "job-slow", "--input", "period=W1")
+    proc = project.popen(*args, env=env(project))
+    _wait_for(effects)
+    deadline = time.monotonic() + 20
+    while not list((project.root / "execution").rglob("process.json")):
+        assert time.monotonic() < deadline, "the process group was never recorded"
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=10)
+    retry = project.cli(*args, "--json", env=env(project))
+    doc = as_json(retry)
+    assert (0, True, None) == (retry.returncode, doc["skipped"], doc["attempt"]), retry.stderr
+    assert "still running" in doc["reason"]
+    assert 1 == effects.read_text().count("start")
+    record = orjson.loads(next((project.root / "execution").rglob("process.json")).read_bytes())
+    deadline = time.monotonic() + 40
+    while time.monotonic() < deadline:
+        done = project.cli(*args, "--json", env=env(project))
+        if not as_json(done)["skipped"]:
+            break
+        time.sleep(0.5)
+    assert (0, 2, "succeeded") == (done.returncode, as_json(done)["attempt"],
+                                   as_json(done)["state"])
+    lines = effects.read_text().splitlines()
+    assert [f"start {record['pgid']}"] == [x for x in lines if str(record["pgid"]) in x]
+    assert 2 == sum(x.startswith("start") for x in lines)
+    assert lines[-2].startswith("start") and lines[-1].startswith("end")  # never overlapped
+    assert 0 == project.cli("fold", "--check", env=env(project)).returncode

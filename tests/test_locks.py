@@ -91,10 +91,12 @@ def set_mtime(path: Path, when: float) -> None:
 
 
 def test_holder_file_records_pid_host_and_time(tmp_path: Path) -> None:
-    """After locking, the holder writes {pid, host, acquired_at} into the lock file."""
+    """After locking, the holder writes {pid, host, acquired_at, start} into the lock file
+    (start: its process start time, so a reused pid is not mistaken for it)."""
     with locks.routine_lock(tmp_path, clock=fixed_clock()):
         content = json.loads((tmp_path / "routine-run.flock").read_text())
-    assert {"pid": os.getpid(), "host": HOST, "acquired_at": AT} == content
+    start = locks.process_start(os.getpid())
+    assert {"pid": os.getpid(), "host": HOST, "acquired_at": AT, "start": start} == content
 
 
 def test_routine_lock_yields_info_about_this_process(tmp_path: Path) -> None:
@@ -389,7 +391,7 @@ def test_exec_lock_is_a_directory_with_owner(tmp_path: Path) -> None:
         handle.inherited,
     )
     expected = (
-        ["actor", "pid", "token", "acquired_at_utc", "host"],
+        ["actor", "pid", "token", "acquired_at_utc", "host", "start"],
         "routine",
         os.getpid(),
         HOST,
@@ -455,8 +457,9 @@ def test_exec_lock_without_owner_metadata_is_busy_while_fresh(tmp_path: Path) ->
 
 
 def test_stale_mtime_lock_is_taken_over(tmp_path: Path) -> None:
-    """A lock whose mtime is older than stale_s is taken over even if its pid lives."""
-    lock_dir = make_lock(tmp_path, pid=os.getpid())
+    """A lock of another host whose mtime is older than stale_s is taken over (its pid
+    cannot be checked: the timeout is all there is); a live owner on this host never is."""
+    lock_dir = make_lock(tmp_path, pid=os.getpid(), host="elsewhere.example")
     set_mtime(lock_dir, time.time() - 31)
     with execlock.exec_lock(tmp_path, actor="routine", env={}) as handle:
         token = owner_of(lock_dir)["token"]
@@ -570,7 +573,8 @@ def test_racing_takeovers_of_one_stale_lock_have_one_winner(tmp_path: Path, stal
     for round_no in range(3):
         locks_dir = tmp_path / f"round-{round_no}"
         if staleness == "mtime":
-            set_mtime(make_lock(locks_dir, pid=os.getpid()), time.time() - 60)
+            set_mtime(make_lock(locks_dir, pid=os.getpid(), host="elsewhere.example"),
+                      time.time() - 60)
         else:
             make_lock(locks_dir, pid=dead_pid())
         go = tmp_path / f"go-{round_no}"
@@ -595,7 +599,7 @@ def test_slow_takeover_cannot_rob_a_concurrent_takeover(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A take-over that judged the lock stale re-checks under the mutex: no double winner."""
-    lock_dir = make_lock(tmp_path, pid=os.getpid())
+    lock_dir = make_lock(tmp_path, pid=os.getpid(), host="elsewhere.example")
     set_mtime(lock_dir, time.time() - 60)
     go = tmp_path / "go"
     racer = spawn("exec-race", tmp_path, go)

@@ -204,15 +204,20 @@ def run(
         view = views.load_routine_view(paths)
         lock = locks.routine_lock_status(paths.routine_locks_dir, now=to_utc(wall()))
         plan_selection(report, candidates, view, the_now, routine_id, paths,
-                       interrupted=not lock.held)
+                       interrupted=not lock.held and live_owner(view) is None)
         return report
     with locks.routine_lock(paths.routine_locks_dir, clock=wall):
         log = ledger.Ledger(paths.routine_ledger, clock=wall)
         ctx = _Context(paths=paths, defs=defs, now=the_now, env=env, echo=echo,
                        job_runner=job_runner, append=log.append)
-        view = _register(ctx, defs, views.refresh_routine_view(paths))
-        for routine in candidates:
-            view = _run_routine(ctx, report, routine, view, explicit=routine_id is not None)
+        view = views.refresh_routine_view(paths)
+        refuse_if_owner_lives(view, paths)
+        view = _register(ctx, defs, view)
+        try:
+            for routine in candidates:
+                view = _run_routine(ctx, report, routine, view, explicit=routine_id is not None)
+        except OSError as exc:  # the run aborts; the attempts it finished are still reported
+            report.errors.append(f"error: run aborted: {errors.environment_error(exc)}")
     return report
 
 
@@ -265,6 +270,36 @@ def plan_selection(
         _select(report, routine, state, now, routine_id is not None, paths.project_id)
 
 
+def live_owner(view: views.RoutineView) -> tuple[str, Mapping[str, Any]] | None:
+    """(routine id, open attempt) of an attempt whose recorded owner is a live process on this
+    host other than this one (pid and start time checked), if any."""
+    for routine_id, entry in view.routines.items():
+        opened: Mapping[str, Any] | None = entry.get("open_attempt")
+        if opened is None:
+            continue
+        owner: Mapping[str, Any] = opened.get("owner") or {}
+        if locks.is_self(owner.get("pid"), owner.get("host")):
+            continue
+        if locks.owner_alive(owner.get("pid"), owner.get("host"), owner.get("start")) is True:
+            return routine_id, opened
+    return None
+
+
+def refuse_if_owner_lives(view: views.RoutineView, paths: ProjectPaths) -> None:
+    """Never rob the living (SPEC §6.2): an open attempt whose owner is alive on this host
+    means its run is in progress, whatever the lock file says (it may have been deleted)."""
+    found = live_owner(view)
+    if found is None:
+        return
+    routine_id, opened = found
+    owner = opened["owner"]
+    raise errors.LockBusy(
+        f"Another routine run is in progress (attempt {opened['attempt_id']} of {routine_id} "
+        f"is owned by live pid {owner['pid']} on {owner['host']} since {opened['started_at']}; "
+        f"the lock {paths.routine_locks_dir / locks.ROUTINE_FLOCK_NAME} was not held by it - "
+        "was it deleted?); nothing was recorded")
+
+
 def _register(ctx: _Context, defs: Definitions, view: views.RoutineView) -> views.RoutineView:
     """T-01: record every valid definition seen for the first time or with a new digest."""
     changed = [r for r in defs.routines if view.get(r.id).get("digest") != r.digest]
@@ -288,7 +323,8 @@ def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -
         trigger=occ.trigger, scheduled_for=format_ms(occ.scheduled_for), last_run=started_at,
         passed_over_since=(format_ms(occ.passed_over_since)
                            if occ.passed_over_since is not None else None),
-        owner=events.Owner(pid=os.getpid(), host=locks.this_host()),
+        owner=events.Owner(pid=os.getpid(), host=locks.this_host(),
+                           start=locks.process_start(os.getpid())),
         schedule="cron" if routine.trigger is not None else "interval",
         on_failure=policy.on_failure_marker(routine),
     ))
@@ -403,6 +439,7 @@ def resolve(
         raise UsageError("resolve needs a --note saying what was checked (got an empty note)")
     with locks.routine_lock(paths.routine_locks_dir, clock=wall):
         view = views.refresh_routine_view(paths)
+        refuse_if_owner_lives(view, paths)
         state = view.routines.get(routine_id)
         if state is None or not _is_open(state):
             status = state.get("status", "unknown") if state is not None else "never"

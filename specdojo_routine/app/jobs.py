@@ -32,7 +32,7 @@ import attrs
 from specdojo_routine.app import review as review_flow
 from specdojo_routine.app.handlers import JobActionOutcome
 from specdojo_routine.core import jobplan, review_rules
-from specdojo_routine.core.errors import JobError, RoutineError, UsageError
+from specdojo_routine.core.errors import JobError, RoutineError, UsageError, environment_error
 from specdojo_routine.core.events import (
     CheckpointAdvanced,
     JobEvent,
@@ -49,7 +49,7 @@ from specdojo_routine.core.timefmt import format_ms, format_s
 from specdojo_routine.execute import agentflow, evidence, jobfiles, runner
 from specdojo_routine.execute.agent import AgentExecutor, AgentRequest, AttemptDoc
 from specdojo_routine.execute.jobfiles import GitCli, Prepared
-from specdojo_routine.store import execlock, ledger, views
+from specdojo_routine.store import execlock, ledger, locks, views
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import Definitions
 
@@ -235,6 +235,10 @@ def _locked(
     else:
         assert view is not None
         prep = _from_record(prep, view, ctx.secrets)
+        busy = _still_running(ctx, prep, decision.attempt - 1)
+        if busy is not None:
+            return JobRunOutcome(job_id=prep.job.id, run_id=prep.run_id, state=view["state"],
+                                 attempt=None, skipped=True, reason=busy, trigger=ctx.trigger)
         if decision.open_attempt is not None:
             _close_interrupted(ctx, prep, handle, log, decision.open_attempt)
         if not jobfiles.plan_path(ctx.paths, prep.run_id).exists():
@@ -248,6 +252,23 @@ def _create(ctx: _Env, prep: Prepared, log: ledger.Ledger) -> None:
         project_id=prep.project_id, trigger=prep.trigger, scheduled_at=prep.scheduled_at,
         inputs=prep.inputs, task=prep.recorded_task, checkpoint_before=prep.checkpoint_before))
     jobfiles.write_plan(ctx.paths, prep)
+
+
+def _still_running(ctx: _Env, prep: Prepared, attempt: int) -> str | None:
+    """Why the previous attempt still runs (a busy skip, never a second execution): its owner
+    is alive on this host, or its command's process group outlived the owner."""
+    if attempt < 1:
+        return None
+    owner = jobfiles.attempt_owner(ctx.paths, prep.run_id, attempt)
+    if owner is not None and not locks.is_self(owner.get("pid"), owner.get("host")) and \
+            locks.owner_alive(owner.get("pid"), owner.get("host"), owner.get("start")) is True:
+        return (f"busy: attempt {attempt} of {prep.run_id} is still running "
+                f"(pid {owner.get('pid')} on {owner.get('host')})")
+    pgid = jobfiles.group_still_running(ctx.paths, prep.run_id, attempt)
+    if pgid is not None:
+        return (f"busy: the command of attempt {attempt} of {prep.run_id} is still running "
+                f"(process group {pgid} outlived its runner)")
+    return None
 
 
 def _close_interrupted(
@@ -283,6 +304,7 @@ class _Done:
     final_message: str | None = None
     result_written: bool = False  # an agent filled the result document: stamp, not rewrite
     review: review_flow.Record | None = None  # the review before merge (SPEC §11.3)
+    notes: tuple[str, ...] = ()  # side effects that failed (the outcome still stands)
 
 
 def _attempt(
@@ -290,14 +312,15 @@ def _attempt(
 ) -> JobRunOutcome:
     log.append(RunAttemptStarted(run_id=prep.run_id, attempt=attempt,
                                  owner=jobfiles.current_owner()))
-    views.refresh_job_views(ctx.paths, [prep.run_id])
+    notes: list[str] = []
+    _side_effect(notes, "view not published", views.refresh_job_views, ctx.paths, [prep.run_id])
     started = ctx.clock()
     try:
         done = _execute(ctx, prep, handle, attempt)
     except Exception as exc:  # the attempt must be closed whatever happened
         done = _Done(verdict=Verdict(status="failed", reason=f"runner error: {exc}"))
     verdict = done.verdict
-    reason = ctx.reason(verdict.reason)
+    reason = ctx.reason("; ".join(x for x in (verdict.reason, *notes, *done.notes) if x))
     batch: list[JobEvent] = [RunAttemptEnded(
         run_id=prep.run_id, attempt=attempt, status=verdict.status, exit_code=done.exit_code,
         evidence_ref=done.evidence_ref, reason=reason)]
@@ -308,17 +331,18 @@ def _attempt(
     if values is not None and review_rules.integrated(record):
         batch.append(CheckpointAdvanced(run_id=prep.run_id, job_id=prep.job.id, values=values))
     _still_open(ctx.paths, prep.run_id, attempt)
-    log.append_many(batch)
+    log.append_many(batch)  # the outcome first: files around it are side effects
     if done.result_written:
-        agentflow.stamp_result(jobfiles.result_path(ctx.paths, prep.run_id), verdict.status,
-                               reason, ctx.secrets)
+        _side_effect(notes, "result not stamped", agentflow.stamp_result,
+                     jobfiles.result_path(ctx.paths, prep.run_id), verdict.status, reason,
+                     ctx.secrets)
     else:
-        jobfiles.write_result(ctx.paths, prep, AttemptDoc(
-            attempt=attempt, status=verdict.status, reason=reason,
-            started_at=format_s(started), completed_at=format_s(ctx.clock()),
-            exit_code=done.exit_code, evidence_ref=done.evidence_ref,
-            final_message=done.final_message))
-    views.refresh_job_views(ctx.paths, [prep.run_id])
+        _side_effect(notes, "result not written", jobfiles.write_result, ctx.paths, prep,
+                     AttemptDoc(attempt=attempt, status=verdict.status, reason=reason,
+                                started_at=format_s(started), completed_at=format_s(ctx.clock()),
+                                exit_code=done.exit_code, evidence_ref=done.evidence_ref,
+                                final_message=done.final_message))
+    _side_effect(notes, "view not published", views.refresh_job_views, ctx.paths, [prep.run_id])
     state = review_rules.state_after(verdict.status, record)
     if state == "waiting" and record is not None:
         reason = ctx.reason(record.reason)
@@ -327,6 +351,16 @@ def _attempt(
                          evidence_ref=done.evidence_ref, exit_code=done.exit_code,
                          trigger=ctx.trigger,
                          review=None if record is None else record.payload())
+
+
+def _side_effect(notes: list[str], what: str, write: Callable[..., object],
+                 *args: object) -> None:
+    """Write a file around the outcome; an environment error (full disk, read-only) becomes a
+    note instead of costing the outcome (the ledger, written first, is the truth)."""
+    try:
+        write(*args)
+    except OSError as exc:
+        notes.append(f"{what}: {environment_error(exc)}")
 
 
 def _still_open(paths: ProjectPaths, run_id: str, attempt: int) -> None:
@@ -375,14 +409,20 @@ def _execute_here(
     task = prep.task
     if task.get("mode") != "command":
         return _execute_agent(ctx, prep, handle, attempt)
-    outcome = runner.run_shell(task["command"], cwd=ctx.cwd or ctx.paths.root,
-                               env=ctx.child(prep.run_id, handle.token),
-                               timeout_s=task.get("timeout_seconds"), echo=ctx.echo)
+    outcome = runner.run_shell(
+        task["command"], cwd=ctx.cwd or ctx.paths.root, env=ctx.child(prep.run_id, handle.token),
+        timeout_s=task.get("timeout_seconds"), echo=ctx.echo,
+        on_start=lambda pgid: jobfiles.record_group(ctx.paths, prep.run_id, attempt, pgid))
     verdict = jobplan.command_verdict(task, exit_code=outcome.exit_code, error=outcome.error)
     message = verdict.status + (f": {verdict.reason}" if verdict.reason else "")
-    ref = evidence.write_evidence(ctx.paths.evidence_dir, run_id=prep.run_id, attempt=attempt,
-                                  command=task["command"], outcome=outcome, secrets=ctx.secrets,
-                                  final_message=message, root=ctx.paths.root)
+    try:
+        ref: str | None = evidence.write_evidence(
+            ctx.paths.evidence_dir, run_id=prep.run_id, attempt=attempt,
+            command=task["command"], outcome=outcome, secrets=ctx.secrets,
+            final_message=message, root=ctx.paths.root)
+    except OSError as exc:  # the command ran: its outcome is recorded all the same
+        return _Done(verdict=verdict, exit_code=outcome.exit_code,
+                     notes=(f"evidence not written: {environment_error(exc)}",))
     if "analysis" in task and verdict.status in ("succeeded", "partial"):  # SPEC §11.2
         analysed = agentflow.analyse(ctx.paths, _request(ctx, prep, handle, attempt),
                                      verdict, evidence.attempt_dir(

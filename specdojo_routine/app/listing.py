@@ -11,7 +11,7 @@ import attrs
 from specdojo_routine.core import policy, schedule
 from specdojo_routine.core.errors import TooManyMissedOccurrences
 from specdojo_routine.core.model import Routine
-from specdojo_routine.core.timefmt import format_ms, format_s, to_utc
+from specdojo_routine.core.timefmt import format_ms, format_s, to_utc, try_parse_instant
 from specdojo_routine.store import definitions, locks, views
 from specdojo_routine.store.config import ProjectPaths
 
@@ -70,7 +70,9 @@ def list_routines(
 
 def _row(routine: Routine, state: Mapping[str, Any], now: datetime, lock_held: bool) -> RoutineRow:
     status = state.get("status") or "never"
-    interrupted = status == "running" and not lock_held
+    owner = (state.get("open_attempt") or {}).get("owner") or {}
+    alive = locks.owner_alive(owner.get("pid"), owner.get("host"), owner.get("start")) is True
+    interrupted = status == "running" and not lock_held and not alive  # never rob the living
     try:
         due = bool(schedule.due_occurrences(
             routine, last_run=state.get("last_run"),
@@ -81,7 +83,10 @@ def _row(routine: Routine, state: Mapping[str, Any], now: datetime, lock_held: b
     if not routine.enabled:
         next_text = None  # a disabled routine has no next occurrence until it is enabled
     elif routine.trigger is not None:
-        nxt = schedule.next_occurrence(routine, now=now)
+        # after the clock went back, nothing up to last_scheduled_for runs again: the next
+        # occurrence that will really run is the first one after both
+        last = try_parse_instant(state.get("last_scheduled_for"))
+        nxt = schedule.next_occurrence(routine, now=max(now, last) if last else now)
         next_text = format_ms(nxt) if nxt else None
     else:
         anchor = schedule.interval_anchor(state.get("last_run"), state.get("last_accounted_for"))

@@ -17,7 +17,13 @@ from specdojo_routine.app import handlers
 from specdojo_routine.app.listing import list_routines
 from specdojo_routine.cli import policycli, render
 from specdojo_routine.core import errors
-from specdojo_routine.core.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, RoutineError
+from specdojo_routine.core.errors import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_USAGE,
+    RoutineError,
+    environment_error,
+)
 from specdojo_routine.core.timefmt import parse_instant
 from specdojo_routine.core.validation import one_line
 from specdojo_routine.store.config import ProjectPaths
@@ -140,6 +146,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    except OverflowError as exc:  # date arithmetic at the edges of years 1-9999
+        err.write(f"error: a time is out of range ({exc}); use an instant between the years "
+                  "1000 and 9998\n")
+        return EXIT_USAGE
+    except OSError as exc:  # the environment, not a bug: say where, what and what to do
+        err.write(f"error: {one_line(environment_error(exc))}\n")
+        return EXIT_FAILURE
     except Exception as exc:
         err.write(f"error: internal error ({one_line(f'{type(exc).__name__}: {exc}')}); "
                   "please report it\n")

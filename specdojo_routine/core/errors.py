@@ -6,6 +6,7 @@ stderr and exits with the error's ``exit_code``. This module imports nothing fro
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Sequence
 
 import attrs
@@ -111,3 +112,37 @@ class TooManyMissedOccurrences(RoutineError):
     def __init__(self, routine_id: str) -> None:
         self.routine_id = routine_id
         super().__init__(f"Too many missed cron occurrences for {routine_id}")
+
+
+# --- environment errors (OSError) as one line ----------------------------------------------
+
+
+_REMEDIES = {
+    errno.ENOSPC: "free some space on that file system and run the command again",
+    errno.EDQUOT: "free some space (disk quota exceeded) and run the command again",
+    errno.EROFS: "the file system is read-only: mount it read-write or use another root",
+    errno.EACCES: "check the permissions of that path for this user",
+    errno.EPERM: "check the permissions of that path for this user",
+    errno.EISDIR: "a directory is where a file should be: move it aside",
+    errno.ENOTDIR: "a file is where a directory should be: move it aside",
+    errno.ENOENT: "check that the path exists",
+}
+
+
+def _text(name: object) -> str:
+    if isinstance(name, bytes):
+        return name.decode("utf-8", errors="surrogateescape")
+    return str(name)
+
+
+def environment_error(exc: OSError) -> str:
+    """One line for an ``OSError``: the path, what failed, what to do."""
+    names = (exc.filename, exc.filename2)
+    where = " -> ".join(_text(f) for f in names if f is not None)
+    what = exc.strerror or str(exc) or type(exc).__name__
+    return f"{where + ': ' if where else ''}{what} ({remedy(exc)})"
+
+
+def remedy(exc: OSError) -> str:
+    """What to do about an ``OSError``, by its errno."""
+    return _REMEDIES.get(exc.errno or 0, "check the file system and run the command again")

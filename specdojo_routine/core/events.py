@@ -144,6 +144,10 @@ class Owner:
 
     pid: int = attrs.field(validator=_int_at_least(0))
     host: str = attrs.field(validator=_text)
+    #: the process start time (Linux ``/proc/<pid>/stat`` field 22, clock ticks since boot),
+    #: so that a reused pid is not mistaken for the owner; absent in older records
+    start: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(_int_at_least(0)))
 
 
 @attrs.frozen(kw_only=True)

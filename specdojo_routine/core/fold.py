@@ -88,6 +88,7 @@ _HELD, _MISSED, _RELEASED = map(_index, (
 class OwnerDoc(TypedDict):
     pid: int
     host: str
+    start: NotRequired[int]
 
 
 class ActionDoc(TypedDict):
@@ -145,6 +146,9 @@ class RoutineEntryDoc(TypedDict):
 class LedgerPositionDoc(TypedDict):
     seq: int
     offset: int
+    head: NotRequired[str]  # what the view covers (store.proven)
+    file: NotRequired[dict[str, int]]
+    digest: NotRequired[str]
 
 
 class RoutineStateDoc(TypedDict):
@@ -395,6 +399,13 @@ def _action_doc(raw: Raw) -> ActionDoc:
     return doc  # type: ignore[return-value]
 
 
+def _owner_doc(owner: Raw) -> OwnerDoc:
+    doc: Raw = {"pid": owner["pid"], "host": owner["host"]}
+    if owner.get("start") is not None:
+        doc["start"] = owner["start"]
+    return doc  # type: ignore[return-value]
+
+
 def _entry_doc(entry: Raw) -> RoutineEntryDoc:
     doc: Raw = {k: entry[k] for k in never_entry() if k != "open_attempt"}
     if doc["last_action_results"] is not None:
@@ -405,7 +416,7 @@ def _entry_doc(entry: Raw) -> RoutineEntryDoc:
         doc["open_attempt"] = {
             "attempt_id": started["attempt_id"], "trigger": started["trigger"],
             "scheduled_for": started["scheduled_for"], "started_at": started["last_run"],
-            "owner": {"pid": started["owner"]["pid"], "host": started["owner"]["host"]},
+            "owner": _owner_doc(started["owner"]),
             "actions": [_action_doc(a) for a in entry["actions"].values()],
             "on_failure": started.get("on_failure"),
         }

@@ -93,6 +93,17 @@ def _is_credential_key(key: str) -> bool:
     return bool(_KEY_WORDS.intersection(parts) or _KEY_WORDS.intersection(pairs))
 
 
+def _closing_quotes(value: str) -> str:
+    """Quote characters ending a bare value that close a quote opened before it (an odd count
+    of that quote in the value): ``echo "password=x"`` keeps its closing ``"``, so a recorded
+    command stays the command that ran."""
+    kept = ""
+    while value and value[-1] in "\"'" and value.count(value[-1]) % 2 == 1 and len(value) > 1:
+        kept = value[-1] + kept
+        value = value[:-1]
+    return kept
+
+
 def _redact_key_values(text: str) -> str:
     out: list[str] = []
     pos = 0
@@ -103,9 +114,10 @@ def _redact_key_values(text: str) -> str:
         if value is None:
             continue
         quoted = value[1][:1] in "\"'" and len(value[1]) >= 2
+        closing = "" if quoted else _closing_quotes(value[1])
         out += [
             text[pos : value.start(1)],
-            value[1][0] + REDACTED + value[1][0] if quoted else REDACTED,
+            value[1][0] + REDACTED + value[1][0] if quoted else REDACTED + closing,
         ]
         pos = value.end()
     return "".join(out) + text[pos:]

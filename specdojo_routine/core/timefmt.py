@@ -19,12 +19,19 @@ def to_utc(value: datetime) -> datetime:
 def format_ms(value: datetime) -> str:
     """UTC ISO with milliseconds and ``Z``."""
     v = to_utc(value)
-    return v.strftime("%Y-%m-%dT%H:%M:%S.") + f"{v.microsecond // 1000:03d}Z"
+    return f"{_date_time(v)}.{v.microsecond // 1000:03d}Z"
 
 
 def format_s(value: datetime) -> str:
     """UTC ISO without fractions and with ``Z``."""
-    return to_utc(value).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return f"{_date_time(to_utc(value))}Z"
+
+
+def _date_time(v: datetime) -> str:
+    """``YYYY-MM-DDTHH:MM:SS`` with a 4-digit year for every year 1-9999 (``strftime("%Y")``
+    does not pad years before 1000 on every platform)."""
+    return (f"{v.year:04d}-{v.month:02d}-{v.day:02d}T{v.hour:02d}:{v.minute:02d}:"
+            f"{v.second:02d}")
 
 
 def parse_instant(text: str) -> datetime:
@@ -37,7 +44,10 @@ def parse_instant(text: str) -> datetime:
     raw = text.strip()
     if raw.endswith(("Z", "z")):
         raw = raw[:-1] + "+00:00"
-    return to_utc(datetime.fromisoformat(raw))
+    try:
+        return to_utc(datetime.fromisoformat(raw))
+    except OverflowError:  # e.g. 0001-01-01T00:00:00+01:00 is before year 1 in UTC
+        raise ValueError(f"timestamp out of range (years 1-9999 in UTC): {text!r}") from None
 
 
 def try_parse_instant(text: object) -> datetime | None:

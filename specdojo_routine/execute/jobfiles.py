@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import orjson
 
 from specdojo_routine.core import jobfold
 from specdojo_routine.core.errors import JobError
@@ -115,7 +116,7 @@ def read_checkpoint(paths: ProjectPaths, job_id: str) -> dict[str, Any] | None:
 
 def current_owner() -> Owner:
     """This process as the owner of an attempt it starts."""
-    return Owner(pid=os.getpid(), host=locks.this_host())
+    return Owner(pid=os.getpid(), host=locks.this_host(), start=locks.process_start(os.getpid()))
 
 
 def attempt_owner(paths: ProjectPaths, run_id: str, attempt: int) -> dict[str, Any] | None:
@@ -129,11 +130,36 @@ def attempt_owner(paths: ProjectPaths, run_id: str, attempt: int) -> dict[str, A
 
 
 def owner_alive(owner: Mapping[str, Any]) -> bool:
-    """Whether the owner may still be running (other hosts cannot be checked: assume so)."""
-    if owner.get("host") not in (None, locks.this_host()):
-        return True
-    pid = owner.get("pid")
-    return isinstance(pid, int) and pid > 0 and locks.pid_alive(pid)
+    """Whether the owner may still be running: a live process on this host with the recorded
+    start time (other hosts cannot be checked: assume so)."""
+    alive = locks.owner_alive(owner.get("pid"), owner.get("host"), owner.get("start"))
+    return alive is None or alive
+
+
+def group_path(paths: ProjectPaths, run_id: str, attempt: int) -> Path:
+    """Where the process group of an attempt's command is recorded."""
+    return paths.evidence_dir / run_id / f"attempt-{attempt}" / "process.json"
+
+
+def record_group(paths: ProjectPaths, run_id: str, attempt: int, pgid: int) -> None:
+    """Record the command's process group with the attempt, as soon as it runs."""
+    target = group_path(paths, run_id, attempt)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    record = {"pgid": pgid, "host": locks.this_host(), "start": locks.process_start(pgid)}
+    views.publish(target, orjson.dumps(record) + b"\n")
+
+
+def group_still_running(paths: ProjectPaths, run_id: str, attempt: int) -> int | None:
+    """The recorded process group of an attempt's command if a member of it is still alive
+    on this host (a command that outlived its runner), else None."""
+    try:
+        raw = orjson.loads(group_path(paths, run_id, attempt).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    pgid = raw.get("pgid") if isinstance(raw, dict) else None
+    if type(pgid) is not int or raw.get("host") != locks.this_host():
+        return None
+    return pgid if runner.group_alive(pgid) else None
 
 
 # --- plan and result documents -------------------------------------------------------------------

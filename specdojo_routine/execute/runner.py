@@ -1,6 +1,8 @@
 """Subprocesses (edge): Job commands and delegated SpecDojo CLI calls (SPEC §7.3).
 
-Every command runs in its own process group with stdin closed; stdout and stderr are captured
+Every command runs in its own process group with stdin closed, and its group leader is killed
+when the runner dies (``PR_SET_PDEATHSIG``; the caller records the group id, so a retry can see
+whether anything of it still runs); stdout and stderr are captured
 (the first 4 MiB of each) and streamed live, line by line and redacted, to an optional ``echo``
 stream. When the command ends, or its timeout expires, the whole group is terminated (SIGTERM,
 then SIGKILL after 2 s), so no background child outlives its Job.
@@ -8,8 +10,9 @@ then SIGKILL after 2 s), so no background child outlives its Job.
 
 from __future__ import annotations
 
-import codecs
 import contextlib
+import ctypes
+import ctypes.util
 import os
 import re
 import selectors
@@ -17,7 +20,7 @@ import shlex
 import signal
 import subprocess
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TextIO
@@ -26,12 +29,23 @@ import attrs
 
 from specdojo_routine.core.errors import ConfigError
 from specdojo_routine.core.redact import LineRedactor, secret_values
+from specdojo_routine.execute.echo import (  # re-exported: runner.<name> keeps working
+    CAPTURE_LIMIT_BYTES as CAPTURE_LIMIT_BYTES,
+)
+from specdojo_routine.execute.echo import (
+    ECHO_HOLD as ECHO_HOLD,
+)
+from specdojo_routine.execute.echo import (
+    ECHO_LINE_LIMIT as ECHO_LINE_LIMIT,
+)
+from specdojo_routine.execute.echo import (
+    ECHO_WITHHOLD_LIMIT as ECHO_WITHHOLD_LIMIT,
+)
+from specdojo_routine.execute.echo import Stream
 
 SHELL = ("/bin/sh", "-eu", "-c")
-CAPTURE_LIMIT_BYTES = 4 * 1024 * 1024
 KILL_GRACE_S = 2.0  # SIGTERM -> SIGKILL
 DRAIN_GRACE_S = 2.0  # reading on after the group is gone (a detached process holding the pipe)
-ECHO_LINE_LIMIT = 1024 * 1024  # a longer line is echoed in pieces
 _POLL_S = 0.05  # without a pidfd, how often to look for the command's exit
 _KILL_POLL_S = 0.01  # while terminating, how often to look at the group
 
@@ -57,6 +71,34 @@ GIT_LOCAL_ENV = frozenset(
     }
 )
 _GIT_CONFIG_ENTRY = re.compile(r"GIT_CONFIG_(?:KEY|VALUE)_[0-9]+")
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _load_prctl() -> Callable[..., int] | None:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        prctl: Callable[..., int] = libc.prctl
+        return prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _load_prctl()  # resolved before any fork: the child only calls it
+
+
+def _die_with_parent(parent: int) -> Callable[[], None]:
+    """A ``preexec_fn``: the command (its group leader) gets SIGKILL when the runner dies
+    (Linux ``PR_SET_PDEATHSIG``), also when the runner died before the call took effect."""
+
+    def arm() -> None:
+        if _PRCTL is not None:
+            _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return arm
 
 
 @attrs.frozen(kw_only=True)
@@ -103,9 +145,12 @@ def run_shell(
     env: Mapping[str, str],
     timeout_s: float | None = None,
     echo: TextIO | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> CommandOutcome:
-    """Run ``/bin/sh -eu -c command`` in ``cwd`` (see the module docstring)."""
-    return _run([*SHELL, command], cwd=cwd, env=env, timeout_s=timeout_s, echo=echo)
+    """Run ``/bin/sh -eu -c command`` in ``cwd`` (see the module docstring); ``on_start``
+    is given the command's process group id as soon as it runs."""
+    return _run([*SHELL, command], cwd=cwd, env=env, timeout_s=timeout_s, echo=echo,
+                on_start=on_start)
 
 
 def run_argv(
@@ -118,49 +163,6 @@ def run_argv(
 ) -> CommandOutcome:
     """Run ``argv`` without a shell; a missing executable is an outcome, not an exception."""
     return _run(list(argv), cwd=cwd, env=env, timeout_s=timeout_s, echo=echo)
-
-
-class _Stream:
-    """One captured output stream: the head in memory, lines echoed redacted."""
-
-    def __init__(self, echo: TextIO | None, redactor: LineRedactor) -> None:
-        self.head = bytearray()
-        self.dropped = 0
-        self.echo = echo
-        self.redactor = redactor
-        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self.partial = ""
-
-    def feed(self, data: bytes) -> None:
-        room = CAPTURE_LIMIT_BYTES - len(self.head)
-        self.head += data[:room]
-        self.dropped += max(0, len(data) - room)
-        if self.echo is not None:
-            self._echo(self.decoder.decode(data))
-
-    def close(self) -> None:
-        if self.echo is not None:
-            self._echo(self.decoder.decode(b"", final=True), final=True)
-
-    def _echo(self, text: str, final: bool = False) -> None:
-        *lines, self.partial = (self.partial + text).split("\n")
-        pieces = [line + "\n" for line in lines]
-        if final or len(self.partial) > ECHO_LINE_LIMIT:
-            pieces.append(self.partial)
-            self.partial = ""
-        try:
-            for piece in pieces:
-                if piece:
-                    self.echo.write(self.redactor.line(piece))  # type: ignore[union-attr]
-            self.echo.flush()  # type: ignore[union-attr]
-        except (OSError, ValueError):
-            self.echo = None  # a closed echo stream must not break the run
-
-    def text(self) -> tuple[str, bool]:
-        if not self.dropped:
-            return bytes(self.head).decode("utf-8", errors="replace"), False
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        return decoder.decode(bytes(self.head), final=False), True  # no torn last character
 
 
 def _start_error(exc: Exception, argv: Sequence[str], cwd: Path) -> str:
@@ -184,6 +186,7 @@ def _run(
     env: Mapping[str, str],
     timeout_s: float | None,
     echo: TextIO | None,
+    on_start: Callable[[int], None] | None = None,
 ) -> CommandOutcome:
     started_at, t0 = datetime.now(UTC), time.monotonic()
     try:
@@ -195,12 +198,18 @@ def _run(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            preexec_fn=_die_with_parent(os.getpid()),
         )
     except (OSError, ValueError, IndexError) as exc:  # ValueError: a NUL; IndexError: no argv
         return _not_started(started_at, t0, _start_error(exc, argv, cwd))
+    except subprocess.SubprocessError as exc:  # the preexec hook failed
+        return _not_started(started_at, t0, f"could not start {argv[0]}: {exc}")
     assert proc.stdout is not None and proc.stderr is not None
+    if on_start is not None:
+        with contextlib.suppress(OSError):  # recording the group is best effort (full disk)
+            on_start(proc.pid)
     secrets = secret_values(env)
-    streams = {pipe: _Stream(echo, LineRedactor(secrets)) for pipe in (proc.stdout, proc.stderr)}
+    streams = {pipe: Stream(echo, LineRedactor(secrets)) for pipe in (proc.stdout, proc.stderr)}
     try:
         timed_out = _pump(proc, streams, timeout_s)
     except BaseException:  # e.g. Ctrl-C: the command's own group does not get the signal
@@ -244,8 +253,8 @@ def _not_started(started_at: datetime, t0: float, error: str) -> CommandOutcome:
 
 def _finished(
     returncode: int,
-    out: _Stream,
-    err: _Stream,
+    out: Stream,
+    err: Stream,
     started_at: datetime,
     t0: float,
     timed_out: bool,
@@ -267,7 +276,7 @@ def _finished(
 
 
 def _pump(
-    proc: subprocess.Popen[bytes], streams: Mapping[IO[bytes], _Stream], timeout_s: float | None
+    proc: subprocess.Popen[bytes], streams: Mapping[IO[bytes], Stream], timeout_s: float | None
 ) -> bool:
     """Read both pipes until the command and its process group are gone; True on timeout."""
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
@@ -370,6 +379,11 @@ class _GroupKiller:
                 os.kill(self.pgid, signum)
         except PermissionError:
             pass
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a live (non-zombie) process is in group ``pgid`` on this host."""
+    return pgid > 1 and _group_alive(pgid)
 
 
 def _group_alive(pgid: int) -> bool:

@@ -10,6 +10,8 @@ Schema evolution is done on read ("upcasting"); ledgers are never rewritten:
   ``"cron": true|false`` instead of ``schedule``. Upgraded: ``schedule`` = ``cron``/``interval``,
   ``passed_over_since`` = null, ``owner`` = ``{"pid": 0, "host": "unknown"}``. Every other v0
   event had its v1 payload.
+- ``prev`` (the hash chain, SPEC §5) is an additive envelope field of version 1: lines written
+  before it, and upstream lines, simply have none.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from specdojo_routine.core.errors import CorruptLedgerError
 from specdojo_routine.core.events import CURRENT_VERSION, EVENT_TYPES, TAGS, Event, LedgerKind
 from specdojo_routine.core.timefmt import format_ms, try_parse_instant
 
-ENVELOPE = ("version", "seq", "type", "at")
+ENVELOPE = ("version", "seq", "type", "at", "prev")
 UNKNOWN_OWNER: dict[str, Any] = {"pid": 0, "host": "unknown"}
 
 
@@ -41,6 +43,7 @@ class Recorded:
     seq: int
     at: str
     event: Event
+    prev: str | None = None  # the hash chain field, when the line had one
 
 
 def _strict(kind: type[Any]) -> Any:
@@ -79,10 +82,13 @@ def payload(event: Event) -> dict[str, Any]:
     return data
 
 
-def encode(event: Event, seq: int, at: datetime) -> bytes:
-    """One ledger line for ``event`` as number ``seq``, stamped ``at`` (wall clock)."""
-    line = {"version": CURRENT_VERSION, "seq": seq, "type": TAGS[type(event)][1]}
+def encode(event: Event, seq: int, at: datetime, prev: str | None = None) -> bytes:
+    """One ledger line for ``event`` as number ``seq``, stamped ``at`` (wall clock); ``prev``:
+    the lowercase hex sha256 of the line before it (the hash chain of SPEC §5)."""
+    line: dict[str, Any] = {"version": CURRENT_VERSION, "seq": seq, "type": TAGS[type(event)][1]}
     line["at"] = format_ms(at)
+    if prev is not None:
+        line["prev"] = prev
     line.update(payload(event))
     return orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE)
 
@@ -145,6 +151,9 @@ def decode_record(
         if type(seq) is not int or seq < 1 or try_parse_instant(at) is None:
             raise ValueError("the envelope needs an integer seq >= 1 and an 'at' timestamp")
         assert isinstance(at, str)
+        prev = raw.get("prev")
+        if prev is not None and not isinstance(prev, str):
+            raise ValueError("the envelope's prev must be a string")
         body = {k: v for k, v in raw.items() if k not in ENVELOPE}
         event = CONVERTER.structure(body, cls)
     except cattrs.BaseValidationError as exc:
@@ -152,7 +161,7 @@ def decode_record(
         raise CorruptLedgerError(path, line_no, f"invalid {tag} event: {reason}") from None
     except ValueError as exc:
         raise CorruptLedgerError(path, line_no, str(exc)) from None
-    return Recorded(seq=seq, at=at, event=event)
+    return Recorded(seq=seq, at=at, event=event, prev=prev)
 
 
 def decode(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import warnings
 from pathlib import Path
 from typing import Any
@@ -98,7 +99,9 @@ def discover(directory: Path, prefix: str, *, skip: Path | None = None) -> list[
     for here, dirs, files in os.walk(directory):
         base = Path(here)
         dirs[:] = [d for d in dirs if skip is None or base / d != skip]
-        for name in files:
+        named = [d for d in dirs if d.startswith(prefix) and d.endswith((".yaml", ".yml"))]
+        dirs[:] = [d for d in dirs if d not in named]  # reported, never entered
+        for name in [*files, *named]:
             if name.startswith(prefix) and name.endswith((".yaml", ".yml")):
                 path = base / name
                 found.append((path.relative_to(directory).as_posix(), path))
@@ -266,12 +269,34 @@ def read_definition(path: Path, rel: str, kind: str) -> tuple[Report, Any]:
     return report, data
 
 
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"))
+
+
+def _kind(mode: int) -> str | None:
+    """What a non-regular file is (None: a regular file)."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in _KINDS if test(mode)), "not a file")
+
+
 def _read_text(path: Path, report: Report) -> str | None:
+    """The file's text; only a regular file is read (a FIFO, socket, device or directory
+    named like a definition is reported; it is opened non-blocking and never read)."""
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_FILE_BYTES + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as handle:
+            kind = _kind(os.fstat(fd).st_mode)
+            raw = b"" if kind else handle.read(MAX_FILE_BYTES + 1)
+    except IsADirectoryError:
+        kind = "a directory"
     except OSError as exc:
         report.error((1, 1), f"cannot read the file ({exc.strerror or exc})")
+        return None
+    if kind is not None:
+        report.error((1, 1), f"not a regular file ({kind}); a definition must be a regular "
+                     "YAML file - rename or remove it")
         return None
     if len(raw) > MAX_FILE_BYTES:
         report.error((1, 1), f"file is larger than {MAX_FILE_BYTES} bytes; a definition is a "

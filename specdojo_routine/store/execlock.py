@@ -45,6 +45,7 @@ class ExecLockOwner:
     token: str
     acquired_at_utc: str
     host: str | None  # absent (upstream writers) means this host
+    start: int | None = None  # the owner's process start time (ours; absent upstream)
 
 
 class ExecLockBusy(errors.RoutineError):
@@ -117,7 +118,9 @@ def read_exec_owner(lock_dir: Path) -> ExecLockOwner | None:
     at, host = raw.get("acquired_at_utc"), raw.get("host")
     at = at if isinstance(at, str) else ""
     host = host if isinstance(host, str) and host else None
-    return ExecLockOwner(actor=actor, pid=pid, token=token, acquired_at_utc=at, host=host)
+    start = raw.get("start") if type(raw.get("start")) is int else None
+    return ExecLockOwner(actor=actor, pid=pid, token=token, acquired_at_utc=at, host=host,
+                         start=start)
 
 
 def _acquire_exec(lock_dir: Path, actor: str, stale_s: float) -> str:
@@ -142,7 +145,8 @@ def _try_create(lock_dir: Path, actor: str) -> str | None:
     token = f"{os.getpid()}-{secrets.token_hex(8)}"
     now = timefmt.format_s(locks._utc_now())
     owner = {"actor": actor, "pid": os.getpid(), "token": token, "acquired_at_utc": now,
-             "host": locks.this_host()}  # upstream's field order, plus host
+             "host": locks.this_host(),  # upstream's field order, plus host and start
+             "start": locks.process_start(os.getpid())}
     try:
         tmp = lock_dir / f".owner.json.{token}.tmp"
         tmp.write_bytes(orjson.dumps(owner, option=orjson.OPT_INDENT_2) + b"\n")
@@ -159,12 +163,13 @@ def _exec_lock_stale(lock_dir: Path, stale_s: float) -> bool:
         st = os.stat(lock_dir)
     except FileNotFoundError:
         return False  # gone: the caller simply tries mkdir again
-    if time.time() - st.st_mtime > stale_s:
-        return True
     owner = read_exec_owner(lock_dir)
-    if owner is None or owner.host not in (None, locks.this_host()):
-        return False
-    return not locks.pid_alive(owner.pid)
+    alive = None if owner is None else locks.owner_alive(owner.pid, owner.host, owner.start)
+    if alive is True:
+        return False  # a live owner on this host is never robbed, whatever the heartbeat says
+    if alive is False:
+        return True
+    return time.time() - st.st_mtime > stale_s  # another host (or no owner): the timeout
 
 
 def _remove_aside(lock_dir: Path) -> None:

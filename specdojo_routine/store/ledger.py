@@ -10,15 +10,21 @@ Line ``n`` of a ledger carries ``seq`` ``n``. A *torn* tail is a last line witho
 whose JSON does not parse (a crash mid-write); it is reported as :class:`TornLedgerError` and
 repaired by moving the fragment to ``<ledger>.torn-<seq>`` and truncating the ledger to its last
 complete line. Damage anywhere else is a :class:`CorruptLedgerError` and is never repaired.
+
+Each appended line carries ``prev``, the hash of the line before it (:mod:`.chain`, SPEC §5);
+:func:`read` checks it line by line. Every append and repair records the file's stamp before
+and after it (:mod:`.stamps`), which is how :mod:`.proven` knows a ledger only grew.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from itertools import islice
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,7 +34,9 @@ import portalocker
 
 from specdojo_routine.core.errors import CorruptLedgerError, TornLedgerError
 from specdojo_routine.core.events import Event
+from specdojo_routine.store import chain
 from specdojo_routine.store.codec import encode, upgrade
+from specdojo_routine.store.stamps import Stamp, only_grew, remember
 
 Clock = Callable[[], datetime]
 _CHUNK = 1 << 16
@@ -47,6 +55,15 @@ class Tail:
     end: int  # byte offset just after the last complete line
     seq: int  # seq of the last complete line (0: none)
     torn: bool  # bytes in [end, size) are a torn fragment
+    head: str = chain.EMPTY_HEAD  # sha256 (hex) of the last complete line: the chain head
+    dev: int = 0  # the file's identity and change time when looked at (0: no file)
+    ino: int = 0
+    ctime_ns: int = 0
+
+    @property
+    def stamp(self) -> Stamp:
+        """The file state this tail was read from (see :func:`only_grew`)."""
+        return Stamp(dev=self.dev, ino=self.ino, size=self.size, ctime_ns=self.ctime_ns)
 
     @property
     def torn_line(self) -> int | None:
@@ -80,18 +97,24 @@ def _seq_of(text: bytes) -> int | None:
     return seq
 
 
-def _line_ending_at(fd: int, end: int) -> tuple[int, bytes]:
-    """(start, bytes) of the line whose last byte is at ``end - 1`` (reads backwards, in
-    growing steps: most lines fit the first one)."""
-    buf, pos, step = b"", end, 2048
+def _line_start(fd: int, end: int) -> int:
+    """Offset where the line whose last byte is at ``end - 1`` starts: a backwards scan in
+    growing steps that looks at each byte once (linear, however long the line)."""
+    pos, step = end - 1, 1024  # the last byte is the line's own newline (or torn)
     while pos > 0:
-        step = min(step * 2, _CHUNK, pos)
-        pos -= step
-        buf = os.pread(fd, step, pos) + buf
-        cut = buf.rfind(b"\n", 0, len(buf) - 1)
+        step = min(step * 2, _CHUNK * 16, pos)
+        chunk = os.pread(fd, step, pos - step)
+        cut = chunk.rfind(b"\n")
         if cut >= 0:
-            return pos + cut + 1, buf[cut + 1 :]
-    return 0, buf
+            return pos - step + cut + 1
+        pos -= step
+    return 0
+
+
+def _line_ending_at(fd: int, end: int) -> tuple[int, bytes]:
+    """(start, bytes) of the line whose last byte is at ``end - 1``."""
+    start = _line_start(fd, end)
+    return start, os.pread(fd, end - start, start)
 
 
 def _line_number(fd: int, offset: int) -> int:
@@ -107,23 +130,29 @@ def _line_number(fd: int, offset: int) -> int:
 
 
 def _scan_tail(fd: int, path: Path) -> Tail:
-    size = os.fstat(fd).st_size
+    stamp = Stamp.of(fd)
+    size = stamp.size
+
+    def found(end: int, seq: int, torn: bool, head: str = chain.EMPTY_HEAD) -> Tail:
+        return Tail(size=size, end=end, seq=seq, torn=torn, head=head, dev=stamp.dev,
+                    ino=stamp.ino, ctime_ns=stamp.ctime_ns)
+
     if size == 0:
-        return Tail(size=0, end=0, seq=0, torn=False)
+        return found(0, 0, False)
     start, text = _line_ending_at(fd, size)
     seq = _seq_of(text) if text.endswith(b"\n") else None
     torn = seq is None
     end = start if torn else size
     if torn:
         if start == 0:
-            return Tail(size=size, end=0, seq=0, torn=True)
+            return found(0, 0, True)
         start, text = _line_ending_at(fd, start)
         seq = _seq_of(text)
     if seq is None or seq < 1:
         line = _line_number(fd, start)
         what = "is not valid JSON" if seq is None else "has no integer seq >= 1"
         raise CorruptLedgerError(str(path), line, f"line {what}")
-    return Tail(size=size, end=end, seq=seq, torn=torn)
+    return found(end, seq, torn, chain.line_hash(text[:-1]))
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -142,30 +171,56 @@ def _fsync_dir(path: Path) -> None:
 
 
 def _move_fragment(fd: int, path: Path, tail: Tail) -> Path:
-    """Save the torn fragment as ``<ledger>.torn-<seq>`` (never overwriting another file; an
-    identical copy left by a repair that was itself interrupted is reused), then truncate."""
+    """Save the torn fragment as ``<ledger>.torn-<seq>``, then truncate the ledger.
+
+    The fragment is written to a temp file and linked into place only when complete, so a full
+    disk leaves no empty or partial fragment behind (the error propagates; nothing is
+    truncated). An identical copy left by an interrupted repair is reused; an empty one (an
+    older version's full-disk leftover) is replaced; another fragment already saved under that
+    seq (the same line torn twice) keeps its name and this one becomes ``.torn-<seq>.<n>``."""
     fragment = os.pread(fd, tail.size - tail.end, tail.end)
-    seq, n = tail.seq + 1, 1
-    target = path.with_name(f"{path.name}.torn-{seq}")
-    while True:
-        try:
-            out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-        except FileExistsError:
-            if target.read_bytes() == fragment:
-                break
-            n += 1
-            target = path.with_name(f"{path.name}.torn-{seq}.{n}")
-            continue
+    seq = tail.seq + 1
+    tmp = path.with_name(f".{path.name}.torn-{seq}.{os.getpid()}.tmp")
+    out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
         try:
             _write_all(out, fragment)
             os.fsync(out)
         finally:
             os.close(out)
-        _fsync_dir(path.parent)
-        break
+        target = _place_fragment(tmp, path, seq, fragment)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    _fsync_dir(path.parent)
     os.ftruncate(fd, tail.end)
     os.fsync(fd)
     return target
+
+
+def _place_fragment(tmp: Path, path: Path, seq: int, fragment: bytes) -> Path:
+    n = 1
+    while True:
+        target = path.with_name(f"{path.name}.torn-{seq}" + (f".{n}" if n > 1 else ""))
+        try:
+            os.link(tmp, target)
+            return target
+        except FileExistsError:
+            existing = target.read_bytes()
+            if existing == fragment:
+                return target
+            if not existing:
+                os.replace(tmp, target)
+                return target
+            n += 1
+
+
+def _refuse_non_regular(fd: int, path: Path) -> None:
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    if not stat.S_ISREG(mode):
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
 
 
 @contextmanager
@@ -178,6 +233,7 @@ def _locked(path: Path, flags: int, lock: portalocker.LockFlags) -> Iterator[int
         path.parent.mkdir(parents=True, exist_ok=True)  # the first append creates them
         fd = os.open(path, flags | os.O_CLOEXEC, 0o644)
     try:
+        _refuse_non_regular(fd, path)
         portalocker.lock(fd, lock)
         try:
             yield fd
@@ -214,12 +270,15 @@ class Ledger:
             tail = _scan_tail(fd, self.path)
             if tail.torn:
                 _move_fragment(fd, self.path, tail)
-            at = self.clock()
-            data = b"".join(encode(e, tail.seq + i, at) for i, e in enumerate(batch, 1))
-            _write_all(fd, data)
+            at, prev, lines = self.clock(), tail.head, []
+            for i, event in enumerate(batch, 1):
+                lines.append(encode(event, tail.seq + i, at, prev))
+                prev = chain.line_hash(lines[-1][:-1])
+            _write_all(fd, b"".join(lines))
             os.fsync(fd)
             if tail.end == 0:
                 _fsync_dir(self.path.parent)
+            remember(tail.stamp, Stamp.of(fd))
         return list(range(tail.seq + 1, tail.seq + 1 + len(batch)))
 
     def tail(self) -> Tail:
@@ -253,7 +312,11 @@ def repair(path: Path | str) -> Path | None:
     try:
         with _locked(path, os.O_RDWR, portalocker.LockFlags.EXCLUSIVE) as fd:
             found = _scan_tail(fd, path)
-            return _move_fragment(fd, path, found) if found.torn else None
+            if not found.torn:
+                return None
+            moved = _move_fragment(fd, path, found)
+            remember(found.stamp, Stamp.of(fd))
+            return moved
     except FileNotFoundError:
         return None
 
@@ -290,7 +353,15 @@ def read(
         raise TornLedgerError(str(path), found.seq + 1)
 
 
+def _head_before(path: Path, offset: int) -> str:
+    if offset == 0:
+        return chain.EMPTY_HEAD
+    text = line_ending_at(path, offset)
+    return chain.line_hash(text) if text is not None else ""
+
+
 def _read_range(path: Path, offset: int, end: int, line: int) -> Iterator[Line]:
+    head = _head_before(path, offset)
     with open(path, "rb") as f:
         f.seek(offset)
         pos = offset
@@ -308,6 +379,9 @@ def _read_range(path: Path, offset: int, end: int, line: int) -> Iterator[Line]:
             if raw.get("seq") != line or type(raw.get("seq")) is not int:
                 reason = f"seq {raw.get('seq')!r} where {line} was expected"
                 raise CorruptLedgerError(str(path), line, reason)
+            if "prev" in raw and raw["prev"] != head:
+                raise chain.chain_error(path, line)
+            head = chain.line_hash(text)
             yield Line(line=line, offset=pos, end=pos + len(data), text=text, raw=raw)
             pos += len(data)
             line += 1
@@ -325,22 +399,14 @@ def read_lines(
             raise CorruptLedgerError(str(path), found.line, str(exc)) from None
 
 
-@contextmanager
-def parsed_lines(path: Path | str, offset: int, count: int) -> Iterator[Iterator[Any]]:
-    """The next ``count`` lines from byte ``offset``, parsed but unchecked (the fast fold's
-    input; a line that is not JSON raises ``ValueError`` from the iterator)."""
-    with open(path, "rb") as f:
-        f.seek(offset)
-        yield map(orjson.loads, islice(f, count))
-
-
 __all__ = [
     "Clock",
     "Ledger",
     "Line",
+    "Stamp",
     "Tail",
     "line_ending_at",
-    "parsed_lines",
+    "only_grew",
     "read",
     "read_lines",
     "repair",

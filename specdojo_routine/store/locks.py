@@ -92,7 +92,8 @@ def routine_lock(
                 raise _routine_busy(locks_dir / UPSTREAM_ROUTINE_LOCK_NAME, None, None, since)
             info = LockInfo(held=True, pid=os.getpid(), host=this_host(),
                             acquired_at=timefmt.format_s(now), suspicious=False)
-            record = {"pid": info.pid, "host": info.host, "acquired_at": info.acquired_at}
+            record = {"pid": info.pid, "host": info.host, "acquired_at": info.acquired_at,
+                      "start": process_start(os.getpid())}
             fh.seek(0)
             fh.truncate()
             fh.write(orjson.dumps(record) + b"\n")
@@ -124,9 +125,7 @@ def routine_lock_status(locks_dir: Path, *, now: datetime) -> LockInfo:
 
 def _unusable(path: Path, exc: OSError) -> errors.RoutineError:
     return errors.RoutineError(
-        f"cannot use the lock {path}: {exc.strerror or exc} (check that its directory exists "
-        "and is writable)"
-    )
+        f"cannot use the lock {path}: {exc.strerror or exc} ({errors.remedy(exc)})")
 
 
 def holder_is_self(info: LockInfo) -> bool:
@@ -222,6 +221,41 @@ def _probe_held(path: Path) -> bool:
         portalocker.unlock(fh)
         return False
 
+
+
+def process_start(pid: int) -> int | None:
+    """When process ``pid`` started (Linux ``/proc/<pid>/stat`` field 22, clock ticks since
+    boot), or ``None`` where that cannot be read."""
+    try:
+        data = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    fields = data.rpartition(b")")[2].split()  # fields 3.. (the name may hold spaces)
+    try:
+        return int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def owner_alive(pid: object, host: object, start: object = None) -> bool | None:
+    """Whether the recorded owner ``(pid, host, start)`` is a live process.
+
+    ``None``: it is on another host, which cannot be checked (trust documented timeouts only).
+    On this host (or no host recorded): alive when the pid exists, is not a zombie and - when
+    a start time was recorded - started at that time (a reused pid is another process). An
+    unknown owner (pid 0, from an old record) is not alive.
+    """
+    if host is not None and host != this_host():
+        return None
+    if type(pid) is not int or pid <= 0 or not pid_alive(pid):
+        return False
+    now = process_start(pid)
+    return start is None or now is None or now == start
+
+
+def is_self(pid: object, host: object) -> bool:
+    """Whether a recorded owner is this very process."""
+    return pid == os.getpid() and host in (None, this_host())
 
 
 def pid_alive(pid: int) -> bool:

@@ -2,9 +2,9 @@
 
 A view is pretty JSON (2-space indent, keys in a fixed order) with a trailing newline, written
 to a temp file in its directory and moved into place with ``os.replace``; an unchanged view is
-not rewritten. The routine view remembers the ledger position it covers (``{seq, offset}``): a
-refresh folds only the lines after it when the covered prefix is unchanged (the ledger is at
-least ``offset`` long and the line ending there has that ``seq``), else it refolds from scratch.
+not rewritten. The routine view records what it covers (``ledger``: seq, offset, chain head,
+the ledger file's identity, a digest of its own body); whether a refresh may continue from it
+or must refold from scratch is decided in one place, :mod:`.proven`.
 
 A torn ledger tail (a crash mid-append) is left out of every fold: it was never acknowledged.
 Refreshing and loading carry on without it (the next locked append repairs it); ``fold_all``
@@ -28,7 +28,6 @@ from specdojo_routine.core.fold import (
     RoutineStateDoc,
     RoutineView,
     apply_all,
-    fold_from_document,
     routine_document,
 )
 from specdojo_routine.core.jobfold import (
@@ -40,12 +39,13 @@ from specdojo_routine.core.jobfold import (
     merge_checkpoints,
     run_document,
 )
-from specdojo_routine.store import codec, ledger
+from specdojo_routine.store import chain, codec, ledger, proven
 from specdojo_routine.store.config import ProjectPaths
 
 __all__ = [
     "ROUTINE_LEDGER_NAME",
     "RoutineView",
+    "content",
     "fold_all",
     "load_job_run",
     "load_job_state",
@@ -62,6 +62,13 @@ _PLACEHOLDER_AT = "1970-01-01T00:00:00.000Z"
 
 
 # --- documents <-> files ---------------------------------------------------------------------
+
+
+def content(document: Any) -> Any:
+    """A routine view document without what ties it to one ledger file: ``ledger`` is only
+    ``{seq, offset}`` (what a replay of the same lines gives anywhere)."""
+    position = document["ledger"]
+    return {**document, "ledger": {"seq": position["seq"], "offset": position["offset"]}}
 
 
 def render(document: Any) -> bytes:
@@ -98,46 +105,13 @@ def _read_json(path: Path) -> Any:
 # --- the routine view ------------------------------------------------------------------------
 
 
-def _fold_range(path: Path, state: RoutineFold, offset: int, tail: ledger.Tail) -> None:
-    """Fold the lines after ``state.seq`` (starting at byte ``offset``) up to ``tail``."""
-    try:
-        with ledger.parsed_lines(path, offset, tail.seq - state.seq) as raws:
-            apply_all(state, raws, where=str(path), upgrade=codec.upgrade)
-    except ValueError as exc:  # raised by the line iterator: the line is not JSON
-        raise CorruptLedgerError(str(path), state.seq + 1, f"invalid JSON ({exc})") from None
-    if state.seq != tail.seq:
-        raise CorruptLedgerError(str(path), state.seq + 1, "the ledger has fewer lines than seqs")
-
-
-def _resume(view_path: Path, path: Path, tail: ledger.Tail) -> tuple[RoutineFold, int]:
-    """The fold state stored in the published view if its ledger prefix is unchanged."""
-    document = _read_json(view_path)
-    try:
-        state = fold_from_document(document)
-    except ValueError:
-        return RoutineFold(), 0
-    offset = document["ledger"]["offset"]
-    if state.seq == 0 or state.seq > tail.seq or offset > tail.end:
-        return RoutineFold(), 0
-    last = ledger.line_ending_at(path, offset)
-    try:
-        covered = last is not None and orjson.loads(last).get("seq") == state.seq
-    except (orjson.JSONDecodeError, AttributeError):
-        covered = False
-    return (state, offset) if covered else (RoutineFold(), 0)
-
-
 def _routine_document(
     paths: ProjectPaths, *, incremental: bool
 ) -> tuple[RoutineStateDoc, ledger.Tail]:
-    path = paths.routine_ledger
-    tail = ledger.tail(path)
-    state, offset = RoutineFold(), 0
-    if incremental:
-        state, offset = _resume(paths.routine_state, path, tail)
-    if tail.seq > state.seq:
-        _fold_range(path, state, offset, tail)
-    return routine_document(state, tail.end), tail
+    """The routine view the ledger proves (the protocol is :mod:`.proven`'s)."""
+    view_path = paths.routine_state if incremental else None
+    found = proven.prove(paths.routine_ledger, view_path)
+    return found.document(), found.tail
 
 
 def refresh_routine_view(paths: ProjectPaths) -> RoutineView:
@@ -269,17 +243,16 @@ def replay(*sources: Path | str | Iterable[Event | codec.Recorded]) -> dict[str,
 
     Keys: ``routine-state.json``, ``runs/<run_id>.json``, ``job-state.json`` (over every run
     given). A file named ``routine-runs.jsonl`` is the routine ledger, any other a Job Run
-    ledger; a torn tail is left out, as in the published views. Events may be bare (numbered in
-    order, stamped ``1970-01-01T00:00:00.000Z``) or :class:`codec.Recorded`.
+    ledger; a torn tail is left out, as in the published views (a file's routine view records
+    what it covers, as the published one does; :func:`content` strips that). Events may be
+    bare (numbered in order, stamped ``1970-01-01T00:00:00.000Z``, chained) or
+    :class:`codec.Recorded`.
     """
     views: dict[str, Any] = {}
     runs: list[RunFold] = []
     for source in sources:
         if isinstance(source, str | Path) and Path(source).name == ROUTINE_LEDGER_NAME:
-            state, tail = RoutineFold(), ledger.tail(source)
-            if tail.seq:
-                _fold_range(Path(source), state, 0, tail)
-            views["routine-state.json"] = routine_document(state, tail.end)
+            views["routine-state.json"] = proven.from_scratch(Path(source)).document()
         elif isinstance(source, str | Path):
             runs.append(_fold_run(Path(source), "stop"))
         else:
@@ -317,7 +290,8 @@ def _job_views(folds: list[RunFold]) -> dict[str, Any]:
 def _raw_ledgers(
     items: Iterable[Event | codec.Recorded],
 ) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
-    """The ledger lines (parsed) the events would make: the routine ledger and each run's."""
+    """The ledger lines (parsed) the events would make: the routine ledger and each run's.
+    Bare events are chained as an append chains them; recorded ones keep the ``prev`` they had."""
     routine: list[dict[str, Any]] = []
     runs: dict[str, list[dict[str, Any]]] = {}
     for item in items:
@@ -332,5 +306,10 @@ def _raw_ledgers(
             lines = runs.setdefault(event.run_id, [])
         seq = recorded.seq if recorded is not None else len(lines) + 1
         at = recorded.at if recorded is not None else _PLACEHOLDER_AT
-        lines.append({"version": 1, "seq": seq, "type": tag, "at": at, **codec.payload(event)})
+        line: dict[str, Any] = {"version": 1, "seq": seq, "type": tag, "at": at}
+        prev = recorded.prev if recorded is not None else (
+            chain.line_hash(orjson.dumps(lines[-1])) if lines else chain.EMPTY_HEAD)
+        if prev is not None:
+            line["prev"] = prev
+        lines.append(line | codec.payload(event))
     return routine, runs

@@ -1,5 +1,8 @@
 """Benchmarks of the ledger and the fold against baselines measured in the same run.
 
+The big ledger carries the hash chain (``prev`` on every line), so the fold pays for checking
+it (one sha256 per line) and the bare loop reads the same, longer lines.
+
 Run: ``python -m pytest tests/bench/test_bench_ledger.py -o addopts= -s -q``
 
 1. full fold of a 1,000,000-event routine ledger vs a bare ``orjson.loads`` loop over the same
@@ -25,7 +28,7 @@ import orjson
 import pytest
 
 from specdojo_routine.core import events as ev
-from specdojo_routine.store import codec, ledger, views
+from specdojo_routine.store import chain, codec, ledger, views
 from specdojo_routine.store.config import ProjectPaths, resolve_project
 
 EVENTS = 1_000_000
@@ -89,12 +92,16 @@ def write_big_ledger(path: Path) -> None:
         while seq < EVENTS:
             chunk.extend(cycle(n, last))
             seq, n = seq + 4, n + 1
+        prev = chain.EMPTY_HEAD
         for i, payload in enumerate(chunk[:EVENTS], 1):
-            out.write(orjson.dumps({"version": 1, "seq": i, "type": payload.pop("type"),
-                                    "at": AT} | payload, option=orjson.OPT_APPEND_NEWLINE))
+            line = orjson.dumps({"version": 1, "seq": i, "type": payload.pop("type"),
+                                 "at": AT, "prev": prev} | payload)
+            out.write(line + b"\n")
+            prev = chain.line_hash(line)
     sample = path.open("rb").readline()
     event = codec.decode(sample)
-    assert sample == codec.encode(event, 1, datetime(2026, 8, 7, 8, tzinfo=UTC))
+    at = datetime(2026, 8, 7, 8, tzinfo=UTC)
+    assert sample == codec.encode(event, 1, at, chain.EMPTY_HEAD)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,86 @@
+"""One captured output stream of a command: the head kept, the live echo redacted (SPEC §7.5,
+§11.4 "Console"), whatever the line length or how the writes fall."""
+
+from __future__ import annotations
+
+import codecs
+from typing import TextIO
+
+from specdojo_routine.core.redact import LineRedactor, redact
+
+__all__ = ["CAPTURE_LIMIT_BYTES", "ECHO_HOLD", "ECHO_LINE_LIMIT", "ECHO_WITHHOLD_LIMIT", "Stream"]
+
+CAPTURE_LIMIT_BYTES = 4 * 1024 * 1024
+ECHO_LINE_LIMIT = 1024 * 1024  # a longer line is echoed in pieces (see _Stream)
+ECHO_HOLD = 4096  # characters at the end of a long line kept back: they may start a secret
+ECHO_WITHHOLD_LIMIT = 8 * ECHO_LINE_LIMIT  # a line without a safe cut is not echoed at all
+
+
+class Stream:
+    """One captured output stream: the head in memory, lines echoed redacted.
+
+    A line is echoed once complete. A line longer than ``ECHO_LINE_LIMIT`` is echoed in pieces,
+    each cut after a separator (whitespace, ``,`` or ``;``) at least ``ECHO_HOLD`` characters
+    before the end of what has arrived, and only when redacting the piece alone gives exactly
+    the start of redacting everything held: so no secret is ever shown cut in two, whatever
+    the line length or how the writes fall."""
+
+    def __init__(self, echo: TextIO | None, redactor: LineRedactor) -> None:
+        self.head = bytearray()
+        self.dropped = 0
+        self.echo = echo
+        self.redactor = redactor
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.partial = ""
+        self.hold = ECHO_HOLD + max((len(x) for x in redactor.secrets), default=0)
+
+    def feed(self, data: bytes) -> None:
+        room = CAPTURE_LIMIT_BYTES - len(self.head)
+        self.head += data[:room]
+        self.dropped += max(0, len(data) - room)
+        if self.echo is not None:
+            self._echo(self.decoder.decode(data))
+
+    def close(self) -> None:
+        if self.echo is not None:
+            self._echo(self.decoder.decode(b"", final=True), final=True)
+
+    def _echo(self, text: str, final: bool = False) -> None:
+        *lines, self.partial = (self.partial + text).split("\n")
+        out = [self.redactor.line(line + "\n") for line in lines]
+        if final and self.partial:
+            out.append(self.redactor.line(self.partial))
+            self.partial = ""
+        elif len(self.partial) > ECHO_LINE_LIMIT:
+            out.append(self._safe_piece())
+        try:
+            for piece in out:
+                if piece:
+                    self.echo.write(piece)  # type: ignore[union-attr]
+            self.echo.flush()  # type: ignore[union-attr]
+        except (OSError, ValueError):
+            self.echo = None  # a closed echo stream must not break the run
+
+    def _safe_piece(self) -> str:
+        """Redacted start of an over-long line that can be shown now ("" to keep holding)."""
+        held, secrets = self.partial, self.redactor.secrets
+        whole = redact(held, secrets)
+        cut = len(held) - self.hold
+        for _ in range(4):
+            cut = max(held.rfind(sep, 0, cut) for sep in " \t,;") + 1
+            if cut <= 0:
+                break
+            if whole.startswith(redact(held[:cut], secrets)):
+                self.partial = held[cut:]
+                return self.redactor.line(held[:cut])
+            cut -= 1
+        if len(held) > ECHO_WITHHOLD_LIMIT:  # no safe cut in sight: never show it
+            self.partial = ""
+            return f"[REDACTED: {len(held)} characters of one output line not echoed]"
+        return ""
+
+    def text(self) -> tuple[str, bool]:
+        if not self.dropped:
+            return bytes(self.head).decode("utf-8", errors="replace"), False
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        return decoder.decode(bytes(self.head), final=False), True  # no torn last character

@@ -1,0 +1,61 @@
+"""What a ledger file looked like, and which changes this process made to it itself.
+
+A :class:`Stamp` is a file's identity (device, inode), size and change time at one moment. Every
+append and repair this process makes records the stamp before and after it; :func:`only_grew`
+walks those records back to tell whether a file is still the one a view was folded from,
+changed only by this process (anything else - another writer, an edit, ``touch`` - changes the
+change time and breaks the walk). Change times have the file system's granularity (nanoseconds
+on ext4, xfs, btrfs and tmpfs): an edit in the same clock tick as our last look, keeping the
+size, is the one change this cannot see.
+"""
+
+from __future__ import annotations
+
+import os
+
+import attrs
+
+__all__ = ["Stamp", "only_grew", "remember"]
+
+
+@attrs.frozen(kw_only=True)
+class Stamp:
+    """A ledger file's identity, size and change time at one moment."""
+
+    dev: int
+    ino: int
+    size: int
+    ctime_ns: int
+
+    @classmethod
+    def of(cls, fd: int) -> Stamp:
+        st = os.fstat(fd)
+        return cls(dev=st.st_dev, ino=st.st_ino, size=st.st_size, ctime_ns=st.st_ctime_ns)
+
+
+#: Changes this process made itself (append, repair): state after -> state before.
+_OWN_CHANGES: dict[Stamp, Stamp] = {}
+_OWN_CHANGES_LIMIT = 100_000
+
+
+def remember(before: Stamp, after: Stamp) -> None:
+    if len(_OWN_CHANGES) >= _OWN_CHANGES_LIMIT:
+        _OWN_CHANGES.clear()  # forgetting only costs a full fold
+    if before != after:
+        _OWN_CHANGES[after] = before
+
+
+def only_grew(since: Stamp, now: Stamp) -> bool:
+    """Whether the file in state ``now`` is the file in state ``since`` changed only by this
+    process's own appends and repairs (same inode; every step recorded when it was made).
+
+    A change by anybody else - another process's append, an edit, ``touch`` - breaks the walk,
+    and the caller folds from scratch. Same state (nothing changed) is trivially proven."""
+    for _ in range(len(_OWN_CHANGES) + 1):
+        if now == since:
+            return True
+        before = _OWN_CHANGES.get(now)
+        if before is None:
+            return False
+        now = before
+    return False

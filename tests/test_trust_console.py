@@ -1,0 +1,62 @@
+"""The console is redacted like evidence (SPEC §11.4 "Console"): the live echo of a command
+never shows a secret, whatever the line length or how the writes fall."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+from specdojo_routine.execute import runner
+
+SECRET = "s3cr3t-VALUE-0123456789"
+ENV = {**os.environ, "DEPLOY_TOKEN": SECRET}
+
+
+def _echoed(tmp_path: Path, command: str) -> str:
+    echo = io.StringIO()
+    outcome = runner.run_shell(command, cwd=tmp_path, env=ENV, echo=echo)
+    assert 0 == outcome.exit_code, outcome.stderr
+    return echo.getvalue()
+
+
+def test_a_secret_at_the_end_of_a_line_over_1_mib_is_not_echoed(tmp_path: Path) -> None:
+    """A 1.5 MiB line (words) ending in the secret: echoed complete, the secret redacted."""
+    script = tmp_path / "long.py"
+    script.write_text("import os, sys\nsys.stdout.write('word ' * 300000 + "
+                      "os.environ['DEPLOY_TOKEN'] + '\\n')\n")
+    text = _echoed(tmp_path, f"python3 {script}")
+    assert SECRET not in text and SECRET[:8] not in text
+    assert text.endswith("[REDACTED]\n") and text.count("word ") == 300000
+
+
+def test_a_secret_across_the_1_mib_cut_is_not_echoed(tmp_path: Path) -> None:
+    """A 3 MiB line that is the secret over and over: wherever a piece is cut, no part of a
+    secret shows."""
+    script = tmp_path / "cut.py"
+    script.write_text(
+        "import os, sys\nt = os.environ['DEPLOY_TOKEN']\n"
+        "sys.stdout.write((t + ' ') * (3 * 1024 * 1024 // (len(t) + 1)) + '\\n')\n")
+    text = _echoed(tmp_path, f"python3 {script}")
+    assert SECRET not in text
+    for n in range(6, len(SECRET)):
+        assert SECRET[:n] not in text and SECRET[-n:] not in text
+
+
+def test_a_secret_split_across_two_flushes_is_not_echoed(tmp_path: Path) -> None:
+    """The secret written in two halves with a pause between (two reads of the pipe)."""
+    half = len(SECRET) // 2
+    text = _echoed(tmp_path, f"printf 'deploy {SECRET[:half]}'; sleep 0.3; "
+                             f"printf '{SECRET[half:]} done\\n'; printf 'ghp_abcd'; sleep 0.3; "
+                             "printf 'efgh12345678\\n'")
+    assert SECRET not in text and SECRET[:half] not in text and "abcdefgh" not in text
+    assert "deploy [REDACTED] done\n[REDACTED]\n" == text
+
+
+def test_a_line_without_any_safe_cut_is_withheld_not_leaked(tmp_path: Path) -> None:
+    """9 MiB without a separator ending in the secret: never shown (a note instead)."""
+    script = tmp_path / "blob.py"
+    script.write_text("import os, sys\nsys.stdout.write('x' * (9 << 20) + "
+                      "os.environ['DEPLOY_TOKEN'] + '\\n')\n")
+    text = _echoed(tmp_path, f"python3 {script}")
+    assert SECRET not in text and "characters of one output line not echoed" in text

@@ -1,0 +1,180 @@
+"""Full disks, directories where files should be, and FIFOs named like definitions: the outcome
+comes first, environment errors are one clear line, only regular files are definitions."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.conftest import Project
+
+SLOW_FILL = """\
+name: Fills the disk
+inputs:
+  period: {type: string, required: true}
+task:
+  mode: command
+  command: echo ran >> ran.log; cat /dev/zero > execution/fill 2>/dev/null || true; echo done
+run:
+  idempotency_key: "{{job_id}}:{{inputs.period}}"
+"""
+
+
+@pytest.fixture
+def small_tmpfs(project: Project) -> Iterator[Path]:
+    """The project's execution dir on a real 1 MiB tmpfs (skipped where mounting is refused)."""
+    target = project.root / "execution"
+    target.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(target)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield target
+    finally:
+        subprocess.run(["umount", "-l", str(target)], check=False)
+
+
+def test_the_outcome_is_recorded_when_the_evidence_cannot_be_written(
+    project: Project, small_tmpfs: Path,
+) -> None:
+    """The command fills the disk to the last byte and exits 0: the attempt is recorded
+    succeeded with exit code 0 and the evidence problem as its reason; a retry is a duplicate
+    (the command ran once); once space is back, `fold` makes the views match (--check clean)."""
+    project.job("job-fill", SLOW_FILL)
+    args = ("job", "run", "--job", "job-fill", "--input", "period=W1", "--json")
+    done = project.cli(*args)
+    events = [orjson.loads(x) for p in (small_tmpfs / "jobs" / "runs").glob("*.jsonl")
+              for x in p.read_bytes().splitlines()]
+    ended = [e for e in events if e["type"] == "attempt_ended"]
+    assert [("succeeded", 0)] == [(e["status"], e.get("exit_code")) for e in ended], \
+        done.stdout + done.stderr
+    assert "evidence not written" in ended[0]["reason"]
+    assert "No space left on device" in ended[0]["reason"]
+    assert "succeeded" == orjson.loads(done.stdout)["state"]
+    again = project.cli(*args)
+    assert (0, True) == (again.returncode, orjson.loads(again.stdout)["duplicate_complete"])
+    assert ["ran"] == (project.root / "ran.log").read_text().splitlines()
+    (small_tmpfs / "fill").unlink()
+    assert 0 == project.cli("fold").returncode
+    assert 0 == project.cli("fold", "--check").returncode
+
+
+def test_a_full_disk_is_one_clear_line(project: Project, small_tmpfs: Path) -> None:
+    """ENOSPC while recording: `error: <path>: No space left on device (free some space …)`,
+    exit 1, never an internal error."""
+    project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [one]}\n")
+    (small_tmpfs / "fill").write_bytes(b"")
+    subprocess.run(f"cat /dev/zero > {small_tmpfs / 'fill'}", shell=True, check=False,
+                   capture_output=True)
+    project.job("job-x", SLOW_FILL.replace("cat /dev/zero > execution/fill", "true"))
+    done = project.cli("job", "run", "--job", "job-x", "--input", "period=W1")
+    assert 1 == done.returncode, done.stdout + done.stderr
+    assert "internal error" not in done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("error: ") and "No space left on device" in line
+    assert "free some space" in line and str(small_tmpfs) in line
+
+
+def test_a_directory_where_the_ledger_should_be_is_one_clear_line(project: Project) -> None:
+    """EISDIR: the path, `Is a directory`, what to do; exit 1."""
+    project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [one]}\n")
+    (project.root / "routines" / "generated" / "routine-runs.jsonl").mkdir(parents=True)
+    done = project.cli("run", "--due", "--now", "2026-05-01T10:00:30Z")
+    assert 1 == done.returncode
+    [line] = done.stderr.splitlines()
+    assert "internal error" not in line and "Is a directory" in line
+    assert "routine-runs.jsonl" in line and "move it aside" in line
+    assert [] == project.calls()
+
+
+@pytest.mark.parametrize("command", [["validate"], ["list"],
+                                     ["run", "--due", "--now", "2026-05-01T10:00:30Z"]])
+def test_a_fifo_named_like_a_definition_is_reported_not_read(project: Project,
+                                                              command: list[str]) -> None:
+    """A FIFO `rtn-x.yaml` is a located error, never opened for a blocking read (no hang);
+    the valid routine beside it is still validated (and run)."""
+    project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [one]}\n")
+    os.mkfifo(project.root / "routines" / "rtn-x.yaml")
+    (project.root / "jobs" / "job-dir.yaml").mkdir()
+    done = project.cli(*command, timeout=30)
+    assert 1 == done.returncode, done.stdout + done.stderr
+    assert "rtn-x.yaml:1:1: not a regular file (a FIFO)" in done.stderr
+    assert "job-dir.yaml:1:1: not a regular file (a directory)" in done.stderr
+    assert (1 if command[0] == "run" else 0) == len(project.calls())
+
+
+def test_a_32_mb_torn_line_is_found_and_repaired_in_linear_time(tmp_path: Path) -> None:
+    """The last-line scan looks at each byte once: a 32 MB torn line is repaired fast."""
+    import time
+
+    from specdojo_routine.core import events as ev
+    from specdojo_routine.store import ledger
+
+    path = tmp_path / "routine-runs.jsonl"
+    log = ledger.Ledger(path)
+    log.append(ev.RoutineRegistered(routine_id="rtn-a", digest="0" * 64, path="a.yaml"))
+    with path.open("ab") as f:
+        f.write(b'{"version":1,"seq":2,"x":"' + b"y" * (32 << 20))
+    started = time.perf_counter()
+    moved = ledger.repair(path)
+    took = time.perf_counter() - started
+    assert moved is not None and "routine-runs.jsonl.torn-2" == moved.name
+    assert took < 2.0, took
+    assert 1 == ledger.tail(path).seq
+
+
+def test_a_torn_tail_repair_on_a_full_disk_leaves_no_empty_fragment(
+    project: Project, small_tmpfs: Path,
+) -> None:
+    """Repair on a full disk fails cleanly (nothing truncated, no empty `.torn-<seq>`); after
+    space is freed the fragment lands in `<ledger>.torn-<seq>`, as SPEC §5 names it."""
+    from specdojo_routine.core import events as ev
+    from specdojo_routine.store import ledger
+
+    path = small_tmpfs / "routine-runs.jsonl"
+    ledger.Ledger(path).append(ev.RoutineRegistered(routine_id="rtn-a", digest="0" * 64,
+                                                    path="a.yaml"))
+    with path.open("ab") as f:
+        f.write(b'{"version":1,"seq":2,"type":"rout')
+    subprocess.run(f"cat /dev/zero > {small_tmpfs / 'fill'}", shell=True, check=False,
+                   capture_output=True)
+    before = path.read_bytes()
+    with pytest.raises(OSError):
+        ledger.repair(path)
+    assert before == path.read_bytes()
+    assert [] == sorted(p.name for p in small_tmpfs.iterdir() if ".torn-" in p.name)
+    (small_tmpfs / "fill").unlink()
+    moved = ledger.repair(path)
+    assert moved is not None and "routine-runs.jsonl.torn-2" == moved.name
+    assert b'{"version":1,"seq":2,"type":"rout' == moved.read_bytes()
+    assert ["routine-runs.jsonl.torn-2"] == sorted(
+        p.name for p in small_tmpfs.iterdir() if ".torn-" in p.name)
+
+
+def test_a_run_that_aborts_still_reports_the_attempts_it_finished(project: Project) -> None:
+    """An environment error mid-run (here from a job action) ends the run with one error line,
+    and the summary still lists the attempt that finished before it."""
+    from specdojo_routine.app import handlers
+    from specdojo_routine.store.config import resolve_project
+
+    project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [one]}\n")
+    project.job("job-x", SLOW_FILL.replace("cat /dev/zero > execution/fill", "true"))
+    project.routine("rtn-b", "interval: 1h\naction: {kind: job, job: job-x, "
+                             "inputs: {period: W1}}\n")
+
+    def full_disk(*_args: object, **_kw: object) -> handlers.JobActionOutcome:
+        raise OSError(28, "No space left on device", str(project.root / "execution" / "x"))
+
+    report = handlers.run(resolve_project(project.root), env=project.env(),
+                          job_runner=full_disk)  # type: ignore[arg-type]
+    assert [("rtn-a", "success")] == [(r.routine_id, r.result) for r in report.results]
+    assert 1 == report.exit_code
+    assert ["error: run aborted: " + str(project.root / "execution" / "x") +
+            ": No space left on device (free some space on that file system and run the "
+            "command again)"] == report.errors

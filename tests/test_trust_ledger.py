@@ -1,0 +1,257 @@
+"""A view is evidence, not truth (SPEC §5 tamper evidence): the hash chain, views that record
+what they cover, and refusal before anything is delegated or appended - end to end."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from specdojo_routine.core import events as ev
+from specdojo_routine.core.errors import CorruptLedgerError
+from specdojo_routine.store import chain, execlock, ledger, locks, proven, views
+from specdojo_routine.store.config import resolve_project
+from tests.conftest import Project
+
+NOW = "2026-05-01T10:00:30Z"
+LATER = "2026-05-01T11:00:30Z"
+
+
+def _wait_for(predicate: Any, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError("condition not reached in time")
+
+
+def _interrupted(project: Project) -> None:
+    """rtn-crash's runner is SIGKILLed while its action (a 3 s sleep, left to end by itself)
+    runs."""
+    project.routine("rtn-crash", """\
+        trigger: {cron: "0 * * * *", timezone: UTC}
+        action: {kind: specdojo, args: [sleep-3]}
+        """)
+    proc = project.popen("run", "--due", "--now", NOW)
+    _wait_for(lambda: len(project.calls()) == 1)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+
+
+def _lines(path: Path) -> list[bytes]:
+    return path.read_bytes().splitlines()
+
+
+def test_every_appended_line_carries_the_hash_of_the_line_before(project: Project) -> None:
+    """prev of line 1 is sha256(""), of line n the sha256 of line n-1's bytes."""
+    project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [one]}\n")
+    assert 0 == project.cli("run", "--due", "--now", NOW).returncode
+    lines = _lines(project.ledger)
+    expected = [hashlib.sha256(b"").hexdigest(),
+                *(hashlib.sha256(line).hexdigest() for line in lines[:-1])]
+    assert expected == [orjson.loads(line)["prev"] for line in lines]
+    assert 0 == project.cli("fold", "--check").returncode
+
+
+def test_a_hand_edited_view_is_not_believed(project: Project) -> None:
+    """An interrupted routine set to success in routine-state.json by hand is still
+    interrupted: run --due refolds, delivers nothing, appends nothing; fold stays clean."""
+    _interrupted(project)
+    state = orjson.loads(project.state_path.read_bytes())
+    entry = state["routines"]["rtn-crash"]
+    entry.update(status="success", last_result="success", open_attempt=None)
+    project.state_path.write_bytes(orjson.dumps(state, option=orjson.OPT_INDENT_2) + b"\n")
+    before, calls = project.ledger.read_bytes(), len(project.calls())
+    again = project.cli("run", "--due", "--now", LATER)
+    assert 1 == again.returncode, again.stdout + again.stderr
+    assert "rtn-crash: interrupted" in again.stderr
+    assert (before, calls) == (project.ledger.read_bytes(), len(project.calls()))
+    assert "running" == project.state()["routines"]["rtn-crash"]["status"]
+    assert 0 == project.cli("fold", "--check").returncode
+
+
+def test_bytes_changed_mid_ledger_are_refused_before_anything_runs(project: Project) -> None:
+    """Two bytes changed in the middle of the ledger (same length, still valid JSON): run
+    --due refuses naming file and line, delivers nothing and appends nothing."""
+    project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [one]}\n")
+    assert 0 == project.cli("run", "--due", "--now", NOW).returncode
+    lines = _lines(project.ledger)
+    assert b'"kind":"specdojo"' in lines[2]  # action_started of rtn-a
+    lines[2] = lines[2].replace(b'"index":1', b'"index":7')
+    project.ledger.write_bytes(b"\n".join(lines) + b"\n")
+    before, calls = project.ledger.read_bytes(), len(project.calls())
+    again = project.cli("run", "--due", "--now", "2026-05-01T12:00:30Z")
+    assert 1 == again.returncode
+    assert f"{project.ledger}:3: line 3 does not hash to the prev that line 4" in again.stderr
+    assert "restore the ledger from a backup" in again.stderr
+    assert (before, calls) == (project.ledger.read_bytes(), len(project.calls()))
+    check = project.cli("fold", "--check")
+    assert 1 == check.returncode and ":3: line 3 does not hash" in check.stderr
+
+
+def test_a_ledger_from_before_the_chain_still_reads_and_the_chain_starts_after_it(
+    project: Project,
+) -> None:
+    """Lines without prev (older versions, upstream) stay valid; the next append chains on."""
+    project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [one]}\n")
+    assert 0 == project.cli("run", "--due", "--now", NOW).returncode
+    old = [orjson.loads(line) for line in _lines(project.ledger)]
+    for raw in old:
+        del raw["prev"]
+    project.ledger.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in old))
+    project.state_path.unlink()
+    assert 0 == project.cli("run", "--due", "--now", "2026-05-01T12:00:30Z").returncode
+    lines = _lines(project.ledger)
+    first_new = orjson.loads(lines[len(old)])
+    assert hashlib.sha256(lines[len(old) - 1]).hexdigest() == first_new["prev"]
+    assert 0 == project.cli("fold", "--check").returncode
+
+
+# --- the protocol, in process --------------------------------------------------------------------
+
+
+@pytest.fixture
+def paths(project: Project) -> Any:
+    return resolve_project(project.root)
+
+
+def _registered(n: int) -> ev.RoutineRegistered:
+    return ev.RoutineRegistered(routine_id="rtn-a", digest=f"{n}" * 64, path="routines/a.yaml")
+
+
+def test_own_appends_continue_incrementally_and_anything_else_refolds(paths: Any) -> None:
+    """After this process's own append the fold continues from the view; after a change by
+    anyone else (here: a same-length edit of the last covered line) it starts from scratch."""
+    log = ledger.Ledger(paths.routine_ledger)
+    log.append_many([_registered(n) for n in range(3)])
+    views.refresh_routine_view(paths)
+    log.append(_registered(3))
+    assert 3 == proven.prove(paths.routine_ledger, paths.routine_state).resumed_at
+    views.refresh_routine_view(paths)
+    data = paths.routine_ledger.read_bytes()
+    assert data.endswith(b'a.yaml"}\n')
+    paths.routine_ledger.write_bytes(data[:-4] + b'X"}\n')  # same length, still valid JSON
+    assert 0 == proven.prove(paths.routine_ledger, paths.routine_state).resumed_at
+
+
+def test_an_edited_view_is_refolded_even_in_canonical_form(paths: Any) -> None:
+    """A view whose body no longer matches its digest is not continued from."""
+    ledger.Ledger(paths.routine_ledger).append_many([_registered(n) for n in range(2)])
+    views.refresh_routine_view(paths)
+    assert 2 == proven.prove(paths.routine_ledger, paths.routine_state).resumed_at
+    doc = orjson.loads(paths.routine_state.read_bytes())
+    doc["routines"]["rtn-a"]["digest"] = "9" * 64
+    paths.routine_state.write_bytes(views.render(doc))
+    assert 0 == proven.prove(paths.routine_ledger, paths.routine_state).resumed_at
+    assert "1" * 64 == views.refresh_routine_view(paths).get("rtn-a")["digest"]
+
+
+def test_another_file_under_the_same_name_is_refolded(paths: Any) -> None:
+    """A ledger replaced by another file (another inode) is folded from scratch."""
+    ledger.Ledger(paths.routine_ledger).append_many([_registered(n) for n in range(2)])
+    views.refresh_routine_view(paths)
+    copy = paths.routine_ledger.with_name("copy.jsonl")
+    copy.write_bytes(paths.routine_ledger.read_bytes())
+    os.replace(copy, paths.routine_ledger)
+    assert 0 == proven.prove(paths.routine_ledger, paths.routine_state).resumed_at
+
+
+def test_a_broken_chain_is_found_wherever_it_is(tmp_path: Path) -> None:
+    """A full fold names the first line whose hash is not its successor's prev."""
+    path = tmp_path / "routine-runs.jsonl"
+    ledger.Ledger(path).append_many([_registered(n) for n in range(6)])
+    lines = _lines(path)
+    lines[3] = lines[3].replace(b'"digest":"3', b'"digest":"8')
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    with pytest.raises(CorruptLedgerError) as info:
+        proven.from_scratch(path)
+    assert 4 == info.value.line
+    with pytest.raises(CorruptLedgerError):
+        list(ledger.read(path))
+
+
+def test_chunked_chain_check_agrees_across_chunk_boundaries(tmp_path: Path,
+                                                            monkeypatch: Any) -> None:
+    """With tiny read chunks, lines cut by chunk boundaries are still checked and folded."""
+    monkeypatch.setattr(chain, "_READ_CHUNK", 7)
+    path = tmp_path / "routine-runs.jsonl"
+    ledger.Ledger(path).append_many([_registered(n) for n in range(5)])
+    assert 5 == proven.from_scratch(path).state.seq
+    lines = _lines(path)
+    lines[1] = lines[1].replace(b'"digest":"1', b'"digest":"7')
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    with pytest.raises(CorruptLedgerError) as info:
+        proven.from_scratch(path)
+    assert 2 == info.value.line
+
+
+# --- never rob the living (SPEC §6.2, §6.5) -------------------------------------------------------
+
+
+def test_a_deleted_lock_file_does_not_rob_a_live_run(project: Project) -> None:
+    """Delete the flock file under a live run: a second run exits 75 without calling the live
+    attempt interrupted or recording anything, resolve is refused, and the live run finishes
+    cleanly (one delivery, fold --check clean)."""
+    project.routine("rtn-slow", """\
+        trigger: {cron: "0 * * * *", timezone: UTC}
+        action: {kind: specdojo, args: [sleep-6]}
+        """)
+    first = project.popen("run", "--due", "--now", NOW)
+    _wait_for(lambda: len(project.calls()) == 1)
+    (project.root / "routines" / ".locks" / "routine-run.flock").unlink()
+    before = project.ledger.read_bytes()
+    second = project.cli("run", "--due", "--now", LATER)
+    assert 75 == second.returncode, second.stdout + second.stderr
+    assert "is owned by live pid" in second.stderr and "interrupted" not in second.stderr
+    resolve = project.cli("resolve", "rtn-slow", "--result", "failure", "--note", "x")
+    assert 75 == resolve.returncode, resolve.stderr
+    listing = orjson.loads(project.cli("list", "--json", "--now", LATER).stdout)
+    assert [False] == [row["interrupted"] for row in listing["routines"]]
+    assert before == project.ledger.read_bytes()
+    assert 0 == first.wait(timeout=60)
+    assert 1 == len(project.calls())
+    assert ["success"] == [e["result"] for e in project.events() if e["type"] == "attempt_ended"]
+    assert 0 == project.cli("fold", "--check").returncode
+
+
+def test_a_reused_pid_is_not_the_owner() -> None:
+    """A live pid whose start time differs from the recorded one is another process."""
+    me = os.getpid()
+    start = locks.process_start(me)
+    assert start is not None
+    assert locks.owner_alive(me, locks.this_host(), start) is True
+    assert locks.owner_alive(me, locks.this_host(), start + 1) is False
+    assert locks.owner_alive(me, "some-other-host", start) is None
+    assert locks.owner_alive(0, locks.this_host()) is False
+
+
+def test_an_exec_lock_of_a_live_owner_is_never_stale(tmp_path: Path) -> None:
+    """A heartbeat older than the timeout does not make a live local owner's lock stale; a
+    dead or reused pid does at once; another host's lock only by the timeout."""
+    lock_dir = tmp_path / execlock.EXEC_LOCK_NAME
+    lock_dir.mkdir()
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        start = locks.process_start(sleeper.pid)
+        owner = {"actor": "x", "pid": sleeper.pid, "token": "t", "acquired_at_utc": "",
+                 "host": locks.this_host(), "start": start}
+        (lock_dir / "owner.json").write_bytes(orjson.dumps(owner))
+        os.utime(lock_dir, (time.time() - 3600, time.time() - 3600))
+        assert not execlock._exec_lock_stale(lock_dir, 30.0)
+        (lock_dir / "owner.json").write_bytes(orjson.dumps(owner | {"start": (start or 0) + 1}))
+        assert execlock._exec_lock_stale(lock_dir, 30.0)
+        (lock_dir / "owner.json").write_bytes(orjson.dumps(owner | {"host": "elsewhere"}))
+        assert execlock._exec_lock_stale(lock_dir, 30.0)
+        os.utime(lock_dir)
+        assert not execlock._exec_lock_stale(lock_dir, 30.0)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
