@@ -308,12 +308,19 @@ def _start_after(cron: _Cron, low: datetime) -> datetime:
 
 def _latest(cron: _Cron, low: datetime, high: datetime) -> datetime | None:
     """The last occurrence in ``(low, high]``, found directly (walking back from ``high``)."""
+    best = _last_until(cron, high)  # the walk back never depends on `low`: only the filter does
+    return best if best is not None and best > low else None
+
+
+@functools.lru_cache(maxsize=8192)  # routines share schedules; `high` is this run's minute
+def _last_until(cron: _Cron, high: datetime) -> datetime | None:
+    """The last occurrence at or before ``high`` (within croniter's search horizon)."""
     wall = _local(cron, high)
     best: datetime | None = None
     for slot in _slots(cron, wall + _overlap(cron, wall) + _MINUTE, backwards=True):
         instants = _instants(cron, slot)
         for u in instants:
-            if low < u <= high and (best is None or u > best):
+            if u <= high and (best is None or u > best):
                 best = u
         # The latest instant of a slot never decreases with the slot, so once a slot lies
         # wholly at or before `high`, no earlier slot can beat what we have.

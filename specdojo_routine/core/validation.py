@@ -56,7 +56,10 @@ class Report:
 
 
 def _lc(container: Any, kind: str, key: object, fallback: Pos) -> Pos:
-    """1-based position from ruamel's ``.lc`` (merged keys have none: ``fallback``)."""
+    """1-based position from ruamel's ``.lc`` (merged keys and fast-path data have none:
+    ``fallback``)."""
+    if type(container) is dict or type(container) is list:  # plain data: no positions
+        return fallback
     try:
         line, col = getattr(container.lc, kind)(key)
     except (AttributeError, KeyError, IndexError, TypeError):

@@ -12,15 +12,18 @@ alias expansion, duplicate keys are errors.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import stat
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
+import orjson
 from ruamel.yaml import YAML
 from ruamel.yaml.constructor import RoundTripConstructor
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
@@ -44,6 +47,7 @@ from specdojo_routine.core.model import JobDefinition, Routine
 from specdojo_routine.core.routine_rules import JobIndex, build_routine
 from specdojo_routine.core.validation import Node, Report, got
 from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.fastyaml import FastReader
 
 MAX_FILE_BYTES = 1 << 20  # definitions are small; anything bigger is a mistake or an attack
 MAX_DEPTH = 64  # nesting levels
@@ -52,6 +56,7 @@ _CORE_TAGS = frozenset(
     f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "map", "seq")
 )
 _NOT_CORE_IMPLICIT = frozenset({"tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:value"})
+_T = TypeVar("_T")
 
 
 @attrs.frozen(kw_only=True)
@@ -145,17 +150,17 @@ def _load_jobs(
     jobs: dict[str, JobDefinition] = {}
     failed: set[str] = set()
     problems: list[Problem] = []
+    fast = _FAST.available()
     for path in files:
-        report, data = read_definition(path, paths.rel(path), "job")
-        job = None
-        if data is not None:
-            job = build_job(report, Node(value=data), file_id=file_id(path))
-            if roster is not None:  # SPEC §11.1: a Job names members of the roster
-                check_job_nicknames(report, Node(value=data), roster)
-                job = None if report.failed else job
+        rel = paths.rel(path)
+        report, data, job = _read_and_build(
+            path, rel, "job", functools.partial(_build_job, file_id=file_id(path), roster=roster),
+            fast=fast,
+        )
         if job is not None and job.id in jobs:
             other = jobs[job.id].path
-            report.error(_id_pos(data), f'duplicate job id "{job.id}" (also in {other})')
+            report.error(_id_pos(path, rel, "job", data),
+                         f'duplicate job id "{job.id}" (also in {other})')
             job = None
         if job is None:
             failed.add(file_id(path))
@@ -165,22 +170,34 @@ def _load_jobs(
     return list(jobs.values()), frozenset(failed - set(jobs)), problems
 
 
+def _build_job(
+    report: Report, node: Node, *, file_id: str, roster: Roster | None
+) -> JobDefinition | None:
+    job = build_job(report, node, file_id=file_id)
+    if job is not None and roster is not None:  # SPEC §11.1: a Job names roster members
+        check_job_nicknames(report, node, roster)
+        job = None if report.failed else job
+    return job
+
+
 def _load_routines(
     paths: ProjectPaths, files: list[Path], index: JobIndex
 ) -> tuple[list[Routine], list[Problem]]:
     routines: dict[str, Routine] = {}
     problems: list[Problem] = []
+    fast = _FAST.available()
     for path in files:
-        report, data = read_definition(path, paths.rel(path), "routine")
-        routine = None
-        if data is not None:
-            built = build_routine(
-                report, Node(value=data), file_id=file_id(path), jobs=index
-            )
-            routine = attrs.evolve(built, digest=digest(data)) if built is not None else None
+        rel = paths.rel(path)
+        report, data, routine = _read_and_build(
+            path, rel, "routine",
+            functools.partial(build_routine, file_id=file_id(path), jobs=index), fast=fast,
+        )
+        if routine is not None:
+            routine = attrs.evolve(routine, digest=digest(data))
         if routine is not None and routine.id in routines:
             other = routines[routine.id].path
-            report.error(_id_pos(data), f'duplicate routine id "{routine.id}" (also in {other})')
+            report.error(_id_pos(path, rel, "routine", data),
+                         f'duplicate routine id "{routine.id}" (also in {other})')
             routine = None
         if routine is not None:
             routines[routine.id] = routine
@@ -188,18 +205,51 @@ def _load_routines(
     return list(routines.values()), problems
 
 
-def _id_pos(data: Any) -> tuple[int, int]:
+def _read_and_build(
+    path: Path, rel: str, kind: str, build: Callable[[Report, Node], _T | None], *, fast: bool
+) -> tuple[Report, Any, _T | None]:
+    """Read and build one file: the fast path when it is sure and the rules find nothing to
+    report (not even a warning), else the located slow path (:mod:`.fastyaml`)."""
+    report = Report(rel)
+    source = _read_text(path, report)
+    if source is None:
+        return report, None, None
+    if fast and (data := _FAST.load(source)) is not None:
+        quick = Report(rel)  # no source lines: a problem sends the file down the slow path
+        built = build(quick, Node(value=data))
+        if built is not None and not quick.problems:
+            return quick, data, built
+    report, data = _parse(source, rel, kind)
+    return report, data, (build(report, Node(value=data)) if data is not None else None)
+
+
+def _id_pos(path: Path, rel: str, kind: str, data: Any) -> tuple[int, int]:
+    if not hasattr(data, "lc"):  # fast-path data has no positions: read the file slowly
+        data = read_definition(path, rel, kind)[1]
     node = Node(value=data).get("id")
     return node.pos if node is not None else (1, 1)
 
 
 def digest(data: Any) -> str:
     """sha256 hex of the canonical JSON (sorted keys, compact) of a definition's plain data."""
-    canonical = json.dumps(
-        validation.plain(data),
-        sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False,
-    )
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    plain = validation.plain(data)
+    try:  # orjson writes the same bytes as json.dumps below for data without floats
+        canonical = orjson.dumps(plain, option=orjson.OPT_SORT_KEYS) if not _floats(plain) else b""
+    except TypeError:  # an integer beyond 64 bits
+        canonical = b""
+    if not canonical:
+        canonical = json.dumps(
+            plain, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False,
+        ).encode("utf-8")
+    return hashlib.sha256(canonical).hexdigest()
+
+
+def _floats(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(_floats(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_floats(v) for v in value)
+    return isinstance(value, float)
 
 
 # --- safe YAML ---------------------------------------------------------------------------------
@@ -229,6 +279,7 @@ _CoreConstructor.add_constructor("tag:yaml.org,2002:str", _CoreConstructor.const
 
 
 _RESOLVER = _CoreResolver()
+_FAST = FastReader(_RESOLVER, MAX_DEPTH)
 _TYPED_SCALAR_TAGS = {  # explicit tag -> the implicit types its value may have
     f"tag:yaml.org,2002:{tag}": frozenset(f"tag:yaml.org,2002:{t}" for t in kinds)
     for tag, kinds in (("int", ["int"]), ("float", ["float", "int"]), ("bool", ["bool"]),
@@ -249,6 +300,11 @@ def read_definition(path: Path, rel: str, kind: str) -> tuple[Report, Any]:
     source = _read_text(path, report)
     if source is None:
         return report, None
+    return _parse(source, rel, kind)
+
+
+def _parse(source: str, rel: str, kind: str) -> tuple[Report, Any]:
+    """The located slow path: scan the events for limits, then a round-trip load."""
     report = Report(rel, source)
     if not _scan(source, report):
         return report, None

@@ -1,0 +1,165 @@
+"""The fast path of definition loading: libyaml's C parser, for files with nothing to report.
+
+:mod:`.definitions` reads every file with a located, round-trip parse (pure-Python ruamel):
+exact, but ~1.5 ms a file. Most definition files are plain mappings of strings, integers and
+booleans, so this module first reads them from the C parser's event stream (ruamel's
+``ruamel.yaml.clibz``/``ruamel.yaml.clib`` extension) into plain Python data, and gives up -
+returns ``None`` - at the first thing it is not *sure* the slow path reads the same way:
+
+- any explicit tag, anchor or alias, a ``%YAML``/``%TAG`` directive, more than one document;
+- any scalar whose YAML 1.2 type (decided by the very resolver the slow path uses) is not a
+  string, null, ``true``/``false`` or a plain decimal integer (floats, merge keys ``<<``, ...);
+- a key that is not a string, or a duplicate key; nesting deeper than the slow path allows;
+- a character that the slow path's reader refuses or that YAML 1.1 (libyaml) and 1.2 (ruamel)
+  read differently (NEL, LINE/PARAGRAPH SEPARATOR, a BOM), and any tab (libyaml accepts tabs
+  where ruamel refuses them);
+- any error of the C parser; a top-level value that is not a mapping.
+
+A ``None`` sends the file down the slow path, which reports whatever there is to report, with
+its positions; :mod:`.definitions` also re-reads a file slowly whenever the rules find a
+problem in fast-path data (the rules need positions for their messages). So the fast path
+changes speed only, never a message: ``tests/test_fast_definitions.py`` runs both paths over
+every file of the bad-input corpus and over generated documents.
+
+Without the C extension (``pip install 'ruamel.yaml[libyaml]'``), or with
+``SPECDOJO_ROUTINE_PURE_YAML=1``, every file takes the slow path.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from typing import Any
+
+from ruamel.yaml.events import (
+    AliasEvent,
+    DocumentStartEvent,
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+)
+from ruamel.yaml.nodes import ScalarNode
+from ruamel.yaml.resolver import BaseResolver
+
+CParser: Any
+try:
+    CParser = importlib.import_module("ruamel.yaml.cyaml").CParser
+except ImportError:  # the C extension is an optional extra of ruamel.yaml
+    CParser = None
+
+# what ruamel's reader accepts (its NON_PRINTABLE, inverted), minus tabs and what 1.1 and 1.2
+# read differently
+_DOUBTFUL_CHARACTER = re.compile(
+    "[^\x0a\x0d\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]|[\u2028\u2029\ufeff]"
+)
+_DECIMAL = re.compile(r"0|-?[1-9][0-9]{0,17}")
+_STR, _NULL, _BOOL, _INT = (
+    f"tag:yaml.org,2002:{name}" for name in ("str", "null", "bool", "int")
+)
+_BOOLS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False,
+          "FALSE": False}
+_NULLS = frozenset({"", "~", "null", "Null", "NULL"})
+_MAX_MEMO = 50_000
+
+
+class _Unsure(Exception):
+    """The fast path is not sure it reads this file as the slow path does."""
+
+
+class FastReader:
+    """Reads plain definition files through the C parser; see the module docstring."""
+
+    def __init__(self, resolver: BaseResolver, max_depth: int) -> None:
+        self._resolver = resolver
+        self._max_depth = max_depth
+        self._tags: dict[str, str] = {}  # plain scalar -> its implicit tag (values repeat)
+
+    @staticmethod
+    def available() -> bool:
+        return CParser is not None and os.environ.get("SPECDOJO_ROUTINE_PURE_YAML") != "1"
+
+    def load(self, source: str) -> dict[str, Any] | None:
+        """The document as plain data, or None when the slow path must read it."""
+        if CParser is None or _DOUBTFUL_CHARACTER.search(source):
+            return None
+        try:
+            root = self._build(CParser(source))
+        except _Unsure:
+            return None
+        except Exception:  # any complaint of libyaml: the slow path words it
+            return None
+        return root if type(root) is dict else None
+
+    def _build(self, parser: Any) -> Any:
+        stack: list[list[Any]] = []  # [container, pending key, key seen]
+        root: Any = None
+        documents = 0
+        get = parser.get_event
+        while (event := get()) is not None:
+            kind = type(event)
+            if kind is ScalarEvent:
+                value = self._scalar(event)
+            elif kind is MappingStartEvent or kind is SequenceStartEvent:
+                if event.tag is not None or event.anchor is not None:
+                    raise _Unsure
+                if len(stack) >= self._max_depth:
+                    raise _Unsure
+                stack.append([{} if kind is MappingStartEvent else [], None, False])
+                continue
+            elif kind is MappingEndEvent or kind is SequenceEndEvent:
+                value = stack.pop()[0]
+            elif kind is DocumentStartEvent:
+                documents += 1
+                if documents > 1 or event.version is not None or event.tags:
+                    raise _Unsure
+                continue
+            elif kind is AliasEvent:
+                raise _Unsure
+            else:  # stream start/end, document end
+                continue
+            if not stack:
+                root = value
+            else:
+                _add(stack[-1], value)
+        return root
+
+    def _scalar(self, event: Any) -> Any:
+        if event.tag is not None or event.anchor is not None:
+            raise _Unsure
+        value: str = event.value
+        plain, quoted = event.implicit
+        if not plain:
+            if quoted:
+                return value  # a quoted or block scalar without a tag: a string
+            raise _Unsure
+        tag = self._tags.get(value)
+        if tag is None:
+            tag = str(self._resolver.resolve(ScalarNode, value, (True, False)))
+            if len(self._tags) < _MAX_MEMO:
+                self._tags[value] = tag
+        if tag == _STR:
+            return value
+        if tag == _NULL and value in _NULLS:
+            return None
+        if tag == _BOOL and value in _BOOLS:
+            return _BOOLS[value]
+        if tag == _INT and _DECIMAL.fullmatch(value):
+            return int(value)
+        raise _Unsure
+
+
+def _add(frame: list[Any], value: Any) -> None:
+    container = frame[0]
+    if type(container) is list:
+        container.append(value)
+    elif frame[2]:
+        container[frame[1]] = value
+        frame[2] = False
+    else:
+        if type(value) is not str or value in container:
+            raise _Unsure
+        frame[1] = value
+        frame[2] = True

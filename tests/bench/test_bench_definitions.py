@@ -1,0 +1,99 @@
+"""10,000 daily cron routine files: `run --due --dry-run` and `validate` as whole processes.
+
+Run: ``python -m pytest tests/bench/test_bench_definitions.py -o addopts= -s -q``
+
+Measured in one run, best of interleaved repetitions (other load hits every figure alike):
+
+- the whole ``python -m specdojo_routine run --due --dry-run`` process on a fresh project of
+  10,000 ``rtn-*.yaml`` files (first run: every routine selected and planned);
+- the whole ``validate`` process on the same files;
+- baselines: a bare ``python -c "import orjson, croniter"`` process, and a process that only
+  reads the same 10,000 files;
+- once, the same dry run on the located slow path alone (``SPECDOJO_ROUTINE_PURE_YAML=1``),
+  i.e. what every file cost before the fast path.
+
+Target (issue 16): the dry run <= 1.0 s on the 2-core reference machine. The test asserts the
+fast path is at least 4x the slow path and prints whether the absolute target was met.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+COUNT = 10_000
+ZONES = ("UTC", "Asia/Tokyo", "America/New_York", "Europe/Berlin")
+NOW = "2026-08-07T08:02:00Z"
+READ_ALL = (
+    "import os, sys\n"
+    "d = sys.argv[1]\n"
+    "for name in sorted(os.listdir(d)):\n"
+    "    with open(os.path.join(d, name), 'rb') as f:\n"
+    "        f.read()\n"
+)
+
+
+def make_project(root: Path) -> Path:
+    (root / ".specdojo").mkdir(parents=True)
+    (root / ".specdojo" / "specdojo.config.json").write_text(json.dumps({
+        "version": 1, "current_project": "demo",
+        "projects": {"demo": {"routines_path": "routines", "jobs_path": "jobs",
+                              "execution_path": "execution"}},
+    }))
+    (root / "jobs").mkdir()
+    routines = root / "routines"
+    routines.mkdir()
+    for n in range(COUNT):
+        (routines / f"rtn-daily-{n:05d}.yaml").write_text(
+            f"id: rtn-daily-{n:05d}\n"
+            f"name: Daily report {n}\n"
+            "trigger:\n"
+            f'  cron: "{n % 60} {(n // 60) % 24} * * *"\n'
+            f"  timezone: {ZONES[n % len(ZONES)]}\n"
+            "policy:\n"
+            "  missed_run: latest\n"
+            "action:\n"
+            "  kind: specdojo\n"
+            "  args: [index, build]\n"
+        )
+    return root
+
+
+def timed(argv: list[str], **env: str) -> float:
+    full = {k: v for k, v in os.environ.items() if k != "SPECDOJO_PROJECT"} | env
+    started = time.perf_counter()
+    done = subprocess.run(argv, cwd=REPO, env=full, capture_output=True, timeout=600,
+                          check=False)
+    elapsed = time.perf_counter() - started
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    return elapsed
+
+
+def test_bench_ten_thousand_routine_files_whole_process(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    py = sys.executable
+    commands = {
+        "dry-run": [py, "-m", "specdojo_routine", "run", "--due", "--dry-run", "--root",
+                    str(root), "--now", NOW],
+        "validate": [py, "-m", "specdojo_routine", "validate", "--root", str(root)],
+        "import orjson, croniter": [py, "-c", "import orjson, croniter"],
+        "read the files": [py, "-c", READ_ALL, str(root / "routines")],
+    }
+    timed(commands["read the files"])  # warm the page cache
+    best = {name: min(timed(argv) for _ in range(3)) for name, argv in commands.items()}
+    slow = timed(commands["dry-run"], SPECDOJO_ROUTINE_PURE_YAML="1")
+    dry = best["dry-run"]
+    print(f"\n{COUNT} routine files, whole processes (best of 3):")
+    for name, seconds in best.items():
+        print(f"  {name:26s} {seconds * 1000:7.0f} ms")
+    print(f"  dry-run, slow path only    {slow * 1000:7.0f} ms (once)")
+    print(f"  dry-run / import baseline  {dry / best['import orjson, croniter']:.1f}x")
+    print(f"  dry-run / read baseline    {dry / best['read the files']:.1f}x")
+    print(f"  slow path / fast path      {slow / dry:.1f}x")
+    print(f"  target <= 1.0 s            {'met' if dry <= 1.0 else 'NOT met'}")
+    assert slow / dry >= 4
