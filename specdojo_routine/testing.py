@@ -68,7 +68,7 @@ def hold_routine_lock(paths: ProjectPaths) -> Iterator[LockInfo]:
 
     Locks are per open file description, so a ``run_due`` in this same process is refused too.
     """
-    with routine_lock(paths.routine_locks_dir) as info:
+    with routine_lock(paths.routine_locks_dir, project=paths.project_id) as info:
         yield info
 
 

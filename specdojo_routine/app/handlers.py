@@ -202,11 +202,13 @@ def run(
     the_now = to_utc(now) if now is not None else to_utc(wall())
     if dry_run:
         view = views.load_routine_view(paths)
-        lock = locks.routine_lock_status(paths.routine_locks_dir, now=to_utc(wall()))
+        lock = locks.routine_lock_status(paths.routine_locks_dir, now=to_utc(wall()),
+                                          project=paths.project_id, env=env)
         plan_selection(report, candidates, view, the_now, routine_id, paths,
                        interrupted=not lock.held and live_owner(view) is None)
         return report
-    with locks.routine_lock(paths.routine_locks_dir, clock=wall):
+    with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id,
+                            env=env):
         log = ledger.Ledger(paths.routine_ledger, clock=wall)
         ctx = _Context(paths=paths, defs=defs, now=the_now, env=env, echo=echo,
                        job_runner=job_runner, append=log.append)
@@ -437,7 +439,7 @@ def resolve(
     who = by or os.environ.get("USER") or _login_name()
     if not note.strip():
         raise UsageError("resolve needs a --note saying what was checked (got an empty note)")
-    with locks.routine_lock(paths.routine_locks_dir, clock=wall):
+    with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id):
         view = views.refresh_routine_view(paths)
         refuse_if_owner_lives(view, paths)
         state = view.routines.get(routine_id)
@@ -490,7 +492,7 @@ def fold(
     if check:
         return views.fold_all(paths, check=True), []
     with contextlib.ExitStack() as held:
-        held.enter_context(locks.routine_lock(paths.routine_locks_dir))
+        held.enter_context(locks.routine_lock(paths.routine_locks_dir, project=paths.project_id))
         if paths.runs_dir.is_dir():
             held.enter_context(execlock.exec_lock(paths.exec_locks_dir, actor=FOLD_ACTOR))
         moved = []

@@ -63,7 +63,7 @@ def list_routines(
     the_now = to_utc(now) if now is not None else wall
     defs = definitions.load_definitions(paths)
     view = views.load_routine_view(paths)
-    lock = locks.routine_lock_status(paths.routine_locks_dir, now=wall)
+    lock = locks.routine_lock_status(paths.routine_locks_dir, now=wall, project=paths.project_id)
     rows = [_row(r, view.routines.get(r.id) or {}, the_now, lock.held) for r in defs.routines]
     return Listing(now=the_now, rows=rows, lock=lock, problems=[str(p) for p in defs.errors])
 

@@ -22,16 +22,17 @@ import re
 import socket
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import attrs
 import orjson
 import portalocker
 
 from specdojo_routine.core import errors, timefmt
+from specdojo_routine.store import redislock
 
 ROUTINE_FLOCK_NAME = "routine-run.flock"
 UPSTREAM_ROUTINE_LOCK_NAME = "routine-run.lock"
@@ -74,9 +75,13 @@ _FREE = LockInfo(held=False, pid=None, host=None, acquired_at=None, suspicious=F
 
 @contextlib.contextmanager
 def routine_lock(
-    locks_dir: Path, *, clock: Callable[[], datetime] = _utc_now
+    locks_dir: Path, *, clock: Callable[[], datetime] = _utc_now, project: str | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[LockInfo]:
-    """Hold the routine-wide lock for the ``with`` block; raise ``LockBusy`` if it is taken."""
+    """Hold the routine-wide lock for the ``with`` block; raise ``LockBusy`` if it is taken.
+
+    With ``project`` and ``SPECDOJO_ROUTINE_LOCK_URL`` set, the Redis lock of that project is
+    held too (:mod:`.redislock`), after the file lock."""
     path = locks_dir / ROUTINE_FLOCK_NAME
     try:
         locks_dir.mkdir(parents=True, exist_ok=True)
@@ -94,33 +99,55 @@ def routine_lock(
                             acquired_at=timefmt.format_s(now), suspicious=False)
             record = {"pid": info.pid, "host": info.host, "acquired_at": info.acquired_at,
                       "start": process_start(os.getpid())}
-            fh.seek(0)
-            fh.truncate()
-            fh.write(orjson.dumps(record) + b"\n")
-            fh.flush()
-            yield info
+            with _shared_lock(project, env, record):
+                fh.seek(0)
+                fh.truncate()
+                fh.write(orjson.dumps(record) + b"\n")
+                fh.flush()
+                yield info
         finally:
             portalocker.unlock(fh)
 
 
-def routine_lock_status(locks_dir: Path, *, now: datetime) -> LockInfo:
+def routine_lock_status(
+    locks_dir: Path, *, now: datetime, project: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> LockInfo:
     """Report the routine lock's holder without taking the lock or creating any file.
 
     ``now`` should be the wall clock: it ages the holder (``suspicious``) and the upstream
-    lock directory.
+    lock directory. With ``project`` and ``SPECDOJO_ROUTINE_LOCK_URL`` set, a holder of the
+    Redis lock (on any host) counts first.
     """
     now = timefmt.to_utc(now)
+    url = redislock.lock_url(os.environ if env is None else env) if project else None
+    if url is not None and project is not None:
+        held, pid, host, acquired_at = redislock.status(url, project)
+        if held:
+            return _held(pid, host, acquired_at, now)
     path = locks_dir / ROUTINE_FLOCK_NAME
     pid, host, acquired_at = _read_holder(path)
     if _flock_held(path, pid):
-        started = timefmt.try_parse_instant(acquired_at)
-        suspicious = started is not None and now - started > SUSPICIOUS_AFTER
-        return LockInfo(held=True, pid=pid, host=host, acquired_at=acquired_at,
-                        suspicious=suspicious)
+        return _held(pid, host, acquired_at, now)
     since = _young_upstream_dir_since(locks_dir, now)
     if since is not None:
         return LockInfo(held=True, pid=None, host=None, acquired_at=since, suspicious=False)
     return _FREE
+
+
+def _held(pid: int | None, host: str | None, acquired_at: str | None, now: datetime) -> LockInfo:
+    started = timefmt.try_parse_instant(acquired_at)
+    suspicious = started is not None and now - started > SUSPICIOUS_AFTER
+    return LockInfo(held=True, pid=pid, host=host, acquired_at=acquired_at, suspicious=suspicious)
+
+
+def _shared_lock(
+    project: str | None, env: Mapping[str, str] | None, record: dict[str, Any]
+) -> contextlib.AbstractContextManager[None]:
+    url = redislock.lock_url(os.environ if env is None else env) if project else None
+    if url is None or project is None:
+        return contextlib.nullcontext()
+    return redislock.hold(url, project, record)
 
 
 def _unusable(path: Path, exc: OSError) -> errors.RoutineError:
