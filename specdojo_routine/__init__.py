@@ -6,42 +6,78 @@ The public API is what ``__all__`` lists; every other module is private. See
 
 from __future__ import annotations
 
-from specdojo_routine.app.handlers import AttemptReport, RunReport, Selected
-from specdojo_routine.app.listing import Listing, RoutineRow
-from specdojo_routine.core.decide import PlannedAction
-from specdojo_routine.core.errors import (
-    ConfigError,
-    CorruptLedgerError,
-    DefinitionError,
-    InvalidTransition,
-    JobError,
-    LedgerError,
-    LockBusy,
-    Problem,
-    RoutineError,
-    TooManyMissedOccurrences,
-    TornLedgerError,
-    UsageError,
-)
-from specdojo_routine.core.jobplan import JobRunOutcome
-from specdojo_routine.core.model import JobDefinition, Result, Routine
-from specdojo_routine.execute.agent import AgentExecutor, AgentRequest, AgentResult
-from specdojo_routine.store.config import ProjectPaths
-from specdojo_routine.store.definitions import Definitions
-from specdojo_routine.store.locks import LockInfo
-from specdojo_routine.store.views import replay
+from typing import TYPE_CHECKING, Any
 
-from .api import (
-    fold_views,
-    history,
-    list_routines,
-    load_project,
-    resolve,
-    run_due,
-    run_job,
-    run_routine,
-    validate,
-)
+if TYPE_CHECKING:  # what type checkers see; at run time each name is imported on first use
+    from specdojo_routine.api import (
+        fold_views,
+        history,
+        list_routines,
+        load_project,
+        resolve,
+        run_due,
+        run_job,
+        run_routine,
+        validate,
+    )
+    from specdojo_routine.app.handlers import AttemptReport, RunReport, Selected
+    from specdojo_routine.app.listing import Listing, RoutineRow
+    from specdojo_routine.core.decide import PlannedAction
+    from specdojo_routine.core.errors import (
+        ConfigError,
+        CorruptLedgerError,
+        DefinitionError,
+        InvalidTransition,
+        JobError,
+        LedgerError,
+        LockBusy,
+        Problem,
+        RoutineError,
+        TooManyMissedOccurrences,
+        TornLedgerError,
+        UsageError,
+    )
+    from specdojo_routine.core.jobplan import JobRunOutcome
+    from specdojo_routine.core.model import JobDefinition, Result, Routine
+    from specdojo_routine.execute.agent import AgentExecutor, AgentRequest, AgentResult
+    from specdojo_routine.store.config import ProjectPaths
+    from specdojo_routine.store.definitions import Definitions
+    from specdojo_routine.store.locks import LockInfo
+    from specdojo_routine.store.views import replay
+
+# public name -> the module that defines it (imported when the name is first used, so that
+# `python -m specdojo_routine validate` does not load the job runner, the ledger codec, ...)
+_EXPORTS = {
+    "AttemptReport": "app.handlers", "RunReport": "app.handlers", "Selected": "app.handlers",
+    "Listing": "app.listing", "RoutineRow": "app.listing", "PlannedAction": "core.decide",
+    **dict.fromkeys(
+        ["ConfigError", "CorruptLedgerError", "DefinitionError", "InvalidTransition",
+         "JobError", "LedgerError", "LockBusy", "Problem", "RoutineError",
+         "TooManyMissedOccurrences", "TornLedgerError", "UsageError"], "core.errors"),
+    "JobRunOutcome": "core.jobplan", "JobDefinition": "core.model", "Result": "core.model",
+    "Routine": "core.model", "AgentExecutor": "execute.agent", "AgentRequest": "execute.agent",
+    "AgentResult": "execute.agent", "ProjectPaths": "store.config",
+    "Definitions": "store.definitions", "LockInfo": "store.locks", "replay": "store.views",
+    **dict.fromkeys(
+        ["fold_views", "history", "list_routines", "load_project", "resolve", "run_due",
+         "run_job", "run_routine", "validate"], "api"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _EXPORTS.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{where}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __version__ = "0.1.0"
 

@@ -14,11 +14,11 @@ import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 import attrs
 
-from specdojo_routine.core import decide, errors, events, policy, schedule
+from specdojo_routine.core import errors, policy, schedule
 from specdojo_routine.core.errors import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -28,10 +28,20 @@ from specdojo_routine.core.errors import (
 )
 from specdojo_routine.core.model import OnInterrupted, Result, Routine, aggregate
 from specdojo_routine.core.timefmt import format_ms, format_s, to_utc
-from specdojo_routine.execute import runner
-from specdojo_routine.store import definitions, execlock, ledger, locks, views
+from specdojo_routine.store import definitions, lazy, locks
 from specdojo_routine.store.config import ProjectPaths, resolve_project
 from specdojo_routine.store.definitions import Definitions
+
+if TYPE_CHECKING:  # imported on first use (store/lazy.py): `validate` needs none of them
+    from specdojo_routine.core import decide, events
+    from specdojo_routine.execute import runner
+    from specdojo_routine.store import execlock, ledger, views
+else:
+    decide, events = lazy.module("specdojo_routine.core.decide"), lazy.module(
+        "specdojo_routine.core.events")
+    runner = lazy.module("specdojo_routine.execute.runner")
+    execlock, ledger, views = (lazy.module(f"specdojo_routine.store.{name}")
+                               for name in ("execlock", "ledger", "views"))
 
 FOLD_ACTOR = "specdojo_routine fold"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -12,8 +12,13 @@ from specdojo_routine.core import policy, schedule
 from specdojo_routine.core.errors import TooManyMissedOccurrences
 from specdojo_routine.core.model import Routine
 from specdojo_routine.core.timefmt import format_ms, format_s, to_utc, try_parse_instant
-from specdojo_routine.store import definitions, locks, views
+from specdojo_routine.store import definitions, lazy, locks
 from specdojo_routine.store.config import ProjectPaths
+
+if TYPE_CHECKING:  # imported on first use (store/lazy.py)
+    from specdojo_routine.store import views
+else:
+    views = lazy.module("specdojo_routine.store.views")
 
 
 @attrs.frozen(kw_only=True)

@@ -22,13 +22,18 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 import orjson
-import portalocker
 
 from specdojo_routine.core import errors, timefmt
-from specdojo_routine.store import locks
+from specdojo_routine.store import lazy, locks
+
+if TYPE_CHECKING:  # imported on first use (store/lazy.py): importing it imports redis too
+    import portalocker
+else:
+    portalocker = lazy.module("portalocker")
 
 EXEC_LOCK_NAME = "exec-run.lock"
 EXEC_TAKEOVER_NAME = "exec-run.takeover.flock"

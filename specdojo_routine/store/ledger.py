@@ -26,17 +26,21 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 import orjson
-import portalocker
 
 from specdojo_routine.core.errors import CorruptLedgerError, TornLedgerError
 from specdojo_routine.core.events import Event
-from specdojo_routine.store import chain
+from specdojo_routine.store import chain, lazy
 from specdojo_routine.store.codec import encode, upgrade
 from specdojo_routine.store.stamps import Stamp, only_grew, remember
+
+if TYPE_CHECKING:  # imported on first use (store/lazy.py): importing it imports redis too
+    import portalocker
+else:
+    portalocker = lazy.module("portalocker")
 
 Clock = Callable[[], datetime]
 _CHUNK = 1 << 16

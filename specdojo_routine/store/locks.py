@@ -25,14 +25,18 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import attrs
 import orjson
-import portalocker
 
 from specdojo_routine.core import errors, timefmt
-from specdojo_routine.store import redislock
+from specdojo_routine.store import lazy, redislock
+
+if TYPE_CHECKING:  # imported on first use (store/lazy.py): importing it imports redis too
+    import portalocker
+else:
+    portalocker = lazy.module("portalocker")
 
 ROUTINE_FLOCK_NAME = "routine-run.flock"
 UPSTREAM_ROUTINE_LOCK_NAME = "routine-run.lock"
@@ -46,8 +50,11 @@ _PROC_LOCKS = Path("/proc/locks")
 _PROC_LOCK_LINE = re.compile(
     r"^\d+:\s+(?!->)\S+\s+\S+\s+\S+\s+(-?\d+)\s+([0-9a-fA-F]+):([0-9a-fA-F]+):(\d+)\s", re.M
 )
-_EXCLUSIVE_NB = portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING
-_SHARED_NB = portalocker.LockFlags.SHARED | portalocker.LockFlags.NON_BLOCKING
+
+
+def _nb(kind: str) -> portalocker.LockFlags:
+    flags = portalocker.LockFlags
+    return (flags.EXCLUSIVE if kind == "ex" else flags.SHARED) | flags.NON_BLOCKING
 
 
 def _utc_now() -> datetime:
@@ -164,7 +171,7 @@ def _lock_or_busy(fh: IO[bytes], path: Path) -> None:
     deadline = time.monotonic() + BUSY_GRACE_S
     while True:
         try:
-            portalocker.lock(fh, _EXCLUSIVE_NB)
+            portalocker.lock(fh, _nb("ex"))
             return
         except portalocker.AlreadyLocked:
             if time.monotonic() >= deadline:
@@ -242,7 +249,7 @@ def _probe_held(path: Path) -> bool:
         return False
     with os.fdopen(fd, "rb") as fh:
         try:
-            portalocker.lock(fh, _SHARED_NB)
+            portalocker.lock(fh, _nb("sh"))
         except portalocker.AlreadyLocked:
             return True
         portalocker.unlock(fh)

@@ -1,0 +1,92 @@
+"""A command imports only what it needs (issue 16): `validate` and `list` start like git.
+
+Each check runs a fresh interpreter, runs the command in it and lists which heavy modules were
+really executed (a module registered by store/lazy.py but never touched does not count).
+Figures: tests/bench/test_bench_startup.py and tests/bench/IMPORTS.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DEMO = REPO / "fixtures" / "demo"
+HEAVY = ("specdojo_routine.execute.runner", "specdojo_routine.execute.agent",
+         "specdojo_routine.execute.jobfiles", "specdojo_routine.app.jobs",
+         "specdojo_routine.store.execlock", "specdojo_routine.store.codec",
+         "specdojo_routine.store.ledger", "specdojo_routine.store.views",
+         "specdojo_routine.core.events", "specdojo_routine.core.decide", "cattrs",
+         "portalocker", "redis")
+PROBE = """
+import contextlib, io, json, sys
+from specdojo_routine.cli import main
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    code = main(sys.argv[2:])
+names = json.loads(sys.argv[1])
+loaded = [n for n in names if n in sys.modules
+          and type(sys.modules[n]).__name__ != "_LazyModule"]
+print(json.dumps([code, loaded]))
+"""
+
+
+def loaded_by(*argv: str, env: dict[str, str] | None = None) -> tuple[int, list[str]]:
+    full = {k: v for k, v in os.environ.items() if k != "SPECDOJO_PROJECT"} | (env or {})
+    done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(HEAVY), *argv], cwd=REPO,
+                          capture_output=True, text=True, timeout=60, check=True, env=full)
+    code, loaded = json.loads(done.stdout)
+    return int(code), list(loaded)
+
+
+def test_validate_loads_no_runner_ledger_codec_or_locks() -> None:
+    assert (0, []) == loaded_by("validate", "--root", str(DEMO))
+
+
+def test_list_loads_no_runner_agent_or_job_machinery() -> None:
+    """`list` reads the views and the ledger tail (under a shared flock: portalocker), but
+    never the job runner, the agent seam, git or the exec lock."""
+    code, loaded = loaded_by("list", "--root", str(DEMO))
+    reading = {"specdojo_routine.store.views", "specdojo_routine.store.ledger",
+               "specdojo_routine.store.codec", "specdojo_routine.core.events", "cattrs",
+               "portalocker", "redis"}
+    assert (0, []) == (code, [n for n in loaded if n not in reading])
+
+
+def test_importing_the_package_loads_nothing_heavy() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "import json, sys, specdojo_routine; print(json.dumps("
+         "[n for n in sys.modules if n.startswith('specdojo_routine.')]))"],
+        cwd=REPO, capture_output=True, text=True, timeout=60, check=True)
+    assert [] == json.loads(done.stdout)
+
+
+def test_every_public_name_still_imports_from_the_package() -> None:
+    """`from specdojo_routine import X` works for every X of __all__, in a fresh process."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import specdojo_routine as s; "
+         "exec('from specdojo_routine import ' + ', '.join(s.__all__)); print('ok')"],
+        cwd=REPO, capture_output=True, text=True, timeout=60, check=False)
+    assert ("ok\n", "") == (done.stdout, done.stderr)
+
+
+def test_an_unknown_name_is_still_an_attribute_error() -> None:
+    import specdojo_routine
+
+    with pytest.raises(AttributeError):
+        specdojo_routine.no_such_name  # noqa: B018
+
+
+def test_run_still_works_once_everything_is_loaded(tmp_path: Path) -> None:
+    """The lazily imported runner, ledger and views do their job in a real `run --due`."""
+    root = tmp_path / "demo"
+    shutil.copytree(DEMO, root)
+    code, loaded = loaded_by("run", "--due", "--root", str(root), env={
+        "SPECDOJO_CLI": str(root / "bin" / "fake-specdojo")})
+    assert (0, True) == (code, {"specdojo_routine.store.ledger",
+                                "specdojo_routine.store.views"} <= set(loaded))
