@@ -101,7 +101,8 @@ def test_the_fast_path_refuses_what_it_is_not_sure_of() -> None:
         "a: !!str 1\n", "a: &x 1\nb: *x\n", "a: 1.5\n", "<<: {a: 1}\n", "a: b\u2028c\n",
         "%YAML 1.2\n---\na: 1\n", "a: 0x1f\n", "a: 017\n", "a: 1_000\n", "[1, 2]\n", "",
         "a: 1\n---\nb: 2\n", "? [a]\n: 1\n", "a: 1\na: 2\n", "1: x\n", "\ufeffa: 1\n",
-        "a: ! x\n", "a: yes\nb: [" + "[" * 70 + "]" * 71 + "\n",
+        "a: ! x\n", "a: yes\nb: [" + "[" * 70 + "]" * 71 + "\n", "k: 1\n...\n...\n",
+        "k: \t1\n", "k: |#\n  x\n", "k: >x\n",
     ]
     assert [] == [text for text in doubtful if FAST.load(text) is not None]
     assert {"a": "yes", "b": "on", "c": None, "d": True, "e": -12} == FAST.load(

@@ -319,7 +319,7 @@ def test_demo_runs_end_to_end_with_the_fake_cli(tmp_path: Path) -> None:
     )
 
 
-RUNTIME_DIRS = ("execution/", "routines/generated/", "routines/.locks/")
+RUNTIME_DIRS = ("execution/", "routines/generated/", "routines/.locks/", "routines/.cache/")
 
 
 def _files(root: Path) -> list[str]:

@@ -219,6 +219,7 @@ def run(
         return report
     with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id,
                             env=env):
+        definitions.remember(defs)  # a recording command keeps what it parsed (defcache)
         log = ledger.Ledger(paths.routine_ledger, clock=wall)
         ctx = _Context(paths=paths, defs=defs, now=the_now, env=env, echo=echo,
                        job_runner=job_runner, append=log.append)

@@ -47,6 +47,7 @@ from specdojo_routine.core.model import JobDefinition, Routine
 from specdojo_routine.core.routine_rules import JobIndex, build_routine
 from specdojo_routine.core.validation import Node, Report, got
 from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.defcache import DefinitionCache
 from specdojo_routine.store.fastyaml import FastReader
 
 MAX_FILE_BYTES = 1 << 20  # definitions are small; anything bigger is a mistake or an attack
@@ -69,6 +70,8 @@ class Definitions:
     problems: tuple[Problem, ...] = ()  # errors and warnings, sorted by (path, line, col)
     routine_files: int = 0
     job_files: int = 0
+    # what the fast path read, for a recording command to keep (remember()); not a result
+    cache: DefinitionCache | None = attrs.field(default=None, eq=False, repr=False)
 
     def job(self, job_id: str) -> JobDefinition | None:
         return next((job for job in self.jobs if job.id == job_id), None)
@@ -95,22 +98,29 @@ def load_jobs(paths: ProjectPaths) -> Definitions:
     return _load(paths, with_routines=False)
 
 
+def remember(defs: Definitions) -> bool:
+    """Keep what the fast path read for the next load (:mod:`.defcache`); only recording
+    commands call this, under the routine lock. True when the cache file was written."""
+    return defs.cache.save() if defs.cache is not None else False
+
+
 # --- discovery ---------------------------------------------------------------------------------
 
 
 def discover(directory: Path, prefix: str, *, skip: Path | None = None) -> list[Path]:
     """``<directory>/**/<prefix>*.yaml|.yml``, sorted by path; ``skip`` is not entered."""
-    found: list[tuple[str, Path]] = []
+    found: list[tuple[str, str]] = []  # (path relative to directory, full path): plain strings,
+    top = str(directory)  # as Path arithmetic on 10,000 files is measurable
     for here, dirs, files in os.walk(directory):
-        base = Path(here)
-        dirs[:] = [d for d in dirs if skip is None or base / d != skip]
+        if skip is not None:
+            dirs[:] = [d for d in dirs if Path(here, d) != skip]
         named = [d for d in dirs if d.startswith(prefix) and d.endswith((".yaml", ".yml"))]
         dirs[:] = [d for d in dirs if d not in named]  # reported, never entered
+        sub = os.path.relpath(here, top).replace(os.sep, "/") if here != top else ""
         for name in [*files, *named]:
             if name.startswith(prefix) and name.endswith((".yaml", ".yml")):
-                path = base / name
-                found.append((path.relative_to(directory).as_posix(), path))
-    return [path for _, path in sorted(found)]
+                found.append((f"{sub}/{name}" if sub else name, os.path.join(here, name)))
+    return [Path(path) for _, path in sorted(found)]
 
 
 def file_id(path: Path) -> str:
@@ -125,9 +135,11 @@ def _load(paths: ProjectPaths, *, with_routines: bool) -> Definitions:
     from specdojo_routine.store import agentconfig  # it reads YAML with this module
 
     agents = agentconfig.load_agent_config(paths)
+    fast = _FAST.available()
+    cache = DefinitionCache(paths.routines_dir / ".cache") if fast else None
     job_paths = discover(paths.jobs_dir, "job-")
-    jobs, invalid, job_problems = _load_jobs(paths, job_paths,
-                                             agents.roster if agents is not None else None)
+    jobs, invalid, job_problems = _load_jobs(
+        paths, job_paths, cache, agents.roster if agents is not None else None)
     routines: list[Routine] = []
     problems = [*job_problems, *(agents.problems if agents is not None else ())]
     routine_paths: list[Path] = []
@@ -135,27 +147,29 @@ def _load(paths: ProjectPaths, *, with_routines: bool) -> Definitions:
         routine_paths = discover(paths.routines_dir, "rtn-", skip=paths.routine_generated_dir)
         index = JobIndex(valid={j.id: j for j in jobs}, invalid=invalid,
                          where=paths.rel(paths.jobs_dir))
-        routines, routine_problems = _load_routines(paths, routine_paths, index)
+        routines, routine_problems = _load_routines(paths, routine_paths, index, cache)
         problems += routine_problems
     problems.sort(key=lambda p: (p.path, p.line, p.col))
     return Definitions(
         routines=tuple(routines), jobs=tuple(jobs), invalid_job_ids=invalid,
         problems=tuple(problems), routine_files=len(routine_paths), job_files=len(job_paths),
+        cache=cache,
     )
 
 
 def _load_jobs(
-    paths: ProjectPaths, files: list[Path], roster: Roster | None = None
+    paths: ProjectPaths, files: list[Path], cache: DefinitionCache | None,
+    roster: Roster | None = None,
 ) -> tuple[list[JobDefinition], frozenset[str], list[Problem]]:
     jobs: dict[str, JobDefinition] = {}
     failed: set[str] = set()
     problems: list[Problem] = []
-    fast = _FAST.available()
+    rel_of = _relativiser(paths)
     for path in files:
-        rel = paths.rel(path)
-        report, data, job = _read_and_build(
+        rel = rel_of(path)
+        report, data, job, _ = _read_and_build(
             path, rel, "job", functools.partial(_build_job, file_id=file_id(path), roster=roster),
-            fast=fast,
+            cache=cache,
         )
         if job is not None and job.id in jobs:
             other = jobs[job.id].path
@@ -181,19 +195,22 @@ def _build_job(
 
 
 def _load_routines(
-    paths: ProjectPaths, files: list[Path], index: JobIndex
+    paths: ProjectPaths, files: list[Path], index: JobIndex, cache: DefinitionCache | None
 ) -> tuple[list[Routine], list[Problem]]:
     routines: dict[str, Routine] = {}
     problems: list[Problem] = []
-    fast = _FAST.available()
+    rel_of = _relativiser(paths)
     for path in files:
-        rel = paths.rel(path)
-        report, data, routine = _read_and_build(
+        rel = rel_of(path)
+        report, data, routine, key = _read_and_build(
             path, rel, "routine",
-            functools.partial(build_routine, file_id=file_id(path), jobs=index), fast=fast,
+            functools.partial(build_routine, file_id=file_id(path), jobs=index), cache=cache,
         )
         if routine is not None:
-            routine = attrs.evolve(routine, digest=digest(data))
+            known = cache.digest(key) if cache is not None and key else None
+            routine = attrs.evolve(routine, digest=known or digest(data))
+            if cache is not None and key and known is None:
+                cache.set_digest(key, routine.digest)
         if routine is not None and routine.id in routines:
             other = routines[routine.id].path
             report.error(_id_pos(path, rel, "routine", data),
@@ -205,22 +222,44 @@ def _load_routines(
     return list(routines.values()), problems
 
 
+def _relativiser(paths: ProjectPaths) -> Callable[[Path], str]:
+    """``paths.rel`` by string slicing where the path lies under the root (the usual case)."""
+    top = str(paths.root).rstrip(os.sep) + os.sep
+
+    def rel(path: Path) -> str:
+        text = str(path)
+        if text.startswith(top) and os.sep == "/" and "/../" not in text and "/./" not in text:
+            return text[len(top):]
+        return paths.rel(path)
+
+    return rel
+
+
 def _read_and_build(
-    path: Path, rel: str, kind: str, build: Callable[[Report, Node], _T | None], *, fast: bool
-) -> tuple[Report, Any, _T | None]:
-    """Read and build one file: the fast path when it is sure and the rules find nothing to
-    report (not even a warning), else the located slow path (:mod:`.fastyaml`)."""
+    path: Path, rel: str, kind: str, build: Callable[[Report, Node], _T | None], *,
+    cache: DefinitionCache | None,
+) -> tuple[Report, Any, _T | None, str | None]:
+    """Read and build one file: the fast path (or what it read before, :mod:`.defcache`) when
+    it is sure and the rules find nothing to report (not even a warning), else the located
+    slow path (:mod:`.fastyaml`). The last item is the cache key of fast-path data."""
     report = Report(rel)
     source = _read_text(path, report)
     if source is None:
-        return report, None, None
-    if fast and (data := _FAST.load(source)) is not None:
-        quick = Report(rel)  # no source lines: a problem sends the file down the slow path
-        built = build(quick, Node(value=data))
-        if built is not None and not quick.problems:
-            return quick, data, built
+        return report, None, None, None
+    if cache is not None:
+        key = cache.key(source)
+        cached = cache.get(key)
+        data = cached if cached is not None else _FAST.load(source)
+        if data is not None:
+            quick = Report(rel)  # no source lines: a problem sends the file down the slow path
+            built = build(quick, Node(value=data))
+            if built is not None and not quick.problems:
+                if cached is None:
+                    cache.put(key, data)
+                return quick, data, built, key
     report, data = _parse(source, rel, kind)
-    return report, data, (build(report, Node(value=data)) if data is not None else None)
+    built = build(report, Node(value=data)) if data is not None else None
+    return report, data, built, None
 
 
 def _id_pos(path: Path, rel: str, kind: str, data: Any) -> tuple[int, int]:

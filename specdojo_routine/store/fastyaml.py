@@ -12,7 +12,9 @@ returns ``None`` - at the first thing it is not *sure* the slow path reads the s
 - a key that is not a string, or a duplicate key; nesting deeper than the slow path allows;
 - a character that the slow path's reader refuses or that YAML 1.1 (libyaml) and 1.2 (ruamel)
   read differently (NEL, LINE/PARAGRAPH SEPARATOR, a BOM), and any tab (libyaml accepts tabs
-  where ruamel refuses them);
+  where ruamel refuses them), a document end marker ``...`` (libyaml skips a repeated one),
+  a block scalar header other than ``|``/``>`` with chomping, indentation and a comment
+  (libyaml takes ``|#``);
 - any error of the C parser; a top-level value that is not a mapping.
 
 A ``None`` sends the file down the slow path, which reports whatever there is to report, with
@@ -55,6 +57,10 @@ except ImportError:  # the C extension is an optional extra of ruamel.yaml
 _DOUBTFUL_CHARACTER = re.compile(
     "[^\x0a\x0d\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]|[\u2028\u2029\ufeff]"
 )
+_DOCUMENT_END = re.compile(r"^\.\.\.", re.M)  # libyaml skips a repeated `...`; ruamel refuses it
+# a block scalar's header: libyaml accepts some that ruamel refuses (`|#`)
+_BLOCK_HEADER = re.compile(r"(?:^ *- +|: +)[|>]([^\n\r]*)", re.M)
+_GOOD_HEADER = re.compile(r"(?:[-+][1-9]?|[1-9][-+]?)?(?: +#.*)? *")
 _DECIMAL = re.compile(r"0|-?[1-9][0-9]{0,17}")
 _STR, _NULL, _BOOL, _INT = (
     f"tag:yaml.org,2002:{name}" for name in ("str", "null", "bool", "int")
@@ -83,7 +89,9 @@ class FastReader:
 
     def load(self, source: str) -> dict[str, Any] | None:
         """The document as plain data, or None when the slow path must read it."""
-        if CParser is None or _DOUBTFUL_CHARACTER.search(source):
+        if CParser is None or _DOUBTFUL_CHARACTER.search(source) or _DOCUMENT_END.search(source):
+            return None
+        if any(not _GOOD_HEADER.fullmatch(m[1]) for m in _BLOCK_HEADER.finditer(source)):
             return None
         try:
             root = self._build(CParser(source))

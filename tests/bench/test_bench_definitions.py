@@ -10,7 +10,9 @@ Measured in one run, best of interleaved repetitions (other load hits every figu
 - baselines: a bare ``python -c "import orjson, croniter"`` process, and a process that only
   reads the same 10,000 files;
 - once, the same dry run on the located slow path alone (``SPECDOJO_ROUTINE_PURE_YAML=1``),
-  i.e. what every file cost before the fast path.
+  i.e. what every file cost before the fast path;
+- after one recording command (``run --id`` of one routine, which writes the definition
+  cache, store/defcache.py), the dry run and ``validate`` again ("warm").
 
 Target (issue 16): the dry run <= 1.0 s on the 2-core reference machine. The test asserts the
 fast path is at least 4x the slow path and prints whether the absolute target was met.
@@ -87,6 +89,11 @@ def test_bench_ten_thousand_routine_files_whole_process(tmp_path: Path) -> None:
     timed(commands["read the files"])  # warm the page cache
     best = {name: min(timed(argv) for _ in range(3)) for name, argv in commands.items()}
     slow = timed(commands["dry-run"], SPECDOJO_ROUTINE_PURE_YAML="1")
+    timed([py, "-m", "specdojo_routine", "run", "--id", "rtn-daily-00000", "--root", str(root)],
+          SPECDOJO_CLI=str(REPO / "tests" / "support" / "fake-specdojo"))
+    assert (root / "routines" / ".cache" / "definitions.json").is_file()
+    for name in ("dry-run", "validate"):
+        best[f"{name}, warm cache"] = min(timed(commands[name]) for _ in range(3))
     dry = best["dry-run"]
     print(f"\n{COUNT} routine files, whole processes (best of 3):")
     for name, seconds in best.items():
@@ -95,5 +102,9 @@ def test_bench_ten_thousand_routine_files_whole_process(tmp_path: Path) -> None:
     print(f"  dry-run / import baseline  {dry / best['import orjson, croniter']:.1f}x")
     print(f"  dry-run / read baseline    {dry / best['read the files']:.1f}x")
     print(f"  slow path / fast path      {slow / dry:.1f}x")
-    print(f"  target <= 1.0 s            {'met' if dry <= 1.0 else 'NOT met'}")
+    warm = best["dry-run, warm cache"]
+    print(f"  warm dry-run / import      {warm / best['import orjson, croniter']:.1f}x")
+    print(f"  warm dry-run / read        {warm / best['read the files']:.1f}x")
+    print(f"  target <= 1.0 s            cold {'met' if dry <= 1.0 else 'NOT met'}, "
+          f"warm {'met' if warm <= 1.0 else 'NOT met'}")
     assert slow / dry >= 4
