@@ -139,3 +139,14 @@ def test_a_cache_from_another_parser_version_is_ignored(tmp_path: Path) -> None:
     doc["fingerprint"] = "0" * 64
     cache_file(root).write_bytes(orjson.dumps(doc))
     assert parses(root) >= 8
+
+
+def test_a_file_that_holds_a_secret_is_not_copied_into_the_cache(tmp_path: Path) -> None:
+    """SPEC §7.5: a token written in a definition stays there; the cache holds no copy."""
+    root = project(tmp_path)
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    (root / "routines" / "rtn-token.yaml").write_text(
+        f"id: rtn-token\ninterval: 1h\naction: {{kind: specdojo, args: [notify, {token}]}}\n")
+    cli(root, "run", "--due")
+    assert (True, False) == (cache_file(root).is_file(),
+                             token.encode() in cache_file(root).read_bytes())

@@ -125,7 +125,7 @@ def test_two_hosts_exclude_each_other_through_redis(redis_url: str, tmp_path: Pa
     lock = lock_of(b, redis_url)
     refused = run(b, redis_url)
     file_only = lock_of(b, None)
-    out, err = holder.communicate(timeout=60)
+    _, err = holder.communicate(timeout=60)
     assert (True, holder.pid, socket.gethostname(), True) == (
         lock["held"], lock["pid"], lock["host"], isinstance(lock["acquired_at"], str))
     assert (75, False, False) == (refused.returncode, (b / "routines" / "generated").exists(),

@@ -14,6 +14,8 @@ located slow path, always).
   what this module writes, is ignored (and replaced by the next recording command).
 - Entries of files no longer seen are dropped when it is written. Deleting it is always safe.
 - It lives beside the definitions and has their trust: whoever can write it can write them.
+  A file whose text looks like it holds a secret (a token, a ``password:`` ...) is not cached,
+  so no secret is copied out of the definitions.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
+from specdojo_routine.core.redact import redact
 
 CACHE_NAME = "definitions.json"
 _VERSION = 1
@@ -73,8 +77,11 @@ class DefinitionCache:
         self._seen[key] = entry
         return dict(entry["data"])
 
-    def put(self, key: str, data: dict[str, Any]) -> None:
-        self._seen[key] = {"data": data, "digest": None}
+    def put(self, key: str, data: dict[str, Any], source: str) -> None:
+        """Remember a file's data - unless its text holds something that looks like a secret
+        (core/redact.py): secrets stay in the definitions, never in a copy (SPEC §7.5)."""
+        if redact(source) == source:
+            self._seen[key] = {"data": data, "digest": None}
 
     def digest(self, key: str) -> str | None:
         found = self._seen.get(key, {}).get("digest")

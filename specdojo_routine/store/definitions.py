@@ -255,7 +255,7 @@ def _read_and_build(
             built = build(quick, Node(value=data))
             if built is not None and not quick.problems:
                 if cached is None:
-                    cache.put(key, data)
+                    cache.put(key, data, source)
                 return quick, data, built, key
     report, data = _parse(source, rel, kind)
     built = build(report, Node(value=data)) if data is not None else None
