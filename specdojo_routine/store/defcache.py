@@ -39,10 +39,10 @@ def fingerprint() -> str:
     """What the cached data depends on: the fast path's code and ruamel's version."""
     import ruamel.yaml
 
-    from specdojo_routine.store import definitions, fastyaml
+    from specdojo_routine.store import definitions, fastyaml, safeyaml
 
     parts = [str(_VERSION), str(ruamel.yaml.__version__)]
-    for module in (definitions, fastyaml):
+    for module in (definitions, fastyaml, safeyaml):
         parts.append(hashlib.sha256(Path(str(module.__file__)).read_bytes()).hexdigest())
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
