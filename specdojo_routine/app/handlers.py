@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 import attrs
 
-from specdojo_routine.core import errors, policy, schedule
+from specdojo_routine.core import errors, schedule
 from specdojo_routine.core.errors import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -33,12 +33,12 @@ from specdojo_routine.store.config import ProjectPaths, resolve_project
 from specdojo_routine.store.definitions import Definitions
 
 if TYPE_CHECKING:  # imported on first use (store/lazy.py): `validate` needs none of them
-    from specdojo_routine.core import decide, events
+    from specdojo_routine.core import decide, events, policy
     from specdojo_routine.execute import runner
     from specdojo_routine.store import execlock, ledger, views
 else:
-    decide, events = lazy.module("specdojo_routine.core.decide"), lazy.module(
-        "specdojo_routine.core.events")
+    decide, events, policy = (lazy.module(f"specdojo_routine.core.{name}")
+                              for name in ("decide", "events", "policy"))
     runner = lazy.module("specdojo_routine.execute.runner")
     execlock, ledger, views = (lazy.module(f"specdojo_routine.store.{name}")
                                for name in ("execlock", "ledger", "views"))

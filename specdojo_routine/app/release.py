@@ -54,7 +54,7 @@ def release(
         raise UsageError("release --note must not be blank (leave it out for no note)")
     defs, routine, report, the_env = _setup(paths, routine_id, env)
     the_now = to_utc(now if now is not None else wall())
-    with locks.routine_lock(paths.routine_locks_dir, clock=wall):
+    with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id):
         log = ledger.Ledger(paths.routine_ledger, clock=wall)
         ctx = handlers._Context(paths=paths, defs=defs, now=the_now, env=the_env, echo=echo,
                                 job_runner=job_runner, append=log.append)
@@ -125,7 +125,7 @@ def backfill(
             report.selected.append(Selected(routine=routine, occurrence=occ, actions=(
                 decide.plan_actions(routine, at, paths.project_id))))
         return report
-    with locks.routine_lock(paths.routine_locks_dir, clock=wall):
+    with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id):
         log = ledger.Ledger(paths.routine_ledger, clock=wall)
         the_now = to_utc(now if now is not None else wall())  # when the attempts start
         ctx = handlers._Context(paths=paths, defs=defs, now=the_now, env=the_env,
