@@ -86,17 +86,32 @@ COMMANDS: dict[str, CommandHelp] = {
         "occurrence, and who holds the routine lock. Usable as a health check.",
         ("{prog} list", "{prog} list --json", "{prog} list --now 2026-08-07T08:00:00Z"),
         ((0, "every routine is healthy"),
-         (1, "attention needed: an invalid definition, an interrupted routine or a damaged "
-             "ledger"), _USAGE)),
+         (1, "attention needed: an invalid definition, an interrupted, held or missed "
+             "routine, or a damaged ledger"), _USAGE)),
     "run": CommandHelp(
-        "Run the due occurrences of every enabled routine (--due), or one routine now (--id). "
-        "Each attempt is recorded before its actions run; every action runs, in order.",
+        "Run the due occurrences of every enabled routine (--due), or one routine now (--id), "
+        "or backfill one cron routine over a past range (--id with --from and --to). Each "
+        "attempt is recorded before its actions run; every action runs, in order.",
         ("{prog} run --due", "{prog} run --due --dry-run",
-         "{prog} run --id rtn-nightly", "{prog} run --due --json > report.json"),
-        ((0, "ran, nothing due, skipped, or dry run"),
+         "{prog} run --id rtn-nightly", "{prog} run --due --json > report.json",
+         "{prog} run --id rtn-nightly --from 2026-08-01T00:00:00Z --to 2026-08-07T00:00:00Z"),
+        ((0, "ran, nothing due, skipped, held, missed, or dry run"),
          (1, "an attempt failed, a routine is interrupted, a definition is invalid, or a "
              "routine has too many missed occurrences"),
          _USAGE, _BUSY, (130, "interrupted; the open attempt is reported by the next run"))),
+    "release": CommandHelp(
+        "End the hold of a routine held after a failure (policy.on_failure: hold), and run "
+        "none, the newest, or all of the occurrences it held.",
+        ('{prog} release rtn-nightly --note "disk replaced"',
+         "{prog} release rtn-nightly --run latest --by alice"),
+        ((0, "released (and what ran succeeded)"),
+         (1, "the routine is not held, or a released attempt failed"), _USAGE, _BUSY)),
+    "next": CommandHelp(
+        "Preview the next occurrences of a routine, or of a cron expression in a time zone, "
+        "in local time and UTC, with DST notes. Writes nothing.",
+        ("{prog} next rtn-weekly-report", "{prog} next rtn-weekly-report -n 10 --json",
+         '{prog} next --cron "30 2 * * *" --timezone Europe/Berlin'),
+        ((0, "printed"), (2, "a bad cron expression or time zone, or usage error"))),
     "resolve": CommandHelp(
         "Record the outcome of a routine's interrupted attempt (one whose runner died), so "
         "the routine runs again.",
