@@ -42,11 +42,14 @@ ENVIRONMENT_READ: tuple[tuple[str, str], ...] = (
     ("SPECDOJO_PROJECT", "the project to use when --project is not given"),
     ("SPECDOJO_EXEC_RUN_LOCK_TOKEN", "set by a SpecDojo process that holds the project exec "
                                      "lock; a `job run` started by it shares that lock"),
-    ("USER", "the default of `resolve --by`"),
+    ("SPECDOJO_JOB_REVIEW_WORKTREE_CHILD", "1 inside a review worktree: a `job run` there "
+                                           "does not start a second review"),
+    ("USER", "the default of `resolve --by` and `release --by`"),
 )
 ENVIRONMENT_SET: tuple[str, ...] = (
     "SPECDOJO_PROJECT", "SPECDOJO_ROUTINE_EXEC=1", "SPECDOJO_JOB_RUN_ID",
-    "SPECDOJO_EXEC_RUN_LOCK_TOKEN",
+    "SPECDOJO_EXEC_RUN_LOCK_TOKEN", "SPECDOJO_JOB_REVIEW_WORKTREE_CHILD=1",
+    "and for agents SPECDOJO_AGENT_ROLE, SPECDOJO_PLAN_PATH, SPECDOJO_RESULT_PATH",
 )
 NO_COLOR_NOTE = ("Output never contains colour codes, on a terminal or not, so NO_COLOR is "
                  "always honoured.")
