@@ -1,23 +1,47 @@
-"""Sessions: tests, lint, typing, bench, docs. ``session.posargs`` are passed through."""
+"""Sessions: tests (one per supported Python), lint, typing, bench, docs.
+``session.posargs`` are passed through: ``nox -s tests-3.12 -- -x --basetemp=/tmp/pt``."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+
 import nox
+
+PYTHONS = ["3.11", "3.12", "3.13"]
 
 nox.options.sessions = ["tests", "lint", "typing"]
 nox.options.reuse_existing_virtualenvs = True
 
 
-@nox.session
+def _pyenv_versions() -> None:
+    """Let pyenv's shims find every installed 3.11-3.13 (``python3.12`` fails through a shim
+    unless that version is selected), unless the caller chose PYENV_VERSION already."""
+    if "PYENV_VERSION" in os.environ or shutil.which("pyenv") is None:
+        return
+    listed = subprocess.run(["pyenv", "versions", "--bare"], capture_output=True, text=True,
+                            check=False).stdout.split()
+    wanted = [v for v in listed if any(v.startswith(p + ".") for p in PYTHONS)]
+    if wanted:
+        os.environ["PYENV_VERSION"] = ":".join(wanted)
+
+
+_pyenv_versions()
+
+
+@nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
-    session.install("-e", ".[test]")
-    session.run("pytest", *session.posargs)
+    """The whole suite (mypy and ruff included: they run as tests)."""
+    session.install("-e", ".[dev]")
+    session.run("python", "-m", "pytest", *session.posargs)
 
 
 @nox.session
 def lint(session: nox.Session) -> None:
     session.install("ruff")
-    session.run("ruff", "check", "specdojo_routine", "tests", "noxfile.py", *session.posargs)
+    session.run("ruff", "check", "specdojo_routine", "tests", "noxfile.py", ".ci",
+                *session.posargs)
 
 
 @nox.session

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -15,6 +16,37 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE_CLI = REPO / "tests" / "support" / "fake-specdojo"
+# What running a project writes (git-ignored under fixtures/): never copied into a test.
+RUNTIME_STATE = frozenset({"generated", ".locks", "execution"})
+
+
+def source_files(src: Path) -> list[str]:
+    """The files under ``src`` that belong to the source tree (relative POSIX paths, sorted):
+    what git tracks plus new files it does not ignore, so state that running the demo left in
+    ``fixtures/`` never reaches a test. Outside a git checkout (an unpacked sdist): every file
+    except the runtime-state directories."""
+    try:
+        done = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard", "--", "."],
+                              cwd=src, capture_output=True, check=False)
+    except FileNotFoundError:  # no git on this machine
+        done = None
+    if done is not None and done.returncode == 0:
+        names = done.stdout.decode("utf-8").split("\0")
+        return sorted(n for n in names if n and (src / n).is_file())
+    return sorted(p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_file()
+                  and not RUNTIME_STATE.intersection(p.relative_to(src).parts))
+
+
+def copy_source(src: Path, dest: Path) -> list[str]:
+    """Copy the source files of ``src`` (see :func:`source_files`) to ``dest``; returns them.
+
+    The one way tests copy anything out of the repository's ``fixtures/``."""
+    names = source_files(src)
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src / name, dest / name)
+    return names
 
 
 def period_job(name: str, command: str, extra: str = "") -> str:

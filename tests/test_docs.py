@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import copy_source
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("**/*.md"))]
@@ -38,10 +39,10 @@ CASES = [(p, lang, body, line) for p in DOCS for lang, body, line in blocks(p)
 
 
 def _workspace(tmp_path: Path) -> Path:
-    """A scratch copy of the repository's fixtures, laid out like the repository."""
+    """A scratch copy of the repository's fixtures (source files only), laid out like the
+    repository."""
     work = tmp_path / "repo"
-    shutil.copytree(REPO / "fixtures", work / "fixtures",
-                    ignore=shutil.ignore_patterns("generated", ".locks", "execution"))
+    copy_source(REPO / "fixtures", work / "fixtures")
     return work
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from specdojo_routine.cli import main
+from tests.conftest import copy_source
 
 REPO = Path(__file__).resolve().parent.parent
 INVALID = REPO / "fixtures" / "invalid"
@@ -46,7 +46,7 @@ def make_project(root: Path, case: Path | None = None) -> Path:
     (root / ".specdojo" / "specdojo.config.json").write_text(json.dumps(CONFIG))
     for sub in ("routines", "jobs"):
         if case is not None and (case / sub).is_dir():
-            shutil.copytree(case / sub, root / sub)
+            copy_source(case / sub, root / sub)
         else:
             (root / sub).mkdir()
     return root
@@ -185,9 +185,11 @@ def test_valid_fixtures_validate_clean(tmp_path: Path, capsys: pytest.CaptureFix
     )
 
 
-def test_demo_project_validates_clean(capsys: pytest.CaptureFixture[str]) -> None:
+def test_demo_project_validates_clean(tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
     """fixtures/demo is a complete project of its own that validates clean."""
-    code, err, out = validate(DEMO, capsys)
+    copy_source(DEMO, tmp_path / "demo")
+    code, err, out = validate(tmp_path / "demo", capsys)
     assert (0, [], "Validated: 5 routine(s), 4 job(s), 0 error(s), 0 warning(s)\n") == (
         code, err, out
     )
@@ -300,10 +302,11 @@ def test_demo_has_an_interval_routine_due_on_a_fresh_project() -> None:
 
 
 def test_demo_runs_end_to_end_with_the_fake_cli(tmp_path: Path) -> None:
-    """`run --due` on a fresh copy: exit 0, the Jobs write only under execution/, the
-    delegated calls reach bin/fake-specdojo."""
+    """`run --due` on a fresh copy (source files only, never the state a run of the README's
+    demo left in fixtures/): exit 0, the Jobs write only under execution/, the delegated calls
+    reach bin/fake-specdojo."""
     root = tmp_path / "demo"
-    shutil.copytree(DEMO, root)
+    source = copy_source(DEMO, root)
     log = tmp_path / "calls.log"
     env = {k: v for k, v in os.environ.items() if k != "SPECDOJO_PROJECT"}
     env.update(SPECDOJO_CLI=str(root / "bin" / "fake-specdojo"), FAKE_SPECDOJO_LOG=str(log))
@@ -311,7 +314,7 @@ def test_demo_runs_end_to_end_with_the_fake_cli(tmp_path: Path) -> None:
         [sys.executable, "-m", "specdojo_routine", "run", "--due", "--root", str(root)],
         capture_output=True, text=True, cwd=REPO, env=env, timeout=120, check=False,
     )
-    new = sorted(set(_files(root)) - set(_files(DEMO)))
+    new = sorted(set(_files(root)) - set(source))
     outside = [rel for rel in new if not rel.startswith(RUNTIME_DIRS)]
     assert (0, [], True, True) == (
         done.returncode, outside, "index build --project demo" in log.read_text(),

@@ -1,6 +1,8 @@
 """Command line: ``python -m specdojo_routine <command>`` (SPEC §8).
 
-Parsing and rendering only; every command is a thin handler in :mod:`handlers`.
+Parsing and rendering only; every command is a thin handler in :mod:`handlers`. What ``--help``
+says (descriptions, environment, examples, exit codes) lives in :mod:`helptext`; this module's
+docstring is for developers and is never shown to users.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import TextIO
 
 from specdojo_routine.app import handlers
 from specdojo_routine.app.listing import list_routines
-from specdojo_routine.cli import policycli, render
+from specdojo_routine.cli import helptext, policycli, render
 from specdojo_routine.core import errors
 from specdojo_routine.core.errors import (
     EXIT_FAILURE,
@@ -55,68 +57,95 @@ class _Parser(argparse.ArgumentParser):
     """argparse that raises instead of exiting, so ``main`` stays in control."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise errors.UsageError(f"{self.prog}: {message}")
+        raise errors.UsageError(f"{self.prog}: {message} (see `{self.prog} --help`)")
 
 
 def _common() -> _Parser:
     common = _Parser(add_help=False)
-    common.add_argument("--root", type=Path, help="project root (default: search upwards)")
-    common.add_argument("--project", help="project id (default: $SPECDOJO_PROJECT, config)")
+    common.add_argument("--root", type=Path, metavar="DIR",
+                        help="project root (default: the nearest directory upwards that has "
+                             ".specdojo/specdojo.config.json)")
+    common.add_argument("--project", metavar="ID",
+                        help="project id (default: $SPECDOJO_PROJECT, else the config's "
+                             "current_project)")
     return common
 
 
 def build_parser() -> argparse.ArgumentParser:
     common = _common()
-    parser = _Parser(prog="specdojo_routine", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = _Parser(prog=helptext.prog(), formatter_class=helptext.Formatter)
+    parser.add_argument("--version", action="version", version=helptext.version(),
+                        help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,
+                                metavar="COMMAND", title="commands")
     sub.add_parser("where", parents=[common], help="resolved root, project and paths")
     sub.add_parser("validate", parents=[common], help="validate routines and jobs")
     p = sub.add_parser("list", parents=[common], help="routines, status and due")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--now", type=_instant)
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("--now", type=_instant, metavar="T", help=_NOW_HELP)
     p = sub.add_parser("run", parents=[common], help="run due routines or one routine")
     group = p.add_mutually_exclusive_group(required=True)
-    group.add_argument("--due", action="store_true")
-    group.add_argument("--id", dest="routine_id")
-    p.add_argument("--dry-run", action="store_true")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--now", type=_instant)
+    group.add_argument("--due", action="store_true",
+                       help="run every due occurrence of every enabled routine")
+    group.add_argument("--id", dest="routine_id", metavar="ID",
+                       help="run this routine once, now, even if disabled or not due")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print what would run; write nothing, take no lock, run nothing")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON document (delegated output goes to stderr)")
+    p.add_argument("--now", type=_instant, metavar="T", help=_NOW_HELP)
     policycli.add_backfill_options(p, _instant)
     p = sub.add_parser("resolve", parents=[common], help="record an interrupted attempt's outcome")
-    p.add_argument("routine_id", metavar="ID")
-    p.add_argument("--result", required=True, choices=["success", "failure", "skipped"])
-    p.add_argument("--note", required=True)
-    p.add_argument("--by", dest="resolved_by")
+    p.add_argument("routine_id", metavar="ID", help="the routine whose attempt was interrupted")
+    p.add_argument("--result", required=True, choices=["success", "failure", "skipped"],
+                   help="the outcome to record")
+    p.add_argument("--note", required=True, metavar="TEXT",
+                   help="why: what you checked (kept in the ledger)")
+    p.add_argument("--by", dest="resolved_by", metavar="NAME",
+                   help="who resolved it (default: $USER)")
     p = sub.add_parser("fold", parents=[common], help="rebuild every view from the ledgers")
-    p.add_argument("--check", action="store_true")
-    p.add_argument("--repair", action="store_true")
+    p.add_argument("--check", action="store_true",
+                   help="write nothing; exit 1 if a view differs from its ledger")
+    p.add_argument("--repair", action="store_true",
+                   help="first move a torn last ledger line aside to <ledger>.torn-<seq>")
     p = sub.add_parser("history", parents=[common], help="routine ledger events")
-    p.add_argument("routine_id", nargs="?", metavar="ID")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--limit", type=_positive)
+    p.add_argument("routine_id", nargs="?", metavar="ID",
+                   help="only this routine's events (default: every routine)")
+    p.add_argument("--json", action="store_true",
+                   help="print the ledger lines as stored, one JSON object per line")
+    p.add_argument("--limit", type=_positive, metavar="N", help="only the last N events")
     policycli.add_commands(sub, common, _instant, _positive)
     _add_job_commands(sub, common)
-    return parser
+    return helptext.document(parser)
+
+
+_NOW_HELP = "evaluate schedules at time T (ISO 8601, e.g. 2026-08-07T08:02:00Z), not the clock"
 
 
 def _add_job_commands(sub: argparse._SubParsersAction[_Parser], common: _Parser) -> None:
     job = sub.add_parser("job", help="Job Definitions and Job Runs")
-    jsub = job.add_subparsers(dest="job_command", required=True, parser_class=_Parser)
+    jsub = job.add_subparsers(dest="job_command", required=True, parser_class=_Parser,
+                              metavar="COMMAND", title="commands")
     jsub.add_parser("validate", parents=[common], help="validate Job Definitions")
     p = jsub.add_parser("list", parents=[common], help="Job Definitions and their runs")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
     p = jsub.add_parser("show", parents=[common], help="one Job Run")
-    p.add_argument("run_id", metavar="RUN_ID")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("run_id", metavar="RUN_ID", help="the Job Run id (JBR-…, see `job list`)")
+    p.add_argument("--json", action="store_true",
+                   help="print the run's view exactly as stored (runs/<RUN_ID>.json)")
     p = jsub.add_parser("run", parents=[common], help="run a Job")
-    p.add_argument("--job", required=True)
-    p.add_argument("--input", action="append", default=[], metavar="K=V")
-    p.add_argument("--scheduled-at", type=_instant)
-    p.add_argument("--trigger", choices=["manual", "routine", "ci"], default="manual")
-    p.add_argument("--dry-run", action="store_true")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--job", required=True, metavar="ID", help="the Job Definition id")
+    p.add_argument("--input", action="append", default=[], metavar="K=V",
+                   help="an input value (repeatable; split at the first =)")
+    p.add_argument("--scheduled-at", type=_instant, metavar="T",
+                   help="the time the run is for (ISO 8601; default: now)")
+    p.add_argument("--trigger", choices=["manual", "routine", "ci"], default="manual",
+                   help="who started the run (default: manual); routine: exit 75 when skipped")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the run id, inputs and command; write nothing, run nothing")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
     p.add_argument("--worktree", action="store_true",
-                   help="run in a review worktree and merge only on a good verdict (SPEC §11.3)")
+                   help="run in a review worktree and merge only on a good verdict")
     p.add_argument("--review-by", metavar="NICK", help="the review executor (a roster member)")
     p.add_argument("--reporter-by", metavar="NICK",
                    help="the reporter of the task and of the review (a roster member)")

@@ -18,27 +18,32 @@ Instant = Callable[[str], object]
 def add_commands(sub: Any, common: argparse.ArgumentParser, instant: Instant,
                  positive: Callable[[str], int]) -> None:
     """``release`` and ``next`` (``sub`` is the main parser's subparsers)."""
-    p = sub.add_parser("release", parents=[common], help="end a routine's hold (SPEC §9.1)")
-    p.add_argument("routine_id", metavar="ID")
+    p = sub.add_parser("release", parents=[common], help="end a routine's hold")
+    p.add_argument("routine_id", metavar="ID", help="the held routine")
     p.add_argument("--run", choices=["none", "latest", "all"], default="none",
                    help="which held occurrences run now (default none)")
-    p.add_argument("--note")
-    p.add_argument("--by", dest="released_by")
-    p.add_argument("--now", type=instant)
-    p.add_argument("--json", action="store_true")
-    p = sub.add_parser("next", parents=[common], help="upcoming occurrences (SPEC §9.4)")
-    p.add_argument("routine_id", nargs="?", metavar="ID")
-    p.add_argument("-n", dest="count", type=positive, default=5)
-    p.add_argument("--cron")
-    p.add_argument("--timezone")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--now", type=instant)
+    p.add_argument("--note", metavar="TEXT", help="why it is released (kept in the ledger)")
+    p.add_argument("--by", dest="released_by", metavar="NAME",
+                   help="who released it (default: $USER)")
+    p.add_argument("--now", type=instant, metavar="T",
+                   help="the release time (ISO 8601; default: the clock)")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p = sub.add_parser("next", parents=[common], help="upcoming occurrences")
+    p.add_argument("routine_id", nargs="?", metavar="ID",
+                   help="the routine to preview (or give --cron and --timezone)")
+    p.add_argument("-n", dest="count", type=positive, default=5, metavar="N",
+                   help="how many occurrences (default 5)")
+    p.add_argument("--cron", metavar="EXPR", help="preview this 5-field cron expression")
+    p.add_argument("--timezone", metavar="TZ", help="the IANA time zone of --cron")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("--now", type=instant, metavar="T",
+                   help="preview from time T (ISO 8601), not the clock")
 
 
 def add_backfill_options(run: argparse.ArgumentParser, instant: Instant) -> None:
-    run.add_argument("--from", dest="backfill_from", type=instant,
+    run.add_argument("--from", dest="backfill_from", type=instant, metavar="T1",
                      help="backfill: first scheduled time (with --id and --to)")
-    run.add_argument("--to", dest="backfill_to", type=instant,
+    run.add_argument("--to", dest="backfill_to", type=instant, metavar="T2",
                      help="backfill: last scheduled time (inclusive)")
 
 

@@ -1,0 +1,253 @@
+"""What ``--help`` tells a user: the program's name and version, each command's description,
+the environment variables it reads, short examples and the exit codes.
+
+Kept apart from the parser so the words can be read (and reviewed) in one place; ``document``
+attaches them to the parser that ``main.build_parser`` builds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import textwrap
+from collections.abc import Sequence
+from importlib import metadata
+from typing import NamedTuple
+
+DISTRIBUTION = "specdojo_routine"
+
+
+def prog(argv0: str | None = None) -> str:
+    """How the user started us: the console script, or ``python -m specdojo_routine``."""
+    name = os.path.basename(sys.argv[0] if argv0 is None else argv0)
+    return "specdojo-routine" if name == "specdojo-routine" else "python -m specdojo_routine"
+
+
+def version() -> str:
+    """``specdojo_routine <version>``, from the installed package's metadata."""
+    try:
+        number = metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:  # imported from a source tree that was never installed
+        number = "unknown (not installed; run `pip install .`)"
+    return f"{DISTRIBUTION} {number}"
+
+
+# (name, what it is used for): every variable the program reads, and those it sets for the
+# processes it starts. tests/test_cli_help.py checks that every SPECDOJO_* name in the source
+# appears here.
+ENVIRONMENT_READ: tuple[tuple[str, str], ...] = (
+    ("SPECDOJO_CLI", "the SpecDojo CLI that delegated calls run, split like a shell would "
+                     '(e.g. "npx specdojo"); default: specdojo'),
+    ("SPECDOJO_PROJECT", "the project to use when --project is not given"),
+    ("SPECDOJO_EXEC_RUN_LOCK_TOKEN", "set by a SpecDojo process that holds the project exec "
+                                     "lock; a `job run` started by it shares that lock"),
+    ("SPECDOJO_JOB_REVIEW_WORKTREE_CHILD", "1 inside a review worktree: a `job run` there "
+                                           "does not start a second review"),
+    ("USER", "the default of `resolve --by` and `release --by`"),
+)
+ENVIRONMENT_SET: tuple[str, ...] = (
+    "SPECDOJO_PROJECT", "SPECDOJO_ROUTINE_EXEC=1", "SPECDOJO_JOB_RUN_ID",
+    "SPECDOJO_EXEC_RUN_LOCK_TOKEN", "SPECDOJO_JOB_REVIEW_WORKTREE_CHILD=1",
+    "and for agents SPECDOJO_AGENT_ROLE, SPECDOJO_PLAN_PATH, SPECDOJO_RESULT_PATH",
+)
+NO_COLOR_NOTE = ("Output never contains colour codes, on a terminal or not, so NO_COLOR is "
+                 "always honoured.")
+
+EXIT_CODES: tuple[tuple[int, str], ...] = (
+    (0, "ok: ran, nothing due, skipped, dry run, duplicate complete"),
+    (1, "a failure: an attempt failed, a routine is interrupted, a definition is invalid, "
+        "a view drifted (fold --check), a damaged ledger"),
+    (2, "usage or configuration error (bad option, no project found, unknown id)"),
+    (75, "busy: another process holds the routine lock (or the exec lock)"),
+    (130, "interrupted (Ctrl-C or SIGTERM); an open attempt is reported by the next run"),
+)
+
+
+class CommandHelp(NamedTuple):
+    description: str
+    examples: tuple[str, ...]
+    exit_codes: tuple[tuple[int, str], ...]
+
+
+_USAGE = (2, "usage or configuration error")
+_BUSY = (75, "another process holds the routine lock; nothing was recorded")
+_DAMAGED = (1, "a damaged ledger")
+
+COMMANDS: dict[str, CommandHelp] = {
+    "where": CommandHelp(
+        "Print the resolved project root, project id and the paths it uses.",
+        ("{prog} where", "{prog} where --root ~/src/my-project --project web"),
+        ((0, "printed"), _USAGE)),
+    "validate": CommandHelp(
+        "Check every routine (rtn-*.yaml) and Job Definition (job-*.yaml). Each problem is "
+        "printed on stderr as path:line:col: message, then a summary line on stdout.",
+        ("{prog} validate", "{prog} validate --root fixtures/demo"),
+        ((0, "no errors (warnings alone are fine)"), (1, "at least one error"), _USAGE)),
+    "list": CommandHelp(
+        "Show every routine: schedule, status, last result, whether it is due now and its next "
+        "occurrence, and who holds the routine lock. Usable as a health check.",
+        ("{prog} list", "{prog} list --json", "{prog} list --now 2026-08-07T08:00:00Z"),
+        ((0, "every routine is healthy"),
+         (1, "attention needed: an invalid definition, an interrupted, held or missed "
+             "routine, or a damaged ledger"), _USAGE)),
+    "run": CommandHelp(
+        "Run the due occurrences of every enabled routine (--due), or one routine now (--id), "
+        "or backfill one cron routine over a past range (--id with --from and --to). Each "
+        "attempt is recorded before its actions run; every action runs, in order.",
+        ("{prog} run --due", "{prog} run --due --dry-run",
+         "{prog} run --id rtn-nightly", "{prog} run --due --json > report.json",
+         "{prog} run --id rtn-nightly --from 2026-08-01T00:00:00Z --to 2026-08-07T00:00:00Z"),
+        ((0, "ran, nothing due, skipped, held, missed, or dry run"),
+         (1, "an attempt failed, a routine is interrupted, a definition is invalid, or a "
+             "routine has too many missed occurrences"),
+         _USAGE, _BUSY, (130, "interrupted; the open attempt is reported by the next run"))),
+    "release": CommandHelp(
+        "End the hold of a routine held after a failure (policy.on_failure: hold), and run "
+        "none, the newest, or all of the occurrences it held.",
+        ('{prog} release rtn-nightly --note "disk replaced"',
+         "{prog} release rtn-nightly --run latest --by alice"),
+        ((0, "released (and what ran succeeded)"),
+         (1, "the routine is not held, or a released attempt failed"), _USAGE, _BUSY)),
+    "next": CommandHelp(
+        "Preview the next occurrences of a routine, or of a cron expression in a time zone, "
+        "in local time and UTC, with DST notes. Writes nothing.",
+        ("{prog} next rtn-weekly-report", "{prog} next rtn-weekly-report -n 10 --json",
+         '{prog} next --cron "30 2 * * *" --timezone Europe/Berlin'),
+        ((0, "printed"), (2, "a bad cron expression or time zone, or usage error"))),
+    "resolve": CommandHelp(
+        "Record the outcome of a routine's interrupted attempt (one whose runner died), so "
+        "the routine runs again.",
+        ('{prog} resolve rtn-nightly --result failure --note "host rebooted mid-run"',
+         '{prog} resolve rtn-nightly --result success --note "checked the output" --by alice'),
+        ((0, "recorded"), (1, "the routine has no interrupted attempt"), _USAGE, _BUSY)),
+    "fold": CommandHelp(
+        "Rebuild every view (routine state, Job Run views, job state) from the ledgers. Views "
+        "are caches: delete one and fold rewrites it byte for byte.",
+        ("{prog} fold", "{prog} fold --check", "{prog} fold --repair"),
+        ((0, "views rebuilt, or (--check) they match"),
+         (1, "--check found a view that differs, or a ledger is torn (use --repair) or damaged"),
+         _USAGE, (75, "a run holds the routine lock or the exec lock"))),
+    "history": CommandHelp(
+        "Show the routine ledger's events, oldest first, for every routine or one.",
+        ("{prog} history", "{prog} history rtn-nightly --limit 20",
+         "{prog} history --json | jq .type"),
+        ((0, "printed (also when there are no events)"), _DAMAGED, _USAGE)),
+    "job": CommandHelp(
+        "Job Definitions (job-*.yaml) and their Job Runs.",
+        ("{prog} job list", "{prog} job run --job job-weekly-report --input period=2026-W31"),
+        ((0, "ok"), (1, "a failure"), _USAGE,
+         (75, "job run --trigger routine: skipped (the project is busy)"))),
+    "job validate": CommandHelp(
+        "Check every Job Definition (job-*.yaml) and report each problem as path:line:col.",
+        ("{prog} job validate",),
+        ((0, "no errors"), (1, "at least one error"), _USAGE)),
+    "job list": CommandHelp(
+        "Show every valid Job Definition with its checkpoint, and every Job Run.",
+        ("{prog} job list", "{prog} job list --json"),
+        ((0, "printed"), _DAMAGED, _USAGE)),
+    "job show": CommandHelp(
+        "Show one Job Run: its inputs, checkpoints, task and every attempt.",
+        ("{prog} job show JBR-weekly-report-0123456789ab",
+         "{prog} job show JBR-weekly-report-0123456789ab --json"),
+        ((0, "printed"), _DAMAGED, (2, "no such Job Run, or an invalid id"))),
+    "job run": CommandHelp(
+        "Create (or retry) the Job Run of a Job Definition for the given inputs and run it. "
+        "The same inputs give the same run id: a complete run is not run twice.",
+        ("{prog} job run --job job-weekly-report --input period=2026-W31",
+         "{prog} job run --job job-weekly-report --input period=2026-W31 --dry-run"),
+        ((0, "succeeded, noop, duplicate complete, or skipped (trigger manual or ci)"),
+         (1, "failed or partial"), _USAGE,
+         (75, "--trigger routine and skipped: the project is busy or the precondition "
+              "skipped the run"))),
+}
+
+
+WIDTH = 79
+
+
+def _rows(rows: Sequence[tuple[object, str]]) -> list[str]:
+    """A two-column table, the second column wrapped with a hanging indent."""
+    keys = [str(key) for key, _ in rows]
+    width = max(map(len, keys))
+    lines: list[str] = []
+    for key, (_, text) in zip(keys, rows, strict=True):
+        lines += textwrap.wrap(text, WIDTH, initial_indent=f"  {key:<{width}}  ",
+                               subsequent_indent=" " * (width + 4))
+    return lines
+
+
+def _prose(text: str) -> list[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent="  ", subsequent_indent="  ")
+
+
+def _examples(examples: Sequence[str], name: str) -> list[str]:
+    return [f"  {example.format(prog=name)}" for example in examples]
+
+
+def main_epilog(name: str) -> str:
+    lines = ["environment variables:", *_rows(ENVIRONMENT_READ),
+             *_prose(f"Set for the processes it starts: {', '.join(ENVIRONMENT_SET)}."),
+             *_prose(NO_COLOR_NOTE), "", "examples:"]
+    lines += _examples(("{prog} validate", "{prog} run --due", "{prog} list --json",
+                        "{prog} history rtn-nightly --limit 20",
+                        "{prog} job run --job job-weekly-report --input period=2026-W31"), name)
+    lines += ["", "exit codes:", *_rows(EXIT_CODES), ""]
+    lines += textwrap.wrap(f"Run `{name} COMMAND --help` for a command's options; "
+                           "docs/reference.md in the source tree describes every format and "
+                           "command.", WIDTH)
+    return "\n".join(lines)
+
+
+DESCRIPTION = ("Run SpecDojo routines (rtn-*.yaml: an interval, or a cron schedule with a time "
+               "zone) that launch Job Runs (job-*.yaml) and SpecDojo CLI calls, and keep an "
+               "append-only ledger of every attempt.")
+
+
+def document(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Attach the description, epilog and formatter to ``parser`` and every subcommand."""
+    name = parser.prog
+    _describe(parser, DESCRIPTION, main_epilog(name))
+    for path, sub in subcommands(parser):
+        text = COMMANDS.get(path)
+        if text is not None:
+            epilog = ["examples:", *_examples(text.examples, name), "",
+                      "exit codes:", *_rows(text.exit_codes)]
+            _describe(sub, text.description, "\n".join(epilog))
+    return parser
+
+
+class Formatter(argparse.HelpFormatter):
+    """Wraps one-paragraph texts (descriptions, option help) but keeps the layout of texts that
+    have line breaks (the epilogs' tables)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+    def _format_action(self, action: argparse.Action) -> str:
+        text = super()._format_action(action)
+        if isinstance(action, argparse._SubParsersAction):  # drop the bare "COMMAND" row
+            text = text.split("\n", 1)[1]
+        return text
+
+
+def _describe(parser: argparse.ArgumentParser, description: str, epilog: str) -> None:
+    parser.description = description
+    parser.epilog = epilog
+    parser.formatter_class = Formatter
+
+
+def subcommands(
+    parser: argparse.ArgumentParser, prefix: str = "",
+) -> list[tuple[str, argparse.ArgumentParser]]:
+    """Every subcommand parser under ``parser`` as ``("job run", parser)``, depth first."""
+    found: list[tuple[str, argparse.ArgumentParser]] = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub_name, sub in action.choices.items():
+                path = f"{prefix}{sub_name}"
+                found.append((path, sub))
+                found += subcommands(sub, path + " ")
+    return found

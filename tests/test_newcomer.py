@@ -1,0 +1,140 @@
+"""A newcomer's first ten minutes: the README's two set-up commands, in either order and as often
+as you like, and `.ci/run`, which runs exactly those two commands, read from the README.
+
+- tests copy only source files out of the repository (``copy_source``), never the state a run of
+  the demo left in ``fixtures/``;
+- the demo writes only git-ignored paths, and a second run right away has nothing due;
+- `.ci/run` makes a fresh venv, runs README command 1 then 2, and stops when one fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, copy_source, source_files
+
+CI = REPO / ".ci"
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid",
+                           "-c", "commit.gpgsign=false", *args], cwd=cwd, capture_output=True,
+                          text=True, check=True, timeout=60).stdout
+
+
+def _readme_command(n: int, readme_dir: Path = REPO) -> str:
+    done = subprocess.run([sys.executable, str(readme_dir / ".ci" / "readme_command.py"), str(n)],
+                          capture_output=True, text=True, check=True, timeout=60)
+    return done.stdout.strip()
+
+
+@needs_git
+def test_copy_source_takes_tracked_and_new_files_but_not_ignored_state(tmp_path: Path) -> None:
+    """In a git checkout: tracked files and new unignored ones are copied; ignored runtime state
+    (a ledger the demo wrote) is not."""
+    repo = tmp_path / "repo"
+    (repo / "demo" / "routines" / "generated").mkdir(parents=True)
+    (repo / ".gitignore").write_text("demo/routines/generated/\n")
+    (repo / "demo" / "routines" / "rtn-a.yaml").write_text("id: rtn-a\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "source")
+    (repo / "demo" / "routines" / "rtn-new.yaml").write_text("id: rtn-new\n")
+    (repo / "demo" / "routines" / "generated" / "routine-runs.jsonl").write_text("{}\n")
+    copied = copy_source(repo / "demo", tmp_path / "copy")
+    on_disk = sorted(p.relative_to(tmp_path / "copy").as_posix()
+                     for p in (tmp_path / "copy").rglob("*") if p.is_file())
+    assert (["routines/rtn-a.yaml", "routines/rtn-new.yaml"], on_disk) == (copied, copied)
+
+
+def test_copy_source_outside_git_skips_runtime_state(tmp_path: Path) -> None:
+    """Outside a git checkout (an unpacked sdist) the runtime-state directories are skipped."""
+    src = tmp_path / "demo"
+    for name in ("routines/rtn-a.yaml", "routines/generated/routine-state.json",
+                 "routines/.locks/routine.lock", "execution/demo/heartbeat.log", "jobs/job-a.yaml"):
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        (src / name).write_text("x\n")
+    env_free = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)}
+    outside = subprocess.run(["git", "rev-parse"], cwd=src, env=env_free, capture_output=True,
+                             check=False) if shutil.which("git") else None
+    if outside is not None and outside.returncode == 0:
+        pytest.skip("the temp dir is inside a git checkout")
+    assert ["jobs/job-a.yaml", "routines/rtn-a.yaml"] == source_files(src)
+
+
+def test_readme_has_exactly_the_two_set_up_commands() -> None:
+    """What `.ci/run` runs: command 1 runs the demo, command 2 the test suite."""
+    one, two = _readme_command(1), _readme_command(2)
+    assert (True, True, True) == (
+        one.startswith("python -m pip install -e . && ") and "run --due --root fixtures/demo"
+        in one, two == "python -m pip install -e '.[dev]' && python -m pytest",
+        one in (REPO / "README.md").read_text(encoding="utf-8"))
+
+
+@needs_git
+def test_the_readme_demo_runs_twice_and_leaves_git_status_clean(tmp_path: Path) -> None:
+    """README command 1 (its install step skipped: the package is installed) in a committed copy
+    of the source tree: exit 0 twice, nothing due the second time, `git status` clean."""
+    clone = tmp_path / "clone"
+    copy_source(REPO, clone)
+    _git(clone, "init", "-q")
+    _git(clone, "add", "-A")
+    _git(clone, "commit", "-q", "-m", "source")
+    demo = _readme_command(1).split(" && ", 1)[1]
+    env = {k: v for k, v in os.environ.items() if k != "SPECDOJO_PROJECT"}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    runs = [subprocess.run(["/bin/sh", "-ec", demo], cwd=clone, env=env, capture_output=True,
+                           text=True, timeout=300) for _ in range(2)]
+    state = sorted(p.relative_to(clone).as_posix() for p in clone.glob("fixtures/demo/**/*.json*"))
+    assert (0, 0, "no due routines\n", "", True) == (
+        runs[0].returncode, runs[1].returncode, runs[1].stdout,
+        _git(clone, "status", "--porcelain", "--untracked-files=all"),
+        "fixtures/demo/routines/generated/routine-runs.jsonl" in state), runs[0].stderr
+
+
+def _ci_copy(tmp_path: Path, one: str, two: str) -> Path:
+    """A directory holding this repository's .ci/ and a README whose set-up commands are ``one``
+    and ``two``, with a stale .venv that `.ci/run` must replace."""
+    work = tmp_path / "ci"
+    shutil.copytree(CI, work / ".ci")
+    (work / "README.md").write_text(
+        f"# x\n\n## Set-up: two commands\n\n```sh\n{one}\n```\n\ntext\n\n```sh\n{two}\n```\n\n"
+        "## Next\n\n```sh\necho never\n```\n", encoding="utf-8")
+    (work / ".venv").mkdir()
+    (work / ".venv" / "stale").write_text("left over\n")
+    return work
+
+
+def _ci_run(work: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env["CI"] = "true"
+    return subprocess.run(["bash", str(work / ".ci" / "run")], cwd=work, env=env,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
+
+
+def test_ci_runs_readme_command_1_then_2_in_a_fresh_venv(tmp_path: Path) -> None:
+    """`.ci/run` replaces any old .venv, then runs the README's first and second set-up
+    commands, in that order, with the fresh venv's python first on PATH."""
+    work = _ci_copy(tmp_path, 'echo "one $(command -v python)" > order.txt',
+                    "echo two >> order.txt")
+    done = _ci_run(work)
+    venv_python = str(work / ".venv" / "bin" / "python")
+    assert (0, f"one {venv_python}\ntwo\n", False, True) == (
+        done.returncode, (work / "order.txt").read_text() if (work / "order.txt").exists()
+        else done.stdout + done.stderr, (work / ".venv" / "stale").exists(),
+        done.stdout.index("README command 1") < done.stdout.index("README command 2"))
+
+
+def test_ci_fails_when_a_readme_command_fails(tmp_path: Path) -> None:
+    """Command 1 fails: `.ci/run` exits with its code, says so and never runs command 2."""
+    work = _ci_copy(tmp_path, "exit 3", "touch ran-two")
+    done = _ci_run(work)
+    assert (3, False, True) == (done.returncode, (work / "ran-two").exists(),
+                                "README command 1 failed (exit 3)" in done.stderr)
