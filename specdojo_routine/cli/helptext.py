@@ -44,6 +44,10 @@ ENVIRONMENT_READ: tuple[tuple[str, str], ...] = (
                                      "lock; a `job run` started by it shares that lock"),
     ("SPECDOJO_JOB_REVIEW_WORKTREE_CHILD", "1 inside a review worktree: a `job run` there "
                                            "does not start a second review"),
+    ("SPECDOJO_ROUTINE_LOCK_URL", "redis://host:port/db: also take the routine lock in Redis, "
+                                  "so several hosts can share one project"),
+    ("SPECDOJO_ROUTINE_PURE_YAML", "1: read every definition with the located (slow) YAML "
+                                   "parser instead of the libyaml fast path"),
     ("USER", "the default of `resolve --by` and `release --by`"),
 )
 ENVIRONMENT_SET: tuple[str, ...] = (
