@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,23 @@ def test_without_analysis_the_runner_writes_the_result(ap: AgentProject) -> None
     out = run(ap, 0)
     assert ap.launches() == []
     assert "- Status: succeeded" in ap.result_text(str(out["run_id"]))
+
+
+def test_task_timeout_is_one_budget_for_the_command_and_its_analysis(ap: AgentProject) -> None:
+    """SPEC §11.4: the analysis gets what the command left of task.timeout, not a fresh one."""
+    ap.job("job-c", """\
+name: Command with analysis
+task:
+  mode: command
+  command: "sleep 2.5"
+  timeout: 3s
+  analysis: {agent: analyst, description: "Check the report"}
+run: {idempotency_key: "{{job_id}}"}
+""")
+    ap.behave({"analyst": {"sleep": 60, "child": True}})
+    started = time.monotonic()
+    out = run(ap, 1)
+    elapsed = time.monotonic() - started
+    assert out["state"] == "failed"
+    assert "analysis failed" in str(out["reason"]) and "timed out" in str(out["reason"])
+    assert elapsed < 3 + 1.8, elapsed  # one 3 s budget, not 2.5 s + a fresh 3 s

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -133,6 +134,7 @@ class _Env:
     review: review_flow.ReviewOptions = attrs.field(factory=review_flow.ReviewOptions)
     cwd: Path | None = None  # the review worktree the task runs in (None: the root)
     extra_env: Mapping[str, str] = attrs.field(factory=dict)
+    deadline: float | None = None  # time.monotonic() when task.timeout runs out (SPEC §11.4)
 
     def child(self, run_id: str, token: str | None) -> dict[str, str]:
         extra = {"SPECDOJO_JOB_RUN_ID": run_id, "SPECDOJO_PROJECT": self.paths.project_id}
@@ -377,14 +379,16 @@ def _still_open(paths: ProjectPaths, run_id: str, attempt: int) -> None:
 
 
 def _execute(ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, attempt: int) -> _Done:
-    """The attempt's task, in place, or in a review worktree (SPEC §11.3)."""
+    """The attempt's task, in place, or in a review worktree (SPEC §11.3). ``task.timeout`` is
+    one budget for the whole attempt: every stage gets what is left of it (SPEC §11.4)."""
+    ctx = attrs.evolve(ctx, deadline=review_flow.deadline_for(prep.task))
     if not review_flow.selected(prep.task, ctx.review, ctx.env):
         return _execute_here(ctx, prep, handle, attempt)
     info = review_flow.RunInfo(
         paths=ctx.paths, run_id=prep.run_id, job_id=prep.job.id, name=prep.job.name,
         attempt=attempt, scheduled_at=prep.scheduled_at, task=prep.task, inputs=prep.inputs,
         env=ctx.child(prep.run_id, handle.token), echo=ctx.echo,
-        deadline=review_flow.deadline_for(prep.task))
+        deadline=ctx.deadline)
 
     def inner(path: Path, extra: Mapping[str, str]) -> _Done:
         here = attrs.evolve(ctx, cwd=path, extra_env={review_rules.CHILD_ENV: "1"})
@@ -411,7 +415,7 @@ def _execute_here(
         return _execute_agent(ctx, prep, handle, attempt)
     outcome = runner.run_shell(
         task["command"], cwd=ctx.cwd or ctx.paths.root, env=ctx.child(prep.run_id, handle.token),
-        timeout_s=task.get("timeout_seconds"), echo=ctx.echo,
+        timeout_s=_remaining(ctx.deadline), echo=ctx.echo,
         on_start=lambda pgid: jobfiles.record_group(ctx.paths, prep.run_id, attempt, pgid))
     verdict = jobplan.command_verdict(task, exit_code=outcome.exit_code, error=outcome.error)
     message = verdict.status + (f": {verdict.reason}" if verdict.reason else "")
@@ -433,6 +437,13 @@ def _execute_here(
     return _Done(verdict=verdict, exit_code=outcome.exit_code, evidence_ref=ref)
 
 
+def _remaining(deadline: float | None) -> float | None:
+    """Seconds left of the attempt's ``task.timeout`` (None: no timeout), at least 0.1."""
+    if deadline is None:
+        return None
+    return max(0.1, round(deadline - time.monotonic(), 1))
+
+
 def _request(
     ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, attempt: int
 ) -> AgentRequest:
@@ -443,7 +454,7 @@ def _request(
         paths=ctx.paths, plan_path=jobfiles.plan_path(ctx.paths, prep.run_id),
         result_path=jobfiles.result_path(ctx.paths, prep.run_id),
         env=ctx.child(prep.run_id, handle.token), name=prep.job.name,
-        scheduled_at=prep.scheduled_at, timeout_s=prep.task.get("timeout_seconds"),
+        scheduled_at=prep.scheduled_at, timeout_s=_remaining(ctx.deadline),
         echo=ctx.echo, cwd=ctx.cwd)
 
 
