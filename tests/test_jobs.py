@@ -204,6 +204,8 @@ def test_lost_checkpoint_is_recorded_by_the_next_duplicate_call(repo: Project) -
     ledger = paths.run_ledger(out.run_id or "")
     lines = ledger.read_bytes().splitlines(keepends=True)
     ledger.write_bytes(b"".join(lines[:-1]))  # drop checkpoint_advanced
+    paths.run_view(out.run_id or "").unlink()  # ... and the views published after it, as a
+    paths.job_state.unlink()  # crash before publication leaves them (else they are imported)
     again = run(repo.root, "job-translate")
     events = ledger_events(paths, out.run_id or "")
     assert (True, "checkpoint_advanced", {"revision": c2}) == (
