@@ -227,11 +227,12 @@ def test_attempt_started_moves_last_run_and_cron_last_scheduled_for() -> None:
         doc["last_run"], doc["last_scheduled_for"], doc["last_result"])
 
 
-def test_explicit_run_does_not_move_last_scheduled_for() -> None:
-    """trigger id is no schedule slot: last_scheduled_for stays where due runs left it."""
+def test_explicit_run_moves_last_scheduled_for_to_now() -> None:
+    """SPEC §4 (seed 000 T-02, upstream): an explicit run of a cron routine records
+    last_scheduled_for = its scheduled_for (now), like a due run."""
     state = folded(*SETUP["success"], started(aid="a2", transition="T-06", trigger="id",
-                                              scheduled_for="2026-08-07T09:31:00.000Z"))
-    assert "2026-08-07T08:00:00.000Z" == entry(state)["last_scheduled_for"]
+                                              scheduled_for="2026-08-07T09:31:07.250Z"))
+    assert "2026-08-07T09:31:07.250Z" == entry(state)["last_scheduled_for"]
 
 
 def test_interval_routines_have_no_last_scheduled_for() -> None:

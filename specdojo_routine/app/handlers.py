@@ -341,6 +341,7 @@ def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -
         schedule="cron" if routine.trigger is not None else "interval",
         on_failure=policy.on_failure_marker(routine),
     ))
+    views.refresh_routine_view(ctx.paths)  # before delegating: readers see running (§6, §10)
     t0 = time.monotonic()
     outcomes: list[tuple[int, str, Result, str | None]] = []
     job_run_ids: list[str] = []
