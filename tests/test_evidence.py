@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-
-import orjson
 import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import orjson
 import pytest
 
 from specdojo_routine.core.errors import JobError

@@ -10,7 +10,6 @@ import sys
 import time
 from pathlib import Path
 
-import orjson
 from conftest import Project, period_job
 
 HELPER = Path(__file__).with_name("jobhelper.py")
