@@ -193,7 +193,7 @@ def _actions(r: Report, root: Node, jobs: JobIndex) -> tuple[tuple[model.Action,
     if isinstance(node.value, list):
         if not node.value:
             r.error(node.pos, "action must be a mapping with kind or a non-empty list (got [])")
-        items = node.elements(lambda i: f"action[{i + 1}]")
+        items = node.elements(lambda i: f"action[{i}]")  # 0-based, as upstream and JSON paths
         built = [_action(r, item, jobs) for item in items]
         return tuple(a for a in built if a is not None), True
     one = _action(r, node, jobs)
