@@ -100,6 +100,22 @@ def test_a_shallow_merge_by_upstream_is_imported_not_overwritten(cron: Project) 
     assert 0 == cron.cli("fold", "--check").returncode
 
 
+def test_a_rewrite_that_looks_exactly_like_our_view_is_still_imported(cron: Project) -> None:
+    """Upstream's merge can leave a document of our own shape and consistent status (success
+    -> success, a newer last_run): only the hash of the bytes we published tells it apart, so
+    it is imported, not trusted as ours and not overwritten."""
+    assert 0 == cron.cli("run", "--due", "--now", NOW).returncode
+    proof = cron.root / "routines" / "generated" / ".routine-state.json.sha256"
+    assert proof.is_file()
+    _shallow_merge(cron, "rtn-hourly", last_run="2026-12-01T08:00:01Z",
+                   last_scheduled_for="2026-12-01T08:00:01.000Z")
+    listing = orjson.loads(cron.cli("list", "--json", "--now", "2026-12-01T08:30:00Z").stdout)
+    assert ("2026-12-01T08:00:01Z", False) == (listing["routines"][0]["last_run"],
+                                               listing["routines"][0]["due"])
+    assert "imported 1 routine state," in cron.cli("import").stdout
+    assert 0 == cron.cli("fold", "--check").returncode
+
+
 def test_a_view_of_ours_not_yet_republished_is_stale_not_imported(cron: Project) -> None:
     """An older picture of our own ledger (a crash before publication) imports nothing."""
     assert 0 == cron.cli("run", "--due", "--now", NOW).returncode

@@ -99,7 +99,7 @@ class LedgerMachine(RuleBasedStateMachine):
             "attempt_id": aid, "trigger": trigger, "scheduled_for": scheduled,
             "started_at": last_run, "owner": {"pid": 99, "host": "model-host"}, "actions": [],
             "on_failure": None})
-        if trigger == "due" and schedule == "cron":
+        if schedule == "cron":  # due and explicit runs alike (SPEC §4)
             entry["last_scheduled_for"] = scheduled
         if trigger in ("due", "id"):
             entry["last_accounted_for"] = scheduled

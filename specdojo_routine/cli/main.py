@@ -246,6 +246,9 @@ def cmd_fold(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.check:
         for path in drifted:
             err.write(f"drift: {path} differs from the fold of its ledger\n")
+        if report.conflicts:
+            out.write(f"{len(report.conflicts)} conflict(s) with files another tool wrote; "
+                      "see `import`\n")
         out.write("views match the ledgers\n" if not drifted else
                   f"{len(drifted)} view(s) differ; run `fold` to rebuild them\n")
         return EXIT_FAILURE if drifted or report.conflicts else EXIT_OK

@@ -41,7 +41,7 @@ from specdojo_routine.core.jobfold import (
     merge_checkpoints,
     run_document,
 )
-from specdojo_routine.store import codec, ledger, views
+from specdojo_routine.store import codec, ledger, viewproof, views
 from specdojo_routine.store.config import ProjectPaths
 
 __all__ = ["ImportConflict", "JobImports", "RoutineImports", "apply_job_imports",
@@ -94,11 +94,15 @@ class RoutineImports:
 
 def plan_routine_imports(paths: ProjectPaths) -> RoutineImports:
     """Compare ``routine-state.json`` with the full fold of the routine ledger (never the
-    file's own claim of what it covers: another tool may have rewritten it in our shape)."""
+    file's own claim of what it covers: another tool may have rewritten it in our shape),
+    unless its bytes are exactly what we published last (:mod:`viewproof`)."""
+    data = _read(paths.routine_state)
+    if data is None or viewproof.is_ours(paths.routine_state, data):
+        return RoutineImports(events=[], conflicts=[], view=views.load_routine_view(paths),
+                              foreign=False)
     state, tail = views.fold_routine_ledger(paths)
     document = routine_document(state, tail.end)
-    data = _read(paths.routine_state)
-    if data is None or data == views.render(document):
+    if data == views.render(document):
         return RoutineImports(events=[], conflicts=[], view=RoutineView(
             document=document, torn_line=tail.torn_line), foreign=False)
     found, conflicts = _routine_entries(paths, data, document["routines"])
@@ -137,9 +141,14 @@ def apply_routine_imports(
     """Append the planned events; publish the view unless a conflict keeps the file."""
     if plan.events:
         ledger.Ledger(paths.routine_ledger, clock=clock).append_many(plan.events)
+    data = _read(paths.routine_state)
+    if not plan.foreign and data is not None:  # proven ours: later commands fold incrementally
+        viewproof.record(paths.routine_state, data)
     if plan.foreign and not plan.conflicts:
         state, tail = views.fold_routine_ledger(paths)
-        views.publish(paths.routine_state, views.render(routine_document(state, tail.end)))
+        data = views.render(routine_document(state, tail.end))
+        views.publish(paths.routine_state, data)
+        viewproof.record(paths.routine_state, data)
 
 
 def import_routine_state(paths: ProjectPaths, clock: Callable[[], datetime]) -> RoutineImports:

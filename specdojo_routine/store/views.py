@@ -39,7 +39,7 @@ from specdojo_routine.core.jobfold import (
     merge_checkpoints,
     run_document,
 )
-from specdojo_routine.store import chain, codec, ledger, proven
+from specdojo_routine.store import chain, codec, ledger, proven, viewproof
 from specdojo_routine.store.config import ProjectPaths
 
 __all__ = [
@@ -130,7 +130,9 @@ def refresh_routine_view(paths: ProjectPaths) -> RoutineView:
     """Fold the routine ledger (incrementally) and publish ``routine-state.json``."""
     document, tail = _routine_document(paths, incremental=True)
     if paths.routine_ledger.exists():
-        publish(paths.routine_state, render(document))
+        data = render(document)
+        publish(paths.routine_state, data)
+        viewproof.record(paths.routine_state, data)
     return RoutineView(document=document, torn_line=tail.torn_line)
 
 
@@ -254,6 +256,8 @@ def fold_all(
             drifted.append(paths.rel(path))
             if not check and path not in kept:
                 publish(path, data)
+        if not check and path == paths.routine_state and path not in kept:
+            viewproof.record(path, data)
     return drifted
 
 
