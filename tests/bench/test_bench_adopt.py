@@ -14,11 +14,10 @@ On the 1,000,000-event ledger of ``test_bench_ledger``:
 from __future__ import annotations
 
 import orjson
+from test_bench_ledger import EVENTS, interleaved, project  # noqa: F401  (the fixture)
 
 from specdojo_routine.store import adopt, views
 from specdojo_routine.store.config import ProjectPaths
-
-from test_bench_ledger import EVENTS, interleaved, project  # noqa: F401  (the fixture)
 
 
 def test_bench_import_check_on_our_own_view(project: ProjectPaths) -> None:  # noqa: F811
