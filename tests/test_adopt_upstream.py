@@ -229,3 +229,29 @@ def test_a_checkpoint_the_runs_do_not_account_for_is_imported(up: Upstream) -> N
                               "--json"))
     assert "064ac71aad669c714f68dacde0cd06105f5a36d3" == plan["inputs"]["from_revision"]
     assert "views match the ledgers" in up.ok("fold", "--check")
+
+
+def test_the_next_nightly_occurrence_continues_from_upstreams_checkpoint(up: Upstream) -> None:
+    """At the next nightly occurrence the translate Job starts from commit B; with HEAD still
+    at B that is upstream's manual run B..B, so the routine succeeds without running again."""
+    out = orjson.loads(up.ok("run", "--due", "--json", "--now", "2026-12-01T17:00:30Z"))
+    nightly = [r for r in out["results"] if r["routine_id"] == "rtn-nightly-translate"]
+    assert ["success"] == [r["result"] for r in nightly]
+    ended = [e for e in up.lines(f"{R}/generated/routine-runs.jsonl")
+             if e["type"] == "action_ended" and e["kind"] == "job"]
+    assert ["JBR-translate-docs-075f515b9ea9"] == [e["job_run_id"] for e in ended]
+    assert up.original[_run_json(RUNS[4])] == up.path(_run_json(RUNS[4])).read_bytes()
+    assert "views match the ledgers" in up.ok("fold", "--check")
+
+
+def test_an_unreadable_routine_state_is_a_conflict_and_is_kept(up: Upstream) -> None:
+    """A routine-state.json that is not a state document is never overwritten: run refuses
+    with a conflict naming it, exit 1, and records nothing."""
+    path = up.path(R / "generated/routine-state.json")
+    path.write_bytes(b'{"routines": ')
+    proc = up.cli("run", "--due", "--now", SHORTLY_AFTER)
+    assert 1 == proc.returncode, proc.stderr
+    assert proc.stderr.startswith(
+        f"error: conflict: {R}/generated/routine-state.json is not a routine state document")
+    assert b'{"routines": ' == path.read_bytes()
+    assert not up.path(R / "generated/routine-runs.jsonl").exists()
