@@ -240,8 +240,10 @@ def _record(*attempts: dict[str, Any], updated: str = "2026-12-01T07:05:00.000Z"
      _record(_attempt(1, "failed")), "conflict"),  # extends, but claims an earlier update
     (_record(_attempt(1, "failed")), None, "import"),
     ([], None, "conflict"),
+    (_record(_attempt(2, "failed")), None, "conflict"),
 ], ids=["adds-an-attempt", "closes-our-open-attempt", "older-picture-of-ours",
-        "rewrites-our-attempt", "earlier-updated_at", "no-ledger", "not-a-record"])
+        "rewrites-our-attempt", "earlier-updated_at", "no-ledger", "not-a-record",
+        "attempts-not-numbered-from-1"])
 def test_run_record_verdicts(theirs: Any, ours: Any, verdict: str) -> None:
     """SPEC §10 rule 4: import only what extends ours; an older picture is stale."""
     assert verdict == rules.run_record_verdict(theirs, ours)
@@ -255,9 +257,14 @@ def test_run_record_verdicts(theirs: Any, ours: Any, verdict: str) -> None:
     ({"last_run": "2026-12-01T07:00:00Z", "last_result": "success"},
      {"last_run": "2026-12-01T07:00:00Z", "last_result": "success",
       "last_scheduled_for": None}, "same"),
-    ({"last_run": "2026-12-01T07:00:00Z"}, None, "import"),
+    ({"last_run": "2026-12-01T07:00:00Z", "last_result": "failure"}, None, "import"),
+    ({"last_run": "2026-12-01T08:00:00Z"}, {"last_run": "2026-12-01T07:00:00Z"}, "conflict"),
+    ({"last_run": "2026-12-01T08:00:00Z", "last_result": "done"}, None, "conflict"),
+    ({"last_run": "2026-12-01T08:00:00Z", "last_result": "success",
+      "last_action_results": [1]}, None, "conflict"),
     ("x", None, "conflict"),
-], ids=["newer", "older", "absent-equals-null", "unknown-to-us", "not-an-object"])
+], ids=["newer", "older", "absent-equals-null", "unknown-to-us", "no-result", "odd-result",
+        "odd-action-results", "not-an-object"])
 def test_routine_entry_verdicts(theirs: Any, ours: Any, verdict: str) -> None:
     """A routine-state entry is imported when another tool ran the routine after us."""
     assert verdict == rules.routine_entry_verdict(theirs, ours)

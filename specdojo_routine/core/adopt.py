@@ -57,9 +57,28 @@ def routine_facts(entry: Mapping[str, Any] | None) -> tuple[Any, ...]:
     return tuple((entry or {}).get(k) for k in ROUTINE_FACTS)
 
 
+_RESULTS = ("success", "failure", "skipped")
+
+
+def routine_entry_usable(record: Any) -> bool:
+    """An entry the fold can apply: a result (upstream writes ``last_result`` with every
+    finished run), timestamps as strings, ``last_action_results`` as ``[{index, kind, result}]``."""
+    if not isinstance(record, dict) or record.get("last_result") not in _RESULTS:
+        return False
+    if not isinstance(record.get("last_run"), str):
+        return False
+    if not isinstance(record.get("last_scheduled_for"), str | None):
+        return False
+    results = record.get("last_action_results")
+    return results is None or (isinstance(results, list) and all(
+        isinstance(r, dict) and all(k in r for k in ("index", "kind", "result"))
+        for r in results))
+
+
 def routine_entry_verdict(record: Any, ours: Mapping[str, Any] | None) -> Verdict:
     """Import an entry when it differs from our fold and its ``last_run`` is newer than ours
-    (another tool ran the routine after us); an entry no newer than ours is stale."""
+    (another tool ran the routine after us); an entry no newer than ours is stale. A newer
+    entry the fold cannot apply (no result: a run that never finished) is a conflict."""
     if not isinstance(record, dict):
         return "conflict"
     if routine_facts(record) == routine_facts(ours):
@@ -68,7 +87,9 @@ def routine_entry_verdict(record: Any, ours: Mapping[str, Any] | None) -> Verdic
     mine = try_parse_instant((ours or {}).get("last_run"))
     if theirs is None:
         return "stale" if mine is not None else "conflict"
-    return "import" if mine is None or theirs > mine else "stale"
+    if mine is not None and theirs <= mine:
+        return "stale"
+    return "import" if routine_entry_usable(record) else "conflict"
 
 
 # --- Job Run records -------------------------------------------------------------------------
@@ -104,11 +125,23 @@ def _prefix(short: Sequence[Any], long: Sequence[Any], *, long_closes: bool) -> 
     return True
 
 
+def run_record_usable(record: Any) -> bool:
+    """A Job Run record the fold can continue from: identity strings, a state, attempts
+    numbered 1..n with a status each."""
+    if not isinstance(record, dict) or not isinstance(record.get("attempts"), list):
+        return False
+    keys = ("run_id", "job_id", "idempotency_key", "state", "updated_at")
+    if not all(isinstance(record.get(k), str) for k in keys):
+        return False
+    return all(isinstance(a, dict) and a.get("attempt") == n and isinstance(a.get("status"), str)
+               for n, a in enumerate(record["attempts"], 1))
+
+
 def run_record_verdict(record: Any, ours: Mapping[str, Any] | None) -> Verdict:
     """SPEC §10 rule 4: a record that differs from our run is imported only when it extends
     ours (our attempts unchanged at its start, more of them or our open one closed, an
     ``updated_at`` not earlier); a record ours extends is stale; anything else conflicts."""
-    if not isinstance(record, dict) or not isinstance(record.get("attempts"), list):
+    if not run_record_usable(record):
         return "conflict"
     if ours is None:
         return "import"

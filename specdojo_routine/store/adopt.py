@@ -130,8 +130,9 @@ def _routine_entries(
             found.append(RoutineStateImported(routine_id=routine_id, record=record,
                                               source=source, source_sha256=sha))
         elif verdict in ("import", "conflict"):
-            conflicts.append(f"conflict: {source} entry {routine_id!r} cannot be imported "
-                             f"(not a routine id, or no usable last_run)")
+            conflicts.append(f"conflict: {source} entry {routine_id!r} cannot be imported (it "
+                             "needs a routine id, a last_run and a last_result of success, "
+                             "failure or skipped); fix or remove the entry")
     return found, conflicts
 
 
