@@ -377,6 +377,8 @@ def _imported_facts(
         entry["status"] = row.target
         entry["last_run"], entry["last_result"] = last_run, result
         entry["last_scheduled_for"], entry["last_action_results"] = scheduled, results
+        if isinstance(scheduled, str):  # the other tool's run accounted for it (SPEC §9.5)
+            entry["last_accounted_for"] = scheduled
         if row.target != "running":
             entry["last_reason"] = entry["attempt_id"] = None
 
