@@ -31,7 +31,7 @@ from specdojo_routine.core.events import (
     RunImported,
     tag_of,
 )
-from specdojo_routine.core.fold import RoutineView, apply_all, routine_document
+from specdojo_routine.core.fold import RoutineView, apply_all
 from specdojo_routine.core.jobfold import (
     JobCheckpointDoc,
     JobRunDoc,
@@ -41,7 +41,7 @@ from specdojo_routine.core.jobfold import (
     merge_checkpoints,
     run_document,
 )
-from specdojo_routine.store import codec, ledger, viewproof, views
+from specdojo_routine.store import codec, ledger, proven, views
 from specdojo_routine.store.config import ProjectPaths
 
 __all__ = ["ImportConflict", "JobImports", "RoutineImports", "apply_job_imports",
@@ -93,25 +93,23 @@ class RoutineImports:
 
 
 def plan_routine_imports(paths: ProjectPaths) -> RoutineImports:
-    """Compare ``routine-state.json`` with the full fold of the routine ledger (never the
-    file's own claim of what it covers: another tool may have rewritten it in our shape),
-    unless its bytes are exactly what we published last (:mod:`viewproof`)."""
+    """Whose is ``routine-state.json``? A view the ledger proves (:mod:`.proven`: its digest,
+    the ledger's identity and chain head) is ours; any other is compared with the full fold
+    (another tool may have rewritten it in our shape) and its newer entries are imported."""
     data = _read(paths.routine_state)
-    if data is None or viewproof.is_ours(paths.routine_state, data):
-        return RoutineImports(events=[], conflicts=[], view=views.load_routine_view(paths),
-                              foreign=False)
-    state, tail = views.fold_routine_ledger(paths)
-    document = routine_document(state, tail.end)
-    if data == views.render(document):
+    found = proven.prove(paths.routine_ledger, paths.routine_state)
+    document = found.document()
+    if data is None or found.resumed_at > 0 or data == views.render(document):
         return RoutineImports(events=[], conflicts=[], view=RoutineView(
-            document=document, torn_line=tail.torn_line), foreign=False)
-    found, conflicts = _routine_entries(paths, data, document["routines"])
-    if found:
-        raws = [_raw(e, tail.seq + i, _IN_MEMORY_AT) for i, e in enumerate(found, 1)]
-        apply_all(state, raws, where="<import>", upgrade=codec.upgrade)
-        document = routine_document(state, tail.end)
-    view = RoutineView(document=document, torn_line=tail.torn_line)
-    return RoutineImports(events=found, conflicts=conflicts, view=view, foreign=True)
+            document=document, torn_line=found.tail.torn_line), foreign=False)
+    events, conflicts = _routine_entries(paths, data, document["routines"])
+    if events:
+        seq = found.state.seq
+        raws = [_raw(e, seq + i, _IN_MEMORY_AT) for i, e in enumerate(events, 1)]
+        apply_all(found.state, raws, where="<import>", upgrade=codec.upgrade)
+        document = found.content()  # in memory only: it covers lines not yet written
+    view = RoutineView(document=document, torn_line=found.tail.torn_line)
+    return RoutineImports(events=events, conflicts=conflicts, view=view, foreign=True)
 
 
 def _routine_entries(
@@ -142,14 +140,8 @@ def apply_routine_imports(
     """Append the planned events; publish the view unless a conflict keeps the file."""
     if plan.events:
         ledger.Ledger(paths.routine_ledger, clock=clock).append_many(plan.events)
-    data = _read(paths.routine_state)
-    if not plan.foreign and data is not None:  # proven ours: later commands fold incrementally
-        viewproof.record(paths.routine_state, data)
     if plan.foreign and not plan.conflicts:
-        state, tail = views.fold_routine_ledger(paths)
-        data = views.render(routine_document(state, tail.end))
-        views.publish(paths.routine_state, data)
-        viewproof.record(paths.routine_state, data)
+        views.refresh_routine_view(paths)  # the foreign file is unproven: folded from scratch
 
 
 def import_routine_state(paths: ProjectPaths, clock: Callable[[], datetime]) -> RoutineImports:

@@ -39,7 +39,7 @@ from specdojo_routine.core.jobfold import (
     merge_checkpoints,
     run_document,
 )
-from specdojo_routine.store import chain, codec, ledger, proven, viewproof
+from specdojo_routine.store import chain, codec, ledger, proven
 from specdojo_routine.store.config import ProjectPaths
 
 __all__ = [
@@ -47,7 +47,6 @@ __all__ = [
     "RoutineView",
     "content",
     "fold_all",
-    "fold_routine_ledger",
     "fold_run",
     "load_job_run",
     "load_job_state",
@@ -116,23 +115,11 @@ def _routine_document(
     return found.document(), found.tail
 
 
-def fold_routine_ledger(paths: ProjectPaths) -> tuple[RoutineFold, ledger.Tail]:
-    """The routine ledger folded from scratch (never resumed from a view file): what a
-    foreign file is compared with (SPEC §10: a file is ours only if it equals the fold)."""
-    path, state = paths.routine_ledger, RoutineFold()
-    tail = ledger.tail(path)
-    if tail.seq:
-        _fold_range(path, state, 0, tail)
-    return state, tail
-
-
 def refresh_routine_view(paths: ProjectPaths) -> RoutineView:
     """Fold the routine ledger (incrementally) and publish ``routine-state.json``."""
     document, tail = _routine_document(paths, incremental=True)
     if paths.routine_ledger.exists():
-        data = render(document)
-        publish(paths.routine_state, data)
-        viewproof.record(paths.routine_state, data)
+        publish(paths.routine_state, render(document))
     return RoutineView(document=document, torn_line=tail.torn_line)
 
 
@@ -256,8 +243,6 @@ def fold_all(
             drifted.append(paths.rel(path))
             if not check and path not in kept:
                 publish(path, data)
-        if not check and path == paths.routine_state and path not in kept:
-            viewproof.record(path, data)
     return drifted
 
 
