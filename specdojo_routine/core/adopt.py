@@ -99,14 +99,15 @@ def _instant(value: Any) -> datetime:
     return try_parse_instant(value) or _EPOCH
 
 
-def _same_attempt(theirs: Any, mine: Mapping[str, Any], *, closing: bool) -> bool:
-    """Attempt ``theirs`` is ``mine`` unchanged, or (``closing``) ``mine`` was still running
-    and ``theirs`` is the same attempt (number, start) closed by the other tool."""
-    if theirs == mine:
+def _same_attempt(earlier: Any, later: Any) -> bool:
+    """Attempt ``later`` is ``earlier`` unchanged, or ``earlier`` was still running and
+    ``later`` is the same attempt (number, start) since closed."""
+    if earlier == later:
         return True
-    if not closing or not isinstance(theirs, dict) or mine.get("status") != "running":
+    if not isinstance(earlier, dict) or not isinstance(later, dict):
         return False
-    return all(theirs.get(k) == mine.get(k) for k in ("attempt", "started_at"))
+    return earlier.get("status") == "running" and all(
+        earlier.get(k) == later.get(k) for k in ("attempt", "started_at"))
 
 
 def _attempts(doc: Mapping[str, Any]) -> list[Any]:
@@ -114,15 +115,9 @@ def _attempts(doc: Mapping[str, Any]) -> list[Any]:
     return list(found) if isinstance(found, list) else []
 
 
-def _prefix(short: Sequence[Any], long: Sequence[Any], *, long_closes: bool) -> bool:
-    """``short`` is the start of ``long`` (running attempts may be closed by the longer)."""
-    if len(short) > len(long):
-        return False
-    for a, b in zip(short, long, strict=False):
-        mine, theirs = (a, b) if long_closes else (b, a)
-        if not isinstance(mine, dict) or not _same_attempt(theirs, mine, closing=True):
-            return False
-    return True
+def _prefix(short: Sequence[Any], long: Sequence[Any]) -> bool:
+    """``short`` is the start of ``long`` (its running attempts may be closed in ``long``)."""
+    return len(short) <= len(long) and all(map(_same_attempt, short, long))
 
 
 def run_record_usable(record: Any) -> bool:
@@ -154,9 +149,9 @@ def run_record_verdict(record: Any, ours: Mapping[str, Any] | None) -> Verdict:
     grows = len(theirs) > len(mine) or (
         bool(mine) and mine[-1].get("status") == "running"
         and theirs[len(mine) - 1:len(mine)] != [mine[-1]])
-    if theirs_at >= mine_at and grows and _prefix(mine, theirs, long_closes=True):
+    if theirs_at >= mine_at and grows and _prefix(mine, theirs):
         return "import"
-    if theirs_at <= mine_at and _prefix(theirs, mine, long_closes=False):
+    if theirs_at <= mine_at and _prefix(theirs, mine):
         return "stale"
     return "conflict"
 
