@@ -15,7 +15,6 @@ from specdojo_routine.app import handlers, jobs, listing
 from specdojo_routine.core.jobplan import JobRunOutcome, Trigger
 from specdojo_routine.core.model import InputValue
 from specdojo_routine.execute.agent import AgentExecutor
-from specdojo_routine.store import views
 from specdojo_routine.store.config import ProjectPaths, resolve_project
 from specdojo_routine.store.definitions import Definitions, load_definitions
 
@@ -67,8 +66,9 @@ def resolve(
 
 def fold_views(paths: ProjectPaths, *, check: bool = False, repair: bool = False) -> list[str]:
     """``fold``: rebuild every view from the ledgers; with ``check`` write nothing and return
-    the views that differ."""
-    return views.fold_all(paths, check=check, repair=repair)
+    the views that differ. Files another tool wrote are imported first (SPEC §10); a conflict
+    raises :class:`~specdojo_routine.store.adopt.ImportConflict` (nothing overwritten)."""
+    return handlers.fold(paths, check=check, repair=repair)[0]
 
 
 def history(

@@ -270,7 +270,7 @@ def test_merge_keys_are_plain_yaml(tmp_path: Path) -> None:
     text = (
         "id: rtn-m\ninterval: 1h\naction:\n  <<: {kind: exec-auto, paralel: 2}\n  loop: true\n"
     )
-    assert ["routines/rtn-m.yaml:4:3: action has unknown key \"paralel\" (did you mean "
+    assert ["routines/rtn-m.yaml:4:3: action has unknown key(s): paralel (did you mean "
             "\"parallel\"?)"] == messages(load(tmp_path, {"routines/rtn-m.yaml": text}))
 
 
@@ -309,8 +309,22 @@ def test_read_definition_reports_an_unreadable_path(tmp_path: Path) -> None:
 def test_unknown_key_is_located_at_the_key(tmp_path: Path) -> None:
     """Line and column of the offending key (1-based)."""
     text = "id: rtn-k\ninterval: 1h\naction:\n  kind: exec-auto\n    \n  lopp: true\n"
-    expected = 'routines/rtn-k.yaml:6:3: action has unknown key "lopp" (did you mean "loop"?)'
+    expected = 'routines/rtn-k.yaml:6:3: action has unknown key(s): lopp (did you mean "loop"?)'
     assert [expected] == messages(load(tmp_path, {"routines/rtn-k.yaml": text}))
+
+
+def test_unknown_keys_are_one_sorted_line_in_upstreams_wording(tmp_path: Path) -> None:
+    """`<field> has unknown key(s): a, b` once per mapping (upstream's wording), at the first
+    unknown key, with our detail appended; list positions are 0-based (SPEC §3)."""
+    text = ("id: rtn-k\ninterval: 1h\npolicy: {zeta: 1, missed_run: sometimes, alpha: 2}\n"
+            "action:\n  - {kind: exec-auto}\n  - {kind: exec-auto, lopp: true}\n")
+    assert [
+        "routines/rtn-k.yaml:3:10: policy has unknown key(s): alpha, zeta (allowed: "
+        "missed_run, overlap, on_interrupted, on_failure, starting_deadline)",
+        'routines/rtn-k.yaml:3:31: policy.missed_run must be skip, latest, or all (got '
+        '"sometimes")',
+        'routines/rtn-k.yaml:6:23: action[1] has unknown key(s): lopp (did you mean "loop"?)',
+    ] == messages(load(tmp_path, {"routines/rtn-k.yaml": text}))
 
 
 def test_bad_value_is_located_at_the_value(tmp_path: Path) -> None:

@@ -38,6 +38,7 @@ json_values = st.recursive(
     max_leaves=8,
 )
 json_objects = st.dictionaries(texts, json_values, max_size=4)
+sha256s = st.from_regex(r"[0-9a-f]{64}", fullmatch=True)
 action_results = st.lists(st.builds(ev.ActionResult, index=st.integers(1, 9), kind=kinds,
                                     result=results), max_size=3)
 
@@ -114,6 +115,15 @@ STRATEGIES: dict[type[Any], st.SearchStrategy[Any]] = {
         ev.ReviewEnded, run_id=run_ids, attempt=st.integers(1, 99),
         verdict=st.none() | st.sampled_from(ev.REVIEW_VERDICTS), merged=st.booleans(),
         commit=st.none() | texts, reason=st.none() | texts, merge_commit=st.none() | texts),
+    ev.RoutineStateImported: st.builds(ev.RoutineStateImported, routine_id=routine_ids,
+                                       record=json_objects, source=texts, source_sha256=sha256s),
+    ev.UpstreamRunRecorded: st.builds(ev.UpstreamRunRecorded, routine_id=routine_ids,
+                                      record=json_objects),
+    ev.RunImported: st.builds(ev.RunImported, run_id=run_ids, record=json_objects,
+                              source_sha256=sha256s),
+    ev.CheckpointImported: st.builds(ev.CheckpointImported, job_id=job_ids,
+                                     checkpoint=json_objects, last_run_id=run_ids,
+                                     updated_at=texts, source_sha256=sha256s),
 }
 ALL_CLASSES = sorted(ev.TAGS, key=lambda cls: cls.__name__)
 
@@ -137,6 +147,8 @@ def test_routine_tag_set_is_frozen() -> None:
         "attempt_ended": ev.AttemptEnded, "attempt_resolved": ev.AttemptResolved,
         "occurrence_held": ev.OccurrenceHeld, "occurrence_missed": ev.OccurrenceMissed,
         "routine_released": ev.RoutineReleased,
+        "routine_state_imported": ev.RoutineStateImported,  # SPEC §10
+        "upstream_run_recorded": ev.UpstreamRunRecorded,
     } == ev.ROUTINE_EVENT_TYPES
 
 
@@ -146,6 +158,7 @@ def test_job_tag_set_is_frozen() -> None:
         "run_created": ev.RunCreated, "attempt_started": ev.RunAttemptStarted,
         "attempt_ended": ev.RunAttemptEnded, "checkpoint_advanced": ev.CheckpointAdvanced,
         "review_ended": ev.ReviewEnded,  # SPEC §11.3
+        "run_imported": ev.RunImported, "checkpoint_imported": ev.CheckpointImported,  # §10
     } == ev.JOB_EVENT_TYPES
 
 

@@ -7,6 +7,7 @@ import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import orjson
 import pytest
 
 from specdojo_routine.core.errors import JobError
@@ -46,17 +47,19 @@ def _write(root: Path, outcome: CommandOutcome, command: str = "echo hi", **kw: 
 
 
 def _document(root: Path, ref: str) -> dict[str, object]:
-    loaded: dict[str, object] = json.loads((root / ref / "evidence.json").read_bytes())
+    loaded: dict[str, object] = json.loads(((root / ref).parent / "evidence.json").read_bytes())
     return loaded
 
 
-def test_evidence_ref_is_the_attempt_dir_relative_to_root(tmp_path: Path) -> None:
-    """The returned ref is <evidence>/<run_id>/attempt-<n> relative to the root, POSIX."""
+def test_evidence_ref_is_the_attempts_evidence_json_relative_to_root(tmp_path: Path) -> None:
+    """The returned ref is <evidence>/<run_id>/attempt-<n>/evidence.json relative to the root,
+    POSIX: a file upstream readers open as JSON (SPEC §7.6, §10 rule 6)."""
     ref = _write(tmp_path, _outcome("hi\n"), attempt=2)
     assert (
-        f"exec/evidence/{RUN_ID}/attempt-2",
+        f"exec/evidence/{RUN_ID}/attempt-2/evidence.json",
         ["command.stderr.log", "command.stdout.log", "evidence.json"],
-    ) == (ref, sorted(os.listdir(tmp_path / ref)))
+    ) == (ref, sorted(os.listdir((tmp_path / ref).parent)))
+    assert 2 == orjson.loads((tmp_path / ref).read_bytes())["attempt"]
 
 
 def test_evidence_document_fields(tmp_path: Path) -> None:
@@ -74,8 +77,8 @@ def test_evidence_document_fields(tmp_path: Path) -> None:
             "error": None,
             "stdout": "hi\n",
             "stderr": "warn\n",
-            "stdout_ref": f"{ref}/command.stdout.log",
-            "stderr_ref": f"{ref}/command.stderr.log",
+            "stdout_ref": ref.replace("evidence.json", "command.stdout.log"),
+            "stderr_ref": ref.replace("evidence.json", "command.stderr.log"),
             "stdout_truncated": False,
             "stderr_truncated": False,
         },
@@ -141,7 +144,7 @@ def test_no_secret_reaches_any_evidence_file(tmp_path: Path) -> None:
     blobs = [p.read_bytes() for p in (tmp_path / "exec").rglob("*") if p.is_file()]
     leaks = sorted(name for name, s in SECRETS.items() for b in blobs if s.encode() in b)
     assert (0, [], 3) == (outcome.exit_code, leaks, len(blobs))
-    assert b"[REDACTED]" in (tmp_path / ref / "command.stdout.log").read_bytes()
+    assert b"[REDACTED]" in ((tmp_path / ref).parent / "command.stdout.log").read_bytes()
 
 
 def test_large_output_is_bounded_at_a_character_boundary(tmp_path: Path) -> None:
@@ -153,7 +156,7 @@ def test_large_output_is_bounded_at_a_character_boundary(tmp_path: Path) -> None
     outcome = run_shell(script, cwd=tmp_path, env=dict(os.environ))
     ref = _write(tmp_path, outcome)
     logs = [
-        (tmp_path / ref / name).read_bytes()
+        ((tmp_path / ref).parent / name).read_bytes()
         for name in ("command.stdout.log", "command.stderr.log")
     ]
     command = _document(tmp_path, ref)["command"]
@@ -180,8 +183,8 @@ def test_rewriting_an_attempt_replaces_its_files(tmp_path: Path) -> None:
     _write(tmp_path, _outcome("first"))
     ref = _write(tmp_path, _outcome("second"))
     assert ("second", ["command.stderr.log", "command.stdout.log", "evidence.json"]) == (
-        (tmp_path / ref / "command.stdout.log").read_text("utf-8"),
-        sorted(os.listdir(tmp_path / ref)),
+        ((tmp_path / ref).parent / "command.stdout.log").read_text("utf-8"),
+        sorted(os.listdir((tmp_path / ref).parent)),
     )
 
 

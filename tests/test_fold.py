@@ -163,6 +163,13 @@ def test_the_table_is_seed_000s() -> None:
         *(("occurrence_missed", s, s, None)
           for s in ("never", "success", "failure", "skipped", "partial")),
         *(("routine_released", s, s, None) for s in ("success", "failure", "skipped", "partial")),
+        # SPEC §10: imported facts (another tool's state entry or run record line)
+        *((e, s, r, None) for e in ("routine_state_imported", "upstream_run_recorded")
+          for s in ("never", "success", "failure", "skipped", "partial")
+          for r in ("success", "failure", "skipped")),
+        ("routine_state_imported", "never", "never", None),
+        *((e, "running", "running", None)
+          for e in ("routine_state_imported", "upstream_run_recorded")),
     } == rows
     assert len(rows) == len(TRANSITIONS)
 
@@ -220,16 +227,17 @@ def test_attempt_started_moves_last_run_and_cron_last_scheduled_for() -> None:
         doc["last_run"], doc["last_scheduled_for"], doc["last_result"])
 
 
-def test_explicit_run_does_not_move_last_scheduled_for() -> None:
-    """trigger id is no schedule slot: last_scheduled_for stays where due runs left it."""
+def test_explicit_run_moves_last_scheduled_for_to_now() -> None:
+    """SPEC §4 (seed 000 T-02, upstream): an explicit run of a cron routine records
+    last_scheduled_for = its scheduled_for (now), like a due run."""
     state = folded(*SETUP["success"], started(aid="a2", transition="T-06", trigger="id",
-                                              scheduled_for="2026-08-07T09:31:00.000Z"))
-    assert "2026-08-07T08:00:00.000Z" == entry(state)["last_scheduled_for"]
+                                              scheduled_for="2026-08-07T09:31:07.250Z"))
+    assert "2026-08-07T09:31:07.250Z" == entry(state)["last_scheduled_for"]
 
 
 def test_interval_routines_have_no_last_scheduled_for() -> None:
-    """last_scheduled_for is kept for cron routines only."""
-    assert entry(folded(started(schedule="interval")))["last_scheduled_for"] is None
+    """last_scheduled_for is kept for cron routines only: absent, never null (SPEC §5)."""
+    assert "last_scheduled_for" not in entry(folded(started(schedule="interval")))
 
 
 def test_attempt_ended_records_result_reason_and_list_results() -> None:
@@ -274,7 +282,11 @@ def test_document_is_sorted_with_fixed_keys() -> None:
     """Routines are sorted by id and every entry has the same keys in the same order."""
     doc = routine_document(folded(started(rid="rtn-b"), registered("rtn-a")), 99)
     assert ["rtn-a", "rtn-b"] == list(doc["routines"])
-    assert [list(never_entry())] * 2 == [list(e) for e in doc["routines"].values()]
+    upstream_absent = ("last_scheduled_for", "last_action_results")  # absent when none
+    for e in doc["routines"].values():
+        assert [k for k in never_entry() if k in e] == list(e)
+        assert set(never_entry()) - set(e) <= set(upstream_absent)
+    assert "last_scheduled_for" not in doc["routines"]["rtn-a"]
     assert {"seq": 2, "offset": 99} == doc["ledger"]
 
 

@@ -204,6 +204,8 @@ def test_lost_checkpoint_is_recorded_by_the_next_duplicate_call(repo: Project) -
     ledger = paths.run_ledger(out.run_id or "")
     lines = ledger.read_bytes().splitlines(keepends=True)
     ledger.write_bytes(b"".join(lines[:-1]))  # drop checkpoint_advanced
+    paths.run_view(out.run_id or "").unlink()  # ... and the views published after it, as a
+    paths.job_state.unlink()  # crash before publication leaves them (else they are imported)
     again = run(repo.root, "job-translate")
     events = ledger_events(paths, out.run_id or "")
     assert (True, "checkpoint_advanced", {"revision": c2}) == (
@@ -297,7 +299,8 @@ def test_evidence_and_documents_are_written(project: Project) -> None:
     out = run(project.root, "job-weekly", {"period": "W1"}, env=clean_env(CODE="2"))
     exec_dir = project.root / "execution" / "exec"
     result = (exec_dir / "results" / f"{out.run_id}-result.md").read_text()
-    assert (project.root / f"{out.evidence_ref}" / "evidence.json").is_file()
+    assert f"{out.evidence_ref}".endswith("/evidence.json")
+    assert (project.root / f"{out.evidence_ref}").is_file()
     assert (exec_dir / "plans" / f"{out.run_id}-plan.md").is_file()
     assert "- Result: blocked: command exited with code 2\n" in result
 
@@ -438,7 +441,7 @@ def test_secrets_reach_only_redacted_evidence(project: Project) -> None:
     files = project.files()
     leaks = [name for name, data in files.items()
              if SECRET_ENV.encode() in data or SECRET_TEXT.encode() in data]
-    evidence = files[f"{out.evidence_ref}/command.stdout.log"].decode()
+    evidence = files[f"{out.evidence_ref}".replace("evidence.json", "command.stdout.log")].decode()
     assert ("succeeded", []) == (out.state, [n for n in leaks if n.startswith("execution/")])
     assert "api_key=[REDACTED]\n[REDACTED]\n" == evidence
 

@@ -198,14 +198,17 @@ def test_young_upstream_lock_dir_is_busy(tmp_path: Path) -> None:
     assert expected == str(caught.value)
 
 
-def test_old_upstream_lock_dir_is_ignored_and_kept(tmp_path: Path) -> None:
-    """An upstream lock directory older than 1 hour is stale: ignored, not deleted."""
+def test_old_upstream_lock_dir_is_taken_over_and_announced(tmp_path: Path) -> None:
+    """An upstream lock directory older than 1 hour is stale: not a holder; like the upstream
+    CLI we take it over, so while we hold the lock the directory is ours (SPEC §6.2)."""
     upstream = tmp_path / "routine-run.lock"
     upstream.mkdir()
     set_mtime(upstream, (AT_DT - timedelta(minutes=61)).timestamp())
     with locks.routine_lock(tmp_path, clock=fixed_clock()) as info:
         assert info.held
-    assert upstream.is_dir()
+        owner = json.loads((upstream / "owner.json").read_bytes())
+        assert ("specdojo_routine", os.getpid()) == (owner["tool"], owner["pid"])
+    assert not upstream.exists()
 
 
 def test_refusal_for_upstream_dir_releases_the_flock(tmp_path: Path) -> None:

@@ -238,6 +238,20 @@ def test_explicit_run_selects_disabled_routine_now() -> None:
     assert [Occurrence(routine_id="rtn-test", scheduled_for=now, trigger="id")] == found
 
 
+def test_explicit_run_of_cron_routine_names_what_it_passes_over() -> None:
+    """SPEC §4: `run --id` moves last_scheduled_for to now, consuming the occurrences after
+    the previous one; passed_over_since names the earliest (none when nothing is consumed)."""
+    now = utc("2026-08-07T08:02:31.250Z")
+    hourly = cron_routine("0 * * * *")
+    found = schedule.due_occurrences(hourly, last_run=None, now=now, explicit=True,
+                                     last_scheduled_for="2026-08-07T05:00:00.000Z")
+    assert [(now, utc("2026-08-07T06:00:00Z"))] == [
+        (o.scheduled_for, o.passed_over_since) for o in found]
+    found = schedule.due_occurrences(hourly, last_run=None, now=now, explicit=True,
+                                     last_scheduled_for="2026-08-07T08:00:00.000Z")
+    assert [None] == [o.passed_over_since for o in found]
+
+
 def test_explicit_run_of_interval_routine_not_due() -> None:
     """An interval routine that is not due is still selected explicitly."""
     now = utc("2026-08-07T08:00:00Z")

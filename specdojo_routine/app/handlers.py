@@ -6,7 +6,6 @@ them to the ledger, the locks, the definitions and the runner.
 
 from __future__ import annotations
 
-import contextlib
 import getpass
 import os
 import time
@@ -35,13 +34,13 @@ from specdojo_routine.store.definitions import Definitions
 if TYPE_CHECKING:  # imported on first use (store/lazy.py): `validate` needs none of them
     from specdojo_routine.core import decide, events, policy
     from specdojo_routine.execute import runner
-    from specdojo_routine.store import execlock, ledger, views
+    from specdojo_routine.store import adopt, execlock, ledger, views
 else:
     decide, events, policy = (lazy.module(f"specdojo_routine.core.{name}")
                               for name in ("decide", "events", "policy"))
     runner = lazy.module("specdojo_routine.execute.runner")
-    execlock, ledger, views = (lazy.module(f"specdojo_routine.store.{name}")
-                               for name in ("execlock", "ledger", "views"))
+    adopt, execlock, ledger, views = (lazy.module(f"specdojo_routine.store.{name}")
+                                      for name in ("adopt", "execlock", "ledger", "views"))
 
 FOLD_ACTOR = "specdojo_routine fold"
 
@@ -211,7 +210,7 @@ def run(
     candidates = _routines_to_consider(defs, routine_id)
     the_now = to_utc(now) if now is not None else to_utc(wall())
     if dry_run:
-        view = views.load_routine_view(paths)
+        view = adopt.plan_routine_imports(paths).view  # the imported view, in memory (§10)
         lock = locks.routine_lock_status(paths.routine_locks_dir, now=to_utc(wall()),
                                           project=paths.project_id, env=env)
         plan_selection(report, candidates, view, the_now, routine_id, paths,
@@ -220,6 +219,7 @@ def run(
     with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id,
                             env=env):
         definitions.remember(defs)  # a recording command keeps what it parsed (defcache)
+        adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
         log = ledger.Ledger(paths.routine_ledger, clock=wall)
         ctx = _Context(paths=paths, defs=defs, now=the_now, env=env, echo=echo,
                        job_runner=job_runner, append=log.append)
@@ -341,6 +341,7 @@ def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -
         schedule="cron" if routine.trigger is not None else "interval",
         on_failure=policy.on_failure_marker(routine),
     ))
+    views.refresh_routine_view(ctx.paths)  # before delegating: readers see running (§6, §10)
     t0 = time.monotonic()
     outcomes: list[tuple[int, str, Result, str | None]] = []
     job_run_ids: list[str] = []
@@ -451,6 +452,7 @@ def resolve(
     if not note.strip():
         raise UsageError("resolve needs a --note saying what was checked (got an empty note)")
     with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id):
+        adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
         view = views.refresh_routine_view(paths)
         refuse_if_owner_lives(view, paths)
         state = view.routines.get(routine_id)
@@ -499,15 +501,11 @@ def fold(
 
     ``check`` only reads. Otherwise the routine lock and, when Job Runs exist, the project exec
     lock are held, so a concurrent run cannot append between the fold and its publication
-    (busy: exit 75)."""
-    if check:
-        return views.fold_all(paths, check=True), []
-    with contextlib.ExitStack() as held:
-        held.enter_context(locks.routine_lock(paths.routine_locks_dir, project=paths.project_id))
-        if paths.runs_dir.is_dir():
-            held.enter_context(execlock.exec_lock(paths.exec_locks_dir, actor=FOLD_ACTOR))
-        moved = []
-        if repair:
-            ledgers = [paths.routine_ledger, *sorted(paths.runs_dir.glob("*.jsonl"))]
-            moved = [paths.rel(m) for m in map(ledger.repair, ledgers) if m is not None]
-        return views.fold_all(paths), moved
+    (busy: exit 75). Foreign files are imported first (SPEC §10); a conflict raises
+    :class:`adopt.ImportConflict` after every other view was rebuilt."""
+    from specdojo_routine.app.adoption import fold as fold_adopting
+
+    report = fold_adopting(paths, check=check, repair=repair)
+    if report.conflicts:
+        raise adopt.ImportConflict("; ".join(report.conflicts))
+    return report.drifted, report.moved

@@ -50,7 +50,7 @@ from specdojo_routine.core.timefmt import format_ms, format_s
 from specdojo_routine.execute import agentflow, evidence, jobfiles, runner
 from specdojo_routine.execute.agent import AgentExecutor, AgentRequest, AttemptDoc
 from specdojo_routine.execute.jobfiles import GitCli, Prepared
-from specdojo_routine.store import execlock, ledger, locks, views
+from specdojo_routine.store import adopt, execlock, ledger, locks, views
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import Definitions
 
@@ -168,7 +168,7 @@ def run_job(
                review=review or review_flow.ReviewOptions())
     prep = prepare(paths, defs, job_id, inputs, scheduled_at=scheduled_at, trigger=trigger,
                    env=base_env)
-    view = views.load_job_run(paths, prep.run_id)
+    view = adopt.load_run(paths, prep.run_id)  # another tool's record counts (SPEC §10)
     decision = jobplan.existing_run(view, run_id=prep.run_id, job_id=prep.job.id,
                                     key=prep.recorded_key)
     if (decision.action == "duplicate" and view is not None
@@ -221,7 +221,9 @@ def _precondition(ctx: _Env, prep: Prepared) -> JobRunOutcome | None:
 def _locked(
     ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, *, precondition_done: bool
 ) -> JobRunOutcome:
-    """Under the exec lock: create or reuse the run, run one attempt, record it."""
+    """Under the exec lock: import first (SPEC §10), then create or reuse the run, run one
+    attempt, record it."""
+    adopt.import_job_runs(ctx.paths, ctx.clock, job_id=prep.job.id, needed=prep.run_id)
     view = views.load_job_run(ctx.paths, prep.run_id)
     decision = jobplan.existing_run(view, run_id=prep.run_id, job_id=prep.job.id,
                                     key=prep.recorded_key)

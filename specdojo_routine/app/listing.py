@@ -12,7 +12,7 @@ from specdojo_routine.core import policy, schedule
 from specdojo_routine.core.errors import TooManyMissedOccurrences
 from specdojo_routine.core.model import Routine
 from specdojo_routine.core.timefmt import format_ms, format_s, to_utc, try_parse_instant
-from specdojo_routine.store import definitions, lazy, locks
+from specdojo_routine.store import adopt, definitions, lazy, locks
 from specdojo_routine.store.config import ProjectPaths
 
 if TYPE_CHECKING:  # imported on first use (store/lazy.py)
@@ -67,7 +67,7 @@ def list_routines(
     wall = to_utc((clock or (lambda: datetime.now(UTC)))())
     the_now = to_utc(now) if now is not None else wall
     defs = definitions.load_definitions(paths)
-    view = views.load_routine_view(paths)
+    view = adopt.plan_routine_imports(paths).view  # imported in memory; writes nothing
     lock = locks.routine_lock_status(paths.routine_locks_dir, now=wall, project=paths.project_id)
     rows = [_row(r, view.routines.get(r.id) or {}, the_now, lock.held) for r in defs.routines]
     return Listing(now=the_now, rows=rows, lock=lock, problems=[str(p) for p in defs.errors])

@@ -15,7 +15,7 @@ from specdojo_routine.core import jobplan
 from specdojo_routine.core.errors import UsageError
 from specdojo_routine.core.jobfold import JobRunDoc
 from specdojo_routine.core.jobplan import JobRunOutcome
-from specdojo_routine.store import definitions, views
+from specdojo_routine.store import adopt, definitions, views
 from specdojo_routine.store.config import ProjectPaths
 
 _RUN_ID = re.compile(r"JBR-[A-Za-z0-9][A-Za-z0-9-]*")
@@ -75,7 +75,7 @@ def _dry_run(
     env = dict(os.environ)
     prep = jobs.prepare(paths, defs, args.job, explicit, scheduled_at=scheduled_at,
                         trigger=args.trigger, env=env)
-    view = views.load_job_run(paths, prep.run_id)
+    view = adopt.load_run(paths, prep.run_id)  # imported in memory (SPEC §10)
     decision = jobplan.existing_run(view, run_id=prep.run_id, job_id=prep.job.id,
                                     key=prep.recorded_key)
     existing = {"new": "new run", "duplicate": "duplicate complete (nothing would run)",
@@ -113,10 +113,8 @@ def _text(value: Any) -> str:
 # --- job list ------------------------------------------------------------------------------------
 
 
-def _runs(paths: ProjectPaths) -> list[JobRunDoc]:
-    ids = sorted(p.name.removesuffix(".jsonl") for p in paths.runs_dir.glob("*.jsonl")) \
-        if paths.runs_dir.is_dir() else []
-    found = [views.load_job_run(paths, run_id) for run_id in ids]
+def _runs(plan: adopt.JobImports) -> list[JobRunDoc]:
+    found = [plan.document(run_id) for run_id in sorted(plan.folds)]
     return [doc for doc in found if doc is not None]
 
 
@@ -131,9 +129,10 @@ def cmd_job_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """``job list [--json]``: every valid Job Definition, its checkpoint and its runs."""
     paths = _paths(args)
     defs = definitions.load_jobs(paths)
-    runs = sorted((_run_row(doc) for doc in _runs(paths)),
+    plan = adopt.plan_job_imports(paths)  # another tool's records, imported in memory (§10)
+    runs = sorted((_run_row(doc) for doc in _runs(plan)),
                   key=lambda r: (r["job_id"], r["created_at"], r["run_id"]))
-    state = views.load_job_state(paths)
+    state = plan.jobs()
     listing: list[dict[str, Any]] = [
         {"id": job.id, "name": job.name, "mode": job.task.mode, "path": job.path,
          "checkpoint": state[job.id]["checkpoint"] if job.id in state else None,
@@ -178,7 +177,7 @@ def cmd_job_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     run_id = args.run_id
     if not _RUN_ID.fullmatch(run_id):
         raise UsageError(f"invalid Job Run id {run_id!r} (expected JBR-<slug>-<hash>)")
-    found = views.load_job_run(paths, run_id)
+    found = adopt.load_run(paths, run_id)  # imported in memory (SPEC §10)
     if found is None:
         raise UsageError(f"no Job Run {run_id} in {paths.rel(paths.runs_dir)} (see `job list`)")
     if args.json:

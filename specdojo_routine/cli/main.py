@@ -15,7 +15,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
-from specdojo_routine.app import handlers
+import orjson
+
+from specdojo_routine.app import adoption, handlers
 from specdojo_routine.app.listing import list_routines
 from specdojo_routine.cli import helptext, policycli, render
 from specdojo_routine.core import errors
@@ -115,6 +117,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print the ledger lines as stored, one JSON object per line")
     p.add_argument("--limit", type=_positive, metavar="N", help="only the last N events")
     policycli.add_commands(sub, common, _instant, _positive)
+    p = sub.add_parser("import", parents=[common],
+                       help="import the state another SpecDojo tool wrote (SPEC §10)")
+    p.add_argument("--dry-run", action="store_true")
+    p.add_argument("--json", action="store_true")
     _add_job_commands(sub, common)
     return helptext.document(parser)
 
@@ -256,17 +262,38 @@ def cmd_resolve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_fold(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    drifted, moved = handlers.fold(_paths(args), check=args.check, repair=args.repair)
+    report = adoption.fold(_paths(args), check=args.check, repair=args.repair)
+    drifted, moved = report.drifted, report.moved
+    for conflict in report.conflicts:
+        err.write(conflict + "\n")
+    if report.conflicts and not args.check:
+        out.write(f"folded: {len(drifted)} view(s) rewritten; {len(report.conflicts)} "
+                  "conflict(s) kept as they are\n")
+        return EXIT_FAILURE
     for fragment in moved:
         out.write(f"repaired: moved a torn last line aside to {fragment}\n")
     if args.check:
         for path in drifted:
             err.write(f"drift: {path} differs from the fold of its ledger\n")
+        if report.conflicts:
+            out.write(f"{len(report.conflicts)} conflict(s) with files another tool wrote; "
+                      "see `import`\n")
         out.write("views match the ledgers\n" if not drifted else
                   f"{len(drifted)} view(s) differ; run `fold` to rebuild them\n")
-        return EXIT_FAILURE if drifted else EXIT_OK
+        return EXIT_FAILURE if drifted or report.conflicts else EXIT_OK
     out.write(f"folded: {len(drifted)} view(s) rewritten\n")
     return EXIT_OK
+
+
+def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    report = adoption.import_project(_paths(args), dry_run=args.dry_run)
+    if args.json:
+        out.write(orjson.dumps(report.to_json()).decode() + "\n")
+    else:
+        for conflict in report.conflicts:
+            err.write(conflict + "\n")
+        out.write(report.summary() + "\n")
+    return report.exit_code
 
 
 def cmd_history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -289,6 +316,7 @@ _COMMANDS: dict[str, Command] = {
     "history": cmd_history,
     "release": lambda a, o, e: policycli.cmd_release(a, _paths(a), o, e, _run_job_action),
     "next": lambda a, o, e: policycli.cmd_next(a, lambda: _paths(a), o, e),
+    "import": cmd_import,
 }
 def _job_command(name: str) -> Command:
     def command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

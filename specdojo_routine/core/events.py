@@ -365,11 +365,59 @@ class ReviewEnded:
     merge_commit: str | None = attrs.field(default=None, validator=_optional(_text))
 
 
+# --- adoption of another tool's files (SPEC §10) ---------------------------------------------
+
+_sha256 = _matching(re.compile(r"[0-9a-f]{64}"), "a lowercase hex sha256")
+
+
+@attrs.frozen(kw_only=True)
+class RoutineStateImported:
+    """A ``routine-state.json`` entry another tool wrote, kept verbatim (SPEC §10 rule 1)."""
+
+    routine_id: str = attrs.field(validator=_routine_id)
+    record: Mapping[str, Any] = attrs.field(validator=_json_object)
+    source: str = attrs.field(validator=_text)
+    source_sha256: str = attrs.field(validator=_sha256)
+
+
+@attrs.frozen(kw_only=True)
+class UpstreamRunRecorded:
+    """A line the upstream CLI appended to ``routine-runs.jsonl`` (no ``type``/``seq``): read,
+    never written; ``record`` is the line as stored (SPEC §10 rule 2)."""
+
+    routine_id: str = attrs.field(validator=_routine_id)
+    record: Mapping[str, Any] = attrs.field(validator=_json_object)
+
+
+@attrs.frozen(kw_only=True)
+class RunImported:
+    """A ``runs/<run_id>.json`` record another tool wrote: it *is* the run from here on."""
+
+    run_id: str = attrs.field(validator=_run_id)
+    record: Mapping[str, Any] = attrs.field(validator=_json_object)
+    source_sha256: str = attrs.field(validator=_sha256)
+
+
+@attrs.frozen(kw_only=True)
+class CheckpointImported:
+    """A ``job-state.json`` entry our ledgers did not account for."""
+
+    job_id: str = attrs.field(validator=_job_id)
+    checkpoint: Mapping[str, Any] = attrs.field(validator=_json_object)
+    last_run_id: str = attrs.field(validator=_run_id)
+    updated_at: str = attrs.field(validator=_text)
+    source_sha256: str = attrs.field(validator=_sha256)
+
+
 RoutineEvent = (
     RoutineRegistered | AttemptStarted | ActionStarted | ActionEnded | AttemptEnded
     | AttemptResolved | OccurrenceHeld | OccurrenceMissed | RoutineReleased
+    | RoutineStateImported | UpstreamRunRecorded
 )
-JobEvent = RunCreated | RunAttemptStarted | RunAttemptEnded | CheckpointAdvanced | ReviewEnded
+JobEvent = (
+    RunCreated | RunAttemptStarted | RunAttemptEnded | CheckpointAdvanced | ReviewEnded
+    | RunImported | CheckpointImported
+)
 Event = RoutineEvent | JobEvent
 
 LedgerKind = Literal["routine", "job"]
@@ -384,6 +432,8 @@ ROUTINE_EVENT_TYPES: dict[str, type[RoutineEvent]] = {
     "occurrence_held": OccurrenceHeld,
     "occurrence_missed": OccurrenceMissed,
     "routine_released": RoutineReleased,
+    "routine_state_imported": RoutineStateImported,
+    "upstream_run_recorded": UpstreamRunRecorded,
 }
 JOB_EVENT_TYPES: dict[str, type[JobEvent]] = {
     "run_created": RunCreated,
@@ -391,6 +441,8 @@ JOB_EVENT_TYPES: dict[str, type[JobEvent]] = {
     "attempt_ended": RunAttemptEnded,
     "checkpoint_advanced": CheckpointAdvanced,
     "review_ended": ReviewEnded,
+    "run_imported": RunImported,
+    "checkpoint_imported": CheckpointImported,
 }
 #: The wire tags of each ledger kind.
 EVENT_TYPES: dict[LedgerKind, dict[str, type[Any]]] = {

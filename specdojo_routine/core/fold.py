@@ -16,6 +16,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 import attrs
 
 from specdojo_routine.core import holdfold
+from specdojo_routine.core.adopt import is_upstream_line, upstream_event
 from specdojo_routine.core.errors import CorruptLedgerError, InvalidTransition
 from specdojo_routine.core.events import CURRENT_VERSION
 from specdojo_routine.core.holdfold import HOLD_TRANSITIONS, HoldTransition
@@ -65,9 +66,20 @@ TRANSITIONS: tuple[Transition, ...] = (
                  note="past the starting deadline: accounted for, not run") for s in _SETTLED),
     *(Transition(event="routine_released", source=s, target=s, note="operator; ends the hold")
       for s in _SETTLED[1:]),
+    # SPEC §10: facts another tool recorded; the target is the record's result. A routine with
+    # an open attempt of ours stays running (the attempt is still ours to end or resolve).
+    *(Transition(event=e, source=s, target=r, note="imported")
+      for e in ("routine_state_imported", "upstream_run_recorded")
+      for s in ("never", "success", "failure", "skipped", "partial")
+      for r in ("success", "failure", "skipped")),
+    *(Transition(event="routine_state_imported", source=s, target="never",
+                 note="imported, no result") for s in ("never",)),
+    *(Transition(event=e, source="running", target="running", note="imported; attempt stays open")
+      for e in ("routine_state_imported", "upstream_run_recorded")),
 )
 #: Events whose target state is their ``result``: their rows are keyed by (source, result).
-BY_RESULT = frozenset({"attempt_ended", "attempt_resolved"})
+BY_RESULT = frozenset({"attempt_ended", "attempt_resolved", "routine_state_imported",
+                       "upstream_run_recorded"})
 
 
 def _index(event: str) -> dict[Any, Transition]:
@@ -80,6 +92,8 @@ _REGISTERED, _STARTED, _ENDED, _RESOLVED, _ACTION_STARTED, _ACTION_ENDED = map(_
     "action_started", "action_ended"))
 _HELD, _MISSED, _RELEASED = map(_index, (
     "occurrence_held", "occurrence_missed", "routine_released"))
+_STATE_IMPORTED, _UPSTREAM_RECORDED = map(_index, ("routine_state_imported",
+                                                   "upstream_run_recorded"))
 
 
 # --- view documents ----------------------------------------------------------------------------
@@ -128,8 +142,8 @@ class RoutineEntryDoc(TypedDict):
     status: Status
     last_run: str | None
     last_result: str | None
-    last_scheduled_for: str | None
-    last_action_results: list[ActionResultDoc] | None
+    last_scheduled_for: NotRequired[str | None]  # absent when none (upstream's rule)
+    last_action_results: NotRequired[list[ActionResultDoc] | None]  # absent when none
     last_reason: str | None
     attempt_id: str | None
     digest: str | None
@@ -249,8 +263,8 @@ def _started(routines: dict[str, Raw], raw: Raw) -> None:
     entry["status"] = row.target
     entry["last_run"] = raw["last_run"]
     entry["attempt_id"] = raw["attempt_id"]
-    if raw["trigger"] == "due" and raw["schedule"] == "cron":
-        entry["last_scheduled_for"] = raw["scheduled_for"]
+    if raw["trigger"] in ("due", "id") and raw["schedule"] == "cron":  # due and explicit runs
+        entry["last_scheduled_for"] = raw["scheduled_for"]  # alike (SPEC §4, seed 000 T-02)
     if raw["trigger"] in ("due", "id"):
         entry["last_accounted_for"] = raw["scheduled_for"]
     entry["open"] = raw
@@ -337,7 +351,52 @@ def _resolved(routines: dict[str, Raw], raw: Raw) -> None:
     entry["open"] = entry["actions"] = None
 
 
+_UPSTREAM_RESULTS = ("success", "failure", "skipped")  # what the upstream CLI records
+
+
+def _imported_facts(
+    rows: dict[Any, Transition], facts: Callable[[Raw], tuple[Any, Any, Any, Any]]
+) -> _Handler:
+    """SPEC §10: a routine entry or run record another tool wrote sets the upstream facts
+    (``last_run``, ``last_result``, ``last_scheduled_for``, ``last_action_results``)."""
+
+    def apply(routines: dict[str, Raw], raw: Raw) -> None:
+        record = raw["record"]
+        if not isinstance(record, dict):
+            raise TypeError("record must be an object")
+        entry = routines.get(raw["routine_id"]) or _create(routines, raw["routine_id"])
+        last_run, result, scheduled, results = facts(record)
+        target = result if result in _UPSTREAM_RESULTS else "never"
+        if entry["status"] == "running":
+            target = "running"
+        row = rows.get((entry["status"], target))
+        if row is None:
+            raise _illegal(raw, entry, f"result {result!r}")
+        if results is not None and not _results_ok(results):
+            raise TypeError("last_action_results must be a list of {index, kind, result}")
+        entry["status"] = row.target
+        entry["last_run"], entry["last_result"] = last_run, result
+        entry["last_scheduled_for"], entry["last_action_results"] = scheduled, results
+        if isinstance(scheduled, str):  # the other tool's run accounted for it (SPEC §9.5)
+            entry["last_accounted_for"] = scheduled
+        if row.target != "running":
+            entry["last_reason"] = entry["attempt_id"] = None
+
+    return apply
+
+
+def _state_record_facts(record: Raw) -> tuple[Any, Any, Any, Any]:
+    return (record.get("last_run"), record.get("last_result"), record.get("last_scheduled_for"),
+            record.get("last_action_results"))
+
+
+def _upstream_line_facts(record: Raw) -> tuple[Any, Any, Any, Any]:
+    return (record.get("started_at"), record.get("result"), record.get("scheduled_for"), None)
+
+
 _HANDLERS: dict[str, _Handler] = {
+    "routine_state_imported": _imported_facts(_STATE_IMPORTED, _state_record_facts),
+    "upstream_run_recorded": _imported_facts(_UPSTREAM_RECORDED, _upstream_line_facts),
     "routine_registered": _registered,
     "attempt_started": _started,
     "action_started": _action_handler(_ACTION_STARTED),
@@ -366,7 +425,9 @@ def apply_all(
         for raw in raws:
             seq += 1
             try:
-                if raw.get("version") != current:
+                if "type" not in raw and is_upstream_line(raw):
+                    raw = upstream_event(raw, seq)
+                elif raw.get("version") != current:
                     raw = upgrade(raw)
                 if raw["seq"] != seq:
                     raise ValueError(f"seq {raw['seq']!r} where {seq} was expected")
@@ -406,11 +467,17 @@ def _owner_doc(owner: Raw) -> OwnerDoc:
     return doc  # type: ignore[return-value]
 
 
+_ABSENT_WHEN_NONE = ("last_scheduled_for", "last_action_results")
+
+
 def _entry_doc(entry: Raw) -> RoutineEntryDoc:
     doc: Raw = {k: entry[k] for k in never_entry() if k != "open_attempt"}
     if doc["last_action_results"] is not None:
         doc["last_action_results"] = [{"index": r["index"], "kind": r["kind"],
                                        "result": r["result"]} for r in doc["last_action_results"]]
+    for key in _ABSENT_WHEN_NONE:  # upstream omits these rather than writing null (SPEC §5)
+        if doc[key] is None:
+            del doc[key]
     doc["open_attempt"] = started = entry["open"]
     if started is not None:
         doc["open_attempt"] = {
@@ -452,6 +519,10 @@ def _from_entry_doc(doc: Raw) -> Raw:
     if doc["status"] not in STATES or (opened is None) != (doc["status"] != "running"):
         raise ValueError("status and open_attempt disagree")
     entry = {k: v for k, v in doc.items() if k != "open_attempt"}
+    for key in _ABSENT_WHEN_NONE:
+        if key in entry and entry[key] is None:
+            raise ValueError(f"not in canonical form ({key} is null; this fold leaves it out)")
+        entry.setdefault(key, None)
     entry["open"] = None if opened is None else {**opened, "last_run": opened["started_at"]}
     entry["actions"] = None if opened is None else {a["index"]: a for a in opened["actions"]}
     return entry

@@ -8,6 +8,7 @@ import, never the reverse).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, NotRequired, TypedDict
@@ -90,11 +91,50 @@ class RunFold:
     state: str = "new"
     record: Raw = attrs.field(factory=dict)
     checkpoints: list[Raw] = attrs.field(factory=list)
+    imported: bool = False  # record is another tool's record, kept in its own key order
+
+
+def _run_imported(state: RunFold, raw: Raw) -> None:
+    """SPEC §10: the imported record *is* the run (first or superseding event)."""
+    record = raw["record"]
+    if not isinstance(record, dict) or record.get("run_id") != raw["run_id"]:
+        raise TypeError("'record' (a Job Run record with the event's run_id)")
+    if state.record and state.record.get("run_id") != raw["run_id"]:
+        raise TypeError("'run_id' (another run's ledger)")
+    if not isinstance(record.get("attempts"), list) or not isinstance(record.get("state"), str):
+        raise TypeError("'record' (attempts and state)")
+    state.record, state.imported = copy.deepcopy(record), True
+    state.state = record["state"]
+    after = record.get("checkpoint_after")
+    if isinstance(after, dict) and state.state in ("succeeded", "noop"):
+        state.checkpoints.append({"job_id": record.get("job_id"), "checkpoint": after,
+                                  "last_run_id": raw["run_id"],
+                                  "updated_at": record.get("updated_at")})
+
+
+def _checkpoint_imported(state: RunFold, raw: Raw) -> None:
+    """SPEC §10: a ``job-state.json`` entry recorded in the ledger of its ``last_run_id``."""
+    if not isinstance(raw["checkpoint"], dict) or not isinstance(raw["updated_at"], str):
+        raise TypeError("'checkpoint' or 'updated_at'")
+    state.checkpoints.append({k: raw[k] for k in ("job_id", "checkpoint", "last_run_id",
+                                                   "updated_at")})
+
+
+_IMPORT_HANDLERS: dict[str, Callable[[RunFold, Raw], None]] = {
+    "run_imported": _run_imported,
+    "checkpoint_imported": _checkpoint_imported,
+}
 
 
 def apply_run(state: RunFold, raw: Raw, *, where: str, line: int) -> None:
     """Fold one (upgraded) Job Run ledger line into ``state``."""
     kind = raw.get("type")
+    if isinstance(kind, str) and kind in _IMPORT_HANDLERS:
+        try:
+            _IMPORT_HANDLERS[kind](state, raw)
+        except (KeyError, TypeError) as exc:
+            raise CorruptLedgerError(where, line, f"{kind} event lacks or mistypes {exc}") from None
+        return
     rules = RUN_RULES.get(kind) if isinstance(kind, str) else None
     if rules is None:
         raise CorruptLedgerError(where, line, f"unknown job event type {kind!r}")
@@ -148,6 +188,7 @@ def _run_attempt_ended(state: RunFold, raw: Raw, at: str) -> None:
     ended = {"attempt": opened["attempt"], "started_at": opened["started_at"],
              "completed_at": at, "status": raw["status"]}
     ended |= {k: raw[k] for k in ("exit_code", "evidence_ref", "reason") if raw.get(k) is not None}
+    ended |= {k: v for k, v in opened.items() if k not in ended}  # never drop a key (§10)
     attempts[-1] = ended
 
 
@@ -181,6 +222,10 @@ def run_document(state: RunFold) -> JobRunDoc | None:
     r = state.record
     if not r:
         return None
+    if state.imported:  # the record in its own key order, plus what happened since (§10)
+        record: Raw = dict(r)
+        record["state"] = "running" if state.state == "created" else state.state
+        return record  # type: ignore[return-value]
     doc: Raw = {"version": 1} | {k: r[k] for k in _RUN_KEYS}
     doc["state"] = "running" if state.state == "created" else state.state
     doc |= {"inputs": r["inputs"], "task": r["task"], "checkpoint_before": r["checkpoint_before"]}

@@ -188,12 +188,13 @@ def _deadline(r: Report, node: Node | None) -> model.Duration | None:
 def _actions(r: Report, root: Node, jobs: JobIndex) -> tuple[tuple[model.Action, ...], bool]:
     node = root.get("action")
     if node is None:
-        r.error((1, 1), "action is required (a mapping with kind, or a non-empty list of them)")
+        r.error((1, 1), "action is required and must be a mapping with kind (or a non-empty "
+                        "list of them)")
         return (), False
     if isinstance(node.value, list):
         if not node.value:
-            r.error(node.pos, "action must be a mapping with kind or a non-empty list (got [])")
-        items = node.elements(lambda i: f"action[{i + 1}]")
+            r.error(node.pos, "action must contain at least one action (got [])")
+        items = node.elements(lambda i: f"action[{i}]")  # 0-based, as upstream and JSON paths
         built = [_action(r, item, jobs) for item in items]
         return tuple(a for a in built if a is not None), True
     one = _action(r, node, jobs)

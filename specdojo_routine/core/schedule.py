@@ -373,7 +373,9 @@ def due_occurrences(
     """
     now = timefmt.to_utc(now)
     if explicit:
-        return [Occurrence(routine_id=routine.id, scheduled_for=now, trigger="id")]
+        since = _explicit_passed_over(routine, timefmt.try_parse_instant(last_scheduled_for), now)
+        return [Occurrence(routine_id=routine.id, scheduled_for=now, trigger="id",
+                           passed_over_since=since)]
     if not routine.enabled:
         return []
     if routine.interval is not None:
@@ -388,6 +390,21 @@ def due_occurrences(
         return _cron_due(routine, timefmt.try_parse_instant(last_scheduled_for), now)
     except OverflowError:  # `now` within a day of year 1 or 9999: outside what we can compute
         return []
+
+
+def _explicit_passed_over(
+    routine: model.Routine, last: datetime | None, now: datetime
+) -> datetime | None:
+    """SPEC §4: an explicit run of a cron routine moves ``last_scheduled_for`` to now, which
+    consumes the occurrences after the previous one (within the window): the earliest."""
+    if routine.trigger is None or last is None:
+        return None
+    cron = _compile(routine.trigger.cron, routine.trigger.timezone)
+    low = max(now.replace(second=0, microsecond=0) - WINDOW - _TICK, last)
+    try:
+        return _earliest(cron, low, now)
+    except OverflowError:
+        return None
 
 
 def _cron_due(routine: model.Routine, last: datetime | None, now: datetime) -> list[Occurrence]:

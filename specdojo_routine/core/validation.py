@@ -131,7 +131,9 @@ def plain(value: Any) -> Any:
 
 
 def unknown_keys(r: Report, node: Node, allowed: Sequence[str], owner: str, hint: str = "") -> None:
-    """Report every key of ``node`` not in ``allowed``, at the key."""
+    """Report the keys of ``node`` not in ``allowed`` as one sorted line, upstream's wording
+    (``<field> has unknown key(s): a, b``), at the first of them, our detail appended."""
+    unknown: list[tuple[str, Pos]] = []
     for key, child in node.entries():
         if key in allowed:
             continue
@@ -139,9 +141,16 @@ def unknown_keys(r: Report, node: Node, allowed: Sequence[str], owner: str, hint
             r.error(child.key_pos, f"{node.label or owner} has a key that is not a plain "
                                    "scalar (a mapping or list used as a key); use a string key")
             continue
-        close = difflib.get_close_matches(str(key), list(allowed), n=1)
-        more = f'did you mean "{close[0]}"?' if close else hint or "allowed: " + ", ".join(allowed)
-        r.error(child.key_pos, f'{node.label or owner} has unknown key "{key}" ({more})')
+        unknown.append((str(key), child.key_pos))
+    if not unknown:
+        return
+    names = sorted(k for k, _pos in unknown)
+    guesses = [(k, difflib.get_close_matches(k, list(allowed), n=1)) for k in names]
+    more = "; ".join(f'did you mean "{c[0]}" for "{k}"?' if len(names) > 1 else
+                     f'did you mean "{c[0]}"?' for k, c in guesses if c)
+    more = more or hint or "allowed: " + ", ".join(allowed)
+    r.error(unknown[0][1], f"{node.label or owner} has unknown key(s): {', '.join(names)} "
+                           f"({more})")
 
 
 def mapping(r: Report, node: Node, what: str) -> bool:
@@ -193,11 +202,19 @@ def positive_int(r: Report, node: Node | None) -> int | None:
     return int(value)
 
 
+def _alternatives(allowed: Sequence[str]) -> str:
+    """``a, b, or c`` (upstream's wording: ``policy.missed_run must be skip, latest, or all``)."""
+    items = list(allowed)
+    if len(items) <= 2:
+        return " or ".join(items)
+    return ", ".join(items[:-1]) + ", or " + items[-1]
+
+
 def choice(r: Report, node: Node | None, allowed: Sequence[str]) -> str | None:
     if node is None:
         return None
     if not isinstance(node.value, str) or node.value not in allowed:
-        r.error(node.where(), f"{node.label} must be one of: {', '.join(allowed)} "
+        r.error(node.where(), f"{node.label} must be {_alternatives(allowed)} "
                 f"(got {got(node.value)})")
         return None
     return str(node.value)

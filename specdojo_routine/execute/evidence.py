@@ -50,7 +50,8 @@ def write_evidence(
     final_message: str,
     root: Path,
 ) -> str:
-    """Write the attempt's evidence; return its directory relative to ``root`` (POSIX)."""
+    """Write the attempt's evidence; return the root-relative (POSIX) path of its
+    ``evidence.json``, which upstream readers open as JSON (SPEC §7.6)."""
     secrets = tuple(secrets)
     target = attempt_dir(evidence_dir, run_id, attempt)
     target.mkdir(parents=True, exist_ok=True)
@@ -78,7 +79,7 @@ def write_evidence(
     _write_atomic(
         target / EVIDENCE_JSON, orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
     )
-    return relative_ref(target, root)
+    return relative_ref(target / EVIDENCE_JSON, root)
 
 
 def _write_logs(

@@ -20,7 +20,6 @@ from typing import Any
 import attrs
 import orjson
 
-from specdojo_routine.core import jobfold
 from specdojo_routine.core.errors import JobError
 from specdojo_routine.core.events import Owner
 from specdojo_routine.core.jobplan import Trigger
@@ -28,7 +27,7 @@ from specdojo_routine.core.model import JobDefinition
 from specdojo_routine.core.templates import job_context
 from specdojo_routine.execute import runner
 from specdojo_routine.execute.agent import AttemptDoc, RunDoc, plan_markdown, result_markdown
-from specdojo_routine.store import ledger, locks, views
+from specdojo_routine.store import adopt, ledger, locks, views
 from specdojo_routine.store.config import ProjectPaths
 
 __all__ = ["GIT_TIMEOUT_S", "GitCli", "Prepared", "attempt_owner", "current_owner",
@@ -98,17 +97,9 @@ class Prepared:
 
 def read_checkpoint(paths: ProjectPaths, job_id: str) -> dict[str, Any] | None:
     """The job's latest advanced checkpoint, folded from ITS run ledgers only (the ids are
-    ``JBR-<slug>-<12 hex>``), with the same ordering rule as ``job-state.json``."""
-    pattern = f"JBR-{job_id.removeprefix('job-')}-{'?' * 12}.jsonl"
-    candidates = []
-    for path in sorted(paths.runs_dir.glob(pattern)):
-        doc = views.load_job_run(paths, path.name.removesuffix(".jsonl"))
-        if doc is not None and doc["job_id"] == job_id and "checkpoint_after" in doc:
-            candidates.append({"job_id": job_id, "checkpoint": doc["checkpoint_after"],
-                               "last_run_id": doc["run_id"], "updated_at": doc["updated_at"]})
-    latest: dict[str, jobfold.JobCheckpointDoc] = {}
-    jobfold.merge_checkpoints(latest, candidates)
-    return dict(latest[job_id]["checkpoint"]) if job_id in latest else None
+    ``JBR-<slug>-<12 hex>``), with the same ordering rule as ``job-state.json``; records and
+    checkpoints another tool wrote count as imported (SPEC §10, in memory)."""
+    return adopt.checkpoint(paths, job_id)
 
 
 # --- attempt owners ------------------------------------------------------------------------------

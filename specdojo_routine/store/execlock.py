@@ -132,6 +132,11 @@ def _acquire_exec(lock_dir: Path, actor: str, stale_s: float) -> str:
     token = _try_create(lock_dir, actor)
     if token is not None:
         return token
+    if not _peek_stale(lock_dir, stale_s):  # a live holder: busy, and nothing written -
+        token = None if lock_dir.exists() else _try_create(lock_dir, actor)  # not even the
+        if token is None:  # take-over mutex file (SPEC §7.7); a lock just released is retried
+            raise ExecLockBusy(lock_dir, read_exec_owner(lock_dir))
+        return token
     with _takeover_mutex(lock_dir):
         if _exec_lock_stale(lock_dir, stale_s):
             _remove_aside(lock_dir)
@@ -175,6 +180,11 @@ def _exec_lock_stale(lock_dir: Path, stale_s: float) -> bool:
     if alive is False:
         return True
     return time.time() - st.st_mtime > stale_s  # another host (or no owner): the timeout
+
+
+#: The unlocked first look (a live holder means busy without creating the take-over mutex
+#: file); the decision that counts is re-made under the mutex by ``_exec_lock_stale``.
+_peek_stale = _exec_lock_stale
 
 
 def _remove_aside(lock_dir: Path) -> None:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import attrs
 import orjson
 
+from specdojo_routine.core.adopt import is_upstream_line, upstream_event
 from specdojo_routine.core.errors import CorruptLedgerError, TornLedgerError
 from specdojo_routine.core.events import Event
 from specdojo_routine.store import chain, lazy
@@ -90,11 +91,14 @@ class Line:
 
 
 def _seq_of(text: bytes) -> int | None:
-    """The seq of a parsable line, ``None`` if the text is not valid JSON."""
+    """The seq of a parsable line, ``None`` if the text is not valid JSON, 0 for an upstream
+    run record line (SPEC §10: its seq is its line number)."""
     try:
         raw = orjson.loads(text)
     except orjson.JSONDecodeError:
         return None
+    if is_upstream_line(raw):
+        return 0
     seq = raw.get("seq") if isinstance(raw, dict) else None
     if type(seq) is not int or seq < 1:
         return -1
@@ -152,6 +156,8 @@ def _scan_tail(fd: int, path: Path) -> Tail:
             return found(0, 0, True)
         start, text = _line_ending_at(fd, start)
         seq = _seq_of(text)
+    if seq == 0:
+        seq = _line_number(fd, start)
     if seq is None or seq < 1:
         line = _line_number(fd, start)
         what = "is not valid JSON" if seq is None else "has no integer seq >= 1"
@@ -380,7 +386,8 @@ def _read_range(path: Path, offset: int, end: int, line: int) -> Iterator[Line]:
                 raise CorruptLedgerError(str(path), line, f"invalid JSON ({exc})") from None
             if not isinstance(raw, dict):
                 raise CorruptLedgerError(str(path), line, "line is not a JSON object")
-            if raw.get("seq") != line or type(raw.get("seq")) is not int:
+            if (raw.get("seq") != line or type(raw.get("seq")) is not int) and not (
+                    is_upstream_line(raw)):
                 reason = f"seq {raw.get('seq')!r} where {line} was expected"
                 raise CorruptLedgerError(str(path), line, reason)
             if "prev" in raw and raw["prev"] != head:
@@ -397,6 +404,9 @@ def read_lines(
     """(the line exactly as stored, the event upgraded to the current version) for every
     complete line; a torn tail is left out (``torn="raise"``: :class:`TornLedgerError`)."""
     for found in read(path, torn=torn):
+        if is_upstream_line(found.raw):
+            yield found.text, upstream_event(found.raw, found.line)
+            continue
         try:
             yield found.text, upgrade(found.raw)
         except ValueError as exc:

@@ -2,9 +2,9 @@
 
 Routine lock: an exclusive non-blocking flock on ``R/.locks/routine-run.flock``; the holder then
 writes ``{"pid", "host", "acquired_at"}`` into the file (never deleted). The kernel drops it when
-the holder dies; a live holder is never robbed. The upstream ``routine-run.lock/`` directory (no
-owner file) is a holder while its mtime is at most 1 hour old; older is ignored, never deleted.
-We never create it (a crash would leave it blocking runs for an hour).
+the holder dies; a live holder is never robbed. The upstream ``routine-run.lock/`` directory is
+honoured and, while we hold the flock, held by us too (``announce``; SPEC §6.2): a directory
+at most 1 hour old is busy unless our own crash left it (our tool, this host, a dead pid).
 
 ``routine_lock_status`` takes no lock on Linux: it looks up the file's inode in ``/proc/locks``
 (matching device+inode, or inode + the pid the holder wrote, since overlayfs/btrfs report another
@@ -20,7 +20,6 @@ import contextlib
 import os
 import re
 import socket
-import stat
 import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
@@ -31,7 +30,7 @@ import attrs
 import orjson
 
 from specdojo_routine.core import errors, timefmt
-from specdojo_routine.store import lazy, redislock
+from specdojo_routine.store import announce, lazy, redislock
 
 if TYPE_CHECKING:  # imported on first use (store/lazy.py): importing it imports redis too
     import portalocker
@@ -99,9 +98,10 @@ def routine_lock(
         _lock_or_busy(fh, path)
         try:
             now = timefmt.to_utc(clock())
-            since = _young_upstream_dir_since(locks_dir, now)
-            if since is not None:
-                raise _routine_busy(locks_dir / UPSTREAM_ROUTINE_LOCK_NAME, None, None, since)
+            upstream = announce.holder(locks_dir, now=now, host=this_host(), alive=pid_alive)
+            if upstream is not None:
+                raise _routine_busy(locks_dir / UPSTREAM_ROUTINE_LOCK_NAME, upstream.pid,
+                                    upstream.host, upstream.since)
             info = LockInfo(held=True, pid=os.getpid(), host=this_host(),
                             acquired_at=timefmt.format_s(now), suspicious=False)
             record = {"pid": info.pid, "host": info.host, "acquired_at": info.acquired_at,
@@ -111,7 +111,12 @@ def routine_lock(
                 fh.truncate()
                 fh.write(orjson.dumps(record) + b"\n")
                 fh.flush()
-                yield info
+                announced = announce.claim(locks_dir, pid=os.getpid(), host=this_host(),
+                                           acquired_at=timefmt.format_s(now))
+                try:
+                    yield info
+                finally:
+                    announce.release(announced, pid=os.getpid())  # before the flock is released
         finally:
             portalocker.unlock(fh)
 
@@ -136,9 +141,10 @@ def routine_lock_status(
     pid, host, acquired_at = _read_holder(path)
     if _flock_held(path, pid):
         return _held(pid, host, acquired_at, now)
-    since = _young_upstream_dir_since(locks_dir, now)
-    if since is not None:
-        return LockInfo(held=True, pid=None, host=None, acquired_at=since, suspicious=False)
+    upstream = announce.holder(locks_dir, now=now, host=this_host(), alive=pid_alive)
+    if upstream is not None:
+        return LockInfo(held=True, pid=upstream.pid, host=upstream.host,
+                        acquired_at=upstream.since, suspicious=False)
     return _FREE
 
 
@@ -188,18 +194,6 @@ def _routine_busy(
         f"Another routine run is in progress (lock: {path}, holder pid {pid or _UNKNOWN} "
         f"on {host or _UNKNOWN} since {since or _UNKNOWN})"
     )
-
-
-def _young_upstream_dir_since(locks_dir: Path, now: datetime) -> str | None:
-    """The upstream lock directory's mtime if it is at most one hour old, else ``None``."""
-    try:
-        st = os.stat(locks_dir / UPSTREAM_ROUTINE_LOCK_NAME)
-    except OSError:
-        return None
-    if not stat.S_ISDIR(st.st_mode):  # only the upstream tool's mkdir lock counts
-        return None
-    made = datetime.fromtimestamp(st.st_mtime, UTC)
-    return timefmt.format_s(made) if now - made <= UPSTREAM_STALE_AFTER else None
 
 
 def _read_holder(path: Path) -> tuple[int | None, str | None, str | None]:

@@ -22,7 +22,7 @@ from typing import Any, Literal
 import orjson
 
 from specdojo_routine.core.errors import CorruptLedgerError, TornLedgerError
-from specdojo_routine.core.events import TAGS, Event, RoutineEvent
+from specdojo_routine.core.events import TAGS, CheckpointImported, Event, RoutineEvent
 from specdojo_routine.core.fold import (
     RoutineFold,
     RoutineStateDoc,
@@ -47,6 +47,7 @@ __all__ = [
     "RoutineView",
     "content",
     "fold_all",
+    "fold_run",
     "load_job_run",
     "load_job_state",
     "load_routine_view",
@@ -151,6 +152,11 @@ def _fold_run(path: Path, torn: Literal["raise", "stop"]) -> RunFold:
     return state
 
 
+def fold_run(paths: ProjectPaths, run_id: str) -> RunFold:
+    """The fold of ``runs/<run_id>.jsonl`` (an empty fold when there is no ledger)."""
+    return _fold_run(paths.run_ledger(run_id), "stop")
+
+
 def load_job_run(paths: ProjectPaths, run_id: str) -> JobRunDoc | None:
     """The ``runs/<run_id>.json`` document folded from its ledger (None: no such run)."""
     return run_document(_fold_run(paths.run_ledger(run_id), "stop"))
@@ -216,13 +222,18 @@ def _expected_views(paths: ProjectPaths) -> Iterator[tuple[Path, bytes]]:
         yield paths.job_state, render(job_state_document(jobs))
 
 
-def fold_all(paths: ProjectPaths, *, check: bool = False, repair: bool = False) -> list[str]:
+def fold_all(
+    paths: ProjectPaths, *, check: bool = False, repair: bool = False,
+    keep: Iterable[Path] = (),
+) -> list[str]:
     """Rebuild every view from scratch; returns the views that differed (root-relative).
 
     ``check``: write nothing (not even a repair), only report. ``repair``: first move every
     ledger's torn tail aside (``<ledger>.torn-<seq>``); without it a torn tail raises
-    :class:`TornLedgerError`.
+    :class:`TornLedgerError`. ``keep``: files never overwritten (another tool's files whose
+    facts conflict with our ledgers, SPEC §10 rule 4).
     """
+    kept = set(keep)
     if repair and not check:
         for path in [paths.routine_ledger, *map(paths.run_ledger, _run_ids(paths))]:
             ledger.repair(path)
@@ -230,7 +241,7 @@ def fold_all(paths: ProjectPaths, *, check: bool = False, repair: bool = False) 
     for path, data in _expected_views(paths):
         if (path.read_bytes() if path.exists() else None) != data:
             drifted.append(paths.rel(path))
-            if not check:
+            if not check and path not in kept:
                 publish(path, data)
     return drifted
 
@@ -303,7 +314,8 @@ def _raw_ledgers(
             lines = routine
         else:
             assert not isinstance(event, RoutineEvent)
-            lines = runs.setdefault(event.run_id, [])
+            run_id = event.last_run_id if isinstance(event, CheckpointImported) else event.run_id
+            lines = runs.setdefault(run_id, [])
         seq = recorded.seq if recorded is not None else len(lines) + 1
         at = recorded.at if recorded is not None else _PLACEHOLDER_AT
         line: dict[str, Any] = {"version": 1, "seq": seq, "type": tag, "at": at}

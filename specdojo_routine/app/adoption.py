@@ -1,0 +1,145 @@
+"""``import`` and ``fold``: adopting another tool's files under our locks (SPEC §10).
+
+Recording commands import first, under the locks they hold (:func:`import_under_locks`);
+``import`` does only that and reports; ``fold`` imports, then rebuilds every view except the
+files a conflict keeps; ``fold --check`` compares each view with the fold after an in-memory
+import, so a foreign file that would import cleanly is not drift.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import attrs
+
+from specdojo_routine.core.events import CheckpointImported, RunImported
+from specdojo_routine.core.jobfold import job_state_document
+from specdojo_routine.store import adopt, execlock, ledger, locks, views
+from specdojo_routine.store.config import ProjectPaths
+
+FOLD_ACTOR = "specdojo_routine fold"
+IMPORT_ACTOR = "specdojo_routine import"
+Clock = Callable[[], datetime]
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@attrs.frozen(kw_only=True)
+class ImportReport:
+    """What ``import`` found (and, unless ``dry_run``, appended)."""
+
+    dry_run: bool
+    routine_states: int
+    job_runs: int
+    checkpoints: int
+    conflicts: list[str]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.conflicts else 0
+
+    def summary(self) -> str:
+        def n(count: int, one: str, many: str) -> str:
+            return f"{count} {one if count == 1 else many}"
+
+        verb = "would import" if self.dry_run else "imported"
+        return (f"{verb} {n(self.routine_states, 'routine state', 'routine states')}, "
+                f"{n(self.job_runs, 'Job Run', 'Job Runs')}, "
+                f"{n(self.checkpoints, 'checkpoint', 'checkpoints')}; "
+                f"{n(len(self.conflicts), 'conflict', 'conflicts')}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"dry_run": self.dry_run, "routine_states": self.routine_states,
+                "job_runs": self.job_runs, "checkpoints": self.checkpoints,
+                "conflicts": self.conflicts}
+
+
+@contextlib.contextmanager
+def _locks(paths: ProjectPaths, actor: str, clock: Clock) -> Iterator[None]:
+    """The routine lock, and the exec lock when Job Runs exist (busy: exit 75)."""
+    with contextlib.ExitStack() as held:
+        held.enter_context(locks.routine_lock(paths.routine_locks_dir, clock=clock,
+                                              project=paths.project_id))
+        if paths.runs_dir.is_dir() or paths.job_state.exists():
+            held.enter_context(execlock.exec_lock(paths.exec_locks_dir, actor=actor))
+        yield
+
+
+def _report(
+    routine: adopt.RoutineImports, jobs: adopt.JobImports, *, dry_run: bool
+) -> ImportReport:
+    return ImportReport(dry_run=dry_run, routine_states=len(routine.events),
+                        job_runs=jobs.count(RunImported),
+                        checkpoints=jobs.count(CheckpointImported),
+                        conflicts=[*routine.conflicts, *jobs.conflicts.values()])
+
+
+def import_project(
+    paths: ProjectPaths, *, dry_run: bool = False, clock: Clock | None = None
+) -> ImportReport:
+    """``import [--dry-run]``: import every foreign file; dry-run reads without any lock."""
+    wall = clock or _utc_now
+    if dry_run:
+        return _report(adopt.plan_routine_imports(paths), adopt.plan_job_imports(paths),
+                       dry_run=True)
+    with _locks(paths, IMPORT_ACTOR, wall):
+        routine, jobs = _import_all(paths, wall)
+    return _report(routine, jobs, dry_run=False)
+
+
+def _import_all(paths: ProjectPaths, clock: Clock) -> tuple[adopt.RoutineImports,
+                                                            adopt.JobImports]:
+    routine = adopt.plan_routine_imports(paths)
+    adopt.apply_routine_imports(paths, routine, clock)
+    jobs = adopt.plan_job_imports(paths)
+    adopt.apply_job_imports(paths, jobs, clock)
+    return routine, jobs
+
+
+@attrs.frozen(kw_only=True)
+class FoldReport:
+    drifted: list[str]
+    moved: list[str]
+    conflicts: list[str]
+
+
+def fold(
+    paths: ProjectPaths, *, check: bool = False, repair: bool = False,
+    clock: Clock | None = None,
+) -> FoldReport:
+    """``fold [--check] [--repair]`` with the import first (SPEC §10 rule 3)."""
+    if check:
+        return _check(paths)
+    wall = clock or _utc_now
+    with _locks(paths, FOLD_ACTOR, wall):
+        moved = []
+        if repair:
+            ledgers = [paths.routine_ledger, *sorted(paths.runs_dir.glob("*.jsonl"))]
+            moved = [paths.rel(m) for m in map(ledger.repair, ledgers) if m is not None]
+        routine, jobs = _import_all(paths, wall)
+        keep = jobs.keep(paths) + ([paths.routine_state] if routine.conflicts else [])
+        drifted = views.fold_all(paths, keep=keep)
+    conflicts = [*routine.conflicts, *jobs.conflicts.values()]
+    return FoldReport(drifted=drifted, moved=moved, conflicts=conflicts)
+
+
+def _check(paths: ProjectPaths) -> FoldReport:
+    """Drift after an in-memory import: files that would import cleanly are not drift."""
+    routine = adopt.plan_routine_imports(paths)
+    jobs = adopt.plan_job_imports(paths)
+    clean = set()
+    if routine.events and not routine.conflicts:
+        clean.add(paths.rel(paths.routine_state))
+    clean |= {paths.rel(paths.run_view(r)) for r in jobs.events if r not in jobs.conflicts}
+    expected_jobs = views.render(job_state_document(jobs.jobs()))
+    if jobs.events and paths.job_state.exists() and \
+            paths.job_state.read_bytes() == expected_jobs:
+        clean.add(paths.rel(paths.job_state))
+    drifted = [d for d in views.fold_all(paths, check=True) if d not in clean]
+    return FoldReport(drifted=drifted, moved=[],
+                      conflicts=[*routine.conflicts, *jobs.conflicts.values()])
