@@ -12,12 +12,13 @@ from specdojo_routine.core import policy, schedule
 from specdojo_routine.core.errors import TooManyMissedOccurrences
 from specdojo_routine.core.model import Routine
 from specdojo_routine.core.timefmt import format_ms, format_s, to_utc, try_parse_instant
-from specdojo_routine.store import adopt, definitions, lazy, locks
+from specdojo_routine.store import definitions, lazy, locks
 from specdojo_routine.store.config import ProjectPaths
 
 if TYPE_CHECKING:  # imported on first use (store/lazy.py)
-    from specdojo_routine.store import views
+    from specdojo_routine.store import adopt, views
 else:
+    adopt = lazy.module("specdojo_routine.store.adopt")
     views = lazy.module("specdojo_routine.store.views")
 
 

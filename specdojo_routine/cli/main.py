@@ -17,7 +17,7 @@ from typing import TextIO
 
 import orjson
 
-from specdojo_routine.app import adoption, handlers
+from specdojo_routine.app import handlers
 from specdojo_routine.app.listing import list_routines
 from specdojo_routine.cli import helptext, policycli, render
 from specdojo_routine.core import errors
@@ -262,6 +262,8 @@ def cmd_resolve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_fold(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from specdojo_routine.app import adoption  # on first use (the lazy-import budget)
+
     report = adoption.fold(_paths(args), check=args.check, repair=args.repair)
     drifted, moved = report.drifted, report.moved
     for conflict in report.conflicts:
@@ -286,6 +288,8 @@ def cmd_fold(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from specdojo_routine.app import adoption  # on first use (the lazy-import budget)
+
     report = adoption.import_project(_paths(args), dry_run=args.dry_run)
     if args.json:
         out.write(orjson.dumps(report.to_json()).decode() + "\n")
