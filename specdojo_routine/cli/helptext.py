@@ -132,6 +132,14 @@ COMMANDS: dict[str, CommandHelp] = {
         ((0, "views rebuilt, or (--check) they match"),
          (1, "--check found a view that differs, or a ledger is torn (use --repair) or damaged"),
          _USAGE, (75, "a run holds the routine lock or the exec lock"))),
+    "import": CommandHelp(
+        "Import what the upstream SpecDojo CLI wrote (routine-state.json, its run records, "
+        "Job Run records and checkpoints) into the ledgers, verbatim with the sha256 of each "
+        "file, so nothing it ran runs again. Recording commands do this by themselves first.",
+        ("{prog} import --dry-run", "{prog} import", "{prog} import --json"),
+        ((0, "imported (or nothing to import)"),
+         (1, "a foreign record contradicts the ledger (a conflict): nothing was overwritten"),
+         _USAGE, (75, "a run holds the routine lock or the exec lock"))),
     "history": CommandHelp(
         "Show the routine ledger's events, oldest first, for every routine or one.",
         ("{prog} history", "{prog} history rtn-nightly --limit 20",

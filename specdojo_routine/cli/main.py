@@ -118,9 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=_positive, metavar="N", help="only the last N events")
     policycli.add_commands(sub, common, _instant, _positive)
     p = sub.add_parser("import", parents=[common],
-                       help="import the state another SpecDojo tool wrote (SPEC §10)")
-    p.add_argument("--dry-run", action="store_true")
-    p.add_argument("--json", action="store_true")
+                       help="import the state another SpecDojo tool wrote")
+    p.add_argument("--dry-run", action="store_true",
+                   help="report what would be imported and append nothing")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON document")
     _add_job_commands(sub, common)
     return helptext.document(parser)
 
