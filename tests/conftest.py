@@ -17,7 +17,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 FAKE_CLI = REPO / "tests" / "support" / "fake-specdojo"
 # What running a project writes (git-ignored under fixtures/): never copied into a test.
-RUNTIME_STATE = frozenset({"generated", ".locks", "execution"})
+RUNTIME_STATE = frozenset({"generated", ".locks", ".cache", "execution"})
 
 
 def source_files(src: Path) -> list[str]:
