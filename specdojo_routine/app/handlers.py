@@ -2,21 +2,31 @@
 
 Business rules live in :mod:`decide`, :mod:`schedule` and :mod:`fold`; this module only wires
 them to the ledger, the locks, the definitions and the runner.
+``resolve``, ``history`` and ``fold`` are :mod:`.routine_commands`, the open-attempt checks
+:mod:`.run_owner`, the job action seam :mod:`.job_seam`; all re-exported here.
 """
 
 from __future__ import annotations
 
-import getpass
 import os
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import attrs
 
+from specdojo_routine.app.job_seam import JobActionOutcome as JobActionOutcome
+from specdojo_routine.app.job_seam import JobActionRunner as JobActionRunner
+from specdojo_routine.app.routine_commands import _login_name as _login_name
+from specdojo_routine.app.routine_commands import fold as fold
+from specdojo_routine.app.routine_commands import history as history
+from specdojo_routine.app.routine_commands import resolve as resolve
+from specdojo_routine.app.run_owner import _is_open as _is_open
+from specdojo_routine.app.run_owner import live_owner as live_owner
+from specdojo_routine.app.run_owner import refuse_if_owner_lives as refuse_if_owner_lives
 from specdojo_routine.core import errors, schedule
 from specdojo_routine.core.errors import (
     EXIT_FAILURE,
@@ -53,26 +63,6 @@ def project(root: Path | None = None, project_id: str | None = None) -> ProjectP
 def validate(paths: ProjectPaths, *, jobs_only: bool = False) -> Definitions:
     """Load and validate every definition; problems are in the result, not raised."""
     return definitions.load_jobs(paths) if jobs_only else definitions.load_definitions(paths)
-
-
-# --- the job action seam ------------------------------------------------------------------------
-
-
-@attrs.frozen(kw_only=True)
-class JobActionOutcome:
-    result: Result
-    reason: str | None = None
-    job_run_id: str | None = None
-    exit_code: int | None = None
-
-
-class JobActionRunner(Protocol):
-    """Runs one routine ``job`` action as a Job Run with ``trigger: routine``."""
-
-    def __call__(
-        self, paths: ProjectPaths, defs: Definitions, *, job_id: str,
-        inputs: Mapping[str, str], scheduled_at: datetime, echo: TextIO | None,
-    ) -> JobActionOutcome: ...
 
 
 # --- run -----------------------------------------------------------------------------------------
@@ -185,11 +175,6 @@ def _select(
         _choose(report, routine, state, occ, now, project_id)
 
 
-def _is_open(state: Mapping[str, Any] | None) -> bool:
-    """An attempt is started and not yet ended or resolved."""
-    return state is not None and state.get("status") == "running"
-
-
 def run(
     paths: ProjectPaths,
     *,
@@ -281,36 +266,6 @@ def plan_selection(
                 continue
             report.closed_interrupted.append(routine.id)  # a real run would close it first
         _select(report, routine, state, now, routine_id is not None, paths.project_id)
-
-
-def live_owner(view: views.RoutineView) -> tuple[str, Mapping[str, Any]] | None:
-    """(routine id, open attempt) of an attempt whose recorded owner is a live process on this
-    host other than this one (pid and start time checked), if any."""
-    for routine_id, entry in view.routines.items():
-        opened: Mapping[str, Any] | None = entry.get("open_attempt")
-        if opened is None:
-            continue
-        owner: Mapping[str, Any] = opened.get("owner") or {}
-        if locks.is_self(owner.get("pid"), owner.get("host")):
-            continue
-        if locks.owner_alive(owner.get("pid"), owner.get("host"), owner.get("start")) is True:
-            return routine_id, opened
-    return None
-
-
-def refuse_if_owner_lives(view: views.RoutineView, paths: ProjectPaths) -> None:
-    """Never rob the living (SPEC §6.2): an open attempt whose owner is alive on this host
-    means its run is in progress, whatever the lock file says (it may have been deleted)."""
-    found = live_owner(view)
-    if found is None:
-        return
-    routine_id, opened = found
-    owner = opened["owner"]
-    raise errors.LockBusy(
-        f"Another routine run is in progress (attempt {opened['attempt_id']} of {routine_id} "
-        f"is owned by live pid {owner['pid']} on {owner['host']} since {opened['started_at']}; "
-        f"the lock {paths.routine_locks_dir / locks.ROUTINE_FLOCK_NAME} was not held by it - "
-        "was it deleted?); nothing was recorded")
 
 
 def _register(ctx: _Context, defs: Definitions, view: views.RoutineView) -> views.RoutineView:
@@ -437,75 +392,3 @@ def _close_interrupted(ctx: _Context, routine: Routine, state: Mapping[str, Any]
     _end_attempt(ctx, routine, open_attempt.get("attempt_id") or state.get("attempt_id") or "",
                  open_attempt.get("scheduled_for") or "", open_attempt.get("started_at") or "",
                  format_s(ctx.now), outcomes, job_run_ids, reason_override="interrupted")
-
-
-# --- resolve, fold, history -----------------------------------------------------------------------
-
-
-def resolve(
-    paths: ProjectPaths, routine_id: str, *, result: str, note: str, by: str | None = None,
-    clock: Callable[[], datetime] | None = None,
-) -> str:
-    """Record an operator's outcome for an interrupted attempt (SPEC §6.5); returns its id."""
-    wall = clock or (lambda: datetime.now(UTC))
-    who = by or os.environ.get("USER") or _login_name()
-    if not note.strip():
-        raise UsageError("resolve needs a --note saying what was checked (got an empty note)")
-    with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id):
-        adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
-        view = views.refresh_routine_view(paths)
-        refuse_if_owner_lives(view, paths)
-        state = view.routines.get(routine_id)
-        if state is None or not _is_open(state):
-            status = state.get("status", "unknown") if state is not None else "never"
-            raise RoutineError(
-                f"routine {routine_id} has no open attempt to resolve (status: {status})")
-        assert state is not None
-        outcome = Result(result)
-        attempt_id = str(state.get("attempt_id"))
-        ledger.Ledger(paths.routine_ledger, clock=wall).append(events.AttemptResolved(
-            routine_id=routine_id, attempt_id=attempt_id,
-            transition=decide.END_TRANSITIONS[outcome], result=outcome.value, note=note,
-            resolved_by=who))
-        views.refresh_routine_view(paths)
-        return attempt_id
-
-
-def _login_name() -> str:
-    try:
-        return getpass.getuser()
-    except (OSError, KeyError):
-        return "unknown"
-
-
-def history(
-    paths: ProjectPaths, routine_id: str | None = None, limit: int | None = None
-) -> list[tuple[bytes, dict[str, Any]]]:
-    """Routine ledger events, oldest first: (the line exactly as stored, the upgraded event).
-    An unknown event type is a :class:`CorruptLedgerError` naming the file and line (SPEC §5)."""
-    lines: list[tuple[bytes, dict[str, Any]]] = []
-    path = paths.routine_ledger
-    for line_no, (raw, event) in enumerate(ledger.read_lines(path), 1):
-        if (kind := event.get("type")) not in events.ROUTINE_EVENT_TYPES:
-            reason = f"unknown routine event type {kind!r}"
-            raise errors.CorruptLedgerError(str(path), line_no, reason)
-        if routine_id is None or event.get("routine_id") == routine_id:
-            lines.append((raw, event))
-    return lines[-limit:] if limit else lines
-
-
-def fold(
-    paths: ProjectPaths, *, check: bool = False, repair: bool = False,
-) -> tuple[list[str], list[str]]:
-    """``fold``: rebuild every view; returns (views that differed, torn fragments moved aside).
-
-    ``check`` only reads. Otherwise the routine lock and, when Job Runs exist, the project exec
-    lock are held, so a concurrent run cannot append between the fold and its publication
-    (busy: exit 75). Foreign files are imported first (SPEC §10); a conflict raises
-    :class:`adopt.ImportConflict` after every other view was rebuilt."""
-    from specdojo_routine.app.adoption import fold as fold_adopting
-
-    report = fold_adopting(paths, check=check, repair=repair)
-    if report.conflicts:
-        raise adopt.ImportConflict("; ".join(report.conflicts))
-    return report.drifted, report.moved

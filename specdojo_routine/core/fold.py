@@ -5,82 +5,69 @@ enumerate and :func:`render_state_diagram` draws. The routine fold works on the 
 of ledger lines, dispatching on ``type`` (no attrs/cattrs objects per line: it is the hot path).
 Raw events must be at the current version; the caller passes ``codec.upgrade`` for older ones.
 Line ``n`` of a ledger has ``seq`` ``n``, so errors name lines by seq. The Job Run fold
-(SPEC §7.6) is :mod:`.jobfold`.
+(SPEC §7.6) is :mod:`.jobfold`. The table itself lives in :mod:`.fold_table`, the view
+documents and the accumulator in :mod:`.fold_docs`; both are re-exported here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, Literal, NotRequired, TypedDict
-
-import attrs
+from typing import Any
 
 from specdojo_routine.core import holdfold
 from specdojo_routine.core.adopt import is_upstream_line, upstream_event
 from specdojo_routine.core.errors import CorruptLedgerError, InvalidTransition
 from specdojo_routine.core.events import CURRENT_VERSION
+from specdojo_routine.core.fold_docs import (
+    ActionDoc,
+    ActionResultDoc,
+    LedgerPositionDoc,
+    MissDoc,
+    OpenAttemptDoc,
+    OwnerDoc,
+    RoutineEntryDoc,
+    RoutineFold,
+    RoutineStateDoc,
+    RoutineView,
+    fold_from_document,
+    never_entry,
+    routine_document,
+)
+from specdojo_routine.core.fold_table import (
+    BY_RESULT,
+    STATES,
+    TRANSITIONS,
+    Raw,
+    Status,
+    Transition,
+)
 from specdojo_routine.core.holdfold import HOLD_TRANSITIONS, HoldTransition
 
-__all__ = ["HOLD_TRANSITIONS", "HoldTransition"]  # the hold region, with the table (SPEC §9.1)
-
-Raw = dict[str, Any]
-Status = Literal["never", "running", "success", "failure", "skipped", "partial"]
-STATES: tuple[Status, ...] = ("never", "running", "success", "failure", "skipped", "partial")
-
-
-@attrs.frozen(kw_only=True)
-class Transition:
-    """One legal routine transition. ``source=None``: the routine is not known yet."""
-
-    event: str
-    source: Status | None
-    target: Status
-    label: str | None = None  # T-xx; an event that declares a ``transition`` must match it
-    note: str = ""
-
-
-_ENDS: tuple[tuple[Status, str], ...] = (("success", "T-03"), ("failure", "T-04"),
-                                         ("skipped", "T-05"),
-                                         # a merged partial Job Run: T-03's family (seed 002)
-                                         ("partial", "T-03"))
-_SETTLED: tuple[Status, ...] = ("never", "success", "failure", "skipped", "partial")
-TRANSITIONS: tuple[Transition, ...] = (
-    Transition(event="routine_registered", source=None, target="never", label="T-01"),
-    *(Transition(event="routine_registered", source=s, target=s, note="keeps the state")
-      for s in STATES),
-    Transition(event="attempt_started", source="never", target="running", label="T-02"),
-    Transition(event="attempt_started", source="success", target="running", label="T-06"),
-    Transition(event="attempt_started", source="failure", target="running", label="T-07"),
-    Transition(event="attempt_started", source="skipped", target="running", label="T-08"),
-    Transition(event="attempt_started", source="partial", target="running", label="T-06",
-               note="after a merged partial run"),
-    *(Transition(event="attempt_ended", source="running", target=r, label=t) for r, t in _ENDS),
-    *(Transition(event="attempt_resolved", source="running", target=r, label=t, note="operator")
-      for r, t in _ENDS),
-    Transition(event="action_started", source="running", target="running"),
-    Transition(event="action_ended", source="running", target="running"),
-    # SPEC §9: occurrences accounted for without an attempt, and the end of a hold.
-    *(Transition(event="occurrence_held", source=s, target=s,
-                 note="while held: accounted for, not run") for s in _SETTLED[1:]),
-    *(Transition(event="occurrence_missed", source=s, target=s,
-                 note="past the starting deadline: accounted for, not run") for s in _SETTLED),
-    *(Transition(event="routine_released", source=s, target=s, note="operator; ends the hold")
-      for s in _SETTLED[1:]),
-    # SPEC §10: facts another tool recorded; the target is the record's result. A routine with
-    # an open attempt of ours stays running (the attempt is still ours to end or resolve).
-    *(Transition(event=e, source=s, target=r, note="imported")
-      for e in ("routine_state_imported", "upstream_run_recorded")
-      for s in ("never", "success", "failure", "skipped", "partial")
-      for r in ("success", "failure", "skipped")),
-    *(Transition(event="routine_state_imported", source=s, target="never",
-                 note="imported, no result") for s in ("never",)),
-    *(Transition(event=e, source="running", target="running", note="imported; attempt stays open")
-      for e in ("routine_state_imported", "upstream_run_recorded")),
-)
-#: Events whose target state is their ``result``: their rows are keyed by (source, result).
-BY_RESULT = frozenset({"attempt_ended", "attempt_resolved", "routine_state_imported",
-                       "upstream_run_recorded"})
-
+__all__ = [
+    "BY_RESULT",
+    "HOLD_TRANSITIONS",  # the hold region, with the table (SPEC §9.1)
+    "STATES",
+    "TRANSITIONS",
+    "ActionDoc",
+    "ActionResultDoc",
+    "HoldTransition",
+    "LedgerPositionDoc",
+    "MissDoc",
+    "OpenAttemptDoc",
+    "OwnerDoc",
+    "Raw",
+    "RoutineEntryDoc",
+    "RoutineFold",
+    "RoutineStateDoc",
+    "RoutineView",
+    "Status",
+    "Transition",
+    "apply_all",
+    "fold_from_document",
+    "never_entry",
+    "render_state_diagram",
+    "routine_document",
+]
 
 def _index(event: str) -> dict[Any, Transition]:
     rows = (t for t in TRANSITIONS if t.event == event)
@@ -96,129 +83,10 @@ _STATE_IMPORTED, _UPSTREAM_RECORDED = map(_index, ("routine_state_imported",
                                                    "upstream_run_recorded"))
 
 
-# --- view documents ----------------------------------------------------------------------------
-
-
-class OwnerDoc(TypedDict):
-    pid: int
-    host: str
-    start: NotRequired[int]
-
-
-class ActionDoc(TypedDict):
-    index: int
-    kind: str
-    result: NotRequired[str]
-    reason: NotRequired[str]
-    job_run_id: NotRequired[str]
-
-
-class ActionResultDoc(TypedDict):
-    index: int
-    kind: str
-    result: str
-
-
-class OpenAttemptDoc(TypedDict):
-    """Everything needed to close an interrupted attempt (SPEC §6.5)."""
-
-    attempt_id: str
-    trigger: str
-    scheduled_for: str
-    started_at: str
-    owner: OwnerDoc
-    actions: list[ActionDoc]
-    on_failure: str | None  # "hold": a failure of this attempt begins a hold (SPEC §9.1)
-
-
-class MissDoc(TypedDict):
-    scheduled_for: str
-    reason: str
-
-
-class RoutineEntryDoc(TypedDict):
-    """One routine of ``routine-state.json`` (a superset of upstream's entry)."""
-
-    status: Status
-    last_run: str | None
-    last_result: str | None
-    last_scheduled_for: NotRequired[str | None]  # absent when none (upstream's rule)
-    last_action_results: NotRequired[list[ActionResultDoc] | None]  # absent when none
-    last_reason: str | None
-    attempt_id: str | None
-    digest: str | None
-    #: SPEC §9: newest occurrence accounted for (run, held, missed); the hold; the last miss
-    #: since the last success.
-    last_accounted_for: str | None
-    held: bool
-    hold_attempt_id: str | None
-    held_occurrences: list[str]
-    last_missed: MissDoc | None
-    open_attempt: OpenAttemptDoc | None
-
-
-class LedgerPositionDoc(TypedDict):
-    seq: int
-    offset: int
-    head: NotRequired[str]  # what the view covers (store.proven)
-    file: NotRequired[dict[str, int]]
-    digest: NotRequired[str]
-
-
-class RoutineStateDoc(TypedDict):
-    """``routine-state.json``."""
-
-    version: int
-    ledger: LedgerPositionDoc
-    routines: dict[str, RoutineEntryDoc]
-
-
-def never_entry() -> RoutineEntryDoc:
-    """The entry of a routine the ledger has never mentioned."""
-    return {"status": "never", "last_run": None, "last_result": None, "last_scheduled_for": None,
-            "last_action_results": None, "last_reason": None, "attempt_id": None, "digest": None,
-            "last_accounted_for": None, "held": False, "hold_attempt_id": None,
-            "held_occurrences": [], "last_missed": None, "open_attempt": None}
-
-
-@attrs.frozen(kw_only=True)
-class RoutineView:
-    """The routine view document, plus a torn tail left out of it (read-only loads only)."""
-
-    document: RoutineStateDoc
-    torn_line: int | None = None
-
-    @property
-    def routines(self) -> dict[str, RoutineEntryDoc]:
-        """Entries by routine id (only routines the ledger mentions)."""
-        return self.document["routines"]
-
-    @property
-    def seq(self) -> int:
-        return self.document["ledger"]["seq"]
-
-    @property
-    def offset(self) -> int:
-        return self.document["ledger"]["offset"]
-
-    def get(self, routine_id: str) -> RoutineEntryDoc:
-        """The routine's entry; a routine never seen is ``never``."""
-        return self.document["routines"].get(routine_id) or never_entry()
-
-
 # --- the routine fold (hot path) ---------------------------------------------------------------
 
 
 _Handler = Callable[[dict[str, Raw], Raw], None]
-
-
-@attrs.define
-class RoutineFold:
-    """The fold's accumulator: last applied seq and one internal entry per routine. An entry
-    keeps the raw ``attempt_started`` of its open attempt and raw action events by index."""
-
-    seq: int = 0
-    routines: dict[str, Raw] = attrs.field(factory=dict)
 
 
 def _create(routines: dict[str, Raw], routine_id: Any) -> Raw:
@@ -452,80 +320,6 @@ def _reason(raw: Any, exc: Exception) -> str:
     if isinstance(exc, ValueError):
         return str(exc)
     return f"{kind} event has a field of the wrong type ({exc})"
-
-
-def _action_doc(raw: Raw) -> ActionDoc:
-    doc: Raw = {"index": raw["index"], "kind": raw["kind"]}
-    doc |= {k: raw[k] for k in ("result", "reason", "job_run_id") if raw.get(k) is not None}
-    return doc  # type: ignore[return-value]
-
-
-def _owner_doc(owner: Raw) -> OwnerDoc:
-    doc: Raw = {"pid": owner["pid"], "host": owner["host"]}
-    if owner.get("start") is not None:
-        doc["start"] = owner["start"]
-    return doc  # type: ignore[return-value]
-
-
-_ABSENT_WHEN_NONE = ("last_scheduled_for", "last_action_results")
-
-
-def _entry_doc(entry: Raw) -> RoutineEntryDoc:
-    doc: Raw = {k: entry[k] for k in never_entry() if k != "open_attempt"}
-    if doc["last_action_results"] is not None:
-        doc["last_action_results"] = [{"index": r["index"], "kind": r["kind"],
-                                       "result": r["result"]} for r in doc["last_action_results"]]
-    for key in _ABSENT_WHEN_NONE:  # upstream omits these rather than writing null (SPEC §5)
-        if doc[key] is None:
-            del doc[key]
-    doc["open_attempt"] = started = entry["open"]
-    if started is not None:
-        doc["open_attempt"] = {
-            "attempt_id": started["attempt_id"], "trigger": started["trigger"],
-            "scheduled_for": started["scheduled_for"], "started_at": started["last_run"],
-            "owner": _owner_doc(started["owner"]),
-            "actions": [_action_doc(a) for a in entry["actions"].values()],
-            "on_failure": started.get("on_failure"),
-        }
-    return doc  # type: ignore[return-value]
-
-
-def routine_document(state: RoutineFold, offset: int) -> RoutineStateDoc:
-    """The ``routine-state.json`` document: routines sorted by id, keys in a fixed order."""
-    routines = {rid: _entry_doc(state.routines[rid]) for rid in sorted(state.routines)}
-    return {"version": 1, "ledger": {"seq": state.seq, "offset": offset}, "routines": routines}
-
-
-def fold_from_document(doc: Any) -> RoutineFold:
-    """The accumulator a published document holds (to continue folding after it).
-
-    ``ValueError`` if ``doc`` is not exactly a document this fold writes.
-    """
-    try:
-        routines = {rid: _from_entry_doc(e) for rid, e in doc["routines"].items()}
-        state = RoutineFold(seq=doc["ledger"]["seq"], routines=routines)
-        offset = doc["ledger"]["offset"]
-        if type(state.seq) is not int or type(offset) is not int:
-            raise ValueError("not a routine view document (bad ledger position)")
-        if routine_document(state, offset) != doc:
-            raise ValueError("not in canonical form")
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise ValueError(f"not a routine view document ({exc!r})") from None
-    return state
-
-
-def _from_entry_doc(doc: Raw) -> Raw:
-    opened = doc["open_attempt"]
-    if doc["status"] not in STATES or (opened is None) != (doc["status"] != "running"):
-        raise ValueError("status and open_attempt disagree")
-    entry = {k: v for k, v in doc.items() if k != "open_attempt"}
-    for key in _ABSENT_WHEN_NONE:
-        if key in entry and entry[key] is None:
-            raise ValueError(f"not in canonical form ({key} is null; this fold leaves it out)")
-        entry.setdefault(key, None)
-    entry["open"] = None if opened is None else {**opened, "last_run": opened["started_at"]}
-    entry["actions"] = None if opened is None else {a["index"]: a for a in opened["actions"]}
-    return entry
 
 
 # --- the state diagram -----------------------------------------------------------------------

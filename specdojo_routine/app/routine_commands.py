@@ -1,0 +1,97 @@
+"""The routine commands besides ``run``: ``resolve``, ``history`` and ``fold`` (SPEC §5, §6.5).
+
+Moved out of :mod:`.handlers` (which re-exports them).
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from specdojo_routine.app.run_owner import _is_open, refuse_if_owner_lives
+from specdojo_routine.core import errors
+from specdojo_routine.core.errors import RoutineError, UsageError
+from specdojo_routine.core.model import Result
+from specdojo_routine.store import lazy, locks
+from specdojo_routine.store.config import ProjectPaths
+
+if TYPE_CHECKING:  # imported on first use (store/lazy.py), as in :mod:`.handlers`
+    from specdojo_routine.core import decide, events
+    from specdojo_routine.store import adopt, ledger, views
+else:
+    decide, events = (lazy.module(f"specdojo_routine.core.{name}")
+                      for name in ("decide", "events"))
+    adopt, ledger, views = (lazy.module(f"specdojo_routine.store.{name}")
+                            for name in ("adopt", "ledger", "views"))
+
+
+def resolve(
+    paths: ProjectPaths, routine_id: str, *, result: str, note: str, by: str | None = None,
+    clock: Callable[[], datetime] | None = None,
+) -> str:
+    """Record an operator's outcome for an interrupted attempt (SPEC §6.5); returns its id."""
+    wall = clock or (lambda: datetime.now(UTC))
+    who = by or os.environ.get("USER") or _login_name()
+    if not note.strip():
+        raise UsageError("resolve needs a --note saying what was checked (got an empty note)")
+    with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id):
+        adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
+        view = views.refresh_routine_view(paths)
+        refuse_if_owner_lives(view, paths)
+        state = view.routines.get(routine_id)
+        if state is None or not _is_open(state):
+            status = state.get("status", "unknown") if state is not None else "never"
+            raise RoutineError(
+                f"routine {routine_id} has no open attempt to resolve (status: {status})")
+        assert state is not None
+        outcome = Result(result)
+        attempt_id = str(state.get("attempt_id"))
+        ledger.Ledger(paths.routine_ledger, clock=wall).append(events.AttemptResolved(
+            routine_id=routine_id, attempt_id=attempt_id,
+            transition=decide.END_TRANSITIONS[outcome], result=outcome.value, note=note,
+            resolved_by=who))
+        views.refresh_routine_view(paths)
+        return attempt_id
+
+
+def _login_name() -> str:
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return "unknown"
+
+
+def history(
+    paths: ProjectPaths, routine_id: str | None = None, limit: int | None = None
+) -> list[tuple[bytes, dict[str, Any]]]:
+    """Routine ledger events, oldest first: (the line exactly as stored, the upgraded event).
+    An unknown event type is a :class:`CorruptLedgerError` naming the file and line (SPEC §5)."""
+    lines: list[tuple[bytes, dict[str, Any]]] = []
+    path = paths.routine_ledger
+    for line_no, (raw, event) in enumerate(ledger.read_lines(path), 1):
+        if (kind := event.get("type")) not in events.ROUTINE_EVENT_TYPES:
+            reason = f"unknown routine event type {kind!r}"
+            raise errors.CorruptLedgerError(str(path), line_no, reason)
+        if routine_id is None or event.get("routine_id") == routine_id:
+            lines.append((raw, event))
+    return lines[-limit:] if limit else lines
+
+
+def fold(
+    paths: ProjectPaths, *, check: bool = False, repair: bool = False,
+) -> tuple[list[str], list[str]]:
+    """``fold``: rebuild every view; returns (views that differed, torn fragments moved aside).
+
+    ``check`` only reads. Otherwise the routine lock and, when Job Runs exist, the project exec
+    lock are held, so a concurrent run cannot append between the fold and its publication
+    (busy: exit 75). Foreign files are imported first (SPEC §10); a conflict raises
+    :class:`adopt.ImportConflict` after every other view was rebuilt."""
+    from specdojo_routine.app.adoption import fold as fold_adopting
+
+    report = fold_adopting(paths, check=check, repair=repair)
+    if report.conflicts:
+        raise adopt.ImportConflict("; ".join(report.conflicts))
+    return report.drifted, report.moved
