@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import Project
+
 REPO = Path(__file__).resolve().parent.parent
 FAKE_CLI = REPO / "tests" / "support" / "fake-specdojo"
 SERVER = shutil.which("redis-server")
@@ -66,16 +68,8 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def host(root: Path, sleep: int = 0) -> Path:
     """A copy of the project as a host sees it: one routine, one slow delegated call."""
-    (root / ".specdojo").mkdir(parents=True)
-    (root / ".specdojo" / "specdojo.config.json").write_text(json.dumps({
-        "version": 1, "current_project": "demo",
-        "projects": {"demo": {"routines_path": "routines", "jobs_path": "jobs",
-                              "execution_path": "execution"}},
-    }))
-    (root / "routines").mkdir()
-    (root / "jobs").mkdir()
-    (root / "routines" / "rtn-sweep.yaml").write_text(
-        f"id: rtn-sweep\ninterval: 1m\naction: {{kind: specdojo, args: [index, sleep-{sleep}]}}\n")
+    Project(root).routine(
+        "rtn-sweep", f"interval: 1m\naction: {{kind: specdojo, args: [index, sleep-{sleep}]}}\n")
     return root
 
 
