@@ -293,12 +293,8 @@ def apply_all(
         for raw in raws:
             seq += 1
             try:
-                if "type" not in raw and is_upstream_line(raw):
-                    raw = upstream_event(raw, seq)
-                elif raw.get("version") != current:
-                    raw = upgrade(raw)
-                if raw["seq"] != seq:
-                    raise ValueError(f"seq {raw['seq']!r} where {seq} was expected")
+                if raw.get("version") != current or raw.get("seq") != seq:  # the rare lines
+                    raw = _normalised(raw, seq, upgrade)
                 handlers[raw["type"]](routines, raw)
             except InvalidTransition as exc:
                 at = f"{where}:{seq}"
@@ -307,6 +303,18 @@ def apply_all(
                 raise CorruptLedgerError(where, seq, _reason(raw, exc)) from None
     finally:
         state.seq = seq
+
+
+def _normalised(raw: Raw, seq: int, upgrade: Callable[[Raw], Raw]) -> Raw:
+    """Line ``seq`` as a current-version event: an upstream line read as one, an older
+    version upgraded; its ``seq`` must be ``seq``."""
+    if "type" not in raw and is_upstream_line(raw):
+        raw = upstream_event(raw, seq)
+    elif raw.get("version") != CURRENT_VERSION:
+        raw = upgrade(raw)
+    if raw["seq"] != seq:
+        raise ValueError(f"seq {raw['seq']!r} where {seq} was expected")
+    return raw
 
 
 def _reason(raw: Any, exc: Exception) -> str:

@@ -11,20 +11,20 @@ import hashlib
 import operator
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
 from specdojo_routine.core.errors import CorruptLedgerError
+from specdojo_routine.store import chainhelper
+from specdojo_routine.store.stamps import Stamp
 
 __all__ = ["EMPTY_HEAD", "chain_error", "line_hash", "verified_chunks"]
 
 _READ_CHUNK = 1 << 16  # small enough that a chunk's parsed lines stay in the CPU cache
 #: ``prev`` of line 1: the sha256 of the empty string.
 EMPTY_HEAD = hashlib.sha256(b"").hexdigest()
-_digest = operator.methodcaller("digest")
-_get_prev = operator.methodcaller("get", "prev")
-_ONE_HASH_LONG = {64}
+_prev = operator.itemgetter("prev")
 
 
 def line_hash(text: bytes) -> str:
@@ -46,43 +46,62 @@ def verified_chunks(
     path: Path | str, offset: int, end: int, *, line: int, head: str
 ) -> Iterator[list[Any]]:
     """The lines in bytes ``[offset, end)`` (``line`` is the number of the first, ``head``
-    the hash of the line before it), parsed, in chunks of about 1 MiB, each chunk's hash chain
+    the hash of the line before it), parsed, in chunks of about 64 KiB, each chunk's hash chain
     checked before it is handed out (the fold's input: one sha256 per line, no per-line Python
-    work unless a chunk needs a closer look). Errors name the file and line."""
+    work unless a chunk needs a closer look; on a long range the hashing runs in a second
+    process, :mod:`.chainhelper`). Errors name the file and line."""
     path = Path(path)
     with open(path, "rb") as f:
-        f.seek(offset)
-        pos, carry = offset, b""
-        while pos < end:
-            data = f.read(min(_READ_CHUNK, end - pos))
-            if not data:
-                raise CorruptLedgerError(str(path), line, "line is cut short")
-            pos += len(data)
-            data = carry + data if carry else data
-            cut = data.rfind(b"\n") + 1
-            carry = data[cut:]
-            texts = data[:cut].split(b"\n")
-            texts.pop()
-            raws, head = _verified(path, texts, line, head)
-            line += len(texts)
-            yield raws
-        if carry:
+        before = Stamp.of(f.fileno())
+        with chainhelper.digests(path, offset, end) as hashes:
+            yield from _chunks(f, path, offset, end, line, head, hashes)
+        if hashes.used and Stamp.of(f.fileno()) != before:
+            # Written to while the helper read it: it may have hashed other bytes than ours.
+            for _ in _chunks(f, path, offset, end, line, head, chainhelper.Digests(None)):
+                pass
+
+
+def _chunks(
+    f: BinaryIO, path: Path, offset: int, end: int, line: int, head: str,
+    hashes: chainhelper.Digests,
+) -> Iterator[list[Any]]:
+    f.seek(offset)
+    pos, carry = offset, b""
+    while pos < end:
+        data = f.read(min(_READ_CHUNK, end - pos))
+        if not data:
             raise CorruptLedgerError(str(path), line, "line is cut short")
+        pos += len(data)
+        data = carry + data if carry else data
+        cut = data.rfind(b"\n") + 1
+        carry = data[cut:]
+        texts = data[:cut].split(b"\n")
+        texts.pop()
+        raws, head = _verified(path, texts, line, head, hashes)
+        line += len(texts)
+        yield raws
+    if carry:
+        raise CorruptLedgerError(str(path), line, "line is cut short")
 
 
-def _verified(path: Path, texts: list[bytes], line: int, head: str) -> tuple[list[Any], str]:
+def _verified(
+    path: Path, texts: list[bytes], line: int, head: str, hashes: chainhelper.Digests
+) -> tuple[list[Any], str]:
     """(parsed lines, new chain head) of consecutive lines, the first numbered ``line``."""
     if not texts:
         return [], head
     try:
         raws = list(map(orjson.loads, texts))
-        prevs = list(map(_get_prev, raws))
-        joined = "".join(prevs)  # TypeError: a line without (string) prev
-    except (orjson.JSONDecodeError, AttributeError, TypeError):
+        prevs = ",".join(map(_prev, raws))  # KeyError, TypeError: a line without (string) prev
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        hashes.skip(len(texts))
         return _verified_slowly(path, texts, line, head)
-    hashes = b"".join(map(_digest, map(hashlib.sha256, texts))).hex()
-    if joined == head + hashes[:-64] and set(map(len, prevs)) == _ONE_HASH_LONG:
-        return raws, hashes[-64:]  # the usual case: every line chained
+    hashed = hashes.take(texts).hex(",", 32)
+    # Joined with a separator that hex has not, the strings are equal only if every line's
+    # prev is the hash of the line before it (and that prev is a plain string, comma-free).
+    if prevs == f"{head},{hashed}"[:-65]:
+        return raws, hashed[-64:]  # the usual case: every line chained
+    hashes.drop()  # settle it with our own bytes; the helper is not asked again
     return _verified_slowly(path, texts, line, head)
 
 

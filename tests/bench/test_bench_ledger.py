@@ -1,12 +1,14 @@
 """Benchmarks of the ledger and the fold against baselines measured in the same run.
 
 The big ledger carries the hash chain (``prev`` on every line), so the fold pays for checking
-it (one sha256 per line) and the bare loop reads the same, longer lines.
+it (one sha256 per line, hashed by a second process on the other core where it keeps ahead:
+store/chainhelper.py) and the bare loop reads the same, longer lines.
 
 Run: ``python -m pytest tests/bench/test_bench_ledger.py -o addopts= -s -q``
 
 1. full fold of a 1,000,000-event routine ledger vs a bare ``orjson.loads`` loop over the same
-   file - target: <= 2x;
+   file - target: <= 2x (issue 12, asserted), <= 1.5x (issue 16, reported); also this
+   process's CPU time alone, and the fold with the chain hashed in this process only;
 2. incremental refresh after one appended event on that ledger - target: < 50 ms; ratio
    against the full fold reported;
 3. 10,000 fsync'd ``Ledger.append`` calls vs a raw ``os.write`` + ``os.fsync`` loop of the same
@@ -28,7 +30,7 @@ import orjson
 import pytest
 
 from specdojo_routine.core import events as ev
-from specdojo_routine.store import chain, codec, ledger, views
+from specdojo_routine.store import chain, chainhelper, codec, ledger, views
 from specdojo_routine.store.config import ProjectPaths, resolve_project
 
 EVENTS = 1_000_000
@@ -37,21 +39,23 @@ OWNER = {"pid": 4242, "host": "bench-host"}
 AT = "2026-08-07T08:00:00.000Z"
 
 
-def best(fn: Callable[[], object], runs: int) -> float:
+def best(fn: Callable[[], object], runs: int,
+         clock: Callable[[], float] = time.perf_counter) -> float:
     times = []
     for _ in range(runs):
-        started = time.perf_counter()
+        started = clock()
         fn()
-        times.append(time.perf_counter() - started)
+        times.append(clock() - started)
     return min(times)
 
 
-def interleaved(a: Callable[[], object], b: Callable[[], object], runs: int) -> tuple[float, float]:
+def interleaved(a: Callable[[], object], b: Callable[[], object], runs: int,
+                clock: Callable[[], float] = time.perf_counter) -> tuple[float, float]:
     """Best times of ``a`` and ``b``, run alternately."""
     ta, tb = [], []
     for _ in range(runs):
-        ta.append(best(a, 1))
-        tb.append(best(b, 1))
+        ta.append(best(a, 1, clock))
+        tb.append(best(b, 1, clock))
     return min(ta), min(tb)
 
 
@@ -132,10 +136,22 @@ def test_bench_full_fold_of_a_million_events(project: ProjectPaths) -> None:
     def full() -> None:
         views.replay(path)
 
+    def alone() -> None:
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(chainhelper, "MIN_BYTES", 1 << 62)
+            views.replay(path)
+
     baseline, ours = interleaved(bare, full, 5)
     ratio = ours / baseline
+    cpu_bare, cpu_ours = interleaved(bare, full, 3, clock=time.process_time)
+    _, inline = interleaved(bare, alone, 3)
     print(f"\nfull fold of {EVENTS:,} events: {ours:.2f} s; bare orjson.loads loop "
-          f"{baseline:.2f} s; ratio {ratio:.2f}x (target <= 2x)")
+          f"{baseline:.2f} s; ratio {ratio:.2f}x (target <= 2x: "
+          f"{'met' if ratio <= 2 else 'NOT met'}; <= 1.5x: "
+          f"{'met' if ratio <= 1.5 else 'NOT met'})")
+    print(f"  this process's CPU time: fold {cpu_ours:.2f} s, bare loop {cpu_bare:.2f} s, "
+          f"{cpu_ours / cpu_bare:.2f}x; chain hashed here only: {inline:.2f} s, "
+          f"{inline / baseline:.2f}x")
     assert views.replay(path)["routine-state.json"]["ledger"]["seq"] == EVENTS
     assert ratio <= 2.0
 
