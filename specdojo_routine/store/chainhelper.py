@@ -25,11 +25,13 @@ import contextlib
 import fcntl
 import hashlib
 import os
-import select
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import subprocess
 
 __all__ = ["MIN_BYTES", "Digests", "digests"]
 
@@ -115,6 +117,8 @@ class Digests:
                 data = os.read(fd, _PIPE_BYTES)
             except BlockingIOError:
                 if WAIT_FOR_HELPER and held < self._wanted - self._buf_at + size:
+                    import select  # tests only
+
                     select.select([fd], [], [])
                     continue
                 break
@@ -141,6 +145,8 @@ def digests(path: Path, offset: int, end: int) -> Iterator[Digests]:
 def _spawn(path: Path, start: int, end: int) -> subprocess.Popen[bytes] | None:
     if not sys.executable:
         return None
+    import subprocess  # only a long range pays for it (start-up of short commands)
+
     try:
         child = subprocess.Popen(
             [sys.executable, "-I", "-S", "-c", _SCRIPT, os.fspath(path), str(start), str(end)],
