@@ -19,7 +19,7 @@ from specdojo_routine.core.errors import RoutineError, TooManyMissedOccurrences,
 from specdojo_routine.core.model import Routine
 from specdojo_routine.core.timefmt import format_ms, parse_instant, to_utc
 from specdojo_routine.execute import runner
-from specdojo_routine.store import definitions, ledger, locks, views
+from specdojo_routine.store import adopt, definitions, ledger, locks, views
 from specdojo_routine.store.config import ProjectPaths
 
 ReleaseRun = Literal["none", "latest", "all"]
@@ -55,6 +55,7 @@ def release(
     defs, routine, report, the_env = _setup(paths, routine_id, env)
     the_now = to_utc(now if now is not None else wall())
     with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id):
+        adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
         log = ledger.Ledger(paths.routine_ledger, clock=wall)
         ctx = handlers._Context(paths=paths, defs=defs, now=the_now, env=the_env, echo=echo,
                                 job_runner=job_runner, append=log.append)
@@ -126,6 +127,7 @@ def backfill(
                 decide.plan_actions(routine, at, paths.project_id))))
         return report
     with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id):
+        adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
         log = ledger.Ledger(paths.routine_ledger, clock=wall)
         the_now = to_utc(now if now is not None else wall())  # when the attempts start
         ctx = handlers._Context(paths=paths, defs=defs, now=the_now, env=the_env,
