@@ -16,6 +16,7 @@ import pytest
 
 from specdojo_routine.core import events as ev
 from specdojo_routine.core.errors import CorruptLedgerError
+from specdojo_routine.execute import runner as execute_runner
 from specdojo_routine.store import chain, execlock, ledger, locks, proven, views
 from specdojo_routine.store.config import resolve_project
 from tests.conftest import Project
@@ -223,6 +224,64 @@ def test_a_deleted_lock_file_does_not_rob_a_live_run(project: Project) -> None:
     assert 0 == first.wait(timeout=60)
     assert 1 == len(project.calls())
     assert ["success"] == [e["result"] for e in project.events() if e["type"] == "attempt_ended"]
+    assert 0 == project.cli("fold", "--check").returncode
+
+
+def _killed_mid_action(project: Project, policy: str = "") -> int:
+    """The runner of rtn-long is SIGKILLed while its action runs: the fake CLI (the group
+    leader) dies with it, the `sleep 20` it started lives on in the action's process group.
+    Returns that group's id, as the runner recorded it."""
+    project.routine("rtn-long", f"""\
+        trigger: {{cron: "0 * * * *", timezone: UTC}}
+        action: {{kind: specdojo, args: [sleep-20]}}
+        {policy}""")
+    proc = project.popen("run", "--due", "--now", NOW)
+    _wait_for(lambda: len(project.calls()) == 1)
+    record = project.root / "routines" / ".locks" / "action-group.json"
+    _wait_for(record.exists)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    pgid: int = orjson.loads(record.read_bytes())["pgid"]
+    assert execute_runner.group_alive(pgid)
+    return pgid
+
+
+def _end_group(pgid: int) -> None:
+    os.killpg(pgid, signal.SIGKILL)
+    _wait_for(lambda: not execute_runner.group_alive(pgid))
+
+
+def test_resolve_waits_for_an_action_that_outlived_its_runner(project: Project) -> None:
+    """SPEC §6.5: closing the attempt while its action's group still works would let a later
+    run do that work a second time: resolve exits 75 and records nothing until it has ended."""
+    pgid = _killed_mid_action(project)
+    before = project.ledger.read_bytes()
+    refused = project.cli("resolve", "rtn-long", "--result", "failure", "--note", "checked")
+    assert 75 == refused.returncode, refused.stdout + refused.stderr
+    assert f"process group {pgid} outlived its runner" in refused.stderr
+    assert before == project.ledger.read_bytes()
+    _end_group(pgid)
+    done = project.cli("resolve", "rtn-long", "--result", "failure", "--note", "checked")
+    assert 0 == done.returncode, done.stderr
+    assert 0 == project.cli("fold", "--check").returncode
+
+
+def test_resume_is_a_busy_skip_while_the_action_lives(project: Project) -> None:
+    """on_interrupted: resume closes an interrupted attempt and runs again - not while the
+    interrupted action's process group lives: one execution at a time, even after a crash."""
+    pgid = _killed_mid_action(project, "policy: {on_interrupted: resume}\n")
+    events = len(project.events())
+    skipped = project.cli("run", "--due", "--now", LATER, "--json")
+    assert 0 == skipped.returncode, skipped.stderr
+    assert ["rtn-long"] == orjson.loads(skipped.stdout)["still_running"]
+    assert "action is still running" in skipped.stderr
+    assert (1, events) == (len(project.calls()), len(project.events()))
+    _end_group(pgid)
+    path = project.root / "routines" / "rtn-long.yaml"
+    path.write_text(path.read_text().replace("sleep-20", "again"))
+    resumed = project.cli("run", "--due", "--now", LATER)
+    assert "closed its interrupted attempt" in resumed.stderr
+    assert 2 == len(project.calls())
     assert 0 == project.cli("fold", "--check").returncode
 
 

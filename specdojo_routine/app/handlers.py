@@ -43,12 +43,13 @@ from specdojo_routine.store.definitions import Definitions
 
 if TYPE_CHECKING:  # imported on first use (store/lazy.py): `validate` needs none of them
     from specdojo_routine.core import decide, events, policy
-    from specdojo_routine.execute import runner
+    from specdojo_routine.execute import groups, runner
     from specdojo_routine.store import adopt, execlock, ledger, views
 else:
     decide, events, policy = (lazy.module(f"specdojo_routine.core.{name}")
                               for name in ("decide", "events", "policy"))
     runner = lazy.module("specdojo_routine.execute.runner")
+    groups = lazy.module("specdojo_routine.execute.groups")
     adopt, execlock, ledger, views = (lazy.module(f"specdojo_routine.store.{name}")
                                       for name in ("adopt", "execlock", "ledger", "views"))
 
@@ -98,6 +99,8 @@ class RunReport:
     results: list[AttemptReport] = attrs.field(factory=list)
     interrupted: list[str] = attrs.field(factory=list)
     closed_interrupted: list[str] = attrs.field(factory=list)
+    #: open attempts left alone: their action's process group outlived the runner (§6.5)
+    still_running: list[str] = attrs.field(factory=list)
     errors: list[str] = attrs.field(factory=list)
     held: list[policy.Decision] = attrs.field(factory=list)  # SPEC §9.1
     missed: list[policy.Decision] = attrs.field(factory=list)  # SPEC §9.2
@@ -230,6 +233,10 @@ def _run_routine(
         if routine.policy.on_interrupted is not OnInterrupted.RESUME:
             report.interrupted.append(routine.id)
             return view
+        if groups.still_running(groups.action_group_path(ctx.paths),
+                                attempt_id=(state or {}).get("attempt_id")) is not None:
+            report.still_running.append(routine.id)  # a busy skip, not a second execution
+            return view
         _close_interrupted(ctx, routine, state or {})
         report.closed_interrupted.append(routine.id)
         view = views.refresh_routine_view(ctx.paths)
@@ -303,7 +310,7 @@ def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -
     for planned in chosen.actions:
         ctx.append(events.ActionStarted(routine_id=routine.id, attempt_id=attempt_id,
                                         index=planned.index, kind=planned.kind))
-        result, reason, run_id, code = _execute(ctx, planned, occ.scheduled_for)
+        result, reason, run_id, code = _execute(ctx, planned, occ.scheduled_for, attempt_id)
         if run_id:
             job_run_ids.append(run_id)
         ctx.append(events.ActionEnded(
@@ -345,7 +352,7 @@ def _action_results(
 
 
 def _execute(
-    ctx: _Context, planned: decide.PlannedAction, scheduled_for: datetime
+    ctx: _Context, planned: decide.PlannedAction, scheduled_for: datetime, attempt_id: str
 ) -> tuple[Result, str | None, str | None, int | None]:
     """Run one action; returns (result, reason, job_run_id, exit_code). Never raises for the
     action's own failures - they are results."""
@@ -353,8 +360,11 @@ def _execute(
         return _execute_job(ctx, planned, scheduled_for)
     argv = [*runner.specdojo_prefix(ctx.env), *planned.argv]
     extra = {"SPECDOJO_PROJECT": ctx.paths.project_id, "SPECDOJO_ROUTINE_EXEC": "1"}
-    outcome = runner.run_argv(argv, cwd=ctx.paths.root,
-                              env=runner.child_env(ctx.env, extra), echo=ctx.echo)
+    where = groups.action_group_path(ctx.paths)
+    outcome = runner.run_argv(
+        argv, cwd=ctx.paths.root, env=runner.child_env(ctx.env, extra), echo=ctx.echo,
+        on_start=lambda pgid: groups.record(where, pgid, attempt_id=attempt_id,
+                                            index=planned.index))
     result = decide.exit_code_result(outcome.exit_code)
     if outcome.error is not None:
         return Result.FAILURE, outcome.error, None, None

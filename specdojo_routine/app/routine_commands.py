@@ -49,12 +49,26 @@ def resolve(
         assert state is not None
         outcome = Result(result)
         attempt_id = str(state.get("attempt_id"))
+        _refuse_if_action_lives(paths, routine_id, attempt_id)
         ledger.Ledger(paths.routine_ledger, clock=wall).append(events.AttemptResolved(
             routine_id=routine_id, attempt_id=attempt_id,
             transition=decide.END_TRANSITIONS[outcome], result=outcome.value, note=note,
             resolved_by=who))
         views.refresh_routine_view(paths)
         return attempt_id
+
+
+def _refuse_if_action_lives(paths: ProjectPaths, routine_id: str, attempt_id: str) -> None:
+    """The runner is gone, but what its action started may not be (SPEC §6.5): closing the
+    attempt while that still runs would let its work be done twice."""
+    from specdojo_routine.execute import groups
+
+    pgid = groups.still_running(groups.action_group_path(paths), attempt_id=attempt_id)
+    if pgid is not None:
+        raise errors.LockBusy(
+            f"attempt {attempt_id} of {routine_id}: its action is still running (process "
+            f"group {pgid} outlived its runner); wait for it to end or stop it "
+            f"(kill -TERM -- -{pgid}), then resolve; nothing was recorded")
 
 
 def _login_name() -> str:

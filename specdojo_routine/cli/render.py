@@ -125,6 +125,9 @@ def run_report(report: RunReport, out: TextIO, err: TextIO, *, as_json: bool) ->
                       "missed_run: latest for one run to coalesce them, then restore all)\n")
     for rid in report.closed_interrupted:
         err.write(f"{rid}: closed its interrupted attempt as failure (on_interrupted: resume)\n")
+    for rid in report.still_running:
+        err.write(f"{rid}: its interrupted attempt's action is still running (its process group "
+                  "outlived the runner); not closed or started again until it ends\n")
     for rid in report.interrupted:
         err.write(f"{rid}: interrupted attempt (its runner died); not started again - check it, "
                   f"then `resolve {rid} --result success|failure|skipped --note TEXT`\n")
@@ -138,6 +141,7 @@ def run_report(report: RunReport, out: TextIO, err: TextIO, *, as_json: bool) ->
             "results": [r.to_json() for r in report.results],
             "interrupted": report.interrupted,
             "closed_interrupted": report.closed_interrupted,
+            "still_running": report.still_running,
             "errors": report.errors,
             "held": [d.to_json() for d in report.held],
             "missed": [d.to_json() for d in report.missed],

@@ -18,14 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import orjson
 
 from specdojo_routine.core.errors import JobError
 from specdojo_routine.core.events import Owner
 from specdojo_routine.core.jobplan import Trigger
 from specdojo_routine.core.model import JobDefinition
 from specdojo_routine.core.templates import job_context
-from specdojo_routine.execute import runner
+from specdojo_routine.execute import groups, runner
 from specdojo_routine.execute.agent import AttemptDoc, RunDoc, plan_markdown, result_markdown
 from specdojo_routine.store import adopt, ledger, locks, views
 from specdojo_routine.store.config import ProjectPaths
@@ -134,23 +133,13 @@ def group_path(paths: ProjectPaths, run_id: str, attempt: int) -> Path:
 
 def record_group(paths: ProjectPaths, run_id: str, attempt: int, pgid: int) -> None:
     """Record the command's process group with the attempt, as soon as it runs."""
-    target = group_path(paths, run_id, attempt)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    record = {"pgid": pgid, "host": locks.this_host(), "start": locks.process_start(pgid)}
-    views.publish(target, orjson.dumps(record) + b"\n")
+    groups.record(group_path(paths, run_id, attempt), pgid)
 
 
 def group_still_running(paths: ProjectPaths, run_id: str, attempt: int) -> int | None:
     """The recorded process group of an attempt's command if a member of it is still alive
     on this host (a command that outlived its runner), else None."""
-    try:
-        raw = orjson.loads(group_path(paths, run_id, attempt).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return None
-    pgid = raw.get("pgid") if isinstance(raw, dict) else None
-    if type(pgid) is not int or raw.get("host") != locks.this_host():
-        return None
-    return pgid if runner.group_alive(pgid) else None
+    return groups.still_running(group_path(paths, run_id, attempt))
 
 
 # --- plan and result documents -------------------------------------------------------------------

@@ -160,9 +160,12 @@ def run_argv(
     env: Mapping[str, str],
     timeout_s: float | None = None,
     echo: TextIO | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> CommandOutcome:
-    """Run ``argv`` without a shell; a missing executable is an outcome, not an exception."""
-    return _run(list(argv), cwd=cwd, env=env, timeout_s=timeout_s, echo=echo)
+    """Run ``argv`` without a shell; a missing executable is an outcome, not an exception;
+    ``on_start`` as for :func:`run_shell`."""
+    return _run(list(argv), cwd=cwd, env=env, timeout_s=timeout_s, echo=echo,
+                on_start=on_start)
 
 
 def _start_error(exc: Exception, argv: Sequence[str], cwd: Path) -> str:
