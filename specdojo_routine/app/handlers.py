@@ -233,8 +233,9 @@ def _run_routine(
         if routine.policy.on_interrupted is not OnInterrupted.RESUME:
             report.interrupted.append(routine.id)
             return view
+        opened = state["attempt_id"] if state is not None else None
         if groups.still_running(groups.action_group_path(ctx.paths),
-                                attempt_id=(state or {}).get("attempt_id")) is not None:
+                                attempt_id=opened) is not None:
             report.still_running.append(routine.id)  # a busy skip, not a second execution
             return view
         _close_interrupted(ctx, routine, state or {})
