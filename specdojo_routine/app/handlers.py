@@ -27,7 +27,7 @@ from specdojo_routine.app.routine_commands import resolve as resolve
 from specdojo_routine.app.run_owner import _is_open as _is_open
 from specdojo_routine.app.run_owner import live_owner as live_owner
 from specdojo_routine.app.run_owner import refuse_if_owner_lives as refuse_if_owner_lives
-from specdojo_routine.core import errors, schedule
+from specdojo_routine.core import errors
 from specdojo_routine.core.errors import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -37,20 +37,21 @@ from specdojo_routine.core.errors import (
 )
 from specdojo_routine.core.model import OnInterrupted, Result, Routine, aggregate
 from specdojo_routine.core.timefmt import format_ms, format_s, to_utc
-from specdojo_routine.store import definitions, lazy, locks
+from specdojo_routine.store import definitions, lazy
 from specdojo_routine.store.config import ProjectPaths, resolve_project
 from specdojo_routine.store.definitions import Definitions
 
 if TYPE_CHECKING:  # imported on first use (store/lazy.py): `validate` needs none of them
-    from specdojo_routine.core import decide, events, policy
+    from specdojo_routine.core import decide, events, policy, schedule
     from specdojo_routine.execute import runner
-    from specdojo_routine.store import adopt, execlock, ledger, views
+    from specdojo_routine.store import adopt, execlock, ledger, locks, views
 else:
-    decide, events, policy = (lazy.module(f"specdojo_routine.core.{name}")
-                              for name in ("decide", "events", "policy"))
+    decide, events, policy, schedule = (lazy.module(f"specdojo_routine.core.{name}")
+                                        for name in ("decide", "events", "policy", "schedule"))
     runner = lazy.module("specdojo_routine.execute.runner")
-    adopt, execlock, ledger, views = (lazy.module(f"specdojo_routine.store.{name}")
-                                      for name in ("adopt", "execlock", "ledger", "views"))
+    adopt, execlock, ledger, locks, views = (
+        lazy.module(f"specdojo_routine.store.{name}")
+        for name in ("adopt", "execlock", "ledger", "locks", "views"))
 
 FOLD_ACTOR = "specdojo_routine fold"
 
