@@ -4,7 +4,10 @@ An append opens the file with ``O_APPEND``, takes an exclusive portalocker (floc
 ledger file itself, repairs a torn tail if there is one, reads the last ``seq`` from the end of
 the file, writes its line(s), flushes and ``fsync``\\ s, then unlocks. Readers take the shared lock
 only long enough to find the end of the last complete line, then read up to there, so a
-concurrent append is never seen half-written.
+concurrent append is never seen half-written. The shared lock is the same ``flock(2)`` call
+portalocker makes on POSIX, made directly (:func:`_lock_shared`): importing portalocker (and
+redis, which its ``__init__`` imports) costs a read-only command like ``list`` more than the
+rest of its start-up (issue 16).
 
 Line ``n`` of a ledger carries ``seq`` ``n``. A *torn* tail is a last line without its newline or
 whose JSON does not parse (a crash mid-write); it is reported as :class:`TornLedgerError` and
@@ -233,8 +236,29 @@ def _refuse_non_regular(fd: int, path: Path) -> None:
         raise OSError(errno.EINVAL, "not a regular file", str(path))
 
 
+def _lock_exclusive(fd: int) -> Callable[[int], None]:
+    """Take portalocker's exclusive lock on ``fd``; returns how to release it."""
+    portalocker.lock(fd, portalocker.LockFlags.EXCLUSIVE)
+    return portalocker.unlock
+
+
+def _lock_shared(fd: int) -> Callable[[int], None]:
+    """Take the shared flock portalocker would (``LockFlags.SHARED`` is ``fcntl.flock(fd,
+    LOCK_SH)`` on POSIX, and it excludes portalocker's exclusive flock of a writer), without
+    importing portalocker. Where flock fails, portalocker makes the call again, so the error
+    raised is the one it always was."""
+    import fcntl  # POSIX, as portalocker's flock locker; here so that importing stays portable
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+    except OSError:
+        portalocker.lock(fd, portalocker.LockFlags.SHARED)
+        return portalocker.unlock
+    return lambda locked: fcntl.flock(locked, fcntl.LOCK_UN)
+
+
 @contextmanager
-def _locked(path: Path, flags: int, lock: portalocker.LockFlags) -> Iterator[int]:
+def _locked(path: Path, flags: int, lock: Callable[[int], Callable[[int], None]]) -> Iterator[int]:
     try:
         fd = os.open(path, flags | os.O_CLOEXEC, 0o644)
     except FileNotFoundError:
@@ -244,11 +268,11 @@ def _locked(path: Path, flags: int, lock: portalocker.LockFlags) -> Iterator[int
         fd = os.open(path, flags | os.O_CLOEXEC, 0o644)
     try:
         _refuse_non_regular(fd, path)
-        portalocker.lock(fd, lock)
+        unlock = lock(fd)
         try:
             yield fd
         finally:
-            portalocker.unlock(fd)
+            unlock(fd)
     finally:
         os.close(fd)
 
@@ -276,7 +300,7 @@ class Ledger:
         if not batch:
             return []
         flags = os.O_RDWR | os.O_APPEND | os.O_CREAT
-        with _locked(self.path, flags, portalocker.LockFlags.EXCLUSIVE) as fd:
+        with _locked(self.path, flags, _lock_exclusive) as fd:
             tail = _scan_tail(fd, self.path)
             if tail.torn:
                 _move_fragment(fd, self.path, tail)
@@ -310,7 +334,7 @@ def tail(path: Path | str) -> Tail:
     """The end of the complete lines of ``path`` (an empty tail if it does not exist)."""
     path = Path(path)
     try:
-        with _locked(path, os.O_RDONLY, portalocker.LockFlags.SHARED) as fd:
+        with _locked(path, os.O_RDONLY, _lock_shared) as fd:
             return _scan_tail(fd, path)
     except FileNotFoundError:
         return Tail(size=0, end=0, seq=0, torn=False)
@@ -320,7 +344,7 @@ def repair(path: Path | str) -> Path | None:
     """Move a torn tail aside (``<ledger>.torn-<seq>``) and truncate; returns the new file."""
     path = Path(path)
     try:
-        with _locked(path, os.O_RDWR, portalocker.LockFlags.EXCLUSIVE) as fd:
+        with _locked(path, os.O_RDWR, _lock_exclusive) as fd:
             found = _scan_tail(fd, path)
             if not found.torn:
                 return None
