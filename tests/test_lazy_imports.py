@@ -26,7 +26,9 @@ HEAVY = ("specdojo_routine.execute.runner", "specdojo_routine.execute.agent",
          "portalocker", "redis", "croniter", "dateutil", "importlib.metadata", "logging",
          "specdojo_routine.store.locks", "specdojo_routine.store.redislock",
          "specdojo_routine.core.schedule", "specdojo_routine.app.listing",
-         "specdojo_routine.app.release", "specdojo_routine.app.preview")
+         "specdojo_routine.app.release", "specdojo_routine.app.preview",
+         "specdojo_routine.app.handlers", "specdojo_routine.app.job_seam",
+         "specdojo_routine.app.routine_commands", "specdojo_routine.app.run_owner")
 PROBE = """
 import contextlib, io, json, sys
 from specdojo_routine.cli import main

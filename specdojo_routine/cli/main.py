@@ -31,13 +31,13 @@ from specdojo_routine.core.validation import one_line
 from specdojo_routine.store import lazy
 
 if TYPE_CHECKING:  # imported on first use (store/lazy.py): a command loads what it runs
-    from specdojo_routine.app import handlers, listing
+    from specdojo_routine.app import handlers, listing, project
     from specdojo_routine.cli import render
     from specdojo_routine.store.config import ProjectPaths
     from specdojo_routine.store.definitions import Definitions
 else:
-    handlers, listing = (lazy.module(f"specdojo_routine.app.{name}")
-                         for name in ("handlers", "listing"))
+    handlers, listing, project = (lazy.module(f"specdojo_routine.app.{name}")
+                                  for name in ("handlers", "listing", "project"))
     render = lazy.module("specdojo_routine.cli.render")
 
 Command = Callable[[argparse.Namespace, TextIO, TextIO], int]
@@ -269,7 +269,7 @@ def _silence(stream: TextIO) -> None:
 
 
 def _paths(args: argparse.Namespace) -> ProjectPaths:
-    return handlers.project(args.root, args.project)
+    return project.project(args.root, args.project)
 
 
 def cmd_where(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -278,12 +278,12 @@ def cmd_where(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    report = handlers.validate(_paths(args))
+    report = project.validate(_paths(args))
     return render.validation(report, out, err)
 
 
 def cmd_job_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    report = handlers.validate(_paths(args), jobs_only=True)
+    report = project.validate(_paths(args), jobs_only=True)
     return render.validation(report, out, err, jobs_only=True)
 
 
