@@ -56,7 +56,7 @@ def test_validate_loads_no_runner_ledger_codec_locks_croniter_or_metadata() -> N
 
 
 LISTING = {"specdojo_routine.store.views", "specdojo_routine.store.ledger",
-           "specdojo_routine.store.codec", "specdojo_routine.core.events",
+           "specdojo_routine.store.codec",
            "specdojo_routine.store.locks", "specdojo_routine.store.redislock",
            "specdojo_routine.core.schedule", "specdojo_routine.app.listing", "croniter",
            "dateutil"}
@@ -68,7 +68,8 @@ def test_list_loads_no_runner_agent_job_machinery_portalocker_or_cattrs(
 ) -> None:
     """`list` reads the views, the ledger tail (under a shared flock taken without
     portalocker, whose import imports redis) and the schedules, but never the job runner, the
-    agent seam, git, the exec lock, the cattrs converter or the package metadata."""
+    agent seam, git, the exec lock, the event classes, the cattrs converter or the package
+    metadata."""
     root = DEMO
     if ran:
         root = tmp_path / "demo"

@@ -24,15 +24,19 @@ import attrs
 import orjson
 
 from specdojo_routine.core.errors import CorruptLedgerError
-from specdojo_routine.core.events import CURRENT_VERSION, EVENT_TYPES, TAGS, Event, LedgerKind
+from specdojo_routine.core.event_checks import CURRENT_VERSION
 from specdojo_routine.core.timefmt import format_ms, try_parse_instant
 from specdojo_routine.store import lazy
 
 if TYPE_CHECKING:
     import cattrs
     from cattrs.preconf.orjson import OrjsonConverter
-else:  # on first use (store/lazy.py): folding read lines needs only `upgrade`, not cattrs
-    cattrs = lazy.module("cattrs")
+
+    from specdojo_routine.core import events
+    from specdojo_routine.core.events import Event, LedgerKind
+else:  # on first use (store/lazy.py): folding read lines needs only `upgrade`, neither cattrs
+    cattrs = lazy.module("cattrs")  # nor the event classes
+    events = lazy.module("specdojo_routine.core.events")
 
 ENVELOPE = ("version", "seq", "type", "at", "prev")
 UNKNOWN_OWNER: dict[str, Any] = {"pid": 0, "host": "unknown"}
@@ -96,7 +100,8 @@ def payload(event: Event) -> dict[str, Any]:
 def encode(event: Event, seq: int, at: datetime, prev: str | None = None) -> bytes:
     """One ledger line for ``event`` as number ``seq``, stamped ``at`` (wall clock); ``prev``:
     the lowercase hex sha256 of the line before it (the hash chain of SPEC §5)."""
-    line: dict[str, Any] = {"version": CURRENT_VERSION, "seq": seq, "type": TAGS[type(event)][1]}
+    tag = events.TAGS[type(event)][1]
+    line: dict[str, Any] = {"version": CURRENT_VERSION, "seq": seq, "type": tag}
     line["at"] = format_ms(at)
     if prev is not None:
         line["prev"] = prev
@@ -155,7 +160,7 @@ def decode_record(
     try:
         raw = upgrade(line if isinstance(line, dict) else parse(line))
         tag = raw.get("type")
-        cls = EVENT_TYPES[ledger].get(tag) if isinstance(tag, str) else None
+        cls = events.EVENT_TYPES[ledger].get(tag) if isinstance(tag, str) else None
         if cls is None:
             raise ValueError(f"unknown {ledger} event type {tag!r}")
         seq, at = raw.get("seq"), raw.get("at")

@@ -36,13 +36,14 @@ import orjson
 
 from specdojo_routine.core.adopt import is_upstream_line, upstream_event
 from specdojo_routine.core.errors import CorruptLedgerError, TornLedgerError
-from specdojo_routine.core.events import Event
 from specdojo_routine.store import chain, lazy
 from specdojo_routine.store.codec import encode, upgrade
 from specdojo_routine.store.stamps import Stamp, only_grew, remember
 
 if TYPE_CHECKING:  # imported on first use (store/lazy.py): importing it imports redis too
     import portalocker
+
+    from specdojo_routine.core.events import Event
 else:
     portalocker = lazy.module("portalocker")
 
