@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import orjson
 
-from specdojo_routine.cli import helptext, policycli
+from specdojo_routine.cli import helptext
 from specdojo_routine.core import errors
 from specdojo_routine.core.errors import (
     EXIT_FAILURE,
@@ -32,13 +32,14 @@ from specdojo_routine.store import lazy
 
 if TYPE_CHECKING:  # imported on first use (store/lazy.py): a command loads what it runs
     from specdojo_routine.app import handlers, listing, project
-    from specdojo_routine.cli import render
+    from specdojo_routine.cli import policycli, render
     from specdojo_routine.store.config import ProjectPaths
     from specdojo_routine.store.definitions import Definitions
 else:
     handlers, listing, project = (lazy.module(f"specdojo_routine.app.{name}")
                                   for name in ("handlers", "listing", "project"))
-    render = lazy.module("specdojo_routine.cli.render")
+    policycli, render = (lazy.module(f"specdojo_routine.cli.{name}")
+                         for name in ("policycli", "render"))
 
 Command = Callable[[argparse.Namespace, TextIO, TextIO], int]
 
