@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -41,10 +42,12 @@ print(json.dumps([code, loaded]))
 """
 
 
-def loaded_by(*argv: str, env: dict[str, str] | None = None) -> tuple[int, list[str]]:
+def loaded_by(*argv: str, env: dict[str, str] | None = None,
+              names: Iterable[str] = HEAVY) -> tuple[int, list[str]]:
     full = {k: v for k, v in os.environ.items() if k != "SPECDOJO_PROJECT"} | (env or {})
-    done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(HEAVY), *argv], cwd=REPO,
-                          capture_output=True, text=True, timeout=60, check=True, env=full)
+    done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(list(names)), *argv],
+                          cwd=REPO, capture_output=True, text=True, timeout=60, check=True,
+                          env=full)
     code, loaded = json.loads(done.stdout)
     return int(code), list(loaded)
 
@@ -82,10 +85,10 @@ def test_list_loads_no_runner_agent_job_machinery_portalocker_or_cattrs(
 
 @pytest.mark.parametrize("words", [["--help"], ["validate", "--help"], ["where"]])
 def test_help_and_where_load_no_definitions_machinery(words: list[str]) -> None:
-    """Only `--version` reads the package metadata; `--help` builds no handler."""
-    code, loaded = loaded_by(*words, "--root", str(DEMO)) if words == ["where"] else \
-        loaded_by(*words)
-    assert (0, []) == (code, loaded)
+    """Only `--version` reads the package metadata; `--help` and `where` read no definition."""
+    args = [*words, "--root", str(DEMO)] if words == ["where"] else words
+    names = (*HEAVY, "specdojo_routine.store.definitions", "ruamel.yaml")
+    assert (0, []) == loaded_by(*args, names=names)
 
 
 def test_importing_the_package_loads_nothing_heavy() -> None:
