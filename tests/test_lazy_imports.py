@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,12 @@ HEAVY = ("specdojo_routine.execute.runner", "specdojo_routine.execute.agent",
          "specdojo_routine.store.execlock", "specdojo_routine.store.codec",
          "specdojo_routine.store.ledger", "specdojo_routine.store.views",
          "specdojo_routine.core.events", "specdojo_routine.core.decide", "cattrs",
-         "portalocker", "redis")
+         "portalocker", "redis", "croniter", "dateutil", "importlib.metadata", "logging",
+         "specdojo_routine.store.locks", "specdojo_routine.store.redislock",
+         "specdojo_routine.core.schedule", "specdojo_routine.app.listing",
+         "specdojo_routine.app.release", "specdojo_routine.app.preview",
+         "specdojo_routine.app.handlers", "specdojo_routine.app.job_seam",
+         "specdojo_routine.app.routine_commands", "specdojo_routine.app.run_owner")
 PROBE = """
 import contextlib, io, json, sys
 from specdojo_routine.cli import main
@@ -36,26 +42,53 @@ print(json.dumps([code, loaded]))
 """
 
 
-def loaded_by(*argv: str, env: dict[str, str] | None = None) -> tuple[int, list[str]]:
+def loaded_by(*argv: str, env: dict[str, str] | None = None,
+              names: Iterable[str] = HEAVY) -> tuple[int, list[str]]:
     full = {k: v for k, v in os.environ.items() if k != "SPECDOJO_PROJECT"} | (env or {})
-    done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(HEAVY), *argv], cwd=REPO,
-                          capture_output=True, text=True, timeout=60, check=True, env=full)
+    done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(list(names)), *argv],
+                          cwd=REPO, capture_output=True, text=True, timeout=60, check=True,
+                          env=full)
     code, loaded = json.loads(done.stdout)
     return int(code), list(loaded)
 
 
-def test_validate_loads_no_runner_ledger_codec_or_locks() -> None:
+def test_validate_loads_no_runner_ledger_codec_locks_croniter_or_metadata() -> None:
+    """A cron expression is checked without croniter; the version is read only for
+    `--version`; no lock, schedule, listing or policy command module is executed."""
     assert (0, []) == loaded_by("validate", "--root", str(DEMO))
 
 
-def test_list_loads_no_runner_agent_or_job_machinery() -> None:
-    """`list` reads the views and the ledger tail (under a shared flock: portalocker), but
-    never the job runner, the agent seam, git or the exec lock."""
-    code, loaded = loaded_by("list", "--root", str(DEMO))
-    reading = {"specdojo_routine.store.views", "specdojo_routine.store.ledger",
-               "specdojo_routine.store.codec", "specdojo_routine.core.events", "cattrs",
-               "portalocker", "redis"}
-    assert (0, []) == (code, [n for n in loaded if n not in reading])
+LISTING = {"specdojo_routine.store.views", "specdojo_routine.store.ledger",
+           "specdojo_routine.store.codec",
+           "specdojo_routine.store.locks", "specdojo_routine.store.redislock",
+           "specdojo_routine.core.schedule", "specdojo_routine.app.listing", "croniter",
+           "dateutil"}
+
+
+@pytest.mark.parametrize("ran", [False, True], ids=["fresh", "after a run"])
+def test_list_loads_no_runner_agent_job_machinery_portalocker_or_cattrs(
+    ran: bool, tmp_path: Path,
+) -> None:
+    """`list` reads the views, the ledger tail (under a shared flock taken without
+    portalocker, whose import imports redis) and the schedules, but never the job runner, the
+    agent seam, git, the exec lock, the event classes, the cattrs converter or the package
+    metadata."""
+    root = DEMO
+    if ran:
+        root = tmp_path / "demo"
+        shutil.copytree(DEMO, root)
+        assert 0 == loaded_by("run", "--due", "--root", str(root), env={
+            "SPECDOJO_CLI": str(root / "bin" / "fake-specdojo")})[0]
+    code, loaded = loaded_by("list", "--root", str(root))
+    assert (0, []) == (code, [n for n in loaded if n not in LISTING])
+
+
+@pytest.mark.parametrize("words", [["--help"], ["validate", "--help"], ["where"]])
+def test_help_and_where_load_no_definitions_machinery(words: list[str]) -> None:
+    """Only `--version` reads the package metadata; `--help` and `where` read no definition."""
+    args = [*words, "--root", str(DEMO)] if words == ["where"] else words
+    names = (*HEAVY, "specdojo_routine.store.definitions", "ruamel.yaml")
+    assert (0, []) == loaded_by(*args, names=names)
 
 
 def test_importing_the_package_loads_nothing_heavy() -> None:

@@ -1,5 +1,6 @@
 """Real processes on one ledger (SPEC §5, §6.2): concurrent appends never interleave or get
-lost; a writer killed with SIGKILL at any point loses nothing it acknowledged."""
+lost; a writer killed with SIGKILL at any point loses nothing it acknowledged; a reader never
+sees an append in progress."""
 
 from __future__ import annotations
 
@@ -104,3 +105,63 @@ def test_sigkilled_writers_lose_nothing_acknowledged(tmp_path: Path) -> None:
     assert set(tears) <= set(saved)  # every tear was moved aside, once
     assert len(set(saved)) == len(saved) and not any(s.endswith(b"\n") for s in saved)
     assert len(acked) >= 20  # not vacuous: writers did get appends acknowledged
+
+
+
+SLOW_WRITER = """
+import os, sys, time
+import orjson, portalocker
+path, count = sys.argv[1], int(sys.argv[2])
+fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+for seq in range(1, count + 1):  # a ledger append, as slow as a big line on a busy disk
+    line = orjson.dumps({"version": 1, "seq": seq, "type": "routine_registered",
+                         "at": "2026-08-07T08:00:00.000Z", "routine_id": "rtn-w",
+                         "digest": "d", "path": "p"}) + b"\\n"
+    portalocker.lock(fd, portalocker.LockFlags.EXCLUSIVE)
+    os.write(fd, line[:40])
+    time.sleep(0.002)
+    os.write(fd, line[40:])
+    portalocker.unlock(fd)
+    time.sleep(0.001)
+"""
+
+
+def test_readers_under_the_shared_lock_never_see_an_append_in_progress(tmp_path: Path) -> None:
+    """A writer appends each line in two writes under portalocker's exclusive lock while this
+    process reads: every tail it takes (under the shared flock, taken without portalocker)
+    ends at a complete line, and every read gives whole lines in seq order."""
+    path = tmp_path / "routine-runs.jsonl"
+    writer = subprocess.Popen([sys.executable, "-c", SLOW_WRITER, str(path), "300"])
+    seen: list[int] = []
+    while writer.poll() is None:
+        found = ledger.tail(path)
+        assert (False, found.size) == (found.torn, found.end)
+        seen.append(found.seq)
+        if found.seq:  # raises at a cut-short, torn or out-of-order line
+            assert len(list(ledger.read(path, torn="raise"))) >= found.seq
+    assert (0, True, 300) == (writer.wait(timeout=120), seen == sorted(seen),
+                              ledger.tail(path).seq)
+    assert len(set(seen)) > 20  # not vacuous: it read while the writer wrote
+
+HOLDER = """
+import sys, time
+import portalocker
+with open(sys.argv[1], "rb") as f:
+    portalocker.lock(f, portalocker.LockFlags.EXCLUSIVE)
+    print("locked", flush=True)
+    time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_the_shared_read_lock_waits_for_portalockers_exclusive_lock(tmp_path: Path) -> None:
+    """What a writer takes (portalocker's exclusive lock) keeps a reader out until released:
+    the reader's own flock is the same lock, not a look-alike."""
+    path = tmp_path / "routine-runs.jsonl"
+    ledger.Ledger(path).append(ev.RoutineRegistered(routine_id="rtn-w", digest="d", path="p"))
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(path), "0.6"],
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and "locked\n" == holder.stdout.readline()
+    started = time.monotonic()
+    found = ledger.tail(path)
+    waited = time.monotonic() - started
+    assert (0, 1, True) == (holder.wait(timeout=60), found.seq, waited > 0.3)

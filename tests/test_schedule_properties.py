@@ -12,10 +12,11 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from croniter import CroniterError, croniter
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from specdojo_routine.core import errors, model, schedule
+from specdojo_routine.core import cron_syntax, errors, model, schedule
 
 TIMEZONES = ("America/New_York", "Europe/Berlin", "Australia/Lord_Howe", "Asia/Tokyo", "UTC")
 MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
@@ -201,6 +202,34 @@ def test_only_never_firing_expressions_are_rejected(expr: str) -> None:
     months = ref_values(month, 1, 12, MONTHS, 1)
     possible = any(day <= LONGEST_MONTH.get(m, 31) for m in months for day in days)
     assert possible == (schedule.cron_syntax_error(expr) is None)
+
+
+# A "*" inside a list ("*,30"), which croniter's strict check counts for nothing.
+STARRED = st.one_of(STAR, field(1, 31), st.tuples(STAR, field(1, 31)).map(",".join))
+
+
+@SETTINGS
+@given(expr=st.tuples(st.just("0 0"), STARRED, st.one_of(
+    STAR, field(1, 12), st.tuples(field(1, 12), STAR).map(",".join)), STAR).map(" ".join))
+@example("0 0 31 2,4 *")
+@example("0 0 30 2 *")
+@example("0 0 *,30 2 *")
+@example("0 0 31 *,9 *")
+@example("0 0 29 2 *")
+@example("0 0 31 1-12/2 *")
+@example("0 0 31 */2 *")
+def test_the_never_occurs_check_gives_croniters_verdict(expr: str) -> None:
+    """Checking a cron expression imports no croniter (issue 16): the check croniter's
+    ``expand(strict=True)`` made, its own code now makes, with the same verdict."""
+    canon = " ".join(cron_syntax._canonical_field(text, spec)
+                     for text, spec in zip(expr.split(), cron_syntax._FIELDS, strict=True))
+    try:
+        croniter.expand(canon, strict=True)
+        rejected = False
+    except CroniterError:
+        rejected = True
+    assert rejected == cron_syntax._never_occurs(canon) == (
+        "never occurs" in (schedule.cron_syntax_error(expr) or ""))
 
 
 @SETTINGS

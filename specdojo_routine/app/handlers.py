@@ -3,7 +3,8 @@
 Business rules live in :mod:`decide`, :mod:`schedule` and :mod:`fold`; this module only wires
 them to the ledger, the locks, the definitions and the runner.
 ``resolve``, ``history`` and ``fold`` are :mod:`.routine_commands`, the open-attempt checks
-:mod:`.run_owner`, the job action seam :mod:`.job_seam`; all re-exported here.
+:mod:`.run_owner`, the job action seam :mod:`.job_seam`, ``project`` and ``validate``
+:mod:`.project`; all re-exported here.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 import attrs
 
 from specdojo_routine.app.job_seam import JobActionOutcome as JobActionOutcome
 from specdojo_routine.app.job_seam import JobActionRunner as JobActionRunner
+from specdojo_routine.app.project import project as project
+from specdojo_routine.app.project import validate as validate
 from specdojo_routine.app.routine_commands import _login_name as _login_name
 from specdojo_routine.app.routine_commands import fold as fold
 from specdojo_routine.app.routine_commands import history as history
@@ -27,7 +29,7 @@ from specdojo_routine.app.routine_commands import resolve as resolve
 from specdojo_routine.app.run_owner import _is_open as _is_open
 from specdojo_routine.app.run_owner import live_owner as live_owner
 from specdojo_routine.app.run_owner import refuse_if_owner_lives as refuse_if_owner_lives
-from specdojo_routine.core import errors, schedule
+from specdojo_routine.core import errors
 from specdojo_routine.core.errors import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -37,33 +39,24 @@ from specdojo_routine.core.errors import (
 )
 from specdojo_routine.core.model import OnInterrupted, Result, Routine, aggregate
 from specdojo_routine.core.timefmt import format_ms, format_s, to_utc
-from specdojo_routine.store import definitions, lazy, locks
-from specdojo_routine.store.config import ProjectPaths, resolve_project
+from specdojo_routine.store import definitions, lazy
+from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import Definitions
 
 if TYPE_CHECKING:  # imported on first use (store/lazy.py): `validate` needs none of them
-    from specdojo_routine.core import decide, events, policy
+    from specdojo_routine.core import decide, events, policy, schedule
     from specdojo_routine.execute import groups, runner
-    from specdojo_routine.store import adopt, execlock, ledger, views
+    from specdojo_routine.store import adopt, execlock, ledger, locks, views
 else:
-    decide, events, policy = (lazy.module(f"specdojo_routine.core.{name}")
-                              for name in ("decide", "events", "policy"))
+    decide, events, policy, schedule = (lazy.module(f"specdojo_routine.core.{name}")
+                                        for name in ("decide", "events", "policy", "schedule"))
     runner = lazy.module("specdojo_routine.execute.runner")
     groups = lazy.module("specdojo_routine.execute.groups")
-    adopt, execlock, ledger, views = (lazy.module(f"specdojo_routine.store.{name}")
-                                      for name in ("adopt", "execlock", "ledger", "views"))
+    adopt, execlock, ledger, locks, views = (
+        lazy.module(f"specdojo_routine.store.{name}")
+        for name in ("adopt", "execlock", "ledger", "locks", "views"))
 
 FOLD_ACTOR = "specdojo_routine fold"
-
-
-def project(root: Path | None = None, project_id: str | None = None) -> ProjectPaths:
-    """Resolve the project the command works on (SPEC §2)."""
-    return resolve_project(root, project_id)
-
-
-def validate(paths: ProjectPaths, *, jobs_only: bool = False) -> Definitions:
-    """Load and validate every definition; problems are in the result, not raised."""
-    return definitions.load_jobs(paths) if jobs_only else definitions.load_definitions(paths)
 
 
 # --- run -----------------------------------------------------------------------------------------

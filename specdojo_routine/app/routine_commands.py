@@ -15,17 +15,17 @@ from specdojo_routine.app.run_owner import _is_open, refuse_if_owner_lives
 from specdojo_routine.core import errors
 from specdojo_routine.core.errors import RoutineError, UsageError
 from specdojo_routine.core.model import Result
-from specdojo_routine.store import lazy, locks
+from specdojo_routine.store import lazy
 from specdojo_routine.store.config import ProjectPaths
 
 if TYPE_CHECKING:  # imported on first use (store/lazy.py), as in :mod:`.handlers`
     from specdojo_routine.core import decide, events
-    from specdojo_routine.store import adopt, ledger, views
+    from specdojo_routine.store import adopt, ledger, locks, views
 else:
     decide, events = (lazy.module(f"specdojo_routine.core.{name}")
                       for name in ("decide", "events"))
-    adopt, ledger, views = (lazy.module(f"specdojo_routine.store.{name}")
-                            for name in ("adopt", "ledger", "views"))
+    adopt, ledger, locks, views = (lazy.module(f"specdojo_routine.store.{name}")
+                                   for name in ("adopt", "ledger", "locks", "views"))
 
 
 def resolve(

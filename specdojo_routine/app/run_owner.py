@@ -10,11 +10,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from specdojo_routine.core import errors
-from specdojo_routine.store import locks
+from specdojo_routine.store import lazy
 from specdojo_routine.store.config import ProjectPaths
 
 if TYPE_CHECKING:
-    from specdojo_routine.store import views
+    from specdojo_routine.store import locks, views
+else:
+    locks = lazy.module("specdojo_routine.store.locks")  # only `run`, `resolve`, `release`
 
 
 def _is_open(state: Mapping[str, Any] | None) -> bool:

@@ -12,8 +12,7 @@ import os
 import sys
 import textwrap
 from collections.abc import Sequence
-from importlib import metadata
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 DISTRIBUTION = "specdojo_routine"
 
@@ -26,11 +25,22 @@ def prog(argv0: str | None = None) -> str:
 
 def version() -> str:
     """``specdojo_routine <version>``, from the installed package's metadata."""
+    from importlib import metadata  # only for --version: it costs more than `validate` itself
+
     try:
         number = metadata.version(DISTRIBUTION)
     except metadata.PackageNotFoundError:  # imported from a source tree that was never installed
         number = "unknown (not installed; run `pip install .`)"
     return f"{DISTRIBUTION} {number}"
+
+
+class VersionAction(argparse._VersionAction):
+    """``--version``, reading the package metadata only when it is asked for."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        self.version = version()
+        super().__call__(parser, namespace, values, option_string)
 
 
 # (name, what it is used for): every variable the program reads, and those it sets for the

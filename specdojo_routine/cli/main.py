@@ -13,13 +13,11 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import orjson
 
-from specdojo_routine.app import handlers
-from specdojo_routine.app.listing import list_routines
-from specdojo_routine.cli import helptext, policycli, render
+from specdojo_routine.cli import helptext
 from specdojo_routine.core import errors
 from specdojo_routine.core.errors import (
     EXIT_FAILURE,
@@ -30,8 +28,18 @@ from specdojo_routine.core.errors import (
 )
 from specdojo_routine.core.timefmt import parse_instant
 from specdojo_routine.core.validation import one_line
-from specdojo_routine.store.config import ProjectPaths
-from specdojo_routine.store.definitions import Definitions
+from specdojo_routine.store import lazy
+
+if TYPE_CHECKING:  # imported on first use (store/lazy.py): a command loads what it runs
+    from specdojo_routine.app import handlers, listing, project
+    from specdojo_routine.cli import policycli, render
+    from specdojo_routine.store.config import ProjectPaths
+    from specdojo_routine.store.definitions import Definitions
+else:
+    handlers, listing, project = (lazy.module(f"specdojo_routine.app.{name}")
+                                  for name in ("handlers", "listing", "project"))
+    policycli, render = (lazy.module(f"specdojo_routine.cli.{name}")
+                         for name in ("policycli", "render"))
 
 Command = Callable[[argparse.Namespace, TextIO, TextIO], int]
 
@@ -62,6 +70,10 @@ class _Parser(argparse.ArgumentParser):
         raise errors.UsageError(f"{self.prog}: {message} (see `{self.prog} --help`)")
 
 
+if TYPE_CHECKING:
+    Subparsers = argparse._SubParsersAction[_Parser]
+
+
 def _common() -> _Parser:
     common = _Parser(add_help=False)
     common.add_argument("--root", type=Path, metavar="DIR",
@@ -73,18 +85,41 @@ def _common() -> _Parser:
     return common
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; given the command line, the subparser of its command only.
+
+    Building one subparser instead of all of them is the start-up budget (issue 16). A line
+    that names no command (``--help``, ``--version``, a typo, nothing) gets every subparser,
+    so the program's help and a usage error still list them all; a command's own parser, and
+    so its ``--help`` and its errors, is the same either way."""
     common = _common()
     parser = _Parser(prog=helptext.prog(), formatter_class=helptext.Formatter)
-    parser.add_argument("--version", action="version", version=helptext.version(),
+    parser.add_argument("--version", action=helptext.VersionAction,
                         help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,
                                 metavar="COMMAND", title="commands")
+    wanted = argv[0] if argv and argv[0] in _SUBCOMMANDS else None
+    for name, add in _SUBCOMMANDS.items():
+        if wanted in (None, name):
+            add(sub, common)
+    return helptext.document(parser)
+
+
+def _add_where(sub: Subparsers, common: _Parser) -> None:
     sub.add_parser("where", parents=[common], help="resolved root, project and paths")
+
+
+def _add_validate(sub: Subparsers, common: _Parser) -> None:
     sub.add_parser("validate", parents=[common], help="validate routines and jobs")
+
+
+def _add_list(sub: Subparsers, common: _Parser) -> None:
     p = sub.add_parser("list", parents=[common], help="routines, status and due")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.add_argument("--now", type=_instant, metavar="T", help=_NOW_HELP)
+
+
+def _add_run(sub: Subparsers, common: _Parser) -> None:
     p = sub.add_parser("run", parents=[common], help="run due routines or one routine")
     group = p.add_mutually_exclusive_group(required=True)
     group.add_argument("--due", action="store_true",
@@ -97,6 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print one JSON document (delegated output goes to stderr)")
     p.add_argument("--now", type=_instant, metavar="T", help=_NOW_HELP)
     policycli.add_backfill_options(p, _instant)
+
+
+def _add_resolve(sub: Subparsers, common: _Parser) -> None:
     p = sub.add_parser("resolve", parents=[common], help="record an interrupted attempt's outcome")
     p.add_argument("routine_id", metavar="ID", help="the routine whose attempt was interrupted")
     p.add_argument("--result", required=True, choices=["success", "failure", "skipped"],
@@ -105,31 +143,37 @@ def build_parser() -> argparse.ArgumentParser:
                    help="why: what you checked (kept in the ledger)")
     p.add_argument("--by", dest="resolved_by", metavar="NAME",
                    help="who resolved it (default: $USER)")
+
+
+def _add_fold(sub: Subparsers, common: _Parser) -> None:
     p = sub.add_parser("fold", parents=[common], help="rebuild every view from the ledgers")
     p.add_argument("--check", action="store_true",
                    help="write nothing; exit 1 if a view differs from its ledger")
     p.add_argument("--repair", action="store_true",
                    help="first move a torn last ledger line aside to <ledger>.torn-<seq>")
+
+
+def _add_history(sub: Subparsers, common: _Parser) -> None:
     p = sub.add_parser("history", parents=[common], help="routine ledger events")
     p.add_argument("routine_id", nargs="?", metavar="ID",
                    help="only this routine's events (default: every routine)")
     p.add_argument("--json", action="store_true",
                    help="print the ledger lines as stored, one JSON object per line")
     p.add_argument("--limit", type=_positive, metavar="N", help="only the last N events")
-    policycli.add_commands(sub, common, _instant, _positive)
+
+
+def _add_import(sub: Subparsers, common: _Parser) -> None:
     p = sub.add_parser("import", parents=[common],
                        help="import the state another SpecDojo tool wrote")
     p.add_argument("--dry-run", action="store_true",
                    help="report what would be imported and append nothing")
     p.add_argument("--json", action="store_true", help="print the report as one JSON document")
-    _add_job_commands(sub, common)
-    return helptext.document(parser)
 
 
 _NOW_HELP = "evaluate schedules at time T (ISO 8601, e.g. 2026-08-07T08:02:00Z), not the clock"
 
 
-def _add_job_commands(sub: argparse._SubParsersAction[_Parser], common: _Parser) -> None:
+def _add_job_commands(sub: Subparsers, common: _Parser) -> None:
     job = sub.add_parser("job", help="Job Definitions and Job Runs")
     jsub = job.add_subparsers(dest="job_command", required=True, parser_class=_Parser,
                               metavar="COMMAND", title="commands")
@@ -158,6 +202,22 @@ def _add_job_commands(sub: argparse._SubParsersAction[_Parser], common: _Parser)
                    help="the reporter of the task and of the review (a roster member)")
 
 
+# In the order `--help` lists them.
+_SUBCOMMANDS: dict[str, Callable[[Subparsers, _Parser], None]] = {
+    "where": _add_where,
+    "validate": _add_validate,
+    "list": _add_list,
+    "run": _add_run,
+    "resolve": _add_resolve,
+    "fold": _add_fold,
+    "history": _add_history,
+    "release": lambda sub, common: policycli.add_release(sub, common, _instant),
+    "next": lambda sub, common: policycli.add_next(sub, common, _instant, _positive),
+    "import": _add_import,
+    "job": _add_job_commands,
+}
+
+
 def _dispatch(args: argparse.Namespace) -> Command:
     if args.command == "job":
         return _JOB_COMMANDS[args.job_command]
@@ -168,7 +228,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit code. Never raises for user mistakes."""
     out, err = sys.stdout, sys.stderr
     try:
-        args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+        words = list(sys.argv[1:] if argv is None else argv)
+        args = build_parser(words).parse_args(words)
         return _dispatch(args)(args, out, err)
     except RoutineError as exc:
         err.write(f"error: {one_line(str(exc))}\n")
@@ -209,7 +270,7 @@ def _silence(stream: TextIO) -> None:
 
 
 def _paths(args: argparse.Namespace) -> ProjectPaths:
-    return handlers.project(args.root, args.project)
+    return project.project(args.root, args.project)
 
 
 def cmd_where(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -218,19 +279,19 @@ def cmd_where(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    report = handlers.validate(_paths(args))
+    report = project.validate(_paths(args))
     return render.validation(report, out, err)
 
 
 def cmd_job_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    report = handlers.validate(_paths(args), jobs_only=True)
+    report = project.validate(_paths(args), jobs_only=True)
     return render.validation(report, out, err, jobs_only=True)
 
 
 def cmd_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    listing = list_routines(_paths(args), now=args.now)
-    render.listing(listing, out, err, as_json=args.json)
-    attention = listing.problems or any(row.interrupted or row.attention for row in listing.rows)
+    shown = listing.list_routines(_paths(args), now=args.now)
+    render.listing(shown, out, err, as_json=args.json)
+    attention = shown.problems or any(row.interrupted or row.attention for row in shown.rows)
     return EXIT_FAILURE if attention else EXIT_OK  # usable as a health check (SPEC §8)
 
 

@@ -4,20 +4,26 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from specdojo_routine.app import handlers, preview, release
-from specdojo_routine.cli import render
 from specdojo_routine.core.errors import EXIT_OK, UsageError
-from specdojo_routine.core.preview import Upcoming
-from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store import lazy
+
+if TYPE_CHECKING:  # imported on first use (store/lazy.py): building the parser needs none
+    from specdojo_routine.app import handlers, preview, release
+    from specdojo_routine.cli import render
+    from specdojo_routine.core.preview import Upcoming
+    from specdojo_routine.store.config import ProjectPaths
+else:
+    preview, release = (lazy.module(f"specdojo_routine.app.{name}")
+                        for name in ("preview", "release"))
+    render = lazy.module("specdojo_routine.cli.render")
 
 Instant = Callable[[str], object]
 
 
-def add_commands(sub: Any, common: argparse.ArgumentParser, instant: Instant,
-                 positive: Callable[[str], int]) -> None:
-    """``release`` and ``next`` (``sub`` is the main parser's subparsers)."""
+def add_release(sub: Any, common: argparse.ArgumentParser, instant: Instant) -> None:
+    """``release`` (``sub`` is the main parser's subparsers)."""
     p = sub.add_parser("release", parents=[common], help="end a routine's hold")
     p.add_argument("routine_id", metavar="ID", help="the held routine")
     p.add_argument("--run", choices=["none", "latest", "all"], default="none",
@@ -28,6 +34,11 @@ def add_commands(sub: Any, common: argparse.ArgumentParser, instant: Instant,
     p.add_argument("--now", type=instant, metavar="T",
                    help="the release time (ISO 8601; default: the clock)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def add_next(sub: Any, common: argparse.ArgumentParser, instant: Instant,
+             positive: Callable[[str], int]) -> None:
+    """``next`` (``sub`` is the main parser's subparsers)."""
     p = sub.add_parser("next", parents=[common], help="upcoming occurrences")
     p.add_argument("routine_id", nargs="?", metavar="ID",
                    help="the routine to preview (or give --cron and --timezone)")

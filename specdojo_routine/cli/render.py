@@ -12,11 +12,11 @@ import orjson
 from specdojo_routine.core.errors import EXIT_FAILURE, EXIT_OK
 from specdojo_routine.core.timefmt import format_ms, format_s, try_parse_instant
 from specdojo_routine.store.config import ProjectPaths
-from specdojo_routine.store.definitions import Definitions
 
 if TYPE_CHECKING:
     from specdojo_routine.app.handlers import RunReport
     from specdojo_routine.app.listing import Listing, RoutineRow
+    from specdojo_routine.store.definitions import Definitions
 
 
 def dumps(data: Any) -> str:

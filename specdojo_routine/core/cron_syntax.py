@@ -1,5 +1,11 @@
 """Cron and interval syntax (pure): the 5-field cron check, its canonical form for croniter,
-the day-of-month/day-of-week AND warning, and interval/duration parsing (SPEC §3, §4, §9.2)."""
+the day-of-month/day-of-week AND warning, and interval/duration parsing (SPEC §3, §4, §9.2).
+
+Checking a cron expression does not import croniter (20 ms of `validate`'s start-up, issue 16):
+the one check croniter made here, ``expand(strict=True)`` rejecting a day-of-month that no
+month given has, is :func:`_never_occurs` (tests/test_schedule_properties.py holds it to
+croniter's verdict and to a reference).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,6 @@ import re
 from collections.abc import Callable
 
 import attrs
-from croniter import CroniterError, croniter
 
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
@@ -17,6 +22,8 @@ _TOKEN = re.compile(r"(?:(\*)|([0-9a-z]+)(?:-([0-9a-z]+))?)(?:/([0-9]+))?")
 _INTERVAL = re.compile(r"([1-9][0-9]*)([mhdw])")
 _UNIT_SECONDS = {"m": 60, "h": 3600, "d": 86400, "w": 604800}
 _MAX_INTERVAL_SECONDS = 999_999_999 * 86400  # what a timedelta can hold
+_LONGEST_MONTH = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)  # February: leap years
+_PLAIN = re.compile(r"(\*|[0-9]+)(?:-([0-9]+))?(?:/([0-9]+))?")  # a canonical token
 
 
 @attrs.frozen
@@ -121,14 +128,38 @@ def _canonical(expr: str) -> str:
         )
     pairs = zip(fields, _FIELDS, strict=True)
     canon = " ".join(_canonical_field(text, spec) for text, spec in pairs)
-    try:
-        croniter.expand(canon, strict=True)
-    except CroniterError as exc:
+    if _never_occurs(canon):
         raise _BadCron(
             f'Invalid cron expression: "{expr}" (the day-of-month never occurs in the '
             "month(s) given, so it would never fire)"
-        ) from exc
+        )
     return canon
+
+
+def _never_occurs(canon: str) -> bool:
+    """Whether every day-of-month of the canonical ``canon`` exceeds the longest month it
+    names ("0 0 31 2,4 *", "0 0 30 2 *"), exactly as croniter's ``expand(strict=True)`` said
+    before: a ``*`` inside a list counts for nothing there ("0 0 *,30 2 *" is rejected too)."""
+    _, _, days, months, _ = canon.split()
+    day_values = _listed(days, _FIELDS[2])
+    month_values = _listed(months, _FIELDS[3])
+    if not day_values or not month_values:
+        return False
+    return min(day_values) > max(_LONGEST_MONTH[m - 1] for m in month_values)
+
+
+def _listed(field: str, spec: _Field) -> list[int]:
+    return [v for tok in field.split(",") if tok != "*" for v in _plain_values(tok, spec)]
+
+
+def _plain_values(tok: str, spec: _Field) -> range:
+    """The values of one canonical token (``*``, ``*/n``, ``a``, ``a-b``, ``a-b/n``)."""
+    match = _PLAIN.fullmatch(tok)
+    assert match is not None, tok  # _canonical_token wrote it
+    first, last, step = match.groups()
+    low = spec.low if first == "*" else int(first)
+    high = spec.high if first == "*" else int(last or first)
+    return range(low, high + 1, int(step or 1))
 
 
 def _canonical_field(text: str, spec: _Field) -> str:

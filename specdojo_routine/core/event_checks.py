@@ -14,6 +14,12 @@ from specdojo_routine.core.timefmt import try_parse_instant
 
 _Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
 
+# Here, not in :mod:`.events`, so that the folds read them without creating the event classes
+# (`list` starts faster, issue 16); :mod:`.events` re-exports both.
+#: The event version this program writes (older versions are upgraded on read, see ``codec``).
+CURRENT_VERSION = 1
+RUN_STATUSES = ("succeeded", "partial", "failed", "noop")
+
 
 def _fail(attribute: attrs.Attribute[Any], value: Any, expected: str) -> None:
     raise ValueError(f"{attribute.name} must be {expected} (got {value!r})")

@@ -18,7 +18,11 @@ from typing import Any, Literal
 
 import attrs
 
+from specdojo_routine.core.event_checks import (  # re-exported: events.<name> keeps working
+    CURRENT_VERSION as CURRENT_VERSION,
+)
 from specdojo_routine.core.event_checks import (
+    RUN_STATUSES,
     _int_at_least,
     _json_object,
     _matching,
@@ -37,15 +41,12 @@ RUN_ID = re.compile(r"JBR-[A-Za-z0-9-]+")
 _MS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
 _S = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
 
-#: The event version this program writes (older versions are upgraded on read, see ``codec``).
-CURRENT_VERSION = 1
 
 RESULTS = ("success", "failure", "skipped", "partial")
 #: The transition an ``attempt_ended`` / ``attempt_resolved`` declares for each result
 #: (``partial``, a merged partial Job Run, carries T-03's label: SPEC §11.4).
 RESULT_TRANSITIONS = {"success": "T-03", "failure": "T-04", "skipped": "T-05",
                       "partial": "T-03"}
-RUN_STATUSES = ("succeeded", "partial", "failed", "noop")
 
 #: ``attempt_started.trigger`` (SPEC §9.1): due, an explicit run, a release, a backfill.
 TRIGGERS = ("due", "id", "release", "backfill")

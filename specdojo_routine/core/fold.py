@@ -17,7 +17,7 @@ from typing import Any
 from specdojo_routine.core import holdfold
 from specdojo_routine.core.adopt import is_upstream_line, upstream_event
 from specdojo_routine.core.errors import CorruptLedgerError, InvalidTransition
-from specdojo_routine.core.events import CURRENT_VERSION
+from specdojo_routine.core.event_checks import CURRENT_VERSION
 from specdojo_routine.core.fold_docs import (
     ActionDoc,
     ActionResultDoc,

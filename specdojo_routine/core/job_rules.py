@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from specdojo_routine.core import model
+from specdojo_routine.core.cron_syntax import parse_interval
 from specdojo_routine.core.inputs import INPUT_FIELDS, build_input_spec, is_int
-from specdojo_routine.core.schedule import parse_interval
 from specdojo_routine.core.templates import Placeholder, TemplateError, check_shell_template
 from specdojo_routine.core.validation import (
     JOB_ID,

@@ -16,7 +16,7 @@ from typing import Any, NotRequired, TypedDict
 import attrs
 
 from specdojo_routine.core.errors import CorruptLedgerError, InvalidTransition
-from specdojo_routine.core.events import RUN_STATUSES
+from specdojo_routine.core.event_checks import RUN_STATUSES
 from specdojo_routine.core.fold import Raw
 from specdojo_routine.core.timefmt import try_parse_instant
 

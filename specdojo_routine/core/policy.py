@@ -11,14 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
-from specdojo_routine.core import events
 from specdojo_routine.core.model import OnFailure, Routine
 from specdojo_routine.core.schedule import Occurrence
 from specdojo_routine.core.timefmt import format_ms, to_utc
+
+if TYPE_CHECKING:  # imported by record(): `list` asks is_held() without an event class
+    from specdojo_routine.core import events
 
 Verdict = Literal["run", "hold", "miss"]
 
@@ -88,6 +90,8 @@ def classify(
 
 def record(routine: Routine, decision: Decision) -> events.OccurrenceHeld | events.OccurrenceMissed:
     """The event that accounts for a held or missed occurrence."""
+    from specdojo_routine.core import events
+
     occ = decision.occurrence
     common: dict[str, Any] = {
         "routine_id": routine.id, "scheduled_for": format_ms(occ.scheduled_for),

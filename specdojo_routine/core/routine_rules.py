@@ -14,14 +14,14 @@ from collections.abc import Mapping, Sequence
 import attrs
 
 from specdojo_routine.core import model
-from specdojo_routine.core.inputs import parse_cli_value
-from specdojo_routine.core.schedule import (
+from specdojo_routine.core.cron_syntax import (
     cron_syntax_error,
     dom_dow_warning,
     interval_syntax_error,
     parse_duration,
     parse_interval,
 )
+from specdojo_routine.core.inputs import parse_cli_value
 from specdojo_routine.core.validation import (
     JOB_ID,
     ROUTINE_ID,

@@ -18,11 +18,13 @@ import copy
 import functools
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from zoneinfo import ZoneInfo
 
 import attrs
-from croniter import CroniterBadDateError, croniter
+
+if TYPE_CHECKING:  # imported where a schedule is iterated: checking one needs no croniter
+    from croniter import croniter
 
 from specdojo_routine.core import errors, model, timefmt
 from specdojo_routine.core.cron_syntax import (
@@ -124,6 +126,8 @@ class _Cron:
 
 @functools.lru_cache(maxsize=4096)
 def _compile(expr: str, timezone: str) -> _Cron:
+    from croniter import croniter
+
     proto = croniter(_canonical(expr), datetime(2000, 1, 1), ret_type=datetime, day_or=False)
     return _Cron(proto, ZoneInfo(timezone), expr.split()[1] == "*")
 
@@ -171,6 +175,8 @@ def _gap_end(tz: ZoneInfo, before: datetime, after: datetime) -> datetime:
 
 def _slots(cron: _Cron, start: datetime, *, backwards: bool) -> Iterator[datetime]:
     """Naive slots strictly before (or after) the minute of ``start``, nearest first."""
+    from croniter import CroniterBadDateError  # loaded by _compile already
+
     it = copy.copy(cron.proto)
     it.set_current(start, force=True)
     step = it.get_prev if backwards else it.get_next

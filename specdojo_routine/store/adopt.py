@@ -15,22 +15,13 @@ import hashlib
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
 
 from specdojo_routine.core import adopt as rules
 from specdojo_routine.core.errors import RoutineError
-from specdojo_routine.core.events import (
-    ROUTINE_ID,
-    RUN_ID,
-    CheckpointImported,
-    JobEvent,
-    RoutineStateImported,
-    RunImported,
-    tag_of,
-)
 from specdojo_routine.core.fold import RoutineView, apply_all
 from specdojo_routine.core.jobfold import (
     JobCheckpointDoc,
@@ -41,8 +32,13 @@ from specdojo_routine.core.jobfold import (
     merge_checkpoints,
     run_document,
 )
-from specdojo_routine.store import codec, ledger, proven, views
+from specdojo_routine.store import codec, lazy, ledger, proven, views
 from specdojo_routine.store.config import ProjectPaths
+
+if TYPE_CHECKING:
+    from specdojo_routine.core import events as ev
+else:  # on first use (store/lazy.py): `list` reads the routine view without an event class
+    ev = lazy.module("specdojo_routine.core.events")
 
 __all__ = ["ImportConflict", "JobImports", "RoutineImports", "apply_job_imports",
            "apply_routine_imports", "checkpoint", "import_job_runs", "import_routine_state",
@@ -76,7 +72,7 @@ def _parse(data: bytes) -> Any:
 
 def _raw(event: Any, seq: int, at: str) -> dict[str, Any]:
     """The parsed ledger line ``event`` would be (to fold it in memory)."""
-    return {"version": 1, "seq": seq, "type": tag_of(event), "at": at, **codec.payload(event)}
+    return {"version": 1, "seq": seq, "type": ev.tag_of(event), "at": at, **codec.payload(event)}
 
 
 # --- the routine ledger ----------------------------------------------------------------------
@@ -86,7 +82,7 @@ def _raw(event: Any, seq: int, at: str) -> dict[str, Any]:
 class RoutineImports:
     """What importing ``routine-state.json`` would append, and the view that would follow."""
 
-    events: list[RoutineStateImported]
+    events: list[ev.RoutineStateImported]
     conflicts: list[str]
     view: RoutineView  # the fold of the ledger plus ``events`` (in memory)
     foreign: bool  # the file on disk is not the fold of our ledger
@@ -114,7 +110,7 @@ def plan_routine_imports(paths: ProjectPaths) -> RoutineImports:
 
 def _routine_entries(
     paths: ProjectPaths, data: bytes, ours: Mapping[str, Any]
-) -> tuple[list[RoutineStateImported], list[str]]:
+) -> tuple[list[ev.RoutineStateImported], list[str]]:
     source = paths.rel(paths.routine_state)
     doc = _parse(data)
     routines = doc.get("routines") if isinstance(doc, dict) else None
@@ -124,8 +120,8 @@ def _routine_entries(
     found, conflicts, sha = [], [], _sha256(data)
     for routine_id, record in routines.items():
         verdict = rules.routine_entry_verdict(record, ours.get(routine_id))
-        if verdict == "import" and ROUTINE_ID.fullmatch(routine_id):
-            found.append(RoutineStateImported(routine_id=routine_id, record=record,
+        if verdict == "import" and ev.ROUTINE_ID.fullmatch(routine_id):
+            found.append(ev.RoutineStateImported(routine_id=routine_id, record=record,
                                               source=source, source_sha256=sha))
         elif verdict in ("import", "conflict"):
             conflicts.append(f"conflict: {source} entry {routine_id!r} cannot be imported (it "
@@ -160,7 +156,7 @@ def import_routine_state(paths: ProjectPaths, clock: Callable[[], datetime]) -> 
 class JobImports:
     """What importing the Job Run records and ``job-state.json`` would append."""
 
-    events: dict[str, list[JobEvent]]  # per run ledger, in order
+    events: dict[str, list[ev.JobEvent]]  # per run ledger, in order
     conflicts: dict[str, str]  # run id (or "job-state") -> message
     folds: dict[str, RunFold]  # every run's fold, with the planned events applied
 
@@ -191,7 +187,7 @@ def _run_ids(paths: ProjectPaths, job_id: str | None) -> list[str]:
     slug = "*" if job_id is None else f"JBR-{job_id.removeprefix('job-')}-{'?' * 12}"
     names = {p.name.rsplit(".", 1)[0] for ext in ("json", "jsonl")
              for p in paths.runs_dir.glob(f"{slug}.{ext}")}
-    return sorted(n for n in names if RUN_ID.fullmatch(n))
+    return sorted(n for n in names if ev.RUN_ID.fullmatch(n))
 
 
 def plan_job_imports(paths: ProjectPaths, *, job_id: str | None = None) -> JobImports:
@@ -231,11 +227,11 @@ def _plan_run(paths: ProjectPaths, plan: JobImports, run_id: str, fold: RunFold)
         plan.conflicts[run_id] = rules.conflict_message(
             paths.rel(paths.run_view(run_id)), record, paths.rel(paths.run_ledger(run_id)), ours)
     elif verdict == "import":
-        event = RunImported(run_id=run_id, record=record, source_sha256=_sha256(data))
+        event = ev.RunImported(run_id=run_id, record=record, source_sha256=_sha256(data))
         _add(plan, run_id, event)
 
 
-def _add(plan: JobImports, run_id: str, event: JobEvent) -> None:
+def _add(plan: JobImports, run_id: str, event: ev.JobEvent) -> None:
     fold = plan.folds.setdefault(run_id, RunFold())
     plan.events.setdefault(run_id, []).append(event)
     apply_run(fold, _raw(event, 0, _IN_MEMORY_AT), where="<import>", line=0)
@@ -257,8 +253,8 @@ def _plan_checkpoints(paths: ProjectPaths, plan: JobImports, job_id: str | None)
         if job_id is not None and jid != job_id:
             continue
         verdict = rules.checkpoint_verdict(entry, ours.get(jid))
-        if verdict == "import" and RUN_ID.fullmatch(entry["last_run_id"]):
-            _add(plan, entry["last_run_id"], CheckpointImported(
+        if verdict == "import" and ev.RUN_ID.fullmatch(entry["last_run_id"]):
+            _add(plan, entry["last_run_id"], ev.CheckpointImported(
                 job_id=jid, checkpoint=entry["checkpoint"], last_run_id=entry["last_run_id"],
                 updated_at=entry["updated_at"], source_sha256=sha))
         elif verdict in ("import", "conflict"):

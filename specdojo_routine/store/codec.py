@@ -16,17 +16,27 @@ Schema evolution is done on read ("upcasting"); ledgers are never rewritten:
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import cattrs
 import orjson
-from cattrs.preconf.orjson import OrjsonConverter, make_converter
 
 from specdojo_routine.core.errors import CorruptLedgerError
-from specdojo_routine.core.events import CURRENT_VERSION, EVENT_TYPES, TAGS, Event, LedgerKind
+from specdojo_routine.core.event_checks import CURRENT_VERSION
 from specdojo_routine.core.timefmt import format_ms, try_parse_instant
+from specdojo_routine.store import lazy
+
+if TYPE_CHECKING:
+    import cattrs
+    from cattrs.preconf.orjson import OrjsonConverter
+
+    from specdojo_routine.core import events
+    from specdojo_routine.core.events import Event, LedgerKind
+else:  # on first use (store/lazy.py): folding read lines needs only `upgrade`, neither cattrs
+    cattrs = lazy.module("cattrs")  # nor the event classes
+    events = lazy.module("specdojo_routine.core.events")
 
 ENVELOPE = ("version", "seq", "type", "at", "prev")
 UNKNOWN_OWNER: dict[str, Any] = {"pid": 0, "host": "unknown"}
@@ -57,6 +67,8 @@ def _strict(kind: type[Any]) -> Any:
 
 def build_converter() -> OrjsonConverter:
     """The one converter: strict primitives, no extra keys, ``None`` optionals left out."""
+    from cattrs.preconf.orjson import make_converter
+
     converter = make_converter(forbid_extra_keys=True, omit_if_default=True)
     for kind in (str, int, bool):
         converter.register_structure_hook(kind, _strict(kind))
@@ -70,7 +82,10 @@ def _strict_float(value: Any, _type: Any) -> float:
     return float(value)
 
 
-CONVERTER = build_converter()
+@functools.cache
+def converter() -> OrjsonConverter:
+    """The converter of every event, built on first use (cattrs: 10 ms of start-up)."""
+    return build_converter()
 
 
 # --- writing ---------------------------------------------------------------------------------
@@ -78,14 +93,15 @@ CONVERTER = build_converter()
 
 def payload(event: Event) -> dict[str, Any]:
     """The event's payload as plain JSON data (optional ``None`` fields left out)."""
-    data: dict[str, Any] = CONVERTER.unstructure(event)
+    data: dict[str, Any] = converter().unstructure(event)
     return data
 
 
 def encode(event: Event, seq: int, at: datetime, prev: str | None = None) -> bytes:
     """One ledger line for ``event`` as number ``seq``, stamped ``at`` (wall clock); ``prev``:
     the lowercase hex sha256 of the line before it (the hash chain of SPEC §5)."""
-    line: dict[str, Any] = {"version": CURRENT_VERSION, "seq": seq, "type": TAGS[type(event)][1]}
+    tag = events.TAGS[type(event)][1]
+    line: dict[str, Any] = {"version": CURRENT_VERSION, "seq": seq, "type": tag}
     line["at"] = format_ms(at)
     if prev is not None:
         line["prev"] = prev
@@ -144,7 +160,7 @@ def decode_record(
     try:
         raw = upgrade(line if isinstance(line, dict) else parse(line))
         tag = raw.get("type")
-        cls = EVENT_TYPES[ledger].get(tag) if isinstance(tag, str) else None
+        cls = events.EVENT_TYPES[ledger].get(tag) if isinstance(tag, str) else None
         if cls is None:
             raise ValueError(f"unknown {ledger} event type {tag!r}")
         seq, at = raw.get("seq"), raw.get("at")
@@ -155,7 +171,7 @@ def decode_record(
         if prev is not None and not isinstance(prev, str):
             raise ValueError("the envelope's prev must be a string")
         body = {k: v for k, v in raw.items() if k not in ENVELOPE}
-        event = CONVERTER.structure(body, cls)
+        event = converter().structure(body, cls)
     except cattrs.BaseValidationError as exc:
         reason = "; ".join(cattrs.transform_error(exc, format_exception=_describe))
         raise CorruptLedgerError(path, line_no, f"invalid {tag} event: {reason}") from None

@@ -23,13 +23,18 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from specdojo_routine.core.redact import redact
+from specdojo_routine.store import lazy
+
+if TYPE_CHECKING:
+    import tempfile
+else:  # on first use (store/lazy.py): only recording commands write the cache
+    tempfile = lazy.module("tempfile")
 
 CACHE_NAME = "definitions.json"
 _VERSION = 1

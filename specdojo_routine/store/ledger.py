@@ -4,7 +4,10 @@ An append opens the file with ``O_APPEND``, takes an exclusive portalocker (floc
 ledger file itself, repairs a torn tail if there is one, reads the last ``seq`` from the end of
 the file, writes its line(s), flushes and ``fsync``\\ s, then unlocks. Readers take the shared lock
 only long enough to find the end of the last complete line, then read up to there, so a
-concurrent append is never seen half-written.
+concurrent append is never seen half-written. The shared lock is the same ``flock(2)`` call
+portalocker makes on POSIX, made directly (:mod:`.ledgerlock`): importing portalocker (and
+redis, which its ``__init__`` imports) costs a read-only command like ``list`` more than the
+rest of its start-up (issue 16).
 
 Line ``n`` of a ledger carries ``seq`` ``n``. A *torn* tail is a last line without its newline or
 whose JSON does not parse (a crash mid-write); it is reported as :class:`TornLedgerError` and
@@ -19,11 +22,8 @@ and after it (:mod:`.stamps`), which is how :mod:`.proven` knows a ledger only g
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
-import stat
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -33,15 +33,13 @@ import orjson
 
 from specdojo_routine.core.adopt import is_upstream_line, upstream_event
 from specdojo_routine.core.errors import CorruptLedgerError, TornLedgerError
-from specdojo_routine.core.events import Event
-from specdojo_routine.store import chain, lazy
+from specdojo_routine.store import chain
 from specdojo_routine.store.codec import encode, upgrade
+from specdojo_routine.store.ledgerlock import lock_exclusive, lock_shared, locked
 from specdojo_routine.store.stamps import Stamp, only_grew, remember
 
-if TYPE_CHECKING:  # imported on first use (store/lazy.py): importing it imports redis too
-    import portalocker
-else:
-    portalocker = lazy.module("portalocker")
+if TYPE_CHECKING:
+    from specdojo_routine.core.events import Event
 
 Clock = Callable[[], datetime]
 _CHUNK = 1 << 16
@@ -225,34 +223,6 @@ def _place_fragment(tmp: Path, path: Path, seq: int, fragment: bytes) -> Path:
             n += 1
 
 
-def _refuse_non_regular(fd: int, path: Path) -> None:
-    mode = os.fstat(fd).st_mode
-    if stat.S_ISDIR(mode):
-        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-    if not stat.S_ISREG(mode):
-        raise OSError(errno.EINVAL, "not a regular file", str(path))
-
-
-@contextmanager
-def _locked(path: Path, flags: int, lock: portalocker.LockFlags) -> Iterator[int]:
-    try:
-        fd = os.open(path, flags | os.O_CLOEXEC, 0o644)
-    except FileNotFoundError:
-        if not flags & os.O_CREAT:
-            raise
-        path.parent.mkdir(parents=True, exist_ok=True)  # the first append creates them
-        fd = os.open(path, flags | os.O_CLOEXEC, 0o644)
-    try:
-        _refuse_non_regular(fd, path)
-        portalocker.lock(fd, lock)
-        try:
-            yield fd
-        finally:
-            portalocker.unlock(fd)
-    finally:
-        os.close(fd)
-
-
 # --- public API ------------------------------------------------------------------------------
 
 
@@ -276,7 +246,7 @@ class Ledger:
         if not batch:
             return []
         flags = os.O_RDWR | os.O_APPEND | os.O_CREAT
-        with _locked(self.path, flags, portalocker.LockFlags.EXCLUSIVE) as fd:
+        with locked(self.path, flags, lock_exclusive) as fd:
             tail = _scan_tail(fd, self.path)
             if tail.torn:
                 _move_fragment(fd, self.path, tail)
@@ -310,7 +280,7 @@ def tail(path: Path | str) -> Tail:
     """The end of the complete lines of ``path`` (an empty tail if it does not exist)."""
     path = Path(path)
     try:
-        with _locked(path, os.O_RDONLY, portalocker.LockFlags.SHARED) as fd:
+        with locked(path, os.O_RDONLY, lock_shared) as fd:
             return _scan_tail(fd, path)
     except FileNotFoundError:
         return Tail(size=0, end=0, seq=0, torn=False)
@@ -320,7 +290,7 @@ def repair(path: Path | str) -> Path | None:
     """Move a torn tail aside (``<ledger>.torn-<seq>``) and truncate; returns the new file."""
     path = Path(path)
     try:
-        with _locked(path, os.O_RDWR, portalocker.LockFlags.EXCLUSIVE) as fd:
+        with locked(path, os.O_RDWR, lock_exclusive) as fd:
             found = _scan_tail(fd, path)
             if not found.torn:
                 return None

@@ -22,7 +22,6 @@ the run goes on (Redis restarted) does not stop the run; it is reported on stder
 from __future__ import annotations
 
 import contextlib
-import logging
 import sys
 import urllib.parse
 from collections.abc import Iterator, Mapping
@@ -140,6 +139,8 @@ def hold(url: str, project: str, record: dict[str, Any]) -> Iterator[None]:
 def _quiet_portalocker() -> None:
     """portalocker logs its retries; without a handler of the application's, Python's
     last-resort handler would print them (with tracebacks) on stderr."""
+    import logging  # here: `list` asks this module for the URL, and logging costs 3 ms
+
     logger = logging.getLogger("portalocker")
     if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
         logger.addHandler(logging.NullHandler())

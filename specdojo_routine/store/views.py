@@ -17,12 +17,11 @@ import os
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
 from specdojo_routine.core.errors import CorruptLedgerError, TornLedgerError
-from specdojo_routine.core.events import TAGS, CheckpointImported, Event, RoutineEvent
 from specdojo_routine.core.fold import (
     RoutineFold,
     RoutineStateDoc,
@@ -39,8 +38,14 @@ from specdojo_routine.core.jobfold import (
     merge_checkpoints,
     run_document,
 )
-from specdojo_routine.store import chain, codec, ledger, proven
+from specdojo_routine.store import chain, codec, lazy, ledger, proven
 from specdojo_routine.store.config import ProjectPaths
+
+if TYPE_CHECKING:
+    from specdojo_routine.core import events as ev
+    from specdojo_routine.core.events import Event
+else:  # on first use (store/lazy.py): loading and refreshing a view need no event class
+    ev = lazy.module("specdojo_routine.core.events")
 
 __all__ = [
     "ROUTINE_LEDGER_NAME",
@@ -309,12 +314,12 @@ def _raw_ledgers(
         recorded = item if isinstance(item, codec.Recorded) else None
         event = recorded.event if recorded is not None else item
         assert not isinstance(event, codec.Recorded)
-        kind, tag = TAGS[type(event)]
+        kind, tag = ev.TAGS[type(event)]
         if kind == "routine":
             lines = routine
         else:
-            assert not isinstance(event, RoutineEvent)
-            run_id = event.last_run_id if isinstance(event, CheckpointImported) else event.run_id
+            assert not isinstance(event, ev.RoutineEvent)
+            run_id = event.last_run_id if isinstance(event, ev.CheckpointImported) else event.run_id
             lines = runs.setdefault(run_id, [])
         seq = recorded.seq if recorded is not None else len(lines) + 1
         at = recorded.at if recorded is not None else _PLACEHOLDER_AT

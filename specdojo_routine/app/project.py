@@ -1,0 +1,29 @@
+"""The handlers every command starts from: which project, and its definitions (SPEC §2, §3).
+
+Moved out of :mod:`.handlers` (which re-exports both) so that ``where``, ``validate`` and
+``list`` start without importing the run machinery (issue 16, tests/bench/IMPORTS.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from specdojo_routine.store import lazy
+from specdojo_routine.store.config import ProjectPaths, resolve_project
+
+if TYPE_CHECKING:
+    from specdojo_routine.store import definitions
+    from specdojo_routine.store.definitions import Definitions
+else:  # on first use (store/lazy.py): `where` reads no definition
+    definitions = lazy.module("specdojo_routine.store.definitions")
+
+
+def project(root: Path | None = None, project_id: str | None = None) -> ProjectPaths:
+    """Resolve the project the command works on (SPEC §2)."""
+    return resolve_project(root, project_id)
+
+
+def validate(paths: ProjectPaths, *, jobs_only: bool = False) -> Definitions:
+    """Load and validate every definition; problems are in the result, not raised."""
+    return definitions.load_jobs(paths) if jobs_only else definitions.load_definitions(paths)
