@@ -148,29 +148,34 @@ def _policy(r: Report, node: Node | None) -> model.Policy | None:
     if not mapping(r, node, " (" + ", ".join(POLICY_KEYS) + ")"):
         return None
     unknown_keys(r, node, POLICY_KEYS, "policy")
-    missed = choice(r, node.get("missed_run"), [m.value for m in model.MissedRun])
+    missed = choice(r, node.get("missed_run"), tuple(_MISSED_RUN))
     overlap = choice(r, node.get("overlap"), ("skip",))
-    resume = choice(r, node.get("on_interrupted"), [m.value for m in model.OnInterrupted])
+    resume = choice(r, node.get("on_interrupted"), tuple(_ON_INTERRUPTED))
     return model.Policy(
-        missed_run=model.MissedRun(missed or "latest"),
+        missed_run=_MISSED_RUN[missed or "latest"],
         overlap=overlap or "skip",
-        on_interrupted=model.OnInterrupted(resume or "review"),
+        on_interrupted=_ON_INTERRUPTED[resume or "review"],
         on_failure=_on_failure(r, node.get("on_failure")),
         starting_deadline=_deadline(r, node.get("starting_deadline")),
     )
 
 
 POLICY_KEYS = ("missed_run", "overlap", "on_interrupted", "on_failure", "starting_deadline")
+# value -> member, in declaration order (the allowed values of the messages)
+_MISSED_RUN = {m.value: m for m in model.MissedRun}
+_ON_INTERRUPTED = {m.value: m for m in model.OnInterrupted}
+_ON_FAILURE = {m.value: m for m in model.OnFailure}
 
 
 def _on_failure(r: Report, node: Node | None) -> model.OnFailure:
     """``policy.on_failure`` (SPEC §9.1), worded like upstream's enum messages."""
     if node is None:
         return model.OnFailure.CONTINUE
-    if node.value not in [m.value for m in model.OnFailure]:
+    member = _ON_FAILURE.get(node.value) if isinstance(node.value, str) else None
+    if member is None:
         r.error(node.where(), f"policy.on_failure must be continue or hold (got {got(node.value)})")
         return model.OnFailure.CONTINUE
-    return model.OnFailure(node.value)
+    return member
 
 
 def _deadline(r: Report, node: Node | None) -> model.Duration | None:
