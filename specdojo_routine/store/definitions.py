@@ -189,16 +189,18 @@ def _load_routines(
     problems: list[Problem] = []
     rel_of = _relativiser(paths)
     for path in files:
-        rel = rel_of(path)
+        rel, routine_id = rel_of(path), file_id(path)
+        reuse = functools.partial(cache.routine, rel=rel, routine_id=routine_id) if cache else None
         report, data, routine, key = _read_and_build(
             path, rel, "routine",
-            functools.partial(build_routine, file_id=file_id(path), jobs=index), cache=cache,
+            functools.partial(build_routine, file_id=routine_id, jobs=index), cache=cache,
+            reuse=reuse,
         )
-        if routine is not None:
+        if routine is not None and not routine.digest:  # built now, not taken from the cache
             known = cache.digest(key) if cache is not None and key else None
             routine = attrs.evolve(routine, digest=known or digest(data))
-            if cache is not None and key and known is None:
-                cache.set_digest(key, routine.digest)
+            if cache is not None and key:
+                cache.put_routine(key, routine)
         if routine is not None and routine.id in routines:
             other = routines[routine.id].path
             report.error(_id_pos(path, rel, "routine", data),
@@ -225,17 +227,20 @@ def _relativiser(paths: ProjectPaths) -> Callable[[Path], str]:
 
 def _read_and_build(
     path: Path, rel: str, kind: str, build: Callable[[Report, Node], _T | None], *,
-    cache: DefinitionCache | None,
+    cache: DefinitionCache | None, reuse: Callable[[str], _T | None] | None = None,
 ) -> tuple[Report, Any, _T | None, str | None]:
-    """Read and build one file: the fast path (or what it read before, :mod:`.defcache`) when
-    it is sure and the rules find nothing to report (not even a warning), else the located
-    slow path (:mod:`.fastyaml`). The last item is the cache key of fast-path data."""
+    """Read and build one file: what the cache (:mod:`.defcache`) kept of it - what the rules
+    built (``reuse``), or else what the fast path read - or the fast path, when it is sure and
+    the rules find nothing to report (not even a warning); else the located slow path
+    (:mod:`.safeyaml`). The last item is the cache key of fast-path data."""
     report = Report(rel)
     source = _read_text(path, report)
     if source is None:
         return report, None, None, None
     if cache is not None:
         key = cache.key(source)
+        if reuse is not None and (kept := reuse(key)) is not None:
+            return report, None, kept, key
         cached = cache.get(key)
         data = cached if cached is not None else _FAST.load(source)
         if data is not None:
