@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import functools
 import zoneinfo
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
@@ -68,8 +68,11 @@ class JobIndex:
     where: str = "jobs"
 
 
-def build_routine(r: Report, root: Node, *, file_id: str, jobs: JobIndex) -> model.Routine | None:
-    """The routine in ``root`` (a loaded ``rtn-*.yaml``), or None after reporting its problems."""
+def build_routine(
+    r: Report, root: Node, *, file_id: str, jobs: JobIndex, digest: Callable[[], str] = str,
+) -> model.Routine | None:
+    """The routine in ``root`` (a loaded ``rtn-*.yaml``), or None after reporting its problems;
+    ``digest()`` gives the routine's digest (asked only for a valid routine)."""
     unknown_keys(r, root, ROUTINE_KEYS, "routine")
     routine_id = check_id(r, root, file_id, ROUTINE_ID, "rtn-<slug>")
     name = text(r, root.get("name"))
@@ -81,7 +84,7 @@ def build_routine(r: Report, root: Node, *, file_id: str, jobs: JobIndex) -> mod
     if r.failed or routine_id is None or policy is None:
         return None
     return model.Routine(
-        id=routine_id, path=r.path, digest="", name=name, description=description,
+        id=routine_id, path=r.path, digest=digest(), name=name, description=description,
         enabled=enabled is not False, trigger=trigger, interval=interval, policy=policy,
         actions=actions, is_list=is_list,
     )

@@ -248,6 +248,8 @@ def text_list(r: Report, node: Node | None) -> tuple[str, ...] | None:
         r.error(node.where(), f"{node.label} must be a non-empty list of strings "
                 f"(got {got(node.value)})")
         return None
+    if type(node.value) is list and all(type(v) is str and v for v in node.value):
+        return tuple(node.value)  # plain data, all good (the usual case, without nodes)
     bad = [item for item in node.elements() if not isinstance(item.value, str) or not item.value]
     for item in bad:
         r.error(item.pos, f"{node.label} items must be non-empty strings (got {got(item.value)})")

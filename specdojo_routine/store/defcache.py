@@ -78,7 +78,9 @@ class DefinitionCache:
         self.path = directory / CACHE_NAME
         self._print = fingerprint()
         self._old: dict[str, Any] = self._read()
-        self._seen: dict[str, Any] = {}
+        self._seen: dict[str, Any] = {}  # entries of the cache this load used
+        # what this load read itself: data, text, and the routine the rules built from it
+        self._fresh: dict[str, tuple[dict[str, Any], str, Routine | None]] = {}
         self._decoder = routine_json.Decoder()
 
     def _read(self) -> dict[str, Any]:
@@ -124,33 +126,36 @@ class DefinitionCache:
         return routine
 
     def put(self, key: str, data: dict[str, Any], source: str) -> None:
-        """Remember a file's data - unless its text holds something that looks like a secret
-        (core/redact.py): secrets stay in the definitions, never in a copy (SPEC §7.5)."""
-        if redact(source) == source:
-            self._seen[key] = {"data": data, "digest": None}
+        """Remember a file's data (kept when saved - unless its text holds something that
+        looks like a secret, core/redact.py: secrets stay in the definitions, never in a copy,
+        SPEC §7.5)."""
+        self._fresh[key] = (data, source, None)
 
     def put_routine(self, key: str, routine: Routine) -> None:
-        """Remember the digest of the routine built from the file with this key (already
-        :meth:`put`), and the routine itself when it depends on that file alone
-        (:func:`.routine_json.cacheable`)."""
-        entry = self._seen.get(key)
-        if entry is None:
-            return
-        kept = {"data": entry["data"], "digest": routine.digest}
-        if routine_json.cacheable(routine):
-            kept["routine"] = routine_json.encode(routine)
-        self._seen[key] = kept
+        """Remember the routine built from the file with this key (its digest, and the
+        routine itself when it depends on that file alone: :func:`.routine_json.cacheable`)."""
+        if key in self._fresh:
+            data, source, _ = self._fresh[key]
+            self._fresh[key] = (data, source, routine)
+        elif key in self._seen:  # read from the cache, built again (another file's entry)
+            self._seen[key] = _entry(self._seen[key]["data"], routine)
 
     def digest(self, key: str) -> str | None:
         found = self._seen.get(key, {}).get("digest")
         return found if isinstance(found, str) else None
 
     def save(self) -> bool:
-        """Write the entries seen by this load (atomically); False when nothing changed."""
-        if self._seen == self._old:
+        """Write the entries seen by this load (atomically); False when nothing changed.
+        What this load read itself is encoded here, so that a load that saves nothing (every
+        one but a recording command's) never pays for it."""
+        files = dict(self._seen)
+        for key, (data, source, routine) in self._fresh.items():
+            if redact(source) == source:
+                files[key] = _entry(data, routine)
+        if files == self._old:
             return False
         doc = {"version": _VERSION, "fingerprint": self._print,
-               "checksum": self._checksum(self._seen), "files": self._seen}
+               "checksum": self._checksum(files), "files": files}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".definitions-")
         try:
@@ -162,8 +167,15 @@ class DefinitionCache:
             with contextlib.suppress(OSError):
                 os.unlink(temp)
             raise
-        self._old = dict(self._seen)
+        self._old, self._seen, self._fresh = files, dict(files), {}
         return True
+
+
+def _entry(data: dict[str, Any], routine: Routine | None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"data": data, "digest": None if routine is None else routine.digest}
+    if routine is not None and routine_json.cacheable(routine):
+        entry["routine"] = routine_json.encode(routine)
+    return entry
 
 
 @functools.cache

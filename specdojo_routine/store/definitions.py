@@ -173,7 +173,7 @@ def _load_jobs(
 
 
 def _build_job(
-    report: Report, node: Node, *, file_id: str, roster: Roster | None
+    report: Report, node: Node, key: str | None, *, file_id: str, roster: Roster | None
 ) -> JobDefinition | None:
     job = build_job(report, node, file_id=file_id)
     if job is not None and roster is not None:  # SPEC §11.1: a Job names roster members
@@ -192,15 +192,12 @@ def _load_routines(
         rel, routine_id = rel_of(path), file_id(path)
         reuse = functools.partial(cache.routine, rel=rel, routine_id=routine_id) if cache else None
         report, data, routine, key = _read_and_build(
-            path, rel, "routine",
-            functools.partial(build_routine, file_id=routine_id, jobs=index), cache=cache,
-            reuse=reuse,
+            path, rel, "routine", functools.partial(_build_routine, routine_id=routine_id,
+                                                    jobs=index, cache=cache),
+            cache=cache, reuse=reuse,
         )
-        if routine is not None and not routine.digest:  # built now, not taken from the cache
-            known = cache.digest(key) if cache is not None and key else None
-            routine = attrs.evolve(routine, digest=known or digest(data))
-            if cache is not None and key:
-                cache.put_routine(key, routine)
+        if routine is not None and cache is not None and key and cache.digest(key) is None:
+            cache.put_routine(key, routine)  # built now, not taken whole from the cache
         if routine is not None and routine.id in routines:
             other = routines[routine.id].path
             report.error(_id_pos(path, rel, "routine", data),
@@ -210,6 +207,17 @@ def _load_routines(
             routines[routine.id] = routine
         problems += report.problems
     return list(routines.values()), problems
+
+
+def _build_routine(
+    report: Report, node: Node, key: str | None, *, routine_id: str, jobs: JobIndex,
+    cache: DefinitionCache | None,
+) -> Routine | None:
+    def digest_of() -> str:  # what the cache knows, or the digest of what was read
+        known = cache.digest(key) if cache is not None and key is not None else None
+        return known or _digest(node.value)
+
+    return build_routine(report, node, file_id=routine_id, jobs=jobs, digest=digest_of)
 
 
 def _relativiser(paths: ProjectPaths) -> Callable[[Path], str]:
@@ -226,7 +234,7 @@ def _relativiser(paths: ProjectPaths) -> Callable[[Path], str]:
 
 
 def _read_and_build(
-    path: Path, rel: str, kind: str, build: Callable[[Report, Node], _T | None], *,
+    path: Path, rel: str, kind: str, build: Callable[[Report, Node, str | None], _T | None], *,
     cache: DefinitionCache | None, reuse: Callable[[str], _T | None] | None = None,
 ) -> tuple[Report, Any, _T | None, str | None]:
     """Read and build one file: what the cache (:mod:`.defcache`) kept of it - what the rules
@@ -245,13 +253,13 @@ def _read_and_build(
         data = cached if cached is not None else _FAST.load(source)
         if data is not None:
             quick = Report(rel)  # no source lines: a problem sends the file down the slow path
-            built = build(quick, Node(value=data))
+            built = build(quick, Node(data), key)
             if built is not None and not quick.problems:
                 if cached is None:
                     cache.put(key, data, source)
                 return quick, data, built, key
     report, data = _parse(source, rel, kind)
-    built = build(report, Node(value=data)) if data is not None else None
+    built = build(report, Node(data), None) if data is not None else None
     return report, data, built, None
 
 
@@ -260,6 +268,17 @@ def _id_pos(path: Path, rel: str, kind: str, data: Any) -> tuple[int, int]:
         data = read_definition(path, rel, kind)[1]
     node = Node(value=data).get("id")
     return node.pos if node is not None else (1, 1)
+
+
+def _digest(data: Any) -> str:
+    """:func:`digest`, without the copy into plain data for data that is plain already (what
+    the fast path read: a dict of str, int, bool, None, lists, dicts)."""
+    if type(data) is dict and not _floats(data):
+        try:
+            return hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()
+        except TypeError:  # not plain after all (an integer beyond 64 bits)
+            pass
+    return digest(data)
 
 
 def digest(data: Any) -> str:
