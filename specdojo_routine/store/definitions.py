@@ -97,6 +97,11 @@ def remember(defs: Definitions) -> bool:
 
 def discover(directory: Path, prefix: str, *, skip: Path | None = None) -> list[Path]:
     """``<directory>/**/<prefix>*.yaml|.yml``, sorted by path; ``skip`` is not entered."""
+    return [Path(path) for path in _discover(directory, prefix, skip=skip)]
+
+
+def _discover(directory: Path, prefix: str, *, skip: Path | None = None) -> list[str]:
+    """:func:`discover`, as plain strings (Path objects for 10,000 files are measurable)."""
     found: list[tuple[str, str]] = []  # (path relative to directory, full path): plain strings,
     top = str(directory)  # as Path arithmetic on 10,000 files is measurable
     for here, dirs, files in os.walk(directory):
@@ -108,12 +113,12 @@ def discover(directory: Path, prefix: str, *, skip: Path | None = None) -> list[
         for name in [*files, *named]:
             if name.startswith(prefix) and name.endswith((".yaml", ".yml")):
                 found.append((f"{sub}/{name}" if sub else name, os.path.join(here, name)))
-    return [Path(path) for _, path in sorted(found)]
+    return [path for _, path in sorted(found)]
 
 
-def file_id(path: Path) -> str:
+def file_id(path: Path | str) -> str:
     """The id a definition file must declare: its name without ``.yaml``/``.yml``."""
-    return path.name.rsplit(".", 1)[0]
+    return os.path.basename(path).rsplit(".", 1)[0]
 
 
 # --- loading -----------------------------------------------------------------------------------
@@ -130,9 +135,9 @@ def _load(paths: ProjectPaths, *, with_routines: bool) -> Definitions:
         paths, job_paths, cache, agents.roster if agents is not None else None)
     routines: list[Routine] = []
     problems = [*job_problems, *(agents.problems if agents is not None else ())]
-    routine_paths: list[Path] = []
+    routine_paths: list[str] = []
     if with_routines:
-        routine_paths = discover(paths.routines_dir, "rtn-", skip=paths.routine_generated_dir)
+        routine_paths = _discover(paths.routines_dir, "rtn-", skip=paths.routine_generated_dir)
         index = JobIndex(valid={j.id: j for j in jobs}, invalid=invalid,
                          where=paths.rel(paths.jobs_dir))
         routines, routine_problems = _load_routines(paths, routine_paths, index, cache)
@@ -183,7 +188,7 @@ def _build_job(
 
 
 def _load_routines(
-    paths: ProjectPaths, files: list[Path], index: JobIndex, cache: DefinitionCache | None
+    paths: ProjectPaths, files: list[str], index: JobIndex, cache: DefinitionCache | None
 ) -> tuple[list[Routine], list[Problem]]:
     routines: dict[str, Routine] = {}
     problems: list[Problem] = []
@@ -220,21 +225,21 @@ def _build_routine(
     return build_routine(report, node, file_id=routine_id, jobs=jobs, digest=digest_of)
 
 
-def _relativiser(paths: ProjectPaths) -> Callable[[Path], str]:
+def _relativiser(paths: ProjectPaths) -> Callable[[Path | str], str]:
     """``paths.rel`` by string slicing where the path lies under the root (the usual case)."""
     top = str(paths.root).rstrip(os.sep) + os.sep
 
-    def rel(path: Path) -> str:
+    def rel(path: Path | str) -> str:
         text = str(path)
         if text.startswith(top) and os.sep == "/" and "/../" not in text and "/./" not in text:
             return text[len(top):]
-        return paths.rel(path)
+        return paths.rel(Path(path))
 
     return rel
 
 
 def _read_and_build(
-    path: Path, rel: str, kind: str, build: Callable[[Report, Node, str | None], _T | None], *,
+    path: Path | str, rel: str, kind: str, build: Callable[[Report, Node, str | None], _T | None], *,
     cache: DefinitionCache | None, reuse: Callable[[str], _T | None] | None = None,
 ) -> tuple[Report, Any, _T | None, str | None]:
     """Read and build one file: what the cache (:mod:`.defcache`) kept of it - what the rules
@@ -263,7 +268,7 @@ def _read_and_build(
     return report, data, built, None
 
 
-def _id_pos(path: Path, rel: str, kind: str, data: Any) -> tuple[int, int]:
+def _id_pos(path: Path | str, rel: str, kind: str, data: Any) -> tuple[int, int]:
     if not hasattr(data, "lc"):  # fast-path data has no positions: read the file slowly
         data = read_definition(path, rel, kind)[1]
     node = Node(value=data).get("id")

@@ -82,7 +82,7 @@ def _yaml() -> YAML:
     return yaml
 
 
-def read_definition(path: Path, rel: str, kind: str) -> tuple[Report, Any]:
+def read_definition(path: Path | str, rel: str, kind: str) -> tuple[Report, Any]:
     """Read one definition file safely: ``(report, mapping)``; mapping is None after problems."""
     report = Report(rel)
     source = _read_text(path, report)
@@ -125,7 +125,7 @@ def _kind(mode: int) -> str | None:
     return next((name for test, name in _KINDS if test(mode)), "not a file")
 
 
-def _read_text(path: Path, report: Report) -> str | None:
+def _read_text(path: Path | str, report: Report) -> str | None:
     """The file's text; only a regular file is read (a FIFO, socket, device or directory
     named like a definition is reported; it is opened non-blocking and never read)."""
     raw = _read_bytes(path, report)
@@ -142,7 +142,7 @@ def _read_text(path: Path, report: Report) -> str | None:
         return None
 
 
-def _read_bytes(path: Path, report: Report) -> bytes | None:
+def _read_bytes(path: Path | str, report: Report) -> bytes | None:
     """The file's bytes, as :func:`_read_text` reads them (problems reported, None)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
