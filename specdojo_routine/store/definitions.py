@@ -239,7 +239,8 @@ def _relativiser(paths: ProjectPaths) -> Callable[[Path | str], str]:
 
 
 def _read_and_build(
-    path: Path | str, rel: str, kind: str, build: Callable[[Report, Node, str | None], _T | None], *,
+    path: Path | str, rel: str, kind: str,
+    build: Callable[[Report, Node, str | None], _T | None], *,
     cache: DefinitionCache | None, reuse: Callable[[str], _T | None] | None = None,
 ) -> tuple[Report, Any, _T | None, str | None]:
     """Read and build one file: what the cache (:mod:`.defcache`) kept of it - what the rules
