@@ -140,6 +140,10 @@ class DefinitionCache:
         elif key in self._seen:  # read from the cache, built again (another file's entry)
             self._seen[key] = _entry(self._seen[key]["data"], routine)
 
+    def holds(self, key: str) -> bool:
+        """Whether this load took something of the file with this key from the cache."""
+        return key in self._seen
+
     def digest(self, key: str) -> str | None:
         found = self._seen.get(key, {}).get("digest")
         return found if isinstance(found, str) else None

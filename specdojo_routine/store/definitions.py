@@ -219,8 +219,9 @@ def _build_routine(
     cache: DefinitionCache | None,
 ) -> Routine | None:
     def digest_of() -> str:  # what the cache knows, or the digest of what was read
-        known = cache.digest(key) if cache is not None and key is not None else None
-        return known or _digest(node.value)
+        if cache is None or key is None:
+            return digest(node.value)
+        return cache.digest(key) or _digest(node.value, fresh=not cache.holds(key))
 
     return build_routine(report, node, file_id=routine_id, jobs=jobs, digest=digest_of)
 
@@ -276,10 +277,11 @@ def _id_pos(path: Path | str, rel: str, kind: str, data: Any) -> tuple[int, int]
     return node.pos if node is not None else (1, 1)
 
 
-def _digest(data: Any) -> str:
-    """:func:`digest`, without the copy into plain data for data that is plain already (what
-    the fast path read: a dict of str, int, bool, None, lists, dicts)."""
-    if type(data) is dict and not _floats(data):
+def _digest(data: Any, *, fresh: bool) -> str:
+    """:func:`digest`, without the copy into plain data for data that is plain already: what
+    the fast path read (``fresh``: a dict of str, int within 64 bits, bool, None, lists, dicts
+    - never a float), or what the cache holds of it (checked for floats)."""
+    if type(data) is dict and (fresh or not _floats(data)):
         try:
             return hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()
         except TypeError:  # not plain after all (an integer beyond 64 bits)

@@ -2,9 +2,11 @@
 
 :mod:`.definitions` reads every file with a located, round-trip parse (pure-Python ruamel):
 exact, but ~1.5 ms a file. Most definition files are plain mappings of strings, integers and
-booleans, so this module first reads them from the C parser's event stream (ruamel's
-``ruamel.yaml.clibz``/``ruamel.yaml.clib`` extension) into plain Python data, and gives up -
-returns ``None`` - at the first thing it is not *sure* the slow path reads the same way:
+booleans, so this module first reads them - line by line when they are the plainest block
+YAML (:mod:`.blockyaml`, which gives up at anything else), else from the C parser's event stream
+(ruamel's ``ruamel.yaml.clibz``/``ruamel.yaml.clib`` extension) - into plain Python data, and
+gives up - returns ``None`` - at the first thing it is not *sure* the slow path reads the same
+way:
 
 - any explicit tag, anchor or alias, a ``%YAML``/``%TAG`` directive, more than one document;
 - any scalar whose YAML 1.2 type (decided by the very resolver the slow path uses) is not a
@@ -59,6 +61,7 @@ except ImportError:  # the C extension is an optional extra of ruamel.yaml
 _DOUBTFUL_CHARACTER = re.compile(
     "[^\x0a\x0d\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]|[\u2028\u2029\ufeff]"
 )
+_DOUBTFUL_ASCII = re.compile("[\x00-\x09\x0b\x0c\x0e-\x1f\x7f]")  # the same, for ASCII text
 _DOCUMENT_END = re.compile(r"^\.\.\.", re.M)  # libyaml skips a repeated `...`; ruamel refuses it
 # a block scalar's header: libyaml accepts some that ruamel refuses (`|#`)
 _BLOCK_HEADER = re.compile(r"(?:^ *- +|: +)[|>]([^\n\r]*)", re.M)
@@ -95,11 +98,14 @@ class FastReader:
 
     def load(self, source: str) -> dict[str, Any] | None:
         """The document as plain data, or None when the slow path must read it."""
-        if CParser is None or _DOUBTFUL_CHARACTER.search(source) or _DOCUMENT_END.search(source):
+        doubtful = _DOUBTFUL_ASCII if source.isascii() else _DOUBTFUL_CHARACTER
+        if CParser is None or doubtful.search(source):
             return None
         simple = blockyaml.read(source, self._plain, self._max_depth)
         if simple is not None:  # the plainest block YAML, line by line (10x the C parser)
             return simple
+        if _DOCUMENT_END.search(source):
+            return None
         if any(not _GOOD_HEADER.fullmatch(m[1]) for m in _BLOCK_HEADER.finditer(source)):
             return None
         try:
