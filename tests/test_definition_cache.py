@@ -86,7 +86,7 @@ def test_files_with_problems_are_never_cached(tmp_path: Path) -> None:
     root = project(tmp_path)
     cli(root, "run", "--due")
     cached = orjson.loads(cache_file(root).read_bytes())["files"]
-    texts = [entry["data"].get("id") for entry in cached.values()]
+    texts = [orjson.loads(entry["data"]).get("id") for entry in cached.values()]
     assert ("rtn-broken" in texts, len(texts) >= 8) == (False, True)
 
 
@@ -233,7 +233,16 @@ def _rewrite(root: Path, change: Any, *, checksum: bool) -> None:
 
 
 def _routine_entries(files: dict[str, Any]) -> list[list[Any]]:
-    return [entry["routine"] for entry in files.values() if "routine" in entry]
+    """The routines the cache holds (each entry keeps its routine as a JSON text)."""
+    return [orjson.loads(entry["routine"]) for entry in files.values() if "routine" in entry]
+
+
+def _edit_routines(files: dict[str, Any], change: Any) -> None:
+    for entry in files.values():
+        if "routine" in entry:
+            routine = orjson.loads(entry["routine"])
+            change(routine)
+            entry["routine"] = orjson.dumps(routine).decode()
 
 
 def test_a_hand_edited_cache_is_ignored_as_a_whole(tmp_path: Path) -> None:
@@ -243,8 +252,7 @@ def test_a_hand_edited_cache_is_ignored_as_a_whole(tmp_path: Path) -> None:
     cli(root, "run", "--due")
 
     def edit(files: dict[str, Any]) -> None:
-        for routine in _routine_entries(files):
-            routine[3] = "renamed in the cache"
+        _edit_routines(files, lambda routine: routine.__setitem__(3, "renamed in the cache"))
 
     _rewrite(root, edit, checksum=False)
     fast = load(root, pure=False)
@@ -270,8 +278,7 @@ def test_an_entry_that_does_not_decode_exactly_is_built_again(damage: str,
     }
 
     def edit(files: dict[str, Any]) -> None:
-        for routine in _routine_entries(files):
-            changes[damage](routine)
+        _edit_routines(files, changes[damage])
 
     _rewrite(root, edit, checksum=True)
     fast = load(root, pure=False)

@@ -51,7 +51,7 @@ from specdojo_routine.core.redact import redact
 from specdojo_routine.store import routine_json
 
 CACHE_NAME = "definitions.json"
-_VERSION = 2
+_VERSION = 3
 
 
 def fingerprint() -> str:
@@ -80,7 +80,7 @@ class DefinitionCache:
         self._old: dict[str, Any] = self._read()
         self._seen: dict[str, Any] = {}  # entries of the cache this load used
         # what this load read itself: data, text, and the routine the rules built from it
-        self._fresh: dict[str, tuple[dict[str, Any], str, Routine | None]] = {}
+        self._fresh: dict[str, tuple[str, str, Routine | None]] = {}
         self._decoder = routine_json.Decoder()
 
     def _read(self) -> dict[str, Any]:
@@ -105,19 +105,20 @@ class DefinitionCache:
     def get(self, key: str) -> dict[str, Any] | None:
         """The plain data of the file whose text has this key, if cached."""
         entry = self._old.get(key)
-        if not isinstance(entry, dict) or not isinstance(entry.get("data"), dict):
+        data = _json(entry.get("data")) if isinstance(entry, dict) else None
+        if not isinstance(data, dict):
             return None
         self._seen[key] = entry
-        return dict(entry["data"])
+        return data
 
     def routine(self, key: str, *, rel: str, routine_id: str) -> Routine | None:
         """The routine built from the file ``rel`` whose text has this key, if cached - the
         entry is decoded and checked field by field (:mod:`.routine_json`), and must name this
         file, its id and a time zone this machine still has; else None (build it again)."""
         entry = self._old.get(key)
-        if not isinstance(entry, dict) or not isinstance(entry.get("data"), dict):
+        if not isinstance(entry, dict) or not isinstance(entry.get("data"), str):
             return None
-        routine = self._decoder.decode(entry.get("routine"))
+        routine = self._decoder.decode(_json(entry.get("routine")))
         if routine is None or routine.path != rel or routine.id != routine_id:
             return None
         if routine.trigger is not None and not _zone_exists(routine.trigger.timezone):
@@ -129,7 +130,7 @@ class DefinitionCache:
         """Remember a file's data (kept when saved - unless its text holds something that
         looks like a secret, core/redact.py: secrets stay in the definitions, never in a copy,
         SPEC §7.5)."""
-        self._fresh[key] = (data, source, None)
+        self._fresh[key] = (orjson.dumps(data).decode(), source, None)  # text: see _entry
 
     def put_routine(self, key: str, routine: Routine) -> None:
         """Remember the routine built from the file with this key (its digest, and the
@@ -175,11 +176,24 @@ class DefinitionCache:
         return True
 
 
-def _entry(data: dict[str, Any], routine: Routine | None) -> dict[str, Any]:
+def _entry(data: str, routine: Routine | None) -> dict[str, Any]:
+    """An entry: the data and the routine as JSON texts, so that a loaded cache (and what a
+    load read, kept for saving) is a dict of strings - nothing for Python's cyclic collector to
+    walk again and again for the rest of the process (as 60,000 dicts and lists of 10,000
+    entries would be), and nothing parsed that this load does not use."""
     entry: dict[str, Any] = {"data": data, "digest": None if routine is None else routine.digest}
     if routine is not None and routine_json.cacheable(routine):
-        entry["routine"] = routine_json.encode(routine)
+        entry["routine"] = orjson.dumps(routine_json.encode(routine)).decode()
     return entry
+
+
+def _json(text: object) -> Any:
+    if not isinstance(text, str):
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
 
 
 @functools.cache
