@@ -148,7 +148,7 @@ def _zone_names() -> list[str]:
 def _policy(r: Report, node: Node | None) -> model.Policy | None:
     if node is None:
         return model.Policy()
-    if not mapping(r, node, " (" + ", ".join(POLICY_KEYS) + ")"):
+    if not mapping(r, node, _POLICY_SHAPE):
         return None
     unknown_keys(r, node, POLICY_KEYS, "policy")
     missed = choice(r, node.get("missed_run"), tuple(_MISSED_RUN))
@@ -164,6 +164,7 @@ def _policy(r: Report, node: Node | None) -> model.Policy | None:
 
 
 POLICY_KEYS = ("missed_run", "overlap", "on_interrupted", "on_failure", "starting_deadline")
+_POLICY_SHAPE = " (" + ", ".join(POLICY_KEYS) + ")"
 # value -> member, in declaration order (the allowed values of the messages)
 _MISSED_RUN = {m.value: m for m in model.MissedRun}
 _ON_INTERRUPTED = {m.value: m for m in model.OnInterrupted}

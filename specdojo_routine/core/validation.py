@@ -94,6 +94,11 @@ class Node:
 
     def get(self, key: str) -> Node | None:
         value = self.value
+        if type(value) is dict:  # plain data (the usual case, inlined): no positions
+            if key not in value:
+                return None
+            return Node(value[key], f"{self.label}.{key}" if self.label else key, self.pos,
+                        self.pos)
         if not isinstance(value, dict):
             return None
         return self.child(key) if key in value else None
