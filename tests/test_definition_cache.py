@@ -260,15 +260,18 @@ def test_a_hand_edited_cache_is_ignored_as_a_whole(tmp_path: Path) -> None:
     assert all(r.name != "renamed in the cache" for r in fast.routines)
 
 
-@pytest.mark.parametrize("damage", ["type", "shape", "path", "zone", "kind"])
+@pytest.mark.parametrize("damage", ["type", "shape", "path", "zone", "kind", "text"])
 def test_an_entry_that_does_not_decode_exactly_is_built_again(damage: str,
                                                               tmp_path: Path) -> None:
     """A consistent checksum is not enough: an entry with a wrong type, a wrong shape, another
-    file's path, a time zone this machine lacks or an unknown action kind is read afresh."""
+    file's path, a time zone this machine lacks, an unknown action kind or a text that is not
+    JSON is read afresh."""
     root = self_contained(tmp_path)
     cold = built_loads(root)
     cli(root, "run", "--due")
     warm = built_loads(root)
+    zoned = sum(routine[7] is not None for routine in _routine_entries(
+        orjson.loads(cache_file(root).read_bytes())["files"]))  # routines with a time zone
     changes = {
         "type": lambda r: r.__setitem__(5, "yes"),  # enabled
         "shape": lambda r: r.append(None),
@@ -278,11 +281,14 @@ def test_an_entry_that_does_not_decode_exactly_is_built_again(damage: str,
     }
 
     def edit(files: dict[str, Any]) -> None:
+        if damage == "text":  # not JSON at all
+            for entry in files.values():
+                if "routine" in entry:
+                    entry["routine"] = entry["routine"][:-1]
+            return
         _edit_routines(files, changes[damage])
 
     _rewrite(root, edit, checksum=True)
     fast = load(root, pure=False)
     assert fast == load(root, pure=True)
-    zoned = sum(routine[7] is not None for routine in _routine_entries(
-        orjson.loads(cache_file(root).read_bytes())["files"]))
     assert (True, built_loads(root)) == (zoned >= 3, warm + zoned if damage == "zone" else cold)
