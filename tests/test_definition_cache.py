@@ -292,3 +292,19 @@ def test_an_entry_that_does_not_decode_exactly_is_built_again(damage: str,
     fast = load(root, pure=False)
     assert fast == load(root, pure=True)
     assert (True, built_loads(root)) == (zoned >= 3, warm + zoned if damage == "zone" else cold)
+
+
+def test_a_duplicate_id_among_cached_routines_is_still_found_and_located(tmp_path: Path) -> None:
+    """Two files of one name in two folders: each is a valid routine alone (and cached), the
+    second is a duplicate, found on every load and located by a slow read of the file."""
+    root = make_project(tmp_path / "project")
+    for folder in ("a", "b"):
+        (root / "routines" / folder).mkdir()
+        (root / "routines" / folder / "rtn-twin.yaml").write_text(
+            f"name: {folder}\n\n   \nid: rtn-twin\ninterval: 1h\naction: {{kind: exec-auto}}\n")
+    cli(root, "run", "--due")
+    assert 0 == built_loads(root)  # both taken whole from the cache
+    fast, pure = load(root, pure=False), load(root, pure=True)
+    messages = [str(p) for p in fast.problems]
+    assert (fast, True) == (pure, any(m.startswith("routines/b/rtn-twin.yaml:4:5: duplicate")
+                                      for m in messages))
