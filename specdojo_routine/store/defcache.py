@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import importlib.util
 import os
 import sys
 import tempfile
@@ -57,17 +58,20 @@ _VERSION = 3
 def fingerprint() -> str:
     """What the cached data depends on: the code that reads and checks definitions (the fast
     path, the rules in ``core/``, this module), ruamel's and croniter's versions, Python's."""
-    import croniter
     import ruamel.yaml
 
     from specdojo_routine.store import definitions, fastyaml, routine_json, safeyaml
 
     parts = [str(_VERSION), str(ruamel.yaml.__version__), sys.version]
     core = Path(str(definitions.__file__)).parent.parent / "core"
-    modules = (definitions, fastyaml, safeyaml, routine_json, sys.modules[__name__],
-               sys.modules[croniter.croniter.__module__])
-    for module in (*sorted(core.glob("*.py")), *(Path(str(m.__file__)) for m in modules)):
-        parts.append(hashlib.sha256(module.read_bytes()).hexdigest())
+    modules = [Path(str(m.__file__)) for m in (definitions, fastyaml, safeyaml, routine_json,
+                                               sys.modules[__name__])]
+    cron = importlib.util.find_spec("croniter")  # found, not imported (a load may not need it)
+    if cron is not None and cron.origin is not None:
+        modules.append(Path(cron.origin).with_name("croniter.py"))
+    for module in (*sorted(core.glob("*.py")), *modules):
+        with contextlib.suppress(OSError):
+            parts.append(hashlib.sha256(module.read_bytes()).hexdigest())
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
