@@ -86,7 +86,7 @@ def test_files_with_problems_are_never_cached(tmp_path: Path) -> None:
     root = project(tmp_path)
     cli(root, "run", "--due")
     cached = orjson.loads(cache_file(root).read_bytes())["files"]
-    texts = [entry["data"].get("id") for entry in cached.values()]
+    texts = [orjson.loads(entry["data"]).get("id") for entry in cached.values()]
     assert ("rtn-broken" in texts, len(texts) >= 8) == (False, True)
 
 
@@ -150,3 +150,161 @@ def test_a_file_that_holds_a_secret_is_not_copied_into_the_cache(tmp_path: Path)
     cli(root, "run", "--due")
     assert (True, False) == (cache_file(root).is_file(),
                              token.encode() in cache_file(root).read_bytes())
+
+
+# --- built routines: kept, verified, and never a different result -------------------------------
+
+
+SELF_CONTAINED = {  # routines without a Job action: every field and action kind the cache keeps
+    "rtn-c-cron": 'name: Cron\ntrigger: {cron: "5 4 * * 1-5", timezone: Asia/Tokyo}\n'
+                  "action: {kind: specdojo, args: [index, build]}\n",
+    "rtn-c-policy": "description: every field\nenabled: false\ninterval: 90m\n"
+                    "policy: {missed_run: all, on_interrupted: resume, on_failure: hold, "
+                    "starting_deadline: 90s}\naction: {kind: exec-resume, parallel: 3}\n",
+    "rtn-c-list": 'trigger: {cron: "0 */6 * * *", timezone: Europe/Berlin}\naction:\n'
+                  "  - kind: exec-auto\n    strategy: fifo\n    loop: true\n    max_rounds: 4\n"
+                  "  - kind: exec-cycle\n    parallel: 2\n  - kind: exec-resume\n"
+                  "  - kind: register\n    limit: 9\n",
+    "rtn-c-skip": "interval: 1w\npolicy: {missed_run: skip}\n"
+                  "action: {kind: register, filter: {statuses: [open, review]}}\n",
+}
+
+
+def self_contained(tmp_path: Path) -> Path:
+    root = project(tmp_path)
+    for name, text in SELF_CONTAINED.items():
+        (root / "routines" / f"{name}.yaml").write_text(f"id: {name}\n{text}")
+    return root
+
+
+def built_loads(root: Path) -> int:
+    """How many routine files the rules build in one load (the rest come from the cache)."""
+    calls = []
+    real = definitions.build_routine
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    definitions.build_routine = spy  # type: ignore[assignment]
+    try:
+        definitions.load_definitions(resolve_project(root, env={}))
+    finally:
+        definitions.build_routine = real  # type: ignore[assignment]
+    return len(calls)
+
+
+def test_a_warm_load_neither_parses_nor_builds_a_self_contained_routine(tmp_path: Path) -> None:
+    """After a run, a routine without a Job action is taken as built; one naming a Job (its
+    checks read the Job Definitions) and the file with a problem (twice: on fast-path data,
+    then on located data for its messages) are built again."""
+    root = self_contained(tmp_path)
+    files = len(list((root / "routines").rglob("rtn-*.y*ml")))
+    naming_a_job = sum("kind: job" in p.read_text() for p in (root / "routines").rglob("rtn-*"))
+    cli(root, "run", "--due")
+    assert (1, naming_a_job + 2) == (parses(root), built_loads(root))
+    assert files >= naming_a_job + 6
+    assert load(root, pure=False) == load(root, pure=True)
+
+
+def test_built_routines_round_trip_exactly(tmp_path: Path) -> None:
+    """What the cache keeps of each valid fixture and demo routine decodes to an equal one."""
+    from specdojo_routine.store import routine_json
+
+    roots = [self_contained(tmp_path / "valid"), REPO / "fixtures" / "demo"]
+    routines = [r for root in roots for r in load(root, pure=True).routines]
+    kept = [r for r in routines if routine_json.cacheable(r)]
+    decoder = routine_json.Decoder()
+    assert (kept, True) == ([decoder.decode(orjson.loads(orjson.dumps(routine_json.encode(r))))
+                             for r in kept], len(kept) >= 5)
+
+
+def _rewrite(root: Path, change: Any, *, checksum: bool) -> None:
+    """Change the cache's document; recompute its checksum (a forger's edit) or not."""
+    from specdojo_routine.store.defcache import DefinitionCache
+
+    doc = orjson.loads(cache_file(root).read_bytes())
+    change(doc["files"])
+    if checksum:
+        cache = DefinitionCache.__new__(DefinitionCache)
+        cache._print = doc["fingerprint"]
+        doc["checksum"] = cache._checksum(doc["files"])
+    cache_file(root).write_bytes(orjson.dumps(doc))
+
+
+def _routine_entries(files: dict[str, Any]) -> list[list[Any]]:
+    """The routines the cache holds (each entry keeps its routine as a JSON text)."""
+    return [orjson.loads(entry["routine"]) for entry in files.values() if "routine" in entry]
+
+
+def _edit_routines(files: dict[str, Any], change: Any) -> None:
+    for entry in files.values():
+        if "routine" in entry:
+            routine = orjson.loads(entry["routine"])
+            change(routine)
+            entry["routine"] = orjson.dumps(routine).decode()
+
+
+def test_a_hand_edited_cache_is_ignored_as_a_whole(tmp_path: Path) -> None:
+    """An edit that leaves the checksum stale (a routine's arguments changed in the cache):
+    every file is read and checked afresh; the result is the files', not the cache's."""
+    root = self_contained(tmp_path)
+    cli(root, "run", "--due")
+
+    def edit(files: dict[str, Any]) -> None:
+        _edit_routines(files, lambda routine: routine.__setitem__(3, "renamed in the cache"))
+
+    _rewrite(root, edit, checksum=False)
+    fast = load(root, pure=False)
+    assert (True, fast) == (parses(root) >= 8, load(root, pure=True))
+    assert all(r.name != "renamed in the cache" for r in fast.routines)
+
+
+@pytest.mark.parametrize("damage", ["type", "shape", "path", "zone", "kind", "text"])
+def test_an_entry_that_does_not_decode_exactly_is_built_again(damage: str,
+                                                              tmp_path: Path) -> None:
+    """A consistent checksum is not enough: an entry with a wrong type, a wrong shape, another
+    file's path, a time zone this machine lacks, an unknown action kind or a text that is not
+    JSON is read afresh."""
+    root = self_contained(tmp_path)
+    cold = built_loads(root)
+    cli(root, "run", "--due")
+    warm = built_loads(root)
+    zoned = sum(routine[7] is not None for routine in _routine_entries(
+        orjson.loads(cache_file(root).read_bytes())["files"]))  # routines with a time zone
+    changes = {
+        "type": lambda r: r.__setitem__(5, "yes"),  # enabled
+        "shape": lambda r: r.append(None),
+        "path": lambda r: r.__setitem__(1, "routines/rtn-elsewhere.yaml"),
+        "zone": lambda r: r.__setitem__(7, [r[7][0], "Mars/Olympus"]) if r[7] else None,
+        "kind": lambda r: r.__setitem__(10, '[["exec-everything"]]'),
+    }
+
+    def edit(files: dict[str, Any]) -> None:
+        if damage == "text":  # not JSON at all
+            for entry in files.values():
+                if "routine" in entry:
+                    entry["routine"] = entry["routine"][:-1]
+            return
+        _edit_routines(files, changes[damage])
+
+    _rewrite(root, edit, checksum=True)
+    fast = load(root, pure=False)
+    assert fast == load(root, pure=True)
+    assert (True, built_loads(root)) == (zoned >= 3, warm + zoned if damage == "zone" else cold)
+
+
+def test_a_duplicate_id_among_cached_routines_is_still_found_and_located(tmp_path: Path) -> None:
+    """Two files of one name in two folders: each is a valid routine alone (and cached), the
+    second is a duplicate, found on every load and located by a slow read of the file."""
+    root = make_project(tmp_path / "project")
+    for folder in ("a", "b"):
+        (root / "routines" / folder).mkdir()
+        (root / "routines" / folder / "rtn-twin.yaml").write_text(
+            f"name: {folder}\n\n   \nid: rtn-twin\ninterval: 1h\naction: {{kind: exec-auto}}\n")
+    cli(root, "run", "--due")
+    assert 0 == built_loads(root)  # both taken whole from the cache
+    fast, pure = load(root, pure=False), load(root, pure=True)
+    messages = [str(p) for p in fast.problems]
+    assert (fast, True) == (pure, any(m.startswith("routines/b/rtn-twin.yaml:4:5: duplicate")
+                                      for m in messages))

@@ -7,6 +7,7 @@ of :mod:`.fold` (which re-exports these names).
 
 from __future__ import annotations
 
+import operator
 from typing import Any, NotRequired, TypedDict
 
 import attrs
@@ -150,8 +151,12 @@ def _owner_doc(owner: Raw) -> OwnerDoc:
 _ABSENT_WHEN_NONE = ("last_scheduled_for", "last_action_results")
 
 
+_ENTRY_KEYS = tuple(k for k in never_entry() if k != "open_attempt")  # in document order
+_entry_values = operator.itemgetter(*_ENTRY_KEYS)
+
+
 def _entry_doc(entry: Raw) -> RoutineEntryDoc:
-    doc: Raw = {k: entry[k] for k in never_entry() if k != "open_attempt"}
+    doc: Raw = dict(zip(_ENTRY_KEYS, _entry_values(entry), strict=True))
     if doc["last_action_results"] is not None:
         doc["last_action_results"] = [{"index": r["index"], "kind": r["kind"],
                                        "result": r["result"]} for r in doc["last_action_results"]]
@@ -198,7 +203,8 @@ def _from_entry_doc(doc: Raw) -> Raw:
     opened = doc["open_attempt"]
     if doc["status"] not in STATES or (opened is None) != (doc["status"] != "running"):
         raise ValueError("status and open_attempt disagree")
-    entry = {k: v for k, v in doc.items() if k != "open_attempt"}
+    entry = dict(doc)
+    del entry["open_attempt"]
     for key in _ABSENT_WHEN_NONE:
         if key in entry and entry[key] is None:
             raise ValueError(f"not in canonical form ({key} is null; this fold leaves it out)")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import functools
 import zoneinfo
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
@@ -68,8 +68,11 @@ class JobIndex:
     where: str = "jobs"
 
 
-def build_routine(r: Report, root: Node, *, file_id: str, jobs: JobIndex) -> model.Routine | None:
-    """The routine in ``root`` (a loaded ``rtn-*.yaml``), or None after reporting its problems."""
+def build_routine(
+    r: Report, root: Node, *, file_id: str, jobs: JobIndex, digest: Callable[[], str] = str,
+) -> model.Routine | None:
+    """The routine in ``root`` (a loaded ``rtn-*.yaml``), or None after reporting its problems;
+    ``digest()`` gives the routine's digest (asked only for a valid routine)."""
     unknown_keys(r, root, ROUTINE_KEYS, "routine")
     routine_id = check_id(r, root, file_id, ROUTINE_ID, "rtn-<slug>")
     name = text(r, root.get("name"))
@@ -81,7 +84,7 @@ def build_routine(r: Report, root: Node, *, file_id: str, jobs: JobIndex) -> mod
     if r.failed or routine_id is None or policy is None:
         return None
     return model.Routine(
-        id=routine_id, path=r.path, digest="", name=name, description=description,
+        id=routine_id, path=r.path, digest=digest(), name=name, description=description,
         enabled=enabled is not False, trigger=trigger, interval=interval, policy=policy,
         actions=actions, is_list=is_list,
     )
@@ -145,32 +148,38 @@ def _zone_names() -> list[str]:
 def _policy(r: Report, node: Node | None) -> model.Policy | None:
     if node is None:
         return model.Policy()
-    if not mapping(r, node, " (" + ", ".join(POLICY_KEYS) + ")"):
+    if not mapping(r, node, _POLICY_SHAPE):
         return None
     unknown_keys(r, node, POLICY_KEYS, "policy")
-    missed = choice(r, node.get("missed_run"), [m.value for m in model.MissedRun])
+    missed = choice(r, node.get("missed_run"), tuple(_MISSED_RUN))
     overlap = choice(r, node.get("overlap"), ("skip",))
-    resume = choice(r, node.get("on_interrupted"), [m.value for m in model.OnInterrupted])
+    resume = choice(r, node.get("on_interrupted"), tuple(_ON_INTERRUPTED))
     return model.Policy(
-        missed_run=model.MissedRun(missed or "latest"),
+        missed_run=_MISSED_RUN[missed or "latest"],
         overlap=overlap or "skip",
-        on_interrupted=model.OnInterrupted(resume or "review"),
+        on_interrupted=_ON_INTERRUPTED[resume or "review"],
         on_failure=_on_failure(r, node.get("on_failure")),
         starting_deadline=_deadline(r, node.get("starting_deadline")),
     )
 
 
 POLICY_KEYS = ("missed_run", "overlap", "on_interrupted", "on_failure", "starting_deadline")
+_POLICY_SHAPE = " (" + ", ".join(POLICY_KEYS) + ")"
+# value -> member, in declaration order (the allowed values of the messages)
+_MISSED_RUN = {m.value: m for m in model.MissedRun}
+_ON_INTERRUPTED = {m.value: m for m in model.OnInterrupted}
+_ON_FAILURE = {m.value: m for m in model.OnFailure}
 
 
 def _on_failure(r: Report, node: Node | None) -> model.OnFailure:
     """``policy.on_failure`` (SPEC §9.1), worded like upstream's enum messages."""
     if node is None:
         return model.OnFailure.CONTINUE
-    if node.value not in [m.value for m in model.OnFailure]:
+    member = _ON_FAILURE.get(node.value) if isinstance(node.value, str) else None
+    if member is None:
         r.error(node.where(), f"policy.on_failure must be continue or hold (got {got(node.value)})")
         return model.OnFailure.CONTINUE
-    return model.OnFailure(node.value)
+    return member
 
 
 def _deadline(r: Report, node: Node | None) -> model.Duration | None:

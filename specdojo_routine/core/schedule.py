@@ -126,10 +126,16 @@ class _Cron:
 
 @functools.lru_cache(maxsize=4096)
 def _compile(expr: str, timezone: str) -> _Cron:
+    return _Cron(_proto(_canonical(expr)), ZoneInfo(timezone), expr.split()[1] == "*")
+
+
+@functools.lru_cache(maxsize=4096)
+def _proto(canonical: str) -> croniter[datetime]:
+    """One croniter per canonical expression, whatever the zone (it iterates naive slots, and
+    every use copies it): croniter's parse is most of what a new schedule costs."""
     from croniter import croniter
 
-    proto = croniter(_canonical(expr), datetime(2000, 1, 1), ret_type=datetime, day_or=False)
-    return _Cron(proto, ZoneInfo(timezone), expr.split()[1] == "*")
+    return croniter(canonical, datetime(2000, 1, 1), ret_type=datetime, day_or=False)
 
 
 def _offset(tz: ZoneInfo, wall: datetime) -> timedelta:

@@ -1,35 +1,54 @@
-"""A cache of what the fast path read from definition files, keyed by their content.
+"""A cache of what was read and built from definition files, keyed by their content.
 
 ``R/.cache/definitions.json`` maps the sha256 of a file's text to the plain data
-:mod:`.fastyaml` read from it (and, for routines, the definition digest), so an unchanged file
-is neither parsed nor hashed canonically again. The rules still run on that data every time,
-exactly as on freshly parsed data, so a cached file gives the same definitions and problems as
-a parsed one; a file that has something to report never enters the cache (it is read by the
-located slow path, always).
+:mod:`.fastyaml` read from it, the definition digest and - for a routine whose meaning depends
+on its file alone (no ``job`` action: those are checked against the Job Definitions) - the
+routine the rules built from it (:mod:`.routine_json`). An unchanged routine file is then
+neither parsed nor checked again; a Job file, or a routine naming a Job, is not parsed again
+and the rules check it every time. A file that has something to report (an error or a
+warning) never enters the cache: it is read by the located slow path, always.
 
-- Only recording commands write it (``run`` without ``--dry-run``, under the routine lock);
-  ``validate``, ``list``, ``run --dry-run`` only read it and write nothing.
-- It is valid only for the parser that filled it: a fingerprint of this package's version,
-  the fast path's source and ruamel's version; any other fingerprint, or a file that is not
-  what this module writes, is ignored (and replaced by the next recording command).
-- Entries of files no longer seen are dropped when it is written. Deleting it is always safe.
+What is trusted, and why (trust only what we wrote and can verify):
+
+- **Every file is read and hashed on every load; its identity is not trusted.** Device, inode,
+  size and modification/change times would spare the reads (~0.1 s for 10,000 files), but they
+  are not a proof of content: two writes of the same size within one timestamp tick, an inode
+  number reused by a restored file, a file system with coarse or copied times all keep them
+  while the text changes. The sha256 of the text is what ties an entry to a file.
+- An entry is used only for the file it was built from (its path and id, checked) and only
+  while this machine still has the time zone it names.
+- It is valid only for the code that filled it: a fingerprint of the fast path, the rules
+  (every module of ``core/``), this module, croniter's and ruamel's code and Python's version;
+  any other fingerprint is ignored (and replaced by the next recording command).
+- The document carries a checksum of its entries: a truncated, damaged or hand-edited cache
+  is ignored as a whole, and an entry that does not decode to exactly what this code writes
+  (field by field) is ignored alone - either way the file is read and checked afresh.
 - It lives beside the definitions and has their trust: whoever can write it can write them.
   A file whose text looks like it holds a secret (a token, a ``password:`` ...) is not cached,
   so no secret is copied out of the definitions.
+
+Only recording commands write it (``run`` without ``--dry-run``, under the routine lock);
+``validate``, ``list``, ``run --dry-run`` only read it and write nothing. Entries of files no
+longer seen are dropped when it is written. Deleting it is always safe.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
+import importlib.util
 import os
+import sys
+import zoneinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from specdojo_routine.core.model import Routine
 from specdojo_routine.core.redact import redact
-from specdojo_routine.store import lazy
+from specdojo_routine.store import lazy, routine_json
 
 if TYPE_CHECKING:
     import tempfile
@@ -37,18 +56,26 @@ else:  # on first use (store/lazy.py): only recording commands write the cache
     tempfile = lazy.module("tempfile")
 
 CACHE_NAME = "definitions.json"
-_VERSION = 1
+_VERSION = 3
 
 
 def fingerprint() -> str:
-    """What the cached data depends on: the fast path's code and ruamel's version."""
+    """What the cached data depends on: the code that reads and checks definitions (the fast
+    path, the rules in ``core/``, this module), ruamel's and croniter's versions, Python's."""
     import ruamel.yaml
 
-    from specdojo_routine.store import definitions, fastyaml, safeyaml
+    from specdojo_routine.store import definitions, fastyaml, routine_json, safeyaml
 
-    parts = [str(_VERSION), str(ruamel.yaml.__version__)]
-    for module in (definitions, fastyaml, safeyaml):
-        parts.append(hashlib.sha256(Path(str(module.__file__)).read_bytes()).hexdigest())
+    parts = [str(_VERSION), str(ruamel.yaml.__version__), sys.version]
+    core = Path(str(definitions.__file__)).parent.parent / "core"
+    modules = [Path(str(m.__file__)) for m in (definitions, fastyaml, safeyaml, routine_json,
+                                               sys.modules[__name__])]
+    cron = importlib.util.find_spec("croniter")  # found, not imported (a load may not need it)
+    if cron is not None and cron.origin is not None:
+        modules.append(Path(cron.origin).with_name("croniter.py"))
+    for module in (*sorted(core.glob("*.py")), *modules):
+        with contextlib.suppress(OSError):
+            parts.append(hashlib.sha256(module.read_bytes()).hexdigest())
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
@@ -59,16 +86,25 @@ class DefinitionCache:
         self.path = directory / CACHE_NAME
         self._print = fingerprint()
         self._old: dict[str, Any] = self._read()
-        self._seen: dict[str, Any] = {}
+        self._seen: dict[str, Any] = {}  # entries of the cache this load used
+        # what this load read itself: data, text, and the routine the rules built from it
+        self._fresh: dict[str, tuple[str, str, Routine | None]] = {}
+        self._decoder = routine_json.Decoder()
 
     def _read(self) -> dict[str, Any]:
         try:
             doc = orjson.loads(self.path.read_bytes())
         except (OSError, orjson.JSONDecodeError):
             return {}
-        ok = isinstance(doc, dict) and doc.get("fingerprint") == self._print
-        files = doc.get("files") if ok else None
-        return files if isinstance(files, dict) else {}
+        if not isinstance(doc, dict) or doc.get("fingerprint") != self._print:
+            return {}
+        files = doc.get("files")
+        if not isinstance(files, dict) or doc.get("checksum") != self._checksum(files):
+            return {}  # damaged, or edited by hand: evidence of nothing
+        return files
+
+    def _checksum(self, files: dict[str, Any]) -> str:
+        return hashlib.sha256(self._print.encode() + orjson.dumps(files)).hexdigest()
 
     @staticmethod
     def key(source: str) -> str:
@@ -77,30 +113,62 @@ class DefinitionCache:
     def get(self, key: str) -> dict[str, Any] | None:
         """The plain data of the file whose text has this key, if cached."""
         entry = self._old.get(key)
-        if not isinstance(entry, dict) or not isinstance(entry.get("data"), dict):
+        data = _json(entry.get("data")) if isinstance(entry, dict) else None
+        if not isinstance(data, dict):
             return None
         self._seen[key] = entry
-        return dict(entry["data"])
+        return data
+
+    def routine(self, key: str, *, rel: str, routine_id: str) -> Routine | None:
+        """The routine built from the file ``rel`` whose text has this key, if cached - the
+        entry is decoded and checked field by field (:mod:`.routine_json`), and must name this
+        file, its id and a time zone this machine still has; else None (build it again)."""
+        entry = self._old.get(key)
+        if not isinstance(entry, dict) or not isinstance(entry.get("data"), str):
+            return None
+        routine = self._decoder.decode(_json(entry.get("routine")))
+        if routine is None or routine.path != rel or routine.id != routine_id:
+            return None
+        if routine.trigger is not None and not _zone_exists(routine.trigger.timezone):
+            return None
+        self._seen[key] = entry
+        return routine
 
     def put(self, key: str, data: dict[str, Any], source: str) -> None:
-        """Remember a file's data - unless its text holds something that looks like a secret
-        (core/redact.py): secrets stay in the definitions, never in a copy (SPEC §7.5)."""
-        if redact(source) == source:
-            self._seen[key] = {"data": data, "digest": None}
+        """Remember a file's data (kept when saved - unless its text holds something that
+        looks like a secret, core/redact.py: secrets stay in the definitions, never in a copy,
+        SPEC §7.5)."""
+        self._fresh[key] = (orjson.dumps(data).decode(), source, None)  # text: see _entry
+
+    def put_routine(self, key: str, routine: Routine) -> None:
+        """Remember the routine built from the file with this key (its digest, and the
+        routine itself when it depends on that file alone: :func:`.routine_json.cacheable`)."""
+        if key in self._fresh:
+            data, source, _ = self._fresh[key]
+            self._fresh[key] = (data, source, routine)
+        elif key in self._seen:  # read from the cache, built again (another file's entry)
+            self._seen[key] = _entry(self._seen[key]["data"], routine)
+
+    def holds(self, key: str) -> bool:
+        """Whether this load took something of the file with this key from the cache."""
+        return key in self._seen
 
     def digest(self, key: str) -> str | None:
         found = self._seen.get(key, {}).get("digest")
         return found if isinstance(found, str) else None
 
-    def set_digest(self, key: str, digest: str) -> None:
-        if key in self._seen:
-            self._seen[key] = {**self._seen[key], "digest": digest}
-
     def save(self) -> bool:
-        """Write the entries seen by this load (atomically); False when nothing changed."""
-        if self._seen == self._old:
+        """Write the entries seen by this load (atomically); False when nothing changed.
+        What this load read itself is encoded here, so that a load that saves nothing (every
+        one but a recording command's) never pays for it."""
+        files = dict(self._seen)
+        for key, (data, source, routine) in self._fresh.items():
+            if redact(source) == source:
+                files[key] = _entry(data, routine)
+        if files == self._old:
             return False
-        doc = {"version": _VERSION, "fingerprint": self._print, "files": self._seen}
+        doc = {"version": _VERSION, "fingerprint": self._print,
+               "checksum": self._checksum(files), "files": files}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".definitions-")
         try:
@@ -112,5 +180,34 @@ class DefinitionCache:
             with contextlib.suppress(OSError):
                 os.unlink(temp)
             raise
-        self._old = dict(self._seen)
+        self._old, self._seen, self._fresh = files, dict(files), {}
         return True
+
+
+def _entry(data: str, routine: Routine | None) -> dict[str, Any]:
+    """An entry: the data and the routine as JSON texts, so that a loaded cache (and what a
+    load read, kept for saving) is a dict of strings - nothing for Python's cyclic collector to
+    walk again and again for the rest of the process (as 60,000 dicts and lists of 10,000
+    entries would be), and nothing parsed that this load does not use."""
+    entry: dict[str, Any] = {"data": data, "digest": None if routine is None else routine.digest}
+    if routine is not None and routine_json.cacheable(routine):
+        entry["routine"] = orjson.dumps(routine_json.encode(routine)).decode()
+    return entry
+
+
+def _json(text: object) -> Any:
+    if not isinstance(text, str):
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+
+
+@functools.cache
+def _zone_exists(name: str) -> bool:
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        return False
+    return True

@@ -97,6 +97,11 @@ def remember(defs: Definitions) -> bool:
 
 def discover(directory: Path, prefix: str, *, skip: Path | None = None) -> list[Path]:
     """``<directory>/**/<prefix>*.yaml|.yml``, sorted by path; ``skip`` is not entered."""
+    return [Path(path) for path in _discover(directory, prefix, skip=skip)]
+
+
+def _discover(directory: Path, prefix: str, *, skip: Path | None = None) -> list[str]:
+    """:func:`discover`, as plain strings (Path objects for 10,000 files are measurable)."""
     found: list[tuple[str, str]] = []  # (path relative to directory, full path): plain strings,
     top = str(directory)  # as Path arithmetic on 10,000 files is measurable
     for here, dirs, files in os.walk(directory):
@@ -108,12 +113,12 @@ def discover(directory: Path, prefix: str, *, skip: Path | None = None) -> list[
         for name in [*files, *named]:
             if name.startswith(prefix) and name.endswith((".yaml", ".yml")):
                 found.append((f"{sub}/{name}" if sub else name, os.path.join(here, name)))
-    return [Path(path) for _, path in sorted(found)]
+    return [path for _, path in sorted(found)]
 
 
-def file_id(path: Path) -> str:
+def file_id(path: Path | str) -> str:
     """The id a definition file must declare: its name without ``.yaml``/``.yml``."""
-    return path.name.rsplit(".", 1)[0]
+    return os.path.basename(path).rsplit(".", 1)[0]
 
 
 # --- loading -----------------------------------------------------------------------------------
@@ -130,9 +135,9 @@ def _load(paths: ProjectPaths, *, with_routines: bool) -> Definitions:
         paths, job_paths, cache, agents.roster if agents is not None else None)
     routines: list[Routine] = []
     problems = [*job_problems, *(agents.problems if agents is not None else ())]
-    routine_paths: list[Path] = []
+    routine_paths: list[str] = []
     if with_routines:
-        routine_paths = discover(paths.routines_dir, "rtn-", skip=paths.routine_generated_dir)
+        routine_paths = _discover(paths.routines_dir, "rtn-", skip=paths.routine_generated_dir)
         index = JobIndex(valid={j.id: j for j in jobs}, invalid=invalid,
                          where=paths.rel(paths.jobs_dir))
         routines, routine_problems = _load_routines(paths, routine_paths, index, cache)
@@ -173,7 +178,7 @@ def _load_jobs(
 
 
 def _build_job(
-    report: Report, node: Node, *, file_id: str, roster: Roster | None
+    report: Report, node: Node, key: str | None, *, file_id: str, roster: Roster | None
 ) -> JobDefinition | None:
     job = build_job(report, node, file_id=file_id)
     if job is not None and roster is not None:  # SPEC §11.1: a Job names roster members
@@ -183,22 +188,21 @@ def _build_job(
 
 
 def _load_routines(
-    paths: ProjectPaths, files: list[Path], index: JobIndex, cache: DefinitionCache | None
+    paths: ProjectPaths, files: list[str], index: JobIndex, cache: DefinitionCache | None
 ) -> tuple[list[Routine], list[Problem]]:
     routines: dict[str, Routine] = {}
     problems: list[Problem] = []
     rel_of = _relativiser(paths)
     for path in files:
-        rel = rel_of(path)
+        rel, routine_id = rel_of(path), file_id(path)
+        reuse = functools.partial(cache.routine, rel=rel, routine_id=routine_id) if cache else None
         report, data, routine, key = _read_and_build(
-            path, rel, "routine",
-            functools.partial(build_routine, file_id=file_id(path), jobs=index), cache=cache,
+            path, rel, "routine", functools.partial(_build_routine, routine_id=routine_id,
+                                                    jobs=index, cache=cache),
+            cache=cache, reuse=reuse,
         )
-        if routine is not None:
-            known = cache.digest(key) if cache is not None and key else None
-            routine = attrs.evolve(routine, digest=known or digest(data))
-            if cache is not None and key and known is None:
-                cache.set_digest(key, routine.digest)
+        if routine is not None and cache is not None and key and cache.digest(key) is None:
+            cache.put_routine(key, routine)  # built now, not taken whole from the cache
         if routine is not None and routine.id in routines:
             other = routines[routine.id].path
             report.error(_id_pos(path, rel, "routine", data),
@@ -210,51 +214,79 @@ def _load_routines(
     return list(routines.values()), problems
 
 
-def _relativiser(paths: ProjectPaths) -> Callable[[Path], str]:
+def _build_routine(
+    report: Report, node: Node, key: str | None, *, routine_id: str, jobs: JobIndex,
+    cache: DefinitionCache | None,
+) -> Routine | None:
+    def digest_of() -> str:  # what the cache knows, or the digest of what was read
+        if cache is None or key is None:
+            return digest(node.value)
+        return cache.digest(key) or _digest(node.value, fresh=not cache.holds(key))
+
+    return build_routine(report, node, file_id=routine_id, jobs=jobs, digest=digest_of)
+
+
+def _relativiser(paths: ProjectPaths) -> Callable[[Path | str], str]:
     """``paths.rel`` by string slicing where the path lies under the root (the usual case)."""
     top = str(paths.root).rstrip(os.sep) + os.sep
 
-    def rel(path: Path) -> str:
+    def rel(path: Path | str) -> str:
         text = str(path)
         if text.startswith(top) and os.sep == "/" and "/../" not in text and "/./" not in text:
             return text[len(top):]
-        return paths.rel(path)
+        return paths.rel(Path(path))
 
     return rel
 
 
 def _read_and_build(
-    path: Path, rel: str, kind: str, build: Callable[[Report, Node], _T | None], *,
-    cache: DefinitionCache | None,
+    path: Path | str, rel: str, kind: str,
+    build: Callable[[Report, Node, str | None], _T | None], *,
+    cache: DefinitionCache | None, reuse: Callable[[str], _T | None] | None = None,
 ) -> tuple[Report, Any, _T | None, str | None]:
-    """Read and build one file: the fast path (or what it read before, :mod:`.defcache`) when
-    it is sure and the rules find nothing to report (not even a warning), else the located
-    slow path (:mod:`.fastyaml`). The last item is the cache key of fast-path data."""
+    """Read and build one file: what the cache (:mod:`.defcache`) kept of it - what the rules
+    built (``reuse``), or else what the fast path read - or the fast path, when it is sure and
+    the rules find nothing to report (not even a warning); else the located slow path
+    (:mod:`.safeyaml`). The last item is the cache key of fast-path data."""
     report = Report(rel)
     source = _read_text(path, report)
     if source is None:
         return report, None, None, None
     if cache is not None:
         key = cache.key(source)
+        if reuse is not None and (kept := reuse(key)) is not None:
+            return report, None, kept, key
         cached = cache.get(key)
         data = cached if cached is not None else _FAST.load(source)
         if data is not None:
             quick = Report(rel)  # no source lines: a problem sends the file down the slow path
-            built = build(quick, Node(value=data))
+            built = build(quick, Node(data), key)
             if built is not None and not quick.problems:
                 if cached is None:
                     cache.put(key, data, source)
                 return quick, data, built, key
     report, data = _parse(source, rel, kind)
-    built = build(report, Node(value=data)) if data is not None else None
+    built = build(report, Node(data), None) if data is not None else None
     return report, data, built, None
 
 
-def _id_pos(path: Path, rel: str, kind: str, data: Any) -> tuple[int, int]:
+def _id_pos(path: Path | str, rel: str, kind: str, data: Any) -> tuple[int, int]:
     if not hasattr(data, "lc"):  # fast-path data has no positions: read the file slowly
         data = read_definition(path, rel, kind)[1]
     node = Node(value=data).get("id")
     return node.pos if node is not None else (1, 1)
+
+
+def _digest(data: Any, *, fresh: bool) -> str:
+    """:func:`digest`, without the copy into plain data for data that is plain already: what
+    the fast path read (``fresh``: a dict of str, int within 64 bits, bool, None, lists, dicts
+    - never a float), or what the cache holds of it (checked for floats)."""
+    if type(data) is dict and (fresh or not _floats(data)):
+        try:
+            return hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()
+        except TypeError:  # not plain after all (an integer beyond 64 bits)
+            pass
+    return digest(data)
 
 
 def digest(data: Any) -> str:

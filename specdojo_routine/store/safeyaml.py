@@ -82,7 +82,7 @@ def _yaml() -> YAML:
     return yaml
 
 
-def read_definition(path: Path, rel: str, kind: str) -> tuple[Report, Any]:
+def read_definition(path: Path | str, rel: str, kind: str) -> tuple[Report, Any]:
     """Read one definition file safely: ``(report, mapping)``; mapping is None after problems."""
     report = Report(rel)
     source = _read_text(path, report)
@@ -125,14 +125,33 @@ def _kind(mode: int) -> str | None:
     return next((name for test, name in _KINDS if test(mode)), "not a file")
 
 
-def _read_text(path: Path, report: Report) -> str | None:
+def _read_text(path: Path | str, report: Report) -> str | None:
     """The file's text; only a regular file is read (a FIFO, socket, device or directory
     named like a definition is reported; it is opened non-blocking and never read)."""
+    raw = _read_bytes(path, report)
+    if raw is None:
+        return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        before = raw[: exc.start]
+        line = before.count(b"\n") + 1
+        col = len(before[before.rfind(b"\n") + 1 :].decode("utf-8", "replace")) + 1
+        report.error((line, col), f"file is not valid UTF-8 (byte 0x{raw[exc.start]:02x}); "
+                     "save it as UTF-8")
+        return None
+
+
+def _read_bytes(path: Path | str, report: Report) -> bytes | None:
+    """The file's bytes, as :func:`_read_text` reads them (problems reported, None)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        with os.fdopen(fd, "rb") as handle:
-            kind = _kind(os.fstat(fd).st_mode)
-            raw = b"" if kind else handle.read(MAX_FILE_BYTES + 1)
+        try:
+            status = os.fstat(fd)
+            kind = _kind(status.st_mode)
+            raw = b"" if kind else _read_at_most(fd, status.st_size, MAX_FILE_BYTES + 1)
+        finally:
+            os.close(fd)
     except IsADirectoryError:
         kind = "a directory"
     except OSError as exc:
@@ -146,15 +165,20 @@ def _read_text(path: Path, report: Report) -> str | None:
         report.error((1, 1), f"file is larger than {MAX_FILE_BYTES} bytes; a definition is a "
                      "small YAML mapping - is this the right file?")
         return None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        before = raw[: exc.start]
-        line = before.count(b"\n") + 1
-        col = len(before[before.rfind(b"\n") + 1 :].decode("utf-8", "replace")) + 1
-        report.error((line, col), f"file is not valid UTF-8 (byte 0x{raw[exc.start]:02x}); "
-                     "save it as UTF-8")
-        return None
+    return raw
+
+
+def _read_at_most(fd: int, size: int, limit: int) -> bytes:
+    """Up to ``limit`` bytes of ``fd`` (to its end), asking for ``size`` + 1 first: a buffered
+    ``read(limit)`` allocates ``limit`` bytes per file, measurable on 10,000 files."""
+    chunks: list[bytes] = []
+    total = 0
+    want = min(size + 1, limit)
+    while total < limit and (chunk := os.read(fd, max(1, min(want, limit - total)))):
+        chunks.append(chunk)
+        total += len(chunk)
+        want = 1 << 16
+    return b"".join(chunks)
 
 
 @attrs.define
