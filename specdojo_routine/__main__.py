@@ -6,7 +6,13 @@ import signal
 import sys
 from types import FrameType
 
-from specdojo_routine.cli import main
+try:
+    from specdojo_routine.cli import main
+except ImportError as exc:  # before anything of ours loads, so the wording is repeated here
+    sys.stderr.write(f"error: {exc}: a package specdojo_routine needs is missing or broken in "
+                     "this Python environment; install specdojo_routine with its dependencies "
+                     "(pip install specdojo_routine) and run the command again\n")
+    sys.exit(1)
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:

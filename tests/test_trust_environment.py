@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -178,3 +179,31 @@ def test_a_run_that_aborts_still_reports_the_attempts_it_finished(project: Proje
     assert ["error: run aborted: " + str(project.root / "execution" / "x") +
             ": No space left on device (free some space on that file system and run the "
             "command again)"] == report.errors
+
+
+_WITHOUT = """\
+import importlib.abc, runpy, sys
+GONE = sys.argv[1]
+class Gone(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == GONE:
+            raise ModuleNotFoundError(f"No module named {GONE!r}", name=GONE)
+sys.meta_path.insert(0, Gone())
+sys.argv = ["specdojo_routine", *sys.argv[2:]]
+runpy.run_module("specdojo_routine", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize("module", ["orjson", "ruamel", "croniter"])
+def test_a_missing_dependency_is_one_clear_line(project: Project, module: str) -> None:
+    """A package missing from the environment (orjson: before anything of ours runs; ruamel and
+    croniter: imported on first use) is named in one line that says what to do, exit 1."""
+    project.routine("rtn-a", 'trigger: {cron: "0 * * * *", timezone: UTC}\n'
+                             "action: {kind: specdojo, args: [x]}\n")
+    done = subprocess.run([sys.executable, "-c", _WITHOUT, module, "list", "--root",
+                           str(project.root)], capture_output=True, text=True, check=False)
+    assert 1 == done.returncode, done.stdout + done.stderr
+    assert [f"error: No module named '{module}': a package specdojo_routine needs is missing "
+            "or broken in this Python environment; install specdojo_routine with its "
+            "dependencies (pip install specdojo_routine) and run the command again"] == (
+        done.stderr.splitlines())

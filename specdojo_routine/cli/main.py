@@ -8,6 +8,7 @@ docstring is for developers and is never shown to users.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -25,6 +26,7 @@ from specdojo_routine.core.errors import (
     EXIT_USAGE,
     RoutineError,
     environment_error,
+    missing_dependency,
 )
 from specdojo_routine.core.timefmt import parse_instant
 from specdojo_routine.core.validation import one_line
@@ -227,6 +229,10 @@ def _dispatch(args: argparse.Namespace) -> Command:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit code. Never raises for user mistakes."""
     out, err = sys.stdout, sys.stderr
+    # One command is a short process that builds many small long-lived objects (10,000
+    # definitions make ~200,000): collect the young generation 140x less often than Python's
+    # default of 700 allocations (as mypy does), which saves ~5% of a large run's time.
+    gc.set_threshold(100_000, 10, 10)
     try:
         words = list(sys.argv[1:] if argv is None else argv)
         args = build_parser(words).parse_args(words)
@@ -249,6 +255,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except OSError as exc:  # the environment, not a bug: say where, what and what to do
         err.write(f"error: {one_line(environment_error(exc))}\n")
+        return EXIT_FAILURE
+    except ImportError as exc:  # a dependency missing or broken: the environment again
+        err.write(f"error: {one_line(missing_dependency(exc))}\n")
         return EXIT_FAILURE
     except Exception as exc:
         err.write(f"error: internal error ({one_line(f'{type(exc).__name__}: {exc}')}); "

@@ -180,18 +180,21 @@ def _accounted_text(report: RunReport, out: TextIO) -> None:
 
 
 def _dry_run_text(report: RunReport, out: TextIO) -> None:
+    lines: list[str] = []  # written at once: 10,000 routines are 20,000 lines
     for s in report.selected:
         extra = ""
         if s.occurrence.passed_over_since is not None:
             extra = f" (coalesces occurrences since {format_ms(s.occurrence.passed_over_since)})"
-        out.write(f"{s.routine.id}  {format_ms(s.occurrence.scheduled_for)}  "
-                  f"[{s.occurrence.trigger}]{extra}\n")
+        lines.append(f"{s.routine.id}  {format_ms(s.occurrence.scheduled_for)}  "
+                     f"[{s.occurrence.trigger}]{extra}\n")
         for a in s.actions:
             if a.argv is not None:
-                out.write(f"  {a.index}. {a.kind}: {shlex.join([*report.prefix, *a.argv])}\n")
+                lines.append(f"  {a.index}. {a.kind}: {shlex.join([*report.prefix, *a.argv])}\n")
             else:
                 inputs = ", ".join(f"{k}={v}" for k, v in (a.inputs or {}).items())
-                out.write(f"  {a.index}. job {a.job}" + (f" ({inputs})" if inputs else "") + "\n")
+                lines.append(f"  {a.index}. job {a.job}" + (f" ({inputs})" if inputs else "")
+                             + "\n")
+    out.write("".join(lines))
 
 
 def _event_detail(event: dict[str, Any]) -> str:

@@ -143,6 +143,13 @@ def environment_error(exc: OSError) -> str:
     return f"{where + ': ' if where else ''}{what} ({remedy(exc)})"
 
 
+def missing_dependency(exc: ImportError) -> str:
+    """One line for a module that cannot be imported (a dependency missing or broken)."""
+    return (f"{exc}: a package specdojo_routine needs is missing or broken in this Python "
+            f"environment; install specdojo_routine with its dependencies "
+            "(pip install specdojo_routine) and run the command again")
+
+
 def remedy(exc: OSError) -> str:
     """What to do about an ``OSError``, by its errno."""
     return _REMEDIES.get(exc.errno or 0, "check the file system and run the command again")
