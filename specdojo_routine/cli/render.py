@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import shlex
 from collections.abc import Sequence
 from datetime import datetime
@@ -179,8 +180,14 @@ def _accounted_text(report: RunReport, out: TextIO) -> None:
                       f"{would}{verdict}{extra} - {d.reason}\n")
 
 
+@functools.lru_cache(maxsize=1024)  # routines share their calls: 10,000 may be one command
+def _shell_words(prefix: tuple[str, ...], argv: tuple[str, ...]) -> str:
+    return shlex.join([*prefix, *argv])
+
+
 def _dry_run_text(report: RunReport, out: TextIO) -> None:
     lines: list[str] = []  # written at once: 10,000 routines are 20,000 lines
+    prefix = tuple(report.prefix)
     for s in report.selected:
         extra = ""
         if s.occurrence.passed_over_since is not None:
@@ -189,7 +196,7 @@ def _dry_run_text(report: RunReport, out: TextIO) -> None:
                      f"[{s.occurrence.trigger}]{extra}\n")
         for a in s.actions:
             if a.argv is not None:
-                lines.append(f"  {a.index}. {a.kind}: {shlex.join([*report.prefix, *a.argv])}\n")
+                lines.append(f"  {a.index}. {a.kind}: {_shell_words(prefix, tuple(a.argv))}\n")
             else:
                 inputs = ", ".join(f"{k}={v}" for k, v in (a.inputs or {}).items())
                 lines.append(f"  {a.index}. job {a.job}" + (f" ({inputs})" if inputs else "")
