@@ -36,9 +36,12 @@ WORDS = ["x", "Daily report 1", "Asia/Tokyo", "rtn-a", "0", "1", "-12", "007", "
          ".inf", ".nan", "=", "<<", "a b", "a  b", "(x)", "$HOME", "^x", "./x", "~x", "日報",
          "é", "-x", "--", "- x", "a -b", "x.y", "1/2", "12:30", "a:b", "a #b", "a#b", "a,b",
          "[a]", "{a}", "&a", "*a", "!x", "|", ">", "'", '"', "%", "@", "`", "?", "? x", ": x",
-         "99999999999999999999", "123456789012345678", "-", "a\\b", "\u00a0", "x "]
+         "99999999999999999999", "123456789012345678", "-", "a\\b", "\u00a0", "x ",
+         # at and beyond the edges of the non-ASCII ranges the reader takes
+         "\u00c0x", "x\u024f", "\u0250", "\u00bf", "\u30ff", "\u3100", "\u9fff", "\ua000",
+         "x\U0001f600", "\u2028"]
 QUOTED = ["", " ", "a # b", "a: b", "it''s", "'", "x\\n", "[a]", "\u00e9", "#", "a,b", " lead",
-          "trail "]
+          "trail ", "\U0001f600", "\u00a0"]
 
 
 def scalar() -> st.SearchStrategy[str]:

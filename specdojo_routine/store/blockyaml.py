@@ -26,24 +26,36 @@ carriage return. ``tests/test_fast_definitions.py`` holds it to the slow path (p
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Any
 
-_PLAIN_BODY = r"[A-Za-z0-9_./~+$^=() \u00c0-\u024f\u3040-\u30ff\u4e00-\u9fff-]"
-_PLAIN_START = r"(?:[A-Za-z0-9_./~+$^=(\u00c0-\u024f\u3040-\u30ff\u4e00-\u9fff]|-[0-9])"
-_PLAIN = rf"{_PLAIN_START}(?:{_PLAIN_BODY}*{_PLAIN_BODY.replace(' ', '')})?"
+#: The only characters beyond ASCII a file this reader takes may hold (checked once per file,
+#: :func:`_foreign`): so the line patterns can say "not ASCII" (a class re compiles at once)
+#: where they mean these ranges (a class re compiles in ~1 ms, a Python loop per code point).
+_NON_ASCII = "\u00c0-\u024f\u3040-\u30ff\u4e00-\u9fff"
+_LETTER = r"[^\x00-\x7f]"  # = one of _NON_ASCII in a file _foreign passed
+_PLAIN_START = rf"(?:[A-Za-z0-9_./~+$^=(]|{_LETTER}|-[0-9])"
+_PLAIN_NONSPACE = rf"(?:[A-Za-z0-9_./~+$^=()-]|{_LETTER})"
+_PLAIN = rf"{_PLAIN_START}(?: *{_PLAIN_NONSPACE})*"  # never ending in a space
 _SINGLE = r"'(?:[^'\n]|'')*'"
 _DOUBLE = r'"[^"\\\n]*"'
 _ITEM = rf"(?:{_PLAIN}|{_SINGLE}|{_DOUBLE})"
 _VALUE = rf"(?:{_ITEM}|\[ *(?:{_ITEM}(?: *, *{_ITEM})*)? *\])"
 _TAIL = r"(?: +#.*)? *"
-# indent, key (absent for a list item), value (absent after a bare `key:`)
+# indent, key (absent for a list item), `-` (a list item), value (absent after a bare `key:`;
+# a list item without one is refused by the reader); the value pattern appears once
 _LINE = re.compile(
-    rf"( *)(?:([A-Za-z_][A-Za-z0-9_-]*):(?: +({_VALUE}))?|- +({_VALUE})){_TAIL}"
+    rf"( *)(?:([A-Za-z_][A-Za-z0-9_-]*):|(-)(?= ))(?: +({_VALUE}))?{_TAIL}"
 )
 _ITEMS = re.compile(rf"({_PLAIN}|{_SINGLE}|{_DOUBLE})")
 _SKIPPED = re.compile(r" *(?:#.*)?")
+
+
+@functools.cache  # compiled for the first file that is not ASCII
+def _foreign() -> re.Pattern[str]:
+    return re.compile(f"[^\\x00-\\x7f{_NON_ASCII}]")
 
 
 class Unsure(Exception):
@@ -56,7 +68,7 @@ def read(
     """The document as plain data, or None when it is not the plainest block YAML.
 
     ``plain(text)`` types a plain scalar (raising :class:`Unsure` for a type not taken)."""
-    if "\r" in source:
+    if "\r" in source or (not source.isascii() and _foreign().search(source)):
         return None
     try:
         return _read(source, plain, max_depth)
@@ -77,7 +89,7 @@ def _read(source: str, plain: Callable[[str], Any], max_depth: int) -> dict[str,
             if skipped(line):
                 continue
             raise Unsure
-        spaces, key, value, item = match.groups()
+        spaces, key, _, value = match.groups()
         indent = len(spaces)
         if pending is not None:
             if indent > at:
@@ -95,9 +107,9 @@ def _read(source: str, plain: Callable[[str], Any], max_depth: int) -> dict[str,
             if at != indent:
                 raise Unsure
         if key is None:
-            if type(container) is not list:
+            if type(container) is not list or value is None:
                 raise Unsure
-            container.append(_value(item, plain))
+            container.append(_value(value, plain))
         elif type(container) is not dict or key in container or type(plain(key)) is not str:
             raise Unsure
         elif value is None:
