@@ -118,6 +118,15 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _kill_run(proc: Any) -> None:
+    """SIGKILL a runner, then its command's process group (the command runs in its own)."""
+    sleepers = _children(proc.pid)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+    for child in sleepers:
+        os.killpg(child, signal.SIGKILL)
+
+
 def test_a_hold_survives_sigkill_and_a_rebuilt_view(project: Project) -> None:
     """The runner is SIGKILLed after the failure that began the hold: the hold is in the
     ledger, so list, a refold from scratch and the next run all still see it."""
@@ -129,11 +138,7 @@ def test_a_hold_survives_sigkill_and_a_rebuilt_view(project: Project) -> None:
     project.exit_codes({"work": 1})
     proc = project.popen("run", "--due", "--now", "2026-05-01T10:00:10Z")
     _wait(lambda: any("sleep-30" in c for c in project.calls()))
-    sleepers = _children(proc.pid)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.communicate(timeout=30)
-    for child in sleepers:
-        os.killpg(child, signal.SIGKILL)  # the command runs in its own process group
+    _kill_run(proc)
     (project.root / "routines" / "generated" / "routine-state.json").unlink()
     assert 0 == project.cli("fold").returncode
     code, row = _row(project, "2026-05-01T10:30:00Z")
@@ -150,11 +155,7 @@ def test_a_resolved_failure_of_a_killed_attempt_holds(project: Project) -> None:
     project.routine("rtn-h", HOURLY_HOLD.replace("[work]", "[sleep-30]"))
     proc = project.popen("run", "--due", "--now", "2026-05-01T10:00:10Z")
     _wait(lambda: any("sleep-30" in c for c in project.calls()))
-    sleepers = _children(proc.pid)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.communicate(timeout=30)
-    for child in sleepers:
-        os.killpg(child, signal.SIGKILL)
+    _kill_run(proc)
     assert 0 == project.cli("resolve", "rtn-h", "--result", "failure", "--note", "it broke",
                             "--by", "ops").returncode
     code, row = _row(project, "2026-05-01T10:30:00Z")

@@ -51,6 +51,13 @@ def _lines(path: Path) -> list[bytes]:
     return path.read_bytes().splitlines()
 
 
+def _edit(path: Path, line: int, old: bytes, new: bytes) -> None:
+    """Change line ``line`` (1-based) of a ledger in place, as a hand edit would."""
+    lines = _lines(path)
+    lines[line - 1] = lines[line - 1].replace(old, new)
+    path.write_bytes(b"\n".join(lines) + b"\n")
+
+
 def test_every_appended_line_carries_the_hash_of_the_line_before(project: Project) -> None:
     """prev of line 1 is sha256(""), of line n the sha256 of line n-1's bytes."""
     project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [one]}\n")
@@ -84,10 +91,8 @@ def test_bytes_changed_mid_ledger_are_refused_before_anything_runs(project: Proj
     --due refuses naming file and line, delivers nothing and appends nothing."""
     project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [one]}\n")
     assert 0 == project.cli("run", "--due", "--now", NOW).returncode
-    lines = _lines(project.ledger)
-    assert b'"kind":"specdojo"' in lines[2]  # action_started of rtn-a
-    lines[2] = lines[2].replace(b'"index":1', b'"index":7')
-    project.ledger.write_bytes(b"\n".join(lines) + b"\n")
+    assert b'"kind":"specdojo"' in _lines(project.ledger)[2]  # action_started of rtn-a
+    _edit(project.ledger, 3, b'"index":1', b'"index":7')
     before, calls = project.ledger.read_bytes(), len(project.calls())
     again = project.cli("run", "--due", "--now", "2026-05-01T12:00:30Z")
     assert 1 == again.returncode
@@ -169,9 +174,7 @@ def test_a_broken_chain_is_found_wherever_it_is(tmp_path: Path) -> None:
     """A full fold names the first line whose hash is not its successor's prev."""
     path = tmp_path / "routine-runs.jsonl"
     ledger.Ledger(path).append_many([_registered(n) for n in range(6)])
-    lines = _lines(path)
-    lines[3] = lines[3].replace(b'"digest":"3', b'"digest":"8')
-    path.write_bytes(b"\n".join(lines) + b"\n")
+    _edit(path, 4, b'"digest":"3', b'"digest":"8')
     with pytest.raises(CorruptLedgerError) as info:
         proven.from_scratch(path)
     assert 4 == info.value.line
@@ -186,9 +189,7 @@ def test_chunked_chain_check_agrees_across_chunk_boundaries(tmp_path: Path,
     path = tmp_path / "routine-runs.jsonl"
     ledger.Ledger(path).append_many([_registered(n) for n in range(5)])
     assert 5 == proven.from_scratch(path).state.seq
-    lines = _lines(path)
-    lines[1] = lines[1].replace(b'"digest":"1', b'"digest":"7')
-    path.write_bytes(b"\n".join(lines) + b"\n")
+    _edit(path, 2, b'"digest":"1', b'"digest":"7')
     with pytest.raises(CorruptLedgerError) as info:
         proven.from_scratch(path)
     assert 2 == info.value.line

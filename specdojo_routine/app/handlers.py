@@ -226,9 +226,8 @@ def _run_routine(
         if routine.policy.on_interrupted is not OnInterrupted.RESUME:
             report.interrupted.append(routine.id)
             return view
-        opened = state["attempt_id"] if state is not None else None
-        if groups.still_running(groups.action_group_path(ctx.paths),
-                                attempt_id=opened) is not None:
+        if state is not None and groups.action_still_running(
+                ctx.paths, state["attempt_id"]) is not None:
             report.still_running.append(routine.id)  # a busy skip, not a second execution
             return view
         _close_interrupted(ctx, routine, state or {})
@@ -354,11 +353,10 @@ def _execute(
         return _execute_job(ctx, planned, scheduled_for)
     argv = [*runner.specdojo_prefix(ctx.env), *planned.argv]
     extra = {"SPECDOJO_PROJECT": ctx.paths.project_id, "SPECDOJO_ROUTINE_EXEC": "1"}
-    where = groups.action_group_path(ctx.paths)
     outcome = runner.run_argv(
         argv, cwd=ctx.paths.root, env=runner.child_env(ctx.env, extra), echo=ctx.echo,
-        on_start=lambda pgid: groups.record(where, pgid, attempt_id=attempt_id,
-                                            index=planned.index))
+        on_start=lambda pgid: groups.record_action(ctx.paths, pgid, attempt_id=attempt_id,
+                                                   index=planned.index))
     result = decide.exit_code_result(outcome.exit_code)
     if outcome.error is not None:
         return Result.FAILURE, outcome.error, None, None

@@ -63,7 +63,7 @@ def _refuse_if_action_lives(paths: ProjectPaths, routine_id: str, attempt_id: st
     attempt while that still runs would let its work be done twice."""
     from specdojo_routine.execute import groups
 
-    pgid = groups.still_running(groups.action_group_path(paths), attempt_id=attempt_id)
+    pgid = groups.action_still_running(paths, attempt_id)
     if pgid is not None:
         raise errors.LockBusy(
             f"attempt {attempt_id} of {routine_id}: its action is still running (process "

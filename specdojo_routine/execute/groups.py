@@ -19,13 +19,25 @@ from specdojo_routine.execute import runner
 from specdojo_routine.store import locks, views
 from specdojo_routine.store.config import ProjectPaths
 
-__all__ = ["action_group_path", "record", "still_running"]
+__all__ = ["action_group_path", "action_still_running", "record", "record_action", "still_running"]
 
 
 def action_group_path(paths: ProjectPaths) -> Path:
     """Where the process group of the routine action running now is recorded (one routine
     run at a time holds the routine lock, so one file)."""
     return paths.routine_locks_dir / "action-group.json"
+
+
+def record_action(paths: ProjectPaths, pgid: int, *, attempt_id: str, index: int) -> None:
+    """Record the group of the routine action running now (action ``index`` of the attempt)."""
+    record(action_group_path(paths), pgid, attempt_id=attempt_id, index=index)
+
+
+def action_still_running(paths: ProjectPaths, attempt_id: str | None) -> int | None:
+    """The group of an action of routine attempt ``attempt_id`` while it is alive here."""
+    if attempt_id is None:
+        return None
+    return still_running(action_group_path(paths), attempt_id=attempt_id)
 
 
 def record(target: Path, pgid: int, **facts: Any) -> None:
