@@ -34,15 +34,18 @@ def _wait_for(predicate: Any, timeout: float = 30.0) -> None:
     raise AssertionError("condition not reached in time")
 
 
-def _interrupted(project: Project) -> None:
-    """rtn-crash's runner is SIGKILLed while its action (a 3 s sleep, left to end by itself)
-    runs."""
-    project.routine("rtn-crash", """\
-        trigger: {cron: "0 * * * *", timezone: UTC}
-        action: {kind: specdojo, args: [sleep-3]}
-        """)
+def _interrupted(project: Project, rid: str = "rtn-crash", seconds: int = 3,
+                 policy: str = "") -> None:
+    """The routine's runner is SIGKILLed while its action runs: the fake CLI (the group leader)
+    dies with it, the ``sleep`` it started lives on in the action's process group and ends
+    by itself after ``seconds``."""
+    project.routine(rid, f"""\
+        trigger: {{cron: "0 * * * *", timezone: UTC}}
+        action: {{kind: specdojo, args: [sleep-{seconds}]}}
+        {policy}""")
     proc = project.popen("run", "--due", "--now", NOW)
     _wait_for(lambda: len(project.calls()) == 1)
+    _wait_for((project.root / "routines" / ".locks" / "action-group.json").exists)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
 
@@ -229,19 +232,10 @@ def test_a_deleted_lock_file_does_not_rob_a_live_run(project: Project) -> None:
 
 
 def _killed_mid_action(project: Project, policy: str = "") -> int:
-    """The runner of rtn-long is SIGKILLed while its action runs: the fake CLI (the group
-    leader) dies with it, the `sleep 20` it started lives on in the action's process group.
-    Returns that group's id, as the runner recorded it."""
-    project.routine("rtn-long", f"""\
-        trigger: {{cron: "0 * * * *", timezone: UTC}}
-        action: {{kind: specdojo, args: [sleep-20]}}
-        {policy}""")
-    proc = project.popen("run", "--due", "--now", NOW)
-    _wait_for(lambda: len(project.calls()) == 1)
+    """rtn-long is interrupted while its action's `sleep 20` runs; returns that action's
+    process group, as the runner recorded it."""
+    _interrupted(project, "rtn-long", 20, policy)
     record = project.root / "routines" / ".locks" / "action-group.json"
-    _wait_for(record.exists)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
     pgid: int = orjson.loads(record.read_bytes())["pgid"]
     assert execute_runner.group_alive(pgid)
     return pgid
