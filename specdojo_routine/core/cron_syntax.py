@@ -138,8 +138,9 @@ def _canonical(expr: str) -> str:
 
 def _never_occurs(canon: str) -> bool:
     """Whether every day-of-month of the canonical ``canon`` exceeds the longest month it
-    names ("0 0 31 2,4 *", "0 0 30 2 *"), exactly as croniter's ``expand(strict=True)`` said
-    before: a ``*`` inside a list counts for nothing there ("0 0 *,30 2 *" is rejected too)."""
+    names ("0 0 31 2,4 *", "0 0 30 2 *"): then croniter finds no occurrence at all. A ``*``
+    inside a list is the whole field, as croniter fires it ("0 0 *,30 2 *" fires every day
+    of February), although croniter's own ``expand(strict=True)`` counts it for nothing."""
     _, _, days, months, _ = canon.split()
     day_values = _listed(days, _FIELDS[2])
     month_values = _listed(months, _FIELDS[3])
@@ -149,7 +150,7 @@ def _never_occurs(canon: str) -> bool:
 
 
 def _listed(field: str, spec: _Field) -> list[int]:
-    return [v for tok in field.split(",") if tok != "*" for v in _plain_values(tok, spec)]
+    return [v for tok in field.split(",") for v in _plain_values(tok, spec)]
 
 
 def _plain_values(tok: str, spec: _Field) -> range:
