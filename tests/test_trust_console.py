@@ -60,3 +60,48 @@ def test_a_line_without_any_safe_cut_is_withheld_not_leaked(tmp_path: Path) -> N
                       "os.environ['DEPLOY_TOKEN'] + '\\n')\n")
     text = _echoed(tmp_path, f"python3 {script}")
     assert SECRET not in text and "characters of one output line not echoed" in text
+
+
+def _fed(text: str, piece: int = 1 << 16) -> tuple[str, int]:
+    """(echo of ``text`` fed to one stream in ``piece``-byte reads, calls of redact on what
+    was held)."""
+    from specdojo_routine.core.redact import LineRedactor
+    from specdojo_routine.execute import echo as echo_module
+
+    calls = 0
+    real = echo_module.redact
+
+    def counted(held: str, secrets: tuple[str, ...]) -> str:
+        nonlocal calls
+        calls += 1
+        return real(held, secrets)
+
+    out = io.StringIO()
+    stream = echo_module.Stream(out, LineRedactor([SECRET]))
+    data = text.encode()
+    original, echo_module.redact = echo_module.redact, counted
+    try:
+        for start in range(0, len(data), piece):
+            stream.feed(data[start:start + piece])
+        stream.close()
+    finally:
+        echo_module.redact = original
+    return out.getvalue(), calls
+
+
+def test_a_long_line_without_a_separator_is_not_searched_again_on_every_read() -> None:
+    """9 MiB without a separator, read 64 KiB at a time: each read searches only what is new
+    for a cut (before, every read redacted and searched all that was held: 11 s for this
+    line), and the line is withheld."""
+    text, calls = _fed("x" * (9 << 20) + SECRET + "\n")
+    assert (0, False) == (calls, SECRET in text)
+    assert "characters of one output line not echoed" in text
+
+
+def test_a_separator_after_a_long_bare_start_is_still_a_cut() -> None:
+    """2 MiB without a separator, then words and the secret: the words after the bare start
+    are echoed in pieces and the secret never shows."""
+    text, _ = _fed("x" * (2 << 20) + " word" * 300_000 + " " + SECRET + " end\n")
+    assert SECRET not in text and SECRET[:8] not in text
+    assert text.startswith("x" * (2 << 20) + " word") and text.endswith("[REDACTED] end\n")
+    assert text.count(" word") == 300_000

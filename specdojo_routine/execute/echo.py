@@ -32,6 +32,7 @@ class Stream:
         self.redactor = redactor
         self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self.partial = ""
+        self.bare = 0  # a start of ``partial`` known to hold no separator: not searched again
         self.hold = ECHO_HOLD + max((len(x) for x in redactor.secrets), default=0)
 
     def feed(self, data: bytes) -> None:
@@ -46,7 +47,11 @@ class Stream:
             self._echo(self.decoder.decode(b"", final=True), final=True)
 
     def _echo(self, text: str, final: bool = False) -> None:
-        *lines, self.partial = (self.partial + text).split("\n")
+        if "\n" in text:
+            *lines, self.partial = (self.partial + text).split("\n")
+            self.bare = 0
+        else:  # the line goes on: only the new text is new (a long line costs linear time)
+            lines, self.partial = [], self.partial + text
         out = [self.redactor.line(line + "\n") for line in lines]
         if final and self.partial:
             out.append(self.redactor.line(self.partial))
@@ -64,18 +69,21 @@ class Stream:
     def _safe_piece(self) -> str:
         """Redacted start of an over-long line that can be shown now ("" to keep holding)."""
         held, secrets = self.partial, self.redactor.secrets
-        whole = redact(held, secrets)
-        cut = len(held) - self.hold
-        for _ in range(4):
-            cut = max(held.rfind(sep, 0, cut) for sep in " \t,;") + 1
+        whole = None
+        cut = end = len(held) - self.hold
+        for tries in range(4):
+            cut = max(held.rfind(sep, self.bare, cut) for sep in " \t,;") + 1
             if cut <= 0:
+                if tries == 0:  # no separator before `end`: the next search starts there
+                    self.bare = max(self.bare, end)
                 break
+            whole = redact(held, secrets) if whole is None else whole
             if whole.startswith(redact(held[:cut], secrets)):
-                self.partial = held[cut:]
+                self.partial, self.bare = held[cut:], 0
                 return self.redactor.line(held[:cut])
             cut -= 1
         if len(held) > ECHO_WITHHOLD_LIMIT:  # no safe cut in sight: never show it
-            self.partial = ""
+            self.partial, self.bare = "", 0
             return f"[REDACTED: {len(held)} characters of one output line not echoed]"
         return ""
 
