@@ -18,6 +18,30 @@ REPO = Path(__file__).resolve().parent.parent
 FAKE_CLI = REPO / "tests" / "support" / "fake-specdojo"
 # What running a project writes (git-ignored under fixtures/): never copied into a test.
 RUNTIME_STATE = frozenset({"generated", ".locks", ".cache", "execution"})
+#: The environment the test run started in: the benchmarks measure under it (the tests' own
+#: subprocesses get a private bytecode cache, :func:`_bytecode_cache`).
+ENVIRON_AT_START = dict(os.environ)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _bytecode_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The tests start Python subprocesses by the thousand. Where ``PYTHONDONTWRITEBYTECODE``
+    is set (the reference machine sets it), each compiled the package from source again
+    (~50 ms a process); they share one bytecode cache under this run's temp dir instead, so
+    nothing is written into the source tree, as that variable intends. A
+    ``PYTHONPYCACHEPREFIX`` set by the caller is kept."""
+    if "PYTHONPYCACHEPREFIX" in os.environ:
+        yield
+        return
+    saved = os.environ.get("PYTHONDONTWRITEBYTECODE")
+    os.environ["PYTHONPYCACHEPREFIX"] = str(tmp_path_factory.mktemp("pycache"))
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    try:
+        yield
+    finally:
+        del os.environ["PYTHONPYCACHEPREFIX"]
+        if saved is not None:
+            os.environ["PYTHONDONTWRITEBYTECODE"] = saved
 
 
 def source_files(src: Path) -> list[str]:

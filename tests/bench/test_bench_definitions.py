@@ -24,12 +24,13 @@ fast path is at least 4x the slow path and prints whether the absolute target wa
 from __future__ import annotations
 
 import json
-import os
 import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from tests.conftest import ENVIRON_AT_START
 
 REPO = Path(__file__).resolve().parents[2]
 COUNT = 10_000
@@ -79,7 +80,7 @@ CACHED: dict[str, str] = {}
 def timed(argv: list[str], name: str = "", *, as_here: bool = False, **env: str) -> float:
     """Wall time of one whole process, bytecode cached unless ``as_here`` (this environment:
     PYTHONDONTWRITEBYTECODE=1 on the reference machine, so the package compiles every run)."""
-    full = {k: v for k, v in os.environ.items() if k != "SPECDOJO_PROJECT"}
+    full = {k: v for k, v in ENVIRON_AT_START.items() if k != "SPECDOJO_PROJECT"}
     if not as_here:
         full = {k: v for k, v in full.items() if k != "PYTHONDONTWRITEBYTECODE"} | CACHED
     full |= env
