@@ -238,7 +238,7 @@ inputs:
   period: {type: string, required: true}
 task:
   mode: command
-  command: echo "start $$" >> effects.log; sleep 8; echo "end $$" >> effects.log
+  command: echo "start $$" >> effects.log; sleep 5; echo "end $$" >> effects.log
 run:
   idempotency_key: "{{job_id}}:{{inputs.period}}"
 """
