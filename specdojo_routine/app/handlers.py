@@ -192,10 +192,11 @@ def run(
     the_now = to_utc(now) if now is not None else to_utc(wall())
     if dry_run:
         view = adopt.plan_routine_imports(paths).view  # the imported view, in memory (§10)
-        lock = locks.routine_lock_status(paths.routine_locks_dir, now=to_utc(wall()),
-                                          project=paths.project_id, env=env)
+        lock = locks.status_soon(paths.routine_locks_dir, now=to_utc(wall()),
+                                 project=paths.project_id, env=env)  # read while we select
         plan_selection(report, candidates, view, the_now, routine_id, paths,
-                       interrupted=not lock.held and live_owner(view) is None)
+                       interrupted=lambda: not lock().held and live_owner(view) is None)
+        lock()  # what it raised (a Redis that is down) is raised here even if nothing was open
         return report
     with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id,
                             env=env):
@@ -252,14 +253,15 @@ def _run_routine(
 
 def plan_selection(
     report: RunReport, candidates: list[Routine], view: views.RoutineView, now: datetime,
-    routine_id: str | None, paths: ProjectPaths, *, interrupted: bool,
+    routine_id: str | None, paths: ProjectPaths, *, interrupted: Callable[[], bool],
 ) -> None:
-    """Select (without recording) what a run would do; ``interrupted``: the routine lock is
-    free, so an open attempt is an interrupted one rather than a run in progress."""
+    """Select (without recording) what a run would do; ``interrupted()``: the routine lock is
+    free, so an open attempt is an interrupted one rather than a run in progress (asked only
+    when an attempt is open)."""
     for routine in candidates:
         state = view.routines.get(routine.id)
         if _is_open(state):
-            if not interrupted:
+            if not interrupted():
                 continue  # another live run holds the lock: the routine is simply running
             if routine.policy.on_interrupted is not OnInterrupted.RESUME:
                 report.interrupted.append(routine.id)

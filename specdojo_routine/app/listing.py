@@ -69,16 +69,17 @@ def list_routines(
     the_now = to_utc(now) if now is not None else wall
     defs = definitions.load_definitions(paths)
     view = adopt.plan_routine_imports(paths).view  # imported in memory; writes nothing
-    lock = locks.routine_lock_status(paths.routine_locks_dir, now=wall, project=paths.project_id)
-    rows = [_row(r, view.routines.get(r.id) or {}, the_now, lock.held) for r in defs.routines]
+    lock_status = locks.status_soon(paths.routine_locks_dir, now=wall, project=paths.project_id)
+    states: list[Mapping[str, Any]] = [view.routines.get(r.id) or {} for r in defs.routines]
+    when = [_when(r, state, the_now) for r, state in zip(defs.routines, states, strict=True)]
+    lock = lock_status()  # read meanwhile, after the view (as a run would see them)
+    rows = [_row(r, state, the_now, lock.held, *due_next)
+            for r, state, due_next in zip(defs.routines, states, when, strict=True)]
     return Listing(now=the_now, rows=rows, lock=lock, problems=[str(p) for p in defs.errors])
 
 
-def _row(routine: Routine, state: Mapping[str, Any], now: datetime, lock_held: bool) -> RoutineRow:
-    status = state.get("status") or "never"
-    owner = (state.get("open_attempt") or {}).get("owner") or {}
-    alive = locks.owner_alive(owner.get("pid"), owner.get("host"), owner.get("start")) is True
-    interrupted = status == "running" and not lock_held and not alive  # never rob the living
+def _when(routine: Routine, state: Mapping[str, Any], now: datetime) -> tuple[bool, str | None]:
+    """(due now by the schedule, the next occurrence) of a routine."""
     try:
         due = bool(schedule.due_occurrences(
             routine, last_run=state.get("last_run"),
@@ -99,6 +100,17 @@ def _row(routine: Routine, state: Mapping[str, Any], now: datetime, lock_held: b
         due_at = schedule.next_interval_due(
             routine, last_run=format_s(anchor) if anchor else None, now=now)
         next_text = format_s(max(due_at, now))  # an overdue interval routine is due now
+    return due, next_text
+
+
+def _row(
+    routine: Routine, state: Mapping[str, Any], now: datetime, lock_held: bool, due: bool,
+    next_text: str | None,
+) -> RoutineRow:
+    status = state.get("status") or "never"
+    owner = (state.get("open_attempt") or {}).get("owner") or {}
+    alive = locks.owner_alive(owner.get("pid"), owner.get("host"), owner.get("start")) is True
+    interrupted = status == "running" and not lock_held and not alive  # never rob the living
     return RoutineRow(
         id=routine.id, enabled=routine.enabled, schedule=routine.schedule_text,
         kinds=[a.kind for a in routine.actions], status=status, interrupted=interrupted,
