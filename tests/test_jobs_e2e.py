@@ -280,3 +280,39 @@ def test_a_command_is_never_run_twice_at_once_after_its_runner_is_killed(
     assert 2 == sum(x.startswith("start") for x in lines)
     assert lines[-2].startswith("start") and lines[-1].startswith("end")  # never overlapped
     assert 0 == project.cli("fold", "--check", env=env(project)).returncode
+
+
+@pytest.mark.parametrize("value", ["password=hunter2-XY", "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+                                   "Bearer eyJhbGciOiJIUzI1NiJ9.payload"])
+def test_an_input_value_that_is_a_secret_is_refused_and_never_recorded(
+    weekly: Project, value: str,
+) -> None:
+    """SPEC §7.5: no secret reaches a ledger, view or evidence file - and input values are
+    recorded in all three (§7.3). A value the redaction rules match is refused: exit 2, one
+    line that does not show it, nothing written, the command never run."""
+    before = weekly.files()
+    done = job_run(weekly, "--input", f"period={value}", "--json")
+    lines = done.stderr.splitlines()
+    assert (2, 1, before) == (done.returncode, len(lines), weekly.files()), done.stderr
+    assert lines[0].startswith("error: job-weekly: Input period holds what looks like a secret")
+    assert value.split("=")[-1].split()[-1] not in done.stdout + done.stderr
+
+
+def test_an_input_named_like_a_secret_is_a_validation_error(project: Project) -> None:
+    """An input whose name ends in a credential word (db_password, api_token, api_key) is
+    refused where it is declared, with file:line:col; token_count is an ordinary name."""
+    project.job("job-deploy", """\
+        name: Deploy
+        inputs:
+          token_count: {type: integer, default: 3}
+          db_password: {type: string}
+          api_key: {type: string}
+        task: {mode: command, command: "echo {{inputs.token_count}}"}
+        run: {idempotency_key: "{{job_id}}"}
+        """)
+    done = project.cli("validate")
+    lines = [x for x in done.stderr.splitlines() if "named like a secret" in x]
+    assert (1, 2) == (done.returncode, len(lines)), done.stderr
+    assert lines[0].startswith("jobs/job-deploy.yaml:5:3: inputs.db_password is named like a "
+                               "secret, but input values are recorded in the run ledger")
+    assert lines[1].startswith("jobs/job-deploy.yaml:6:3: inputs.api_key is named like")

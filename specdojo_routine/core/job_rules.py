@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from specdojo_routine.core import model
 from specdojo_routine.core.cron_syntax import parse_interval
-from specdojo_routine.core.inputs import INPUT_FIELDS, build_input_spec, is_int
+from specdojo_routine.core.inputs import INPUT_FIELDS, build_input_spec, is_int, secret_name
 from specdojo_routine.core.templates import Placeholder, TemplateError, check_shell_template
 from specdojo_routine.core.validation import (
     JOB_ID,
@@ -84,6 +84,8 @@ def _input_specs(r: Report, node: Node | None) -> tuple[model.InputSpec, ...]:
             r.error(child.key_pos, f"{child.label} must use lowercase snake_case")
         elif mapping(r, child, " (type, required, default, ...)"):
             unknown_keys(r, child, INPUT_FIELDS, "input")
+            if (named := secret_name(name)) is not None:
+                r.error(child.key_pos, named)
             spec, complaints = build_input_spec(name, plain(child.value))
             for field, message in complaints:
                 located = child.get(field)
