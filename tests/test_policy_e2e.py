@@ -88,6 +88,21 @@ def test_release_refuses_a_routine_that_is_not_held(project: Project) -> None:
     assert before == project.ledger.read_bytes()
 
 
+def test_release_by_defaults_to_user_and_the_note_is_optional(project: Project) -> None:
+    """SPEC §9.5: `release --by` defaults to $USER as for `resolve`; without --note the
+    note is recorded as null; the default --run is none (nothing runs). ($USER, not
+    LOGNAME, which getpass would prefer.)"""
+    _held_after_a_failure(project)
+    calls = len(project.calls())
+    done = project.cli("release", "rtn-h", "--now", "2026-05-01T12:45:00Z",
+                       env=project.env(USER="carol", LOGNAME="dave"))
+    assert 0 == done.returncode, done.stderr
+    released = [e for e in project.events() if e["type"] == "routine_released"]
+    assert [("none", None, "carol")] == [(e["run"], e["note"], e["released_by"])
+                                         for e in released]
+    assert calls == len(project.calls())
+
+
 def test_release_waits_for_the_routine_lock(project: Project) -> None:
     """release takes the routine lock: busy while a run holds it (exit 75, nothing written)."""
     _held_after_a_failure(project)
