@@ -376,6 +376,17 @@ def test_next_for_a_routine_shows_the_latest_start_and_follows_the_cursor(
     assert "LOCAL (Asia/Tokyo)" in text and "2026-08-07T10:00:00Z" in text
 
 
+def test_next_defaults_to_five_occurrences_strictly_after_now(project: Project) -> None:
+    """SPEC §9.4/§9.5: `next` lists N = 5 occurrences by default, strictly after --now (an
+    occurrence exactly at --now is not listed), for a routine and for a bare --cron alike."""
+    project.routine("rtn-c", 'trigger: {cron: "0 * * * *", timezone: UTC}\n'
+                             "action: {kind: specdojo, args: [work]}\n")
+    hours = [f"2026-05-01T{h}:00:00.000Z" for h in range(11, 16)]
+    for args in (("rtn-c",), ("--cron", "0 * * * *", "--timezone", "UTC")):
+        items = _next(project, *args, "--now", "2026-05-01T10:00:00Z")
+        assert hours == [i["utc"] for i in items], args
+
+
 @pytest.mark.parametrize("args", [("--cron", "0 25 * * *", "--timezone", "UTC"),
                                   ("--cron", "0 1 * * *", "--timezone", "Mars/Olympus"),
                                   ("--cron", "0 1 * * *"), ()])
