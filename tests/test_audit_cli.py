@@ -191,6 +191,26 @@ def test_history_table_is_oldest_first_under_its_header(project: Project) -> Non
         range(1, len(stored.splitlines()) + 1))) == (lines[0].split(), seqs)
 
 
+def test_history_without_limit_shows_the_whole_ledger(project: Project) -> None:
+    """SPEC §8: `history` shows the routine ledger, all of it unless --limit: a long
+    ledger (601 events) is shown whole, as JSON lines and as the table."""
+    from specdojo_routine.store import ledger
+    from tests.test_fold import ended, registered, started
+
+    events: list[Any] = [registered()]
+    for n in range(300):
+        events += [started(aid=f"a{n}", transition="T-06" if n else "T-02"),
+                   ended(aid=f"a{n}")]
+    project.ledger.parent.mkdir(parents=True)
+    ledger.Ledger(project.ledger).append_many(events)
+    stored = project.ledger.read_bytes()
+    assert 601 == len(stored.splitlines())
+    assert stored.decode() == project.cli("history", "--json").stdout
+    table = project.cli("history").stdout.splitlines()
+    assert list(range(1, 602)) == [int(line.split()[0]) for line in table[1:]]
+    assert 3 == len(project.cli("history", "--limit", "3", "--json").stdout.splitlines())
+
+
 def test_history_without_a_ledger_says_no_events(project: Project) -> None:
     """A fresh project: `no events`, exit 0, nothing created."""
     before = project.files()

@@ -101,6 +101,18 @@ def test_run_due_refuses_the_interrupted_routine_and_runs_the_others(listed: Pro
     assert ["other --project demo"] == listed.calls()
 
 
+def test_list_shows_an_interrupted_routine_and_exits_1(listed: Project) -> None:
+    """SPEC §6.5/§8: `list` shows an interrupted routine (`"interrupted": true`, status
+    running, the text says so) and, as a health check, exits 1 for it (text and JSON alike)."""
+    assert 0 == listed.cli("list", "--now", "2026-05-01T09:00:00Z").returncode
+    _interrupted(listed)
+    text = listed.cli("list", "--now", "2026-05-01T12:00:00Z")
+    assert (1, True) == (text.returncode, "running (interrupted)" in text.stdout)
+    proc = listed.cli("list", "--json", "--now", "2026-05-01T12:00:00Z")
+    row = orjson.loads(proc.stdout)["routines"][0]
+    assert (1, True, "running") == (proc.returncode, row["interrupted"], row["status"])
+
+
 def test_open_attempt_under_a_live_lock_holder_is_running_not_interrupted(held: Project) -> None:
     """While another live process holds the lock, an open attempt is simply running."""
     held.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [x]}\n")

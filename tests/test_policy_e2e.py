@@ -88,6 +88,21 @@ def test_release_refuses_a_routine_that_is_not_held(project: Project) -> None:
     assert before == project.ledger.read_bytes()
 
 
+def test_release_by_defaults_to_user_and_the_note_is_optional(project: Project) -> None:
+    """SPEC §9.5: `release --by` defaults to $USER as for `resolve`; without --note the
+    note is recorded as null; the default --run is none (nothing runs). ($USER, not
+    LOGNAME, which getpass would prefer.)"""
+    _held_after_a_failure(project)
+    calls = len(project.calls())
+    done = project.cli("release", "rtn-h", "--now", "2026-05-01T12:45:00Z",
+                       env=project.env(USER="carol", LOGNAME="dave"))
+    assert 0 == done.returncode, done.stderr
+    released = [e for e in project.events() if e["type"] == "routine_released"]
+    assert [("none", None, "carol")] == [(e["run"], e["note"], e["released_by"])
+                                         for e in released]
+    assert calls == len(project.calls())
+
+
 def test_release_waits_for_the_routine_lock(project: Project) -> None:
     """release takes the routine lock: busy while a run holds it (exit 75, nothing written)."""
     _held_after_a_failure(project)
@@ -359,6 +374,17 @@ def test_next_for_a_routine_shows_the_latest_start_and_follows_the_cursor(
                                           for i in items]
     text = project.cli("next", "rtn-n", "--now", "2026-08-01T00:00:00Z", "-n", "1").stdout
     assert "LOCAL (Asia/Tokyo)" in text and "2026-08-07T10:00:00Z" in text
+
+
+def test_next_defaults_to_five_occurrences_strictly_after_now(project: Project) -> None:
+    """SPEC §9.4/§9.5: `next` lists N = 5 occurrences by default, strictly after --now (an
+    occurrence exactly at --now is not listed), for a routine and for a bare --cron alike."""
+    project.routine("rtn-c", 'trigger: {cron: "0 * * * *", timezone: UTC}\n'
+                             "action: {kind: specdojo, args: [work]}\n")
+    hours = [f"2026-05-01T{h}:00:00.000Z" for h in range(11, 16)]
+    for args in (("rtn-c",), ("--cron", "0 * * * *", "--timezone", "UTC")):
+        items = _next(project, *args, "--now", "2026-05-01T10:00:00Z")
+        assert hours == [i["utc"] for i in items], args
 
 
 @pytest.mark.parametrize("args", [("--cron", "0 25 * * *", "--timezone", "UTC"),

@@ -7,7 +7,7 @@ import itertools
 import orjson
 import pytest
 
-from tests.conftest import Project
+from tests.conftest import FAKE_CLI, Project
 
 ALL_KINDS = """\
 interval: 1h
@@ -192,6 +192,24 @@ def test_an_invalid_routine_is_never_run_but_others_are(project: Project) -> Non
     assert 1 == proc.returncode
     assert "rtn-bad.yaml" in proc.stderr
     assert {"rtn-good"} == {e["routine_id"] for e in project.events()}
+
+
+def test_dry_run_with_an_invalid_routine_exits_1_and_still_shows_the_valid_ones(
+    project: Project,
+) -> None:
+    """SPEC §8: a validation error is exit 1 also in `run --dry-run`, which still prints what
+    the valid routines would do (and, being a dry run, writes nothing)."""
+    project.routine("rtn-good", "interval: 1h\naction: {kind: specdojo, args: [work]}\n")
+    project.routine("rtn-bad", "interval: 0h\naction: {kind: exec-resume}\n")
+    before = project.files()
+    proc = project.cli("run", "--due", "--dry-run", "--now", "2026-05-01T10:00:00Z")
+    assert (1, before, []) == (proc.returncode, project.files(), project.calls())
+    assert "rtn-bad.yaml" in proc.stderr and "Traceback" not in proc.stderr
+    assert "rtn-good  2026-05-01T10:00:00.000Z  [due]" in proc.stdout
+    assert f"{FAKE_CLI} work --project demo" in proc.stdout
+    doc = orjson.loads(project.cli("run", "--due", "--dry-run", "--json").stdout)
+    assert (["rtn-good"], [], 1) == ([s["routine_id"] for s in doc["selected"]],
+                                     doc["results"], len(doc["errors"]))
 
 
 def test_a_busy_routine_lock_exits_75_and_records_nothing(project: Project) -> None:
