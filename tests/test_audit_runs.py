@@ -143,10 +143,10 @@ def test_resolve_with_an_empty_note_is_a_usage_error(listed: Project) -> None:
 
 
 def test_resolve_defaults_resolved_by_to_user(listed: Project) -> None:
-    """Without --by, resolved_by is $USER."""
+    """Without --by, resolved_by is $USER (not LOGNAME, which getpass would read first)."""
     _interrupted(listed)
     proc = listed.cli("resolve", "rtn-a", "--result", "skipped", "--note", "looked",
-                      env=listed.env(USER="carol"))
+                      env=listed.env(USER="carol", LOGNAME="dave"))
     assert 0 == proc.returncode, proc.stderr
     resolved = listed.events()[-1]
     assert ("attempt_resolved", "carol", "T-05", "att-dead") == (
