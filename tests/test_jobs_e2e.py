@@ -282,19 +282,21 @@ def test_a_command_is_never_run_twice_at_once_after_its_runner_is_killed(
     assert 0 == project.cli("fold", "--check", env=env(project)).returncode
 
 
-@pytest.mark.parametrize("value", ["password=hunter2-XY", "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
-                                   "Bearer eyJhbGciOiJIUzI1NiJ9.payload"])
+@pytest.mark.parametrize("value", [
+    "password=hunter2-XY", "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+    "Bearer eyJhbGciOiJIUzI1NiJ9.payload", "env-secret-value"])
 def test_an_input_value_that_is_a_secret_is_refused_and_never_recorded(
     weekly: Project, value: str,
 ) -> None:
     """SPEC §7.5: no secret reaches a ledger, view or evidence file - and input values are
-    recorded in all three (§7.3). A value the redaction rules match is refused: exit 2, one
-    line that does not show it, nothing written, the command never run."""
+    recorded in all three (§7.3). A value the redaction rules match, or the value of a secret
+    environment variable, is refused: exit 1, one line that does not show it, nothing
+    written, the command never run."""
     before = weekly.files()
-    done = job_run(weekly, "--input", f"period={value}", "--json")
+    done = job_run(weekly, "--input", f"period={value}", "--json", DEPLOY_TOKEN="env-secret-value")
     lines = done.stderr.splitlines()
-    assert (2, 1, before) == (done.returncode, len(lines), weekly.files()), done.stderr
-    assert lines[0].startswith("error: job-weekly: Input period holds what looks like a secret")
+    assert (1, 1, before) == (done.returncode, len(lines), weekly.files()), done.stderr
+    assert lines[0].startswith("error: input period of job-weekly looks like a secret")
     assert value.split("=")[-1].split()[-1] not in done.stdout + done.stderr
 
 

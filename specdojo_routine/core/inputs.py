@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping
 import attrs
 
 from specdojo_routine.core.model import InputSpec, InputValue
-from specdojo_routine.core.redact import redact
 
 # Integers are bounded like the upstream tool's (JavaScript "safe integers"), so every value
 # round-trips through JSON on both sides.
@@ -99,16 +98,14 @@ def check_value(spec: InputSpec, value: object) -> str | None:
     """``None`` when ``value`` is a valid value of ``spec``, else a one-line message.
 
     The type must already match (``parse_cli_value`` turns text into the type); ``enum`` applies
-    to a scalar or to each element of a list, ``minimum``/``maximum`` to integers. A string the
-    redaction rules would change (a token, ``password=...``, a private key) is refused: it
-    would be recorded. The message never shows the value then.
+    to a scalar or to each element of a list, ``minimum``/``maximum`` to integers. (A value
+    that holds a secret is refused where the environment's secrets are known too:
+    :func:`.jobplan.refuse_secret_inputs`.)
     """
     problem = _type_error(spec, value)
     if problem is not None:
         return problem
     items = tuple(value) if isinstance(value, list | tuple) else (value,)
-    if any(isinstance(item, str) and redact(item) != item for item in items):
-        return f"Input {spec.name} holds what looks like a secret, but {_USE_THE_ENVIRONMENT}"
     if spec.enum is not None:
         for item in items:
             if not any(_same(item, allowed) for allowed in spec.enum):
