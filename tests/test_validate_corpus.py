@@ -322,6 +322,21 @@ def test_demo_runs_end_to_end_with_the_fake_cli(tmp_path: Path) -> None:
     )
 
 
+def test_demo_config_carries_schedule_path_and_still_validates(tmp_path: Path) -> None:
+    """SPEC §10 (7): the demo project's config carries `schedule_path` for its project (so the
+    upstream CLI accepts it), and a copy of the demo with that config validates clean through
+    `python -m specdojo_routine validate`."""
+    root = tmp_path / "demo"
+    copy_source(DEMO, root)
+    config = json.loads((root / ".specdojo" / "specdojo.config.json").read_text("utf-8"))
+    entry = config["projects"][config["current_project"]]
+    schedule_path = entry.get("schedule_path")
+    assert isinstance(schedule_path, str) and schedule_path, entry
+    done = run_module(root)
+    assert (0, "") == (done.returncode, done.stderr)
+    assert done.stdout.startswith("Validated: ") and " 0 error(s)" in done.stdout
+
+
 RUNTIME_DIRS = ("execution/", "routines/generated/", "routines/.locks/", "routines/.cache/")
 
 
