@@ -131,6 +131,17 @@ def test_list_json_names_a_live_holder_and_flags_it_suspicious(held: Project) ->
             "acquired_at": HELD_SINCE, "suspicious": True} == lock
 
 
+def test_list_text_names_a_live_holder_and_flags_it_suspicious(held: Project) -> None:
+    """SPEC §6.2: the text `list` shows the lock holder (pid, host, since when) and flags one
+    held for over 1 hour as suspicious."""
+    held.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [x]}\n")
+    record = orjson.loads((held.root / "routines" / ".locks" / "routine-run.flock").read_bytes())
+    lines = held.cli("list").stdout.splitlines()
+    assert [f"lock: held by pid {record['pid']} on {record['host']} since {HELD_SINCE}"
+            " - SUSPICIOUS: held for over 1 hour"] == [
+        line for line in lines if line.startswith("lock:")]
+
+
 def test_resolve_with_an_empty_note_is_a_usage_error(listed: Project) -> None:
     """resolve --note "" is refused in one line (exit 2), not an internal error; nothing is
     recorded."""
