@@ -30,9 +30,9 @@ def _row(project: Project, now: str) -> tuple[int, dict[str, Any]]:
     return proc.returncode, _json(proc)["routines"][0]
 
 
-def _held_after_a_failure(project: Project) -> None:
-    """rtn-h fails at 10:00, then 11:00 and 12:00 become due while it is held."""
-    project.routine("rtn-h", HOURLY_HOLD)
+def _held_after_a_failure(project: Project, body: str = HOURLY_HOLD) -> None:
+    """rtn-h (``body``) fails at 10:00, then 11:00 and 12:00 become due while it is held."""
+    project.routine("rtn-h", body)
     project.exit_codes({"work": 1})
     assert 1 == project.cli("run", "--due", "--now", "2026-05-01T10:00:10Z").returncode
     project.exit_codes({})
@@ -288,6 +288,27 @@ def test_backfill_runs_each_occurrence_once_in_total(project: Project) -> None:
     state = project.state()["routines"]["rtn-b"]
     assert ("2026-05-01T10:00:00.000Z", "2026-05-01T10:00:00.000Z", "success") == (
         state["last_scheduled_for"], state["last_accounted_for"], state["last_result"])
+
+
+def test_backfill_ignores_the_hold_and_the_deadline(project: Project) -> None:
+    """SPEC §9.3: backfill ignores the starting deadline and the hold. A held routine with a
+    1m deadline, backfilled over 07:00-09:00 hours later: each occurrence is attempted with
+    trigger backfill, none is recorded held or missed, and the routine stays held (§9.1: only
+    `release` ends a hold)."""
+    _held_after_a_failure(project, HOURLY_HOLD.replace(
+        "on_failure: hold}", "on_failure: hold, starting_deadline: 1m}"))
+    before, calls = len(project.events()), len(project.calls())
+    proc = project.cli("run", "--id", "rtn-h", "--from", "2026-05-01T07:00:00Z", "--to",
+                       "2026-05-01T09:00:00Z", "--now", "2026-05-01T12:40:00Z")
+    assert 0 == proc.returncode, proc.stderr
+    new = project.events()[before:]
+    starts = [e for e in new if e["type"] == "attempt_started"]
+    assert ([f"2026-05-01T0{h}:00:00.000Z" for h in (7, 8, 9)], ["backfill"] * 3) == (
+        [e["scheduled_for"] for e in starts], [e["trigger"] for e in starts])
+    assert 3 == len(project.calls()) - calls
+    assert [] == [e for e in new if e["type"] in ("occurrence_held", "occurrence_missed")]
+    code, row = _row(project, "2026-05-01T12:41:00Z")
+    assert (1, True, 2) == (code, row["held"], row["held_occurrences"])
 
 
 @pytest.mark.parametrize(("args", "message"), [
