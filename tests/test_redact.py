@@ -55,6 +55,15 @@ def test_redact_removes_the_secret(text: str, secret: str) -> None:
     assert (False, True) == (secret in redacted, REDACTED in redacted)
 
 
+@pytest.mark.parametrize("kind", ["a", "b", "p", "r"])
+def test_redact_removes_every_slack_token_kind(kind: str) -> None:
+    """SPEC §7.5: `xox[abpr]-…` tokens are redacted (each of the four kinds); `xoxz-` is not a
+    Slack token kind and is left alone."""
+    token = f"xox{kind}-123456789-abcdefghij"
+    assert (f"slack {REDACTED} end", "slack xoxz-123456789-abcdefghij end") == (
+        redact(f"slack {token} end"), redact("slack xoxz-123456789-abcdefghij end"))
+
+
 def test_redact_keeps_the_key_and_quotes() -> None:
     """key=value keeps the key, the separator and any quotes around the value."""
     assert 'api_key=[REDACTED] {"token": "[REDACTED]"}' == redact('api_key=abc {"token": "x y"}')
