@@ -57,11 +57,9 @@ def test_redact_removes_the_secret(text: str, secret: str) -> None:
 
 @pytest.mark.parametrize("kind", ["a", "b", "p", "r"])
 def test_redact_removes_every_slack_token_kind(kind: str) -> None:
-    """SPEC §7.5: `xox[abpr]-…` tokens are redacted (each of the four kinds); `xoxz-` is not a
-    Slack token kind and is left alone."""
-    token = f"xox{kind}-123456789-abcdefghij"
-    assert (f"slack {REDACTED} end", "slack xoxz-123456789-abcdefghij end") == (
-        redact(f"slack {token} end"), redact("slack xoxz-123456789-abcdefghij end"))
+    """SPEC §7.5: `xox[abpr]-…` tokens are redacted, each of the four kinds. (SPEC says "at
+    least", so what else is redacted is not pinned here.)"""
+    assert f"slack {REDACTED} end" == redact(f"slack xox{kind}-123456789-abcdefghij end")
 
 
 def test_redact_keeps_the_key_and_quotes() -> None:
