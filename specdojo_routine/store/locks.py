@@ -19,6 +19,7 @@ The exec-lock names are re-exported at the bottom, so ``locks.exec_lock`` etc. k
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import socket
@@ -125,7 +126,7 @@ def routine_lock(
 
 def routine_lock_status(
     locks_dir: Path, *, now: datetime, project: str | None = None,
-    env: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None, table: _LockTable | None = None,
 ) -> LockInfo:
     """Report the routine lock's holder without taking the lock or creating any file.
 
@@ -141,7 +142,7 @@ def routine_lock_status(
             return _held(pid, host, acquired_at, now)
     path = locks_dir / ROUTINE_FLOCK_NAME
     pid, host, acquired_at = _read_holder(path)
-    if _flock_held(path, pid):
+    if _flock_held(path, pid, table):
         return _held(pid, host, acquired_at, now)
     upstream = announce.holder(locks_dir, now=now, host=this_host(), alive=pid_alive)
     if upstream is not None:
@@ -154,31 +155,40 @@ def status_soon(
     locks_dir: Path, *, now: datetime, project: str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Callable[[], LockInfo]:
-    """:func:`routine_lock_status` as of now, finished by the returned call (which raises what
-    it raised). It runs on a thread meanwhile: its first read of ``/proc/locks`` in a process
-    waits in the kernel for an RCU grace period (~20 ms on the reference VM, with the GIL
-    released), time the caller spends computing instead."""
+    """:func:`routine_lock_status`, finished by the returned call, with the kernel's lock table
+    read meanwhile: the lock file is looked up now and ``/proc/locks`` read on a thread (its
+    first read in a process waits ~20 ms in the kernel, with the GIL released), time the
+    caller spends computing instead. The thread only reads that file (no import, no lock);
+    everything else, errors included, happens in the first returned call (later calls give
+    its result)."""
     import threading
 
-    done: list[LockInfo] = []
-    failed: list[BaseException] = []
+    table = _LockTable(locks_dir / ROUTINE_FLOCK_NAME)
+    if table.stat is not None:
+        thread = threading.Thread(target=table.read, name="proc-locks", daemon=True)
+        thread.start()
+        table.wait = thread.join
+    return functools.cache(functools.partial(
+        routine_lock_status, locks_dir, now=now, project=project, env=env, table=table))
 
-    def status() -> None:
+
+class _LockTable:
+    """The lock file's identity and, read after it, the kernel's lock table (``None``: no
+    ``/proc/locks`` here)."""
+
+    def __init__(self, path: Path) -> None:
         try:
-            done.append(routine_lock_status(locks_dir, now=now, project=project, env=env))
-        except BaseException as exc:  # handed to the caller, raised there
-            failed.append(exc)
+            self.stat: os.stat_result | None = os.stat(path)
+        except OSError:
+            self.stat = None
+        self.text: str | None = None
+        self.wait: Callable[[], None] = self.read
 
-    thread = threading.Thread(target=status, name="routine-lock-status", daemon=True)
-    thread.start()
-
-    def finish() -> LockInfo:
-        thread.join()
-        if failed:
-            raise failed[0]
-        return done[0]
-
-    return finish
+    def read(self) -> None:
+        try:
+            self.text = _PROC_LOCKS.read_text(encoding="ascii", errors="replace")
+        except OSError:
+            self.text = None
 
 
 def _held(pid: int | None, host: str | None, acquired_at: str | None, now: datetime) -> LockInfo:
@@ -244,16 +254,16 @@ def _read_holder(path: Path) -> tuple[int | None, str | None, str | None]:
     )
 
 
-def _flock_held(path: Path, pid_hint: int | None) -> bool:
-    try:
-        st = os.stat(path)
-    except OSError:
+def _flock_held(path: Path, pid_hint: int | None, table: _LockTable | None = None) -> bool:
+    """Whether the lock file (as ``table`` found it; else now) has a lock on it."""
+    table = _LockTable(path) if table is None else table
+    if table.stat is None:
         return False
-    try:
-        table = _PROC_LOCKS.read_text(encoding="ascii", errors="replace")
-    except OSError:
+    table.wait()
+    if table.text is None:
         return _probe_held(path)
-    return held_in_proc_locks(table, dev=st.st_dev, ino=st.st_ino, pid_hint=pid_hint)
+    return held_in_proc_locks(table.text, dev=table.stat.st_dev, ino=table.stat.st_ino,
+                              pid_hint=pid_hint)
 
 
 def held_in_proc_locks(table: str, *, dev: int, ino: int, pid_hint: int | None) -> bool:
