@@ -181,14 +181,14 @@ class _LockTable:
             self.stat: os.stat_result | None = os.stat(path)
         except OSError:
             self.stat = None
-        self.text: str | None = None
+        self.data: bytes | None = None
         self.wait: Callable[[], None] = self.read
 
     def read(self) -> None:
-        try:
-            self.text = _PROC_LOCKS.read_text(encoding="ascii", errors="replace")
+        try:  # bytes: decoding text here could import a codec, on the thread
+            self.data = _PROC_LOCKS.read_bytes()
         except OSError:
-            self.text = None
+            self.data = None
 
 
 def _held(pid: int | None, host: str | None, acquired_at: str | None, now: datetime) -> LockInfo:
@@ -260,10 +260,10 @@ def _flock_held(path: Path, pid_hint: int | None, table: _LockTable | None = Non
     if table.stat is None:
         return False
     table.wait()
-    if table.text is None:
+    if table.data is None:
         return _probe_held(path)
-    return held_in_proc_locks(table.text, dev=table.stat.st_dev, ino=table.stat.st_ino,
-                              pid_hint=pid_hint)
+    return held_in_proc_locks(table.data.decode("ascii", errors="replace"),
+                              dev=table.stat.st_dev, ino=table.stat.st_ino, pid_hint=pid_hint)
 
 
 def held_in_proc_locks(table: str, *, dev: int, ino: int, pid_hint: int | None) -> bool:
