@@ -195,6 +195,25 @@ def test_checkpoints_of_a_job_with_a_prefix_slug_stay_apart(project: Project) ->
     assert [{"last": "none"}, {"last": "job-t"}] == [d["inputs"] for d in inputs if d]
 
 
+@pytest.mark.parametrize(("advance_on", "advanced"), [
+    ("", True), ("  advance_on: [succeeded]\n", False), ("  advance_on: [noop]\n", True)])
+def test_checkpoint_advance_on_defaults_to_succeeded_and_noop(
+    project: Project, advance_on: str, advanced: bool,
+) -> None:
+    """SPEC §7.1: ``checkpoint.advance_on`` ⊆ {succeeded, noop}, default both; §7.3.4: a status
+    in ``advance_on`` appends ``checkpoint_advanced``. A noop run without ``advance_on`` advances
+    the checkpoint; with ``advance_on: [succeeded]`` it does not."""
+    project.job("job-n", "name: N\ntask: {mode: command, command: 'exit 4', noop_exit_code: 4}\n"
+                         "run:\n  idempotency_key: '{{job_id}}'\n"
+                         "checkpoint:\n  values: {mark: '{{job_id}}'}\n" + advance_on)
+    out = run(project.root, "job-n")
+    assert out.state == "noop"
+    types = [e["type"] for e in ledger_events(paths_of(project.root), out.run_id or "")]
+    assert ("checkpoint_advanced" in types) is advanced
+    checkpoint = state_of(project)["jobs"].get("job-n", {}).get("checkpoint")
+    assert checkpoint == ({"mark": "job-n"} if advanced else None)
+
+
 def test_lost_checkpoint_is_recorded_by_the_next_duplicate_call(repo: Project) -> None:
     """A crash between attempt_ended and checkpoint_advanced is repaired on the next call."""
     commit(repo.root, "a.md")
