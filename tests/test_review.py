@@ -4,13 +4,15 @@ CLI and the fake agent CLI as reviewer."""
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.agenthelper import AgentProject
+from tests.agenthelper import FAKE_AGENT, AgentProject
 
 
 @pytest.fixture
@@ -152,6 +154,27 @@ def test_changed_during_review(ap: AgentProject) -> None:
     out = run(ap, code=1)
     assert out["state"] == "waiting"
     assert out["review"]["verdict"] == "changed-during-review"
+    assert ap.git("rev-parse", "HEAD") == before
+
+
+def test_a_reviewer_that_moves_head_is_changed_during_review(ap: AgentProject) -> None:
+    """SPEC §11.4: ``changed-during-review`` is a worktree that is not clean after the review
+    *or whose HEAD moved*: a reviewer that commits (leaving the worktree clean) is not merged."""
+    commit = "git -c user.name=t -c user.email=t@e commit -q --allow-empty -m sneaky"
+    agent = " ".join(shlex.quote(str(x)) for x in (sys.executable, FAKE_AGENT, "committer",
+                                                   ap.control))
+    with (ap.root / "members.yaml").open("a") as roster:
+        roster.write(f"  - nickname: committer\n    type: agent\n    mode: review\n"
+                     f"    command: {json.dumps(commit + ' && ' + agent)}\n")
+    ap.git("commit", "-qam", "a reviewer that commits")
+    before = ap.git("rev-parse", "HEAD")
+    review_job(ap, "echo y > docs/y.md", review="{agent: {executor: committer}}")
+    ap.behave({"reporter:review-reporter": {"verdict": "complete"}})
+    out = run(ap, code=1)
+    first = ap.launches()[0]
+    assert (first["nickname"], first["role"]) == ("committer", "review-executor")
+    assert (out["state"], out["review"]["verdict"]) == ("waiting", "changed-during-review")
+    assert out["review"]["merged"] is False
     assert ap.git("rev-parse", "HEAD") == before
 
 
