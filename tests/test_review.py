@@ -178,6 +178,20 @@ def test_a_reviewer_that_moves_head_is_changed_during_review(ap: AgentProject) -
     assert ap.git("rev-parse", "HEAD") == before
 
 
+def test_worktree_base_comes_from_the_project_config(tmp_path: Path) -> None:
+    """SPEC §11.3.1 / §11.4: the worktree is ``<worktree_base>/<run-id>`` with
+    ``projects.<id>.run.worktree_base`` relative to the root (``../worktrees`` only by default)."""
+    ap = AgentProject(tmp_path / "proj", run={"worktree_base": "../custom-trees"})
+    ap.init_git()
+    review_job(ap, "echo k > docs/k.md")
+    ap.behave({"reporter:review-reporter": {"verdict": "changes-requested"}})
+    out = run(ap, code=1)
+    kept = tmp_path / "custom-trees" / out["run_id"]
+    assert out["state"] == "waiting" and (kept / "docs" / "k.md").read_text() == "k\n"
+    assert ap.launches()[0]["cwd"] == str(kept.resolve())
+    assert not (tmp_path / "worktrees").exists()
+
+
 def test_no_changes_cleans_up_and_reviews_nothing(ap: AgentProject) -> None:
     review_job(ap, "true")
     out = run(ap, code=0)
