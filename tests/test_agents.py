@@ -231,6 +231,20 @@ def test_validate_reports_unresolvable_placeholders_at_the_template(ap: AgentPro
     assert any("member editor " in line for line in lines)
 
 
+def test_command_template_expands_proficiency_and_by_proficiency(ap: AgentProject) -> None:
+    """SPEC §11.1: the launch command is the provider's ``command_template`` expanded with
+    ``{proficiency}`` and the ``command_params.by_proficiency[proficiency]`` variables too (the
+    member editor has ``proficiency: high``)."""
+    path = ap.root / ".specdojo" / "exec-defaults.yaml"
+    path.write_text(path.read_text().replace("{flags}", "{flags} --prof={proficiency} {depth}")
+                    + '      by_proficiency:\n        high: {depth: "--deep"}\n')
+    ap.edit_job("job-e", agent="{executor: editor}")
+    out = run_json(ap, code=0)
+    assert out["state"] == "succeeded"
+    assert [x["argv"] for x in ap.launches()] == [["--mode=edit", "--edit", "--prof=high",
+                                                   "--deep"]]
+
+
 def test_missing_roster_is_a_configuration_error(ap: AgentProject) -> None:
     (ap.root / "members.yaml").unlink()
     done = ap.cli("validate")
