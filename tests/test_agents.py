@@ -245,6 +245,22 @@ def test_command_template_expands_proficiency_and_by_proficiency(ap: AgentProjec
                                                    "--deep"]]
 
 
+def test_a_variable_in_both_by_mode_and_by_proficiency_is_a_validate_error(
+        ap: AgentProject) -> None:
+    """SPEC §11.4: a variable defined in both ``by_mode`` and ``by_proficiency`` is a
+    ``validate`` error located at the template's node in the exec-defaults file, naming the
+    member."""
+    path = ap.root / ".specdojo" / "exec-defaults.yaml"
+    path.write_text(path.read_text() + '      by_proficiency:\n        high: {flags: "--deep"}\n')
+    ap.edit_job("job-e")
+    done = ap.cli("validate")
+    assert done.returncode == 1
+    lines = [line for line in done.stderr.splitlines() if "exec-defaults" in line]
+    assert lines and all(line.startswith(".specdojo/exec-defaults.yaml:6:23: ") for line in lines)
+    assert all("by_mode" in line and "by_proficiency" in line for line in lines)
+    assert any("member editor" in line for line in lines)
+
+
 def test_missing_roster_is_a_configuration_error(ap: AgentProject) -> None:
     (ap.root / "members.yaml").unlink()
     done = ap.cli("validate")
