@@ -4,6 +4,7 @@ exec-defaults file, and the fake agent CLI (tests/support/fake_agent.py)."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -335,3 +336,32 @@ def test_agent_evidence_is_bounded(ap: AgentProject) -> None:
     log = (ap.root / "execution" / "exec" / "evidence" / str(out["run_id"]) / "attempt-1"
            / "agent-executor.stdout.log")
     assert 60_000 < log.stat().st_size <= 65536
+
+
+def test_reporter_gets_both_executor_streams_redacted_bounded_and_fenced(
+        ap: AgentProject) -> None:
+    """SPEC §11.4 Pipelines: a reporter's stdin is the plan plus the executor's stdout and
+    stderr, each redacted, bounded to 64 KiB and fenced."""
+    ap.edit_job("job-e", agent="{executor: own-command, reporter: reporter}")
+    ap.behave({"own-command": {"stdout": "O" * 200_000 + "\nSTDOUT-TAIL\n",
+                               "stderr": "leaked {env:MY_API_TOKEN}\n" + "E" * 100_000
+                                         + "\nSTDERR-TAIL\n",
+                               "fill": False}})
+    env = ap.env(MY_API_TOKEN="s3cr3t-value-123")
+    done = ap.cli("job", "run", "--job", "job-e", "--input", "period=w1", "--json", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    first, second = ap.launches()
+    assert (first["role"], second["role"]) == ("executor", "reporter")
+    stdin = second["stdin"]
+    assert stdin.startswith(first["stdin"].rstrip())
+    fenced = re.fullmatch(
+        r"(?s).*\n### stdout\n\n```text\n(?P<out>[^`]*)\n```\n\n"
+        r"### stderr\n\n```text\n(?P<err>[^`]*)\n```\n", stdin)
+    assert fenced is not None, stdin[-300:]
+    limit = 64 * 1024
+    # each stream is cut on its own to the bound: the head is kept, the tail is gone
+    assert fenced["out"] == "O" * limit
+    assert fenced["err"] == ("leaked [REDACTED]\n" + "E" * 100_000)[:limit]
+    assert len(fenced["err"].encode("utf-8")) == limit
+    assert "STDOUT-TAIL" not in stdin and "STDERR-TAIL" not in stdin
+    assert "s3cr3t-value-123" not in stdin
