@@ -7,6 +7,8 @@ import json
 import shlex
 import subprocess
 import sys
+import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -427,3 +429,34 @@ run: {idempotency_key: "{{job_id}}"}
     assert out["state"] == "noop" and ap.launches() == []
     assert out["review"]["merged"] is False and out["review"]["commit"]
     assert out["review"]["reason"].startswith("run noop")
+
+
+def test_task_timeout_bounds_the_review_stage_too(ap: AgentProject) -> None:
+    """SPEC §11.4: `timeout` bounds the whole attempt (all stages, analysis and review included):
+    the reviewer gets what the command left of it, and running out is a failed review."""
+    review_job(ap, "sleep 1.5; echo x > docs/x.md", extra="  timeout: 3s\n")
+    ap.behave({"reviewer:review-executor": {"sleep": 30, "child": True},
+               "reporter:review-reporter": {"verdict": "complete"}})
+    started = time.monotonic()
+    out = run(ap, code=1)
+    assert time.monotonic() - started < 15  # far less than the reviewer's 30 s sleep
+    at = {e["type"]: datetime.fromisoformat(e["at"]) for e in events(ap, str(out["run_id"]))}
+    spent = (at["attempt_ended"] - at["attempt_started"]).total_seconds()
+    assert spent < 3 + 1, spent  # one 3 s budget, not 1.5 s + a fresh 3 s for the review
+    assert out["state"] == "waiting"
+    assert out["review"]["verdict"] == "blocked" and out["review"]["merged"] is False
+    assert str(out["review"]["reason"]).startswith(
+        "review failed: agent reviewer: timed out after"), out["review"]
+    assert [(x["nickname"], x["role"]) for x in ap.launches()] == [
+        ("reviewer", "review-executor")]  # the reporter never started
+    child = int(Path(f"{ap.control}.child.pid").read_text())
+    assert not alive(child)  # the reviewer's process group was killed
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie waiting for init is dead)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
