@@ -18,6 +18,7 @@ from specdojo_routine.execute.agent import AgentRequest, AgentResult
 from specdojo_routine.store import definitions
 from specdojo_routine.store.config import resolve_project
 from tests.agenthelper import AgentProject
+from tests.conftest import Project
 from tests.jobhelper import SCHEDULED
 
 
@@ -217,6 +218,30 @@ def test_validate_reports_unknown_nicknames_with_positions(ap: AgentProject) -> 
     assert 'jobs/job-c.yaml:6:21: task.analysis.agent "nobody" is not a member' in done.stderr
     assert 'task.review.agent.reporter "phantom"' in done.stderr
     assert "reviewer" not in done.stderr
+
+
+def test_nicknames_are_checked_only_when_the_config_names_members_path(tmp_path: Path) -> None:
+    """SPEC §11.4: nicknames are checked only when the project config names `members_path`."""
+    body = """\
+        name: E
+        task:
+          mode: edit
+          description: d
+          paths: [docs]
+          agent: {executor: ghost}
+        run: {idempotency_key: "{{job_id}}"}
+        """
+    plain = Project(tmp_path / "plain")  # its config names no members_path
+    plain.job("job-e", body)
+    done = plain.cli("validate")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ghost" not in done.stdout + done.stderr
+    rostered = AgentProject(tmp_path / "rostered" / "proj")  # members_path: members.yaml
+    rostered.job("job-e", body)
+    done = rostered.cli("validate")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert ('task.agent.executor "ghost" is not a member of members.yaml; '
+            "register the nickname there before use") in done.stderr
 
 
 def test_validate_reports_unresolvable_placeholders_at_the_template(ap: AgentProject) -> None:
