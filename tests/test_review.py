@@ -434,7 +434,7 @@ run: {idempotency_key: "{{job_id}}"}
 def test_task_timeout_bounds_the_review_stage_too(ap: AgentProject) -> None:
     """SPEC §11.4: `timeout` bounds the whole attempt (all stages, analysis and review included):
     the reviewer gets what the command left of it, and running out is a failed review."""
-    review_job(ap, "sleep 1.5; echo x > docs/x.md", extra="  timeout: 3s\n")
+    review_job(ap, "sleep 2; echo x > docs/x.md", extra="  timeout: 4s\n")
     ap.behave({"reviewer:review-executor": {"sleep": 30, "child": True},
                "reporter:review-reporter": {"verdict": "complete"}})
     started = time.monotonic()
@@ -442,7 +442,9 @@ def test_task_timeout_bounds_the_review_stage_too(ap: AgentProject) -> None:
     assert time.monotonic() - started < 15  # far less than the reviewer's 30 s sleep
     at = {e["type"]: datetime.fromisoformat(e["at"]) for e in events(ap, str(out["run_id"]))}
     spent = (at["attempt_ended"] - at["attempt_started"]).total_seconds()
-    assert spent < 3 + 1, spent  # one 3 s budget, not 1.5 s + a fresh 3 s for the review
+    # one 4 s budget (ends near 4 s), not 2 s + a fresh 4 s for the review (6 s or more): a
+    # second of margin either way, for a loaded machine
+    assert spent < 5, spent
     assert out["state"] == "waiting"
     assert out["review"]["verdict"] == "blocked" and out["review"]["merged"] is False
     assert str(out["review"]["reason"]).startswith(
