@@ -10,8 +10,8 @@ at most 1 hour old is busy unless our own crash left it (our tool, this host, a 
 (matching device+inode, or inode + the pid the holder wrote, since overlayfs/btrfs report another
 device to ``stat``). Without ``/proc/locks`` it falls back to a ``LOCK_SH|LOCK_NB`` probe; so
 that such a probe cannot cause a spurious "busy", an acquirer retries for ``BUSY_GRACE_S``.
-``list`` and the dry run ask through ``status_soon``: the status is read on a thread while
-they compute (the first read of ``/proc/locks`` in a process waits ~20 ms in the kernel).
+``list`` and the dry run ask through ``status_soon``: ``/proc/locks`` is read on a thread while
+they compute (its first read in a process waits ~20 ms in the kernel), the rest in the caller.
 
 The exec-lock names are re-exported at the bottom, so ``locks.exec_lock`` etc. keep working.
 """
