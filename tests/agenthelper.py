@@ -140,3 +140,12 @@ class AgentProject(Project):
 
     def result_text(self, run_id: str, kind: str = "result") -> str:
         return (self.root / "execution" / "exec" / "results" / f"{run_id}-{kind}.md").read_text()
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie waiting for init is dead)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")

@@ -17,7 +17,7 @@ from specdojo_routine.core.agent_rules import Detection, ExecDefaults, Member, P
 from specdojo_routine.execute.agent import AgentRequest, AgentResult
 from specdojo_routine.store import definitions
 from specdojo_routine.store.config import resolve_project
-from tests.agenthelper import AgentProject
+from tests.agenthelper import AgentProject, alive
 from tests.conftest import Project
 from tests.jobhelper import SCHEDULED
 
@@ -149,14 +149,6 @@ def test_timeout_kills_the_agents_process_group(ap: AgentProject) -> None:
     child = int(Path(f"{ap.control}.child.pid").read_text())
     assert not alive(child)
 
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` is a live process (a zombie waiting for init is dead)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
 
 
 def test_executor_chosen_by_mode_and_priority(ap: AgentProject) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.agenthelper import FAKE_AGENT, AgentProject
+from tests.agenthelper import FAKE_AGENT, AgentProject, alive
 
 
 @pytest.fixture
@@ -454,11 +454,3 @@ def test_task_timeout_bounds_the_review_stage_too(ap: AgentProject) -> None:
     child = int(Path(f"{ap.control}.child.pid").read_text())
     assert not alive(child)  # the reviewer's process group was killed
 
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` is a live process (a zombie waiting for init is dead)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
