@@ -274,7 +274,7 @@ def test_retry_refuses_a_redacted_task_it_cannot_reproduce() -> None:
 def test_inputs_holding_secrets_are_refused() -> None:
     """An input equal to a secret environment value is refused; plain values pass."""
     jobplan.refuse_secret_inputs(TRANSLATE, {"languages": ["en"]}, ["sekrit-value"])
-    with pytest.raises(JobError, match="input languages of job-weekly looks like a secret"):
+    with pytest.raises(jobplan.InputError, match="input languages of job-weekly looks like a "):
         jobplan.refuse_secret_inputs(TRANSLATE, {"languages": ["sekrit-value"]}, ["sekrit-value"])
 
 

@@ -16,7 +16,7 @@ from conftest import Project
 from jobhelper import HELPER, clean_env, commit, git, ledger_events, paths_of, run
 
 from specdojo_routine.app import jobs
-from specdojo_routine.core.errors import JobError
+from specdojo_routine.core.errors import JobError, UsageError
 from specdojo_routine.core.events import Owner, RunAttemptStarted, RunCreated
 from specdojo_routine.core.model import Result
 from specdojo_routine.execute.agent import AgentRequest, AgentResult
@@ -487,9 +487,10 @@ def test_retry_of_a_redacted_command_runs_the_real_command(project: Project) -> 
 
 
 def test_input_carrying_a_secret_is_refused(project: Project) -> None:
-    """An input holding a secret environment value is refused before anything is written."""
+    """An input holding a secret environment value is refused, as a usage error, before
+    anything is written."""
     weekly(project)
-    with pytest.raises(JobError, match="looks like a secret"):
+    with pytest.raises(UsageError, match="looks like a secret"):
         run(project.root, "job-weekly", {"period": SECRET_ENV},
             env=clean_env(MY_API_TOKEN=SECRET_ENV))
     assert not (project.root / "execution").exists()

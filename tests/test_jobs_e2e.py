@@ -290,12 +290,12 @@ def test_an_input_value_that_is_a_secret_is_refused_and_never_recorded(
 ) -> None:
     """SPEC §7.5: no secret reaches a ledger, view or evidence file - and input values are
     recorded in all three (§7.3). A value the redaction rules match, or the value of a secret
-    environment variable, is refused: exit 1, one line that does not show it, nothing
-    written, the command never run."""
+    environment variable, is refused as a usage error (§8: exit 2), one line that does not
+    show it, nothing written, the command never run."""
     before = weekly.files()
     done = job_run(weekly, "--input", f"period={value}", "--json", DEPLOY_TOKEN="env-secret-value")
     lines = done.stderr.splitlines()
-    assert (1, 1, before) == (done.returncode, len(lines), weekly.files()), done.stderr
+    assert (2, 1, before) == (done.returncode, len(lines), weekly.files()), done.stderr
     assert lines[0].startswith("error: input period of job-weekly looks like a secret")
     assert value.split("=")[-1].split()[-1] not in done.stdout + done.stderr
 

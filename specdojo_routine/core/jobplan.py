@@ -255,11 +255,12 @@ def redacted(value: Any, secrets: Sequence[str]) -> Any:
 def refuse_secret_inputs(
     job: JobDefinition, values: Mapping[str, Any], secrets: Sequence[str]
 ) -> None:
-    """Inputs are recorded verbatim (a retry reuses them): one that holds a secret is refused."""
+    """Inputs are recorded verbatim (a retry reuses them): one that holds a secret is refused,
+    as a usage error (exit 2: nothing ran)."""
     for name, value in values.items():
         if redacted(value, secrets) != value:
-            raise JobError(f"input {name} of {job.id} looks like a secret; secrets must reach "
-                           "commands through the environment, never through inputs")
+            raise InputError(f"input {name} of {job.id} looks like a secret; secrets must reach "
+                             "commands through the environment, never through inputs")
 
 
 def task_for_retry(
