@@ -6,7 +6,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from specdojo_routine.core.redact import REDACTED, LineRedactor, bound, redact, secret_values
+from specdojo_routine.core.redact import (
+    REDACTED,
+    LineRedactor,
+    bound,
+    names_a_credential,
+    redact,
+    secret_values,
+)
 
 PEM = (
     "-----BEGIN RSA PRIVATE KEY-----\n"
@@ -175,3 +182,14 @@ def test_redact_before_bound_never_exposes_a_partial_secret() -> None:
     text = "x" * 60 + secret + "y" * 100
     cut, _ = bound(redact(text, [secret]), 70)
     assert ("x" * 60 + REDACTED, False) == (cut, "super" in cut)
+
+
+@pytest.mark.parametrize(("name", "credential"), [
+    ("password", True), ("db_password", True), ("api_token", True), ("api_key", True),
+    ("private_key", True), ("client_secret", True), ("credentials", True), ("dbPassword", True),
+    ("token_count", False), ("secret_name", False), ("auth_mode", False), ("period", False),
+])
+def test_a_name_names_a_credential_by_its_last_word(name: str, credential: bool) -> None:
+    """Judging a name itself (a Job input's, SPEC §7.5): its last word, or last two, is a
+    credential key word; a credential word earlier in it (``token_count``) is not enough."""
+    assert credential == names_a_credential(name)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 import attrs
 
 from specdojo_routine.core.model import InputSpec, InputValue
+from specdojo_routine.core.redact import names_a_credential
 
 # Integers are bounded like the upstream tool's (JavaScript "safe integers"), so every value
 # round-trips through JSON on both sides.
@@ -76,22 +77,15 @@ def _type_error(spec: InputSpec, value: object) -> str | None:
     return None
 
 
-# Input values are recorded in the run ledger, view and plan (SPEC §7.3), where no secret may go
-# (§7.5): a secret comes in an environment variable, whose value is redacted everywhere.
-_USE_THE_ENVIRONMENT = ("input values are recorded in the run ledger, view and plan: pass a "
-                        "secret in an environment variable whose name contains SECRET, TOKEN "
-                        "or PASSWORD, which is redacted everywhere (SPEC §7.5)")
-_CREDENTIAL_WORDS = frozenset({"password", "passwd", "secret", "token", "credential",
-                               "credentials", "auth", "authorization", "apikey"})
-
-
 def secret_name(name: str) -> str | None:
-    """A message when an input's snake_case name says its value is a credential (its last word:
-    ``password``, ``db_password``, ``api_token``, ``api_key``; not ``token_count``)."""
-    words = name.lower().split("_")
-    if words[-1] in _CREDENTIAL_WORDS or "_".join(words[-2:]) in ("api_key", "private_key"):
-        return f"inputs.{name} is named like a secret, but {_USE_THE_ENVIRONMENT}"
-    return None
+    """A message when an input's name says its value is a credential
+    (:func:`.redact.names_a_credential`): input values are recorded in the run ledger, view and
+    plan (SPEC §7.3), where no secret may go (§7.5)."""
+    if not names_a_credential(name):
+        return None
+    return (f"inputs.{name} is named like a secret, but input values are recorded in the run "
+            "ledger, view and plan: pass a secret in an environment variable whose name "
+            "contains SECRET, TOKEN or PASSWORD, which is redacted everywhere (SPEC §7.5)")
 
 
 def check_value(spec: InputSpec, value: object) -> str | None:

@@ -87,10 +87,22 @@ def secret_values(env: Mapping[str, str]) -> list[str]:
     return sorted(found, key=lambda v: (-len(v), v))
 
 
+def _key_words(key: str) -> list[str]:
+    return [p for p in re.split(r"[_.-]+", _CAMEL.sub(r"\1_\2", key).lower()) if p]
+
+
 def _is_credential_key(key: str) -> bool:
-    parts = [p for p in re.split(r"[_.-]+", _CAMEL.sub(r"\1_\2", key).lower()) if p]
+    parts = _key_words(key)
     pairs = {f"{a}_{b}" for a, b in itertools.pairwise(parts)}
     return bool(_KEY_WORDS.intersection(parts) or _KEY_WORDS.intersection(pairs))
+
+
+def names_a_credential(name: str) -> bool:
+    """Whether a name's last word (or last two) is a credential key word: ``db_password``,
+    ``api_token``, ``api_key``, but not ``token_count``, which text redaction (any word) also
+    takes for a key. For judging a name itself, where a false alarm refuses it."""
+    parts = _key_words(name)
+    return bool(parts) and (parts[-1] in _KEY_WORDS or "_".join(parts[-2:]) in _KEY_WORDS)
 
 
 def _closing_quotes(value: str) -> str:
