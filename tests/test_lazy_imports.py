@@ -29,7 +29,10 @@ HEAVY = ("specdojo_routine.execute.runner", "specdojo_routine.execute.agent",
          "specdojo_routine.core.schedule", "specdojo_routine.app.listing",
          "specdojo_routine.app.release", "specdojo_routine.app.preview",
          "specdojo_routine.app.handlers", "specdojo_routine.app.job_seam",
-         "specdojo_routine.app.routine_commands", "specdojo_routine.app.run_owner")
+         "specdojo_routine.app.routine_commands", "specdojo_routine.app.run_owner",
+         # the demo names no roster (members_path), and every file is valid
+         "specdojo_routine.core.agent_rules", "specdojo_routine.store.agentconfig",
+         "difflib", "socket")
 PROBE = """
 import contextlib, io, json, sys
 from specdojo_routine.cli import main

@@ -6,7 +6,6 @@ checked against the Job Definitions already loaded (a :class:`JobIndex`).
 
 from __future__ import annotations
 
-import difflib
 import functools
 import zoneinfo
 from collections.abc import Callable, Mapping, Sequence
@@ -29,6 +28,7 @@ from specdojo_routine.core.validation import (
     Report,
     check_id,
     choice,
+    close_matches,
     flag,
     got,
     mapping,
@@ -134,7 +134,7 @@ def _zone_error(name: str) -> str | None:
     try:
         zoneinfo.ZoneInfo(name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
-        close = difflib.get_close_matches(name, _zone_names(), n=1)
+        close = close_matches(name, _zone_names())
         hint = f'did you mean "{close[0]}"?' if close else "use an IANA name such as Asia/Tokyo"
         return f"Invalid trigger.timezone: {name} ({hint})"
     return None

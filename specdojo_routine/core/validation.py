@@ -10,7 +10,6 @@ Loading and discovery are :mod:`.definitions`'.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -170,12 +169,20 @@ def unknown_keys(r: Report, node: Node, allowed: Sequence[str], owner: str, hint
     if not unknown:
         return
     names = sorted(k for k, _pos in unknown)
-    guesses = [(k, difflib.get_close_matches(k, list(allowed), n=1)) for k in names]
+    guesses = [(k, close_matches(k, list(allowed))) for k in names]
     more = "; ".join(f'did you mean "{c[0]}" for "{k}"?' if len(names) > 1 else
                      f'did you mean "{c[0]}"?' for k, c in guesses if c)
     more = more or hint or "allowed: " + ", ".join(allowed)
     r.error(unknown[0][1], f"{node.label or owner} has unknown key(s): {', '.join(names)} "
                            f"({more})")
+
+
+def close_matches(word: str, choices: Sequence[str]) -> list[str]:
+    """The choice closest to a misspelt ``word`` (at most one; none when nothing is close):
+    the "did you mean" of a message. ``difflib`` is imported here, only for a bad file."""
+    import difflib
+
+    return difflib.get_close_matches(word, choices, n=1)
 
 
 def mapping(r: Report, node: Node, what: str) -> bool:

@@ -19,13 +19,12 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 import orjson
 
 from specdojo_routine.core import validation
-from specdojo_routine.core.agent_rules import Roster, check_job_nicknames
 from specdojo_routine.core.errors import Problem
 from specdojo_routine.core.job_rules import build_job
 from specdojo_routine.core.model import JobDefinition, Routine
@@ -43,6 +42,9 @@ from specdojo_routine.store.safeyaml import (  # re-exported: the limits and the
     _read_text,
     read_definition,
 )
+
+if TYPE_CHECKING:  # a project without a roster (members_path) never loads the agent rules
+    from specdojo_routine.core.agent_rules import Roster
 
 _T = TypeVar("_T")
 _FAST = FastReader(_RESOLVER, MAX_DEPTH)
@@ -125,9 +127,11 @@ def file_id(path: Path | str) -> str:
 
 
 def _load(paths: ProjectPaths, *, with_routines: bool) -> Definitions:
-    from specdojo_routine.store import agentconfig  # it reads YAML with this module
+    agents = None
+    if paths.members_path is not None:  # else there is no agent configuration (SPEC §11.1)
+        from specdojo_routine.store import agentconfig  # it reads YAML with this module
 
-    agents = agentconfig.load_agent_config(paths)
+        agents = agentconfig.load_agent_config(paths)
     fast = _FAST.available()
     cache = DefinitionCache(paths.routines_dir / ".cache") if fast else None
     job_paths = discover(paths.jobs_dir, "job-")
@@ -182,6 +186,8 @@ def _build_job(
 ) -> JobDefinition | None:
     job = build_job(report, node, file_id=file_id)
     if job is not None and roster is not None:  # SPEC §11.1: a Job names roster members
+        from specdojo_routine.core.agent_rules import check_job_nicknames
+
         check_job_nicknames(report, node, roster)
         job = None if report.failed else job
     return job

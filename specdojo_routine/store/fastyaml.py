@@ -31,6 +31,7 @@ Without the C extension (``pip install 'ruamel.yaml[libyaml]'``), or with
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import re
@@ -58,9 +59,14 @@ except ImportError:  # the C extension is an optional extra of ruamel.yaml
 
 # what ruamel's reader accepts (its NON_PRINTABLE, inverted), minus tabs and what 1.1 and 1.2
 # read differently
-_DOUBTFUL_CHARACTER = re.compile(
-    "[^\x0a\x0d\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]|[\u2028\u2029\ufeff]"
-)
+@functools.cache  # compiled for the first text that is not ASCII (its ranges cost ~3 ms)
+def _doubtful_character() -> re.Pattern[str]:
+    return re.compile(
+        "[^\x0a\x0d\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+        "|[\u2028\u2029\ufeff]"
+    )
+
+
 _DOUBTFUL_ASCII = re.compile("[\x00-\x09\x0b\x0c\x0e-\x1f\x7f]")  # the same, for ASCII text
 _DOCUMENT_END = re.compile(r"^\.\.\.", re.M)  # libyaml skips a repeated `...`; ruamel refuses it
 # a block scalar's header: libyaml accepts some that ruamel refuses (`|#`)
@@ -98,7 +104,7 @@ class FastReader:
 
     def load(self, source: str) -> dict[str, Any] | None:
         """The document as plain data, or None when the slow path must read it."""
-        doubtful = _DOUBTFUL_ASCII if source.isascii() else _DOUBTFUL_CHARACTER
+        doubtful = _DOUBTFUL_ASCII if source.isascii() else _doubtful_character()
         if CParser is None or doubtful.search(source):
             return None
         simple = blockyaml.read(source, self._plain, self._max_depth)

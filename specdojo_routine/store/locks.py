@@ -22,7 +22,6 @@ import contextlib
 import functools
 import os
 import re
-import socket
 import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
@@ -64,8 +63,10 @@ def _utc_now() -> datetime:
 
 
 def this_host() -> str:
-    """The host name written into lock owner records."""
-    return socket.gethostname()
+    """The host name written into lock owner records: the kernel's node name, what
+    ``socket.gethostname()`` and upstream's ``os.hostname()`` give (without importing
+    ``socket``, ~2 ms of every ``list``)."""
+    return os.uname().nodename
 
 
 @attrs.frozen(kw_only=True)
