@@ -117,7 +117,7 @@ class Occurrence:
     due_at: datetime | None = None
 
 
-@attrs.frozen
+@attrs.frozen(eq=False)  # compared and hashed by identity: _compile makes one per schedule
 class _Cron:
     proto: croniter[datetime]  # iterates naive local wall-clock slots; copied before use
     tz: ZoneInfo
