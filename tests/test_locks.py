@@ -644,3 +644,39 @@ def test_status_read_on_a_thread_is_the_status(
     assert [(True, True), (False, False)] == [(a.held, b.held) for a, b in seen]
     assert [a == b for a, b in seen] == [True, True]
     assert set() == imported_meanwhile
+
+
+@pytest.mark.parametrize("command", ["list", "dry run"])
+def test_list_and_dry_run_read_the_lock_after_the_view_and_before_the_definitions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """The lock status is asked for after the view is read (an attempt the view shows open
+    while the lock is free is interrupted, so the lock must not be older than the view), and
+    before the definitions load, so the kernel's wait on /proc/locks overlaps them."""
+    import shutil
+
+    from specdojo_routine.app import handlers, listing
+    from specdojo_routine.store import adopt, definitions
+    from specdojo_routine.store.config import resolve_project
+
+    root = tmp_path / "demo"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "fixtures" / "demo", root)
+    order: list[str] = []
+
+    def noting(name: str, real: Callable[..., object]) -> Callable[..., object]:
+        def call(*args: object, **kwargs: object) -> object:
+            order.append(name)
+            return real(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(adopt, "plan_routine_imports",
+                        noting("view", adopt.plan_routine_imports))
+    monkeypatch.setattr(locks, "status_soon", noting("lock", locks.status_soon))
+    monkeypatch.setattr(definitions, "load_definitions",
+                        noting("definitions", definitions.load_definitions))
+    paths = resolve_project(root)
+    if command == "list":
+        listing.list_routines(paths, now=AT_DT)
+    else:
+        handlers.run(paths, dry_run=True, now=AT_DT, env={})
+    assert ["view", "lock", "definitions"] == order
