@@ -646,6 +646,21 @@ def test_status_read_on_a_thread_is_the_status(
     assert set() == imported_meanwhile
 
 
+def test_status_soon_is_the_state_when_it_was_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What ``status_soon`` answers is the lock as it was when asked (right after the caller
+    read its view), not when the answer is taken: here the probe of a system without
+    /proc/locks, whose holder lets go in between."""
+    monkeypatch.setattr(locks, "_PROC_LOCKS", tmp_path / "no-proc-locks")
+    locks_dir = tmp_path / "locks"
+    with holder("routine-hold", locks_dir, AT) as (proc, _line):
+        soon = locks.status_soon(locks_dir, now=AT_DT)
+    assert proc.poll() is not None  # the holder is gone, and the lock with it
+    assert (True, proc.pid, False) == (
+        soon().held, soon().pid, locks.routine_lock_status(locks_dir, now=AT_DT).held)
+
+
 @pytest.mark.parametrize("command", ["list", "dry run"])
 def test_list_and_dry_run_read_the_lock_after_the_view_and_before_the_definitions(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str

@@ -128,7 +128,7 @@ def routine_lock(
 
 def routine_lock_status(
     locks_dir: Path, *, now: datetime, project: str | None = None,
-    env: Mapping[str, str] | None = None, table: _LockTable | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> LockInfo:
     """Report the routine lock's holder without taking the lock or creating any file.
 
@@ -136,42 +136,57 @@ def routine_lock_status(
     lock directory. With ``project`` and ``SPECDOJO_ROUTINE_LOCK_URL`` set, a holder of the
     Redis lock (on any host) counts first.
     """
-    now = timefmt.to_utc(now)
-    url = redislock.lock_url(os.environ if env is None else env) if project else None
-    if url is not None and project is not None:
-        held, pid, host, acquired_at = redislock.status(url, project)
-        if held:
-            return _held(pid, host, acquired_at, now)
-    path = locks_dir / ROUTINE_FLOCK_NAME
-    pid, host, acquired_at = _read_holder(path)
-    if _flock_held(path, pid, table):
-        return _held(pid, host, acquired_at, now)
-    upstream = announce.holder(locks_dir, now=now, host=this_host(), alive=pid_alive)
-    if upstream is not None:
-        return LockInfo(held=True, pid=upstream.pid, host=upstream.host,
-                        acquired_at=upstream.since, suspicious=False)
-    return _FREE
+    return _status(locks_dir, now, project, env, _LockTable(locks_dir / ROUTINE_FLOCK_NAME))()
 
 
 def status_soon(
     locks_dir: Path, *, now: datetime, project: str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Callable[[], LockInfo]:
-    """:func:`routine_lock_status`, finished by the returned call, with the kernel's lock table
-    read meanwhile: the lock file is looked up now and ``/proc/locks`` read on a thread (its
-    first read in a process waits ~20 ms in the kernel, with the GIL released), time the
-    caller spends computing instead. The thread only reads that file (no import, no lock);
-    everything else, errors included, happens in the first returned call (later calls give
-    its result)."""
+    """:func:`routine_lock_status` as of this call, answered by the returned call: everything
+    is read now, in the caller (errors included: a Redis that is down is raised here), but
+    ``/proc/locks``, which a thread reads meanwhile (its first read in a process waits ~20 ms
+    in the kernel, with the GIL released), while the caller does other work. The thread only
+    reads that file (no import, no lock). Later calls give the first one's result."""
     import threading
 
     table = _LockTable(locks_dir / ROUTINE_FLOCK_NAME)
-    if table.stat is not None:
+    if table.stat is not None and _PROC_LOCKS.exists():  # else the probe is taken now
         thread = threading.Thread(target=table.read, name="proc-locks", daemon=True)
         thread.start()
-        table.wait = thread.join
-    return functools.cache(functools.partial(
-        routine_lock_status, locks_dir, now=now, project=project, env=env, table=table))
+        table.wait, table.on_thread = thread.join, True
+    return functools.cache(_status(locks_dir, now, project, env, table))
+
+
+def _status(
+    locks_dir: Path, now: datetime, project: str | None, env: Mapping[str, str] | None,
+    table: _LockTable,
+) -> Callable[[], LockInfo]:
+    """The lock's state, read now - the Redis holder, the lock file's record, the upstream
+    directory, and the flock itself unless ``table`` is being read on a thread - and answered
+    by the returned call, which waits for that read. Reading it all at once keeps what is
+    reported one moment's state, as close after the caller's view as possible."""
+    now = timefmt.to_utc(now)
+    url = redislock.lock_url(os.environ if env is None else env) if project else None
+    if url is not None and project is not None:
+        held, pid, host, acquired_at = redislock.status(url, project)
+        if held:
+            info = _held(pid, host, acquired_at, now)
+            return lambda: info
+    path = locks_dir / ROUTINE_FLOCK_NAME
+    pid, host, acquired_at = _read_holder(path)
+    flocked = None if table.on_thread else _flock_held(path, pid, table)
+    upstream = announce.holder(locks_dir, now=now, host=this_host(), alive=pid_alive)
+
+    def answer() -> LockInfo:
+        if _flock_held(path, pid, table) if flocked is None else flocked:
+            return _held(pid, host, acquired_at, now)
+        if upstream is not None:
+            return LockInfo(held=True, pid=upstream.pid, host=upstream.host,
+                            acquired_at=upstream.since, suspicious=False)
+        return _FREE
+
+    return answer
 
 
 class _LockTable:
@@ -185,6 +200,7 @@ class _LockTable:
             self.stat = None
         self.data: bytes | None = None
         self.wait: Callable[[], None] = self.read
+        self.on_thread = False  # status_soon reads it on a thread (``wait`` joins it)
 
     def read(self) -> None:
         try:  # bytes: decoding text here could import a codec, on the thread
@@ -256,9 +272,8 @@ def _read_holder(path: Path) -> tuple[int | None, str | None, str | None]:
     )
 
 
-def _flock_held(path: Path, pid_hint: int | None, table: _LockTable | None = None) -> bool:
-    """Whether the lock file (as ``table`` found it; else now) has a lock on it."""
-    table = _LockTable(path) if table is None else table
+def _flock_held(path: Path, pid_hint: int | None, table: _LockTable) -> bool:
+    """Whether the lock file (as ``table`` found it) has a lock on it."""
     if table.stat is None:
         return False
     table.wait()
