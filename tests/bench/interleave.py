@@ -34,7 +34,10 @@ def main(argv: list[str]) -> int:
     wall: dict[str, list[float]] = {t: [] for t in trees}
     cpu: dict[str, list[float]] = {t: [] for t in trees}
     with tempfile.TemporaryDirectory() as caches:
-        envs = {t: base | {"PYTHONPATH": t, "PYTHONPYCACHEPREFIX": f"{caches}/{n}"}
+        # PYTHONSAFEPATH: `-m` would put the working directory first on sys.path, and a
+        # checkout there would shadow every tree
+        envs = {t: base | {"PYTHONPATH": t, "PYTHONPYCACHEPREFIX": f"{caches}/{n}",
+                           "PYTHONSAFEPATH": "1"}
                 for n, t in enumerate(trees)}
         for _ in range(rounds):
             for tree in trees:
