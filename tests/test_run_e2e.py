@@ -184,6 +184,18 @@ def test_unknown_routine_id_is_a_usage_error(project: Project) -> None:
     assert proc.stderr.startswith("error: ") and 1 == len(proc.stderr.splitlines())
 
 
+def test_the_dry_run_refuses_what_the_run_refuses_first(project: Project) -> None:
+    """With an unknown id and a damaged ledger, the dry run reports what the run reports:
+    the unknown routine (exit 2), the definitions being read first."""
+    project.routine("rtn-ok", "interval: 1h\naction: {kind: exec-resume}\n")
+    assert 0 == project.cli("run", "--due").returncode
+    with project.ledger.open("ab") as f:
+        f.write(b'{"version":1,"seq":999}\n')
+    dry, real = (project.cli("run", "--id", "rtn-nope", *extra) for extra in (["--dry-run"], []))
+    assert (2, 'error: unknown routine "rtn-nope" (see `list`)\n') == (dry.returncode, dry.stderr)
+    assert (dry.returncode, dry.stderr) == (real.returncode, real.stderr)
+
+
 def test_an_invalid_routine_is_never_run_but_others_are(project: Project) -> None:
     """An invalid file is reported and not run; valid routines still run; exit 1."""
     project.routine("rtn-good", "interval: 1h\naction: {kind: exec-resume}\n")

@@ -215,17 +215,18 @@ def _dry_run(
     wall: Callable[[], datetime],
 ) -> RunReport:
     """``run --dry-run``: what a run would select, from the imported view in memory (SPEC
-    §10); reads the routine lock's state without taking it and writes nothing."""
-    view = adopt.plan_routine_imports(paths).view
-    # The lock is read after the view (an attempt the view shows open while the lock is free
-    # is interrupted), and meanwhile the definitions are loaded and the routines selected.
-    lock = locks.status_soon(paths.routine_locks_dir, now=to_utc(wall()),
-                             project=paths.project_id, env=env)
+    §10); reads the routine lock's state without taking it and writes nothing. It refuses
+    what a run refuses, in the same order: the definitions (an unknown routine) first."""
     defs = definitions.load_definitions(paths)
     report = RunReport(dry_run=True, prefix=runner.specdojo_prefix(env))
     report.errors.extend(str(p) for p in defs.errors)
     candidates = _routines_to_consider(defs, routine_id)
     the_now = to_utc(now) if now is not None else to_utc(wall())
+    view = adopt.plan_routine_imports(paths).view
+    # The lock is read after the view (an attempt the view shows open while the lock is free
+    # is interrupted); /proc/locks is read on a thread while the routines are selected.
+    lock = locks.status_soon(paths.routine_locks_dir, now=to_utc(wall()),
+                             project=paths.project_id, env=env)
     plan_selection(report, candidates, view, the_now, routine_id, paths,
                    interrupted=lambda: not lock().held and live_owner(view) is None)
     lock()  # what it raised (a Redis that is down) is raised here even if nothing was open

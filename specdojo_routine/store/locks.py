@@ -11,8 +11,8 @@ at most 1 hour old is busy unless our own crash left it (our tool, this host, a 
 device to ``stat``). Without ``/proc/locks`` it falls back to a ``LOCK_SH|LOCK_NB`` probe; so
 that such a probe cannot cause a spurious "busy", an acquirer retries for ``BUSY_GRACE_S``.
 ``list`` and the dry run ask through ``status_soon``: ``/proc/locks`` is read on a thread while
-they load the definitions (its first read in a process waits ~20 ms in the kernel), the rest
-in the caller.
+they load the definitions or select (its first read in a process waits ~20 ms in the kernel),
+the rest in the caller, at once.
 
 The exec-lock names are re-exported at the bottom, so ``locks.exec_lock`` etc. keep working.
 """
