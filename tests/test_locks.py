@@ -676,9 +676,10 @@ def test_list_and_dry_run_read_the_lock_right_after_the_view(
     from specdojo_routine.app import handlers, listing
     from specdojo_routine.store import adopt, definitions
     from specdojo_routine.store.config import resolve_project
+    from tests.conftest import REPO
 
     root = tmp_path / "demo"
-    shutil.copytree(Path(__file__).resolve().parent.parent / "fixtures" / "demo", root)
+    shutil.copytree(REPO / "fixtures" / "demo", root)
     order: list[str] = []
 
     def noting(name: str, real: Callable[..., object]) -> Callable[..., object]:

@@ -162,8 +162,8 @@ def test_a_redis_that_is_down_is_one_line_and_nothing_runs(tmp_path: Path) -> No
         f"error: cannot reach the Redis lock server redis://127.0.0.1:{url.rsplit(':', 1)[1]} "
         "(SPECDOJO_ROUTINE_LOCK_URL): ")
     assert "s3cret" not in done.stderr + done.stdout
-    for args in (("list",), ("run", "--due", "--dry-run")):  # the status of the lock: read
-        shown = cli(b, *args, url=url)  # on a thread while they compute, its error raised
+    for args in (("list",), ("run", "--due", "--dry-run")):  # they read the lock's status,
+        shown = cli(b, *args, url=url)  # the Redis holder included, without taking it
         assert isinstance(shown, subprocess.CompletedProcess)
         assert (2, 1) == (shown.returncode, len(shown.stderr.splitlines())), args
 

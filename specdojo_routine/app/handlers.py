@@ -185,13 +185,13 @@ def run(
     """``run --due`` (``routine_id`` None) or ``run --id`` (SPEC §6)."""
     wall = clock or (lambda: datetime.now(UTC))
     env = dict(os.environ if env is None else env)
-    if dry_run:
-        return _dry_run(paths, routine_id, now, env, wall)
-    defs = definitions.load_definitions(paths)
+    defs = definitions.load_definitions(paths)  # first, in a dry run too: it refuses alike
     report = RunReport(dry_run=dry_run, prefix=runner.specdojo_prefix(env))
     report.errors.extend(str(p) for p in defs.errors)
     candidates = _routines_to_consider(defs, routine_id)
     the_now = to_utc(now) if now is not None else to_utc(wall())
+    if dry_run:
+        return _dry_run(report, candidates, paths, routine_id, the_now, env, wall)
     with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id,
                             env=env):
         definitions.remember(defs)  # a recording command keeps what it parsed (defcache)
@@ -211,23 +211,17 @@ def run(
 
 
 def _dry_run(
-    paths: ProjectPaths, routine_id: str | None, now: datetime | None, env: Mapping[str, str],
-    wall: Callable[[], datetime],
+    report: RunReport, candidates: list[Routine], paths: ProjectPaths, routine_id: str | None,
+    now: datetime, env: Mapping[str, str], wall: Callable[[], datetime],
 ) -> RunReport:
     """``run --dry-run``: what a run would select, from the imported view in memory (SPEC
-    §10); reads the routine lock's state without taking it and writes nothing. It refuses
-    what a run refuses, in the same order: the definitions (an unknown routine) first."""
-    defs = definitions.load_definitions(paths)
-    report = RunReport(dry_run=True, prefix=runner.specdojo_prefix(env))
-    report.errors.extend(str(p) for p in defs.errors)
-    candidates = _routines_to_consider(defs, routine_id)
-    the_now = to_utc(now) if now is not None else to_utc(wall())
+    §10); reads the routine lock's state without taking it and writes nothing."""
     view = adopt.plan_routine_imports(paths).view
     # The lock is read after the view (an attempt the view shows open while the lock is free
     # is interrupted); /proc/locks is read on a thread while the routines are selected.
     lock = locks.status_soon(paths.routine_locks_dir, now=to_utc(wall()),
                              project=paths.project_id, env=env)
-    plan_selection(report, candidates, view, the_now, routine_id, paths,
+    plan_selection(report, candidates, view, now, routine_id, paths,
                    interrupted=lambda: not lock().held and live_owner(view) is None)
     lock()  # what it raised (a Redis that is down) is raised here even if nothing was open
     return report

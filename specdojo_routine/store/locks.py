@@ -35,7 +35,9 @@ import orjson
 from specdojo_routine.core import errors, timefmt
 from specdojo_routine.store import announce, lazy, redislock
 
-if TYPE_CHECKING:  # imported on first use (store/lazy.py): importing it imports redis too
+if TYPE_CHECKING:  # portalocker on first use (store/lazy.py): importing it imports redis too
+    import threading  # only status_soon starts a thread
+
     import portalocker
 else:
     portalocker = lazy.module("portalocker")
@@ -152,9 +154,8 @@ def status_soon(
 
     table = _LockTable(locks_dir / ROUTINE_FLOCK_NAME)
     if table.stat is not None and _PROC_LOCKS.exists():  # else the probe is taken now
-        thread = threading.Thread(target=table.read, name="proc-locks", daemon=True)
-        thread.start()
-        table.wait, table.on_thread = thread.join, True
+        table.thread = threading.Thread(target=table.read, name="proc-locks", daemon=True)
+        table.thread.start()
     return functools.cache(_status(locks_dir, now, project, env, table))
 
 
@@ -175,11 +176,12 @@ def _status(
             return lambda: info
     path = locks_dir / ROUTINE_FLOCK_NAME
     pid, host, acquired_at = _read_holder(path)
-    flocked = None if table.on_thread else _flock_held(path, pid, table)
+    flocked = None if table.thread is not None else _flock_held(path, pid, table)
     upstream = announce.holder(locks_dir, now=now, host=this_host(), alive=pid_alive)
 
     def answer() -> LockInfo:
-        if _flock_held(path, pid, table) if flocked is None else flocked:
+        held = _flock_held(path, pid, table) if flocked is None else flocked  # waits the thread
+        if held:
             return _held(pid, host, acquired_at, now)
         if upstream is not None:
             return LockInfo(held=True, pid=upstream.pid, host=upstream.host,
@@ -199,8 +201,14 @@ class _LockTable:
         except OSError:
             self.stat = None
         self.data: bytes | None = None
-        self.wait: Callable[[], None] = self.read
-        self.on_thread = False  # status_soon reads it on a thread (``wait`` joins it)
+        self.thread: threading.Thread | None = None  # status_soon's reader, if it started one
+
+    def wait(self) -> None:
+        """The table read: the thread's, once it is done, else read here."""
+        if self.thread is not None:
+            self.thread.join()
+        else:
+            self.read()
 
     def read(self) -> None:
         try:  # bytes: decoding text here could import a codec, on the thread
