@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import textwrap
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -42,6 +43,23 @@ def _bytecode_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         del os.environ["PYTHONPYCACHEPREFIX"]
         if saved is not None:
             os.environ["PYTHONDONTWRITEBYTECODE"] = saved
+
+
+def extract_archive(archive: Path, into: Path) -> None:
+    """Extract one of the repository's tar fixtures into ``into``. Python's ``"data"`` filter
+    (3.12, and 3.11.4 on) refuses absolute paths, paths out of ``into`` and anything but
+    files and directories; an earlier 3.11, which ``requires-python`` admits, has no filter,
+    so the same is checked here before extracting."""
+    with tarfile.open(archive) as tar:
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(into, filter="data")
+            return
+        top = into.resolve()
+        for member in tar.getmembers():
+            inside = (top / member.name).resolve().is_relative_to(top)
+            if not (inside and (member.isfile() or member.isdir())):
+                raise ValueError(f"{archive}: refusing {member.name!r}")
+        tar.extractall(into)
 
 
 def source_files(src: Path) -> list[str]:

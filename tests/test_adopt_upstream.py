@@ -11,13 +11,14 @@ import hashlib
 import os
 import subprocess
 import sys
-import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+
+from tests.conftest import extract_archive
 
 REPO = Path(__file__).resolve().parent.parent
 ARCHIVE = REPO / "fixtures" / "upstream" / "upstream-project.tar.gz"
@@ -35,8 +36,7 @@ class Upstream:
     """An extracted copy of the upstream project, and our CLI run on it."""
 
     def __init__(self, tmp: Path) -> None:
-        with tarfile.open(ARCHIVE) as tar:
-            tar.extractall(tmp, filter="data")
+        extract_archive(ARCHIVE, tmp)
         self.root = tmp / "upstream-project"
         self.log = tmp / "fake-cli.log"
         self.original = self.files()

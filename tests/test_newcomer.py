@@ -13,11 +13,12 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, copy_source, source_files
+from tests.conftest import REPO, copy_source, extract_archive, source_files
 
 CI = REPO / ".ci"
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -138,3 +139,25 @@ def test_ci_fails_when_a_readme_command_fails(tmp_path: Path) -> None:
     done = _ci_run(work)
     assert (3, False, True) == (done.returncode, (work / "ran-two").exists(),
                                 "README command 1 failed (exit 3)" in done.stderr)
+
+
+@pytest.mark.parametrize("has_filter", [True, False])
+def test_the_fixture_archives_extract_safely_on_every_python_311(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, has_filter: bool
+) -> None:
+    """A Python 3.11 before 3.11.4 (Debian 12's) has no tar ``"data"`` filter: the tests'
+    extraction then checks the members itself, and refuses one that leaves the directory."""
+    if not has_filter:
+        monkeypatch.delattr(tarfile, "data_filter", raising=False)
+    archive = tmp_path / "evil.tar"
+    (tmp_path / "payload").write_text("x")
+    with tarfile.open(archive, "w") as tar:
+        tar.add(tmp_path / "payload", arcname="ok/file")
+        tar.add(tmp_path / "payload", arcname="../escaped")
+    into = tmp_path / "into"
+    into.mkdir()
+    with pytest.raises((ValueError, tarfile.TarError)):
+        extract_archive(archive, into)
+    assert not (tmp_path / "escaped").exists()
+    extract_archive(REPO / "fixtures" / "upstream" / "upstream-project.tar.gz", into)
+    assert (into / "upstream-project").is_dir()

@@ -8,22 +8,21 @@ import json
 import os
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-FIXTURE = Path("/work/shared/fixtures/upstream-project.tar.gz")
+from tests.conftest import extract_archive
+
 REPO = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.skipif(not FIXTURE.exists(), reason="upstream fixture not available")
+FIXTURE = REPO / "fixtures" / "upstream" / "upstream-project.tar.gz"  # the shared/ fixture
 EXEC = Path("projects/prj-demo/execution/exec")
 
 
 @pytest.fixture
 def upstream(tmp_path: Path) -> Path:
-    with tarfile.open(FIXTURE) as archive:
-        archive.extractall(tmp_path, filter="data")
+    extract_archive(FIXTURE, tmp_path)
     return tmp_path / "upstream-project"
 
 
