@@ -126,3 +126,40 @@ def test_run_still_works_once_everything_is_loaded(tmp_path: Path) -> None:
         "SPECDOJO_CLI": str(root / "bin" / "fake-specdojo")})
     assert (0, True) == (code, {"specdojo_routine.store.ledger",
                                 "specdojo_routine.store.views"} <= set(loaded))
+
+
+@pytest.mark.parametrize("ran", [False, True], ids=["fresh", "after a run"])
+def test_list_starts_no_process(ran: bool, tmp_path: Path) -> None:
+    """croniter asks ``platform.architecture()`` at import, which runs ``file`` on the
+    interpreter (~9 ms of `list`); schedule imports croniter without that, and `list` starts
+    no process and imports no ``subprocess``."""
+    root = tmp_path / "demo"
+    shutil.copytree(DEMO, root)
+    if ran:
+        assert 0 == loaded_by("run", "--due", "--root", str(root), env={
+            "SPECDOJO_CLI": str(root / "bin" / "fake-specdojo")})[0]
+    bin_dir, called = tmp_path / "bin", tmp_path / "file-called"
+    bin_dir.mkdir()
+    (bin_dir / "file").write_text(f'#!/bin/sh\necho "$@" >> {called}\n'
+                                  'echo "ELF 64-bit LSB executable"\n')
+    (bin_dir / "file").chmod(0o755)
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    code, loaded = loaded_by("list", "--root", str(root), env=env,
+                             names=("croniter", "subprocess"))
+    assert (0, ["croniter"], False) == (code, loaded, called.exists())
+
+
+def test_croniter_imported_by_schedule_still_finds_this_python_64_bit() -> None:
+    """What croniter decides from ``platform.architecture()`` at import is what it decides
+    when imported directly; ``platform.architecture`` is the real one again afterwards."""
+    probe = ("import json, platform, sys; real = platform.architecture; "
+             "from specdojo_routine.core import schedule; schedule._croniter(); "
+             "c = sys.modules['croniter.croniter']; "
+             "print(json.dumps([c.OVERFLOW32B_MODE, c.is_32bit(), "
+             "platform.architecture is real, 'croniter' in sys.modules]))")
+    direct = ("import json, sys, croniter; c = sys.modules['croniter.croniter']; "
+              "print(json.dumps([c.OVERFLOW32B_MODE, c.is_32bit(), True, True]))")
+    answers = [json.loads(subprocess.run([sys.executable, "-c", code], cwd=REPO,
+                                         capture_output=True, text=True, timeout=60,
+                                         check=True).stdout) for code in (probe, direct)]
+    assert answers[0] == answers[1] == [False, False, True, True]

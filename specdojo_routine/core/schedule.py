@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import copy
 import functools
+import platform
+import struct
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from zoneinfo import ZoneInfo
 
 import attrs
@@ -133,9 +135,32 @@ def _compile(expr: str, timezone: str) -> _Cron:
 def _proto(canonical: str) -> croniter[datetime]:
     """One croniter per canonical expression, whatever the zone (it iterates naive slots, and
     every use copies it): croniter's parse is most of what a new schedule costs."""
-    from croniter import croniter
+    return _croniter()(canonical, datetime(2000, 1, 1), ret_type=datetime, day_or=False)
 
-    return croniter(canonical, datetime(2000, 1, 1), ret_type=datetime, day_or=False)
+
+@functools.cache
+def _croniter() -> type[croniter[datetime]]:
+    """croniter's class, imported without the process croniter starts at import.
+
+    croniter (7.0) asks ``platform.architecture()`` at import whether Python is 32-bit, and
+    that runs ``file -b`` on the interpreter: a child process, ~9 ms of every `list` and `run`
+    here, more than their cron work. While croniter is imported, a call without arguments
+    gets the pointer size and no linkage, which is what ``platform`` itself answers where
+    ``file`` is not installed; any other call goes to ``platform``. (``tests/test_schedule``
+    checks croniter still finds this Python 64-bit.)"""
+    real = platform.architecture
+
+    def pointer_size(*args: Any, **kwargs: Any) -> tuple[str, str]:
+        if args or kwargs:
+            return real(*args, **kwargs)
+        return f"{struct.calcsize('P') * 8}bit", ""
+
+    platform.architecture = pointer_size
+    try:
+        from croniter import croniter
+    finally:
+        platform.architecture = real
+    return croniter
 
 
 def _offset(tz: ZoneInfo, wall: datetime) -> timedelta:
