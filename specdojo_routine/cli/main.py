@@ -30,7 +30,7 @@ from specdojo_routine.core.errors import (
 )
 from specdojo_routine.core.timefmt import parse_instant
 from specdojo_routine.core.validation import one_line
-from specdojo_routine.store import lazy
+from specdojo_routine.store import forked, lazy
 
 if TYPE_CHECKING:  # imported on first use (store/lazy.py): a command loads what it runs
     from specdojo_routine.app import handlers, listing, project
@@ -238,7 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         words = list(sys.argv[1:] if argv is None else argv)
         args = build_parser(words).parse_args(words)
-        return _dispatch(args)(args, out, err)
+        with forked.allowed():  # a long definitions load may fork a helper (store/forked.py)
+            return _dispatch(args)(args, out, err)
     except RoutineError as exc:
         err.write(f"error: {one_line(str(exc))}\n")
         return exc.exit_code

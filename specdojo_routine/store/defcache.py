@@ -56,6 +56,8 @@ else:  # on first use (store/lazy.py): only recording commands write the cache
     tempfile = lazy.module("tempfile")
 
 CACHE_NAME = "definitions.json"
+#: What one load took from the cache and read itself (:meth:`DefinitionCache.records`).
+CacheRecords = tuple[dict[str, Any], dict[str, tuple[str, str, Routine | None]]]
 _VERSION = 3
 
 
@@ -148,6 +150,17 @@ class DefinitionCache:
             self._fresh[key] = (data, source, routine)
         elif key in self._seen:  # read from the cache, built again (another file's entry)
             self._seen[key] = _entry(self._seen[key]["data"], routine)
+
+    def records(self) -> CacheRecords:
+        """What this load took from the cache and what it read itself, for a forked helper
+        that loaded part of the files to hand back (:mod:`.forked`)."""
+        return self._seen, self._fresh
+
+    def add_records(self, records: CacheRecords) -> None:
+        """Take in a helper's :meth:`records` (of the files after this load's own)."""
+        seen, fresh = records
+        self._seen.update(seen)
+        self._fresh.update(fresh)
 
     def holds(self, key: str) -> bool:
         """Whether this load took something of the file with this key from the cache."""

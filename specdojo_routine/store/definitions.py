@@ -17,7 +17,7 @@ import functools
 import hashlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -30,8 +30,9 @@ from specdojo_routine.core.job_rules import build_job
 from specdojo_routine.core.model import JobDefinition, Routine
 from specdojo_routine.core.routine_rules import JobIndex, build_routine
 from specdojo_routine.core.validation import Node, Report
+from specdojo_routine.store import forked
 from specdojo_routine.store.config import ProjectPaths
-from specdojo_routine.store.defcache import DefinitionCache
+from specdojo_routine.store.defcache import CacheRecords, DefinitionCache
 from specdojo_routine.store.fastyaml import FastReader
 from specdojo_routine.store.safeyaml import (  # re-exported: the limits and the slow reader
     _RESOLVER,
@@ -47,6 +48,7 @@ if TYPE_CHECKING:  # a project without a roster (members_path) never loads the a
     from specdojo_routine.core.agent_rules import Roster
 
 _T = TypeVar("_T")
+_Built = tuple[list[Problem], "Routine | None"]  # what one routine file gave
 _FAST = FastReader(_RESOLVER, MAX_DEPTH)
 
 
@@ -196,27 +198,42 @@ def _build_job(
 def _load_routines(
     paths: ProjectPaths, files: list[str], index: JobIndex, cache: DefinitionCache | None
 ) -> tuple[list[Routine], list[Problem]]:
+    rel_of = _relativiser(paths)
+
+    def build(part: Sequence[str]) -> tuple[list[_Built], CacheRecords | None]:
+        """Each file's problems and routine, and what the cache took from this part: on a long
+        list the second part is built by a forked helper (:mod:`.forked`)."""
+        built = []
+        for path in part:
+            rel, routine_id = rel_of(path), file_id(path)
+            reuse = (functools.partial(cache.routine, rel=rel, routine_id=routine_id)
+                     if cache else None)
+            report, _, routine, key = _read_and_build(
+                path, rel, "routine", functools.partial(_build_routine, routine_id=routine_id,
+                                                        jobs=index, cache=cache),
+                cache=cache, reuse=reuse,
+            )
+            if routine is not None and cache is not None and key and cache.digest(key) is None:
+                cache.put_routine(key, routine)  # built now, not taken whole from the cache
+            built.append((report.problems, routine))
+        return built, cache.records() if cache is not None else None
+
+    (here, _), (there, records) = forked.in_two(build, files)
+    if cache is not None and records is not None:
+        cache.add_records(records)
     routines: dict[str, Routine] = {}
     problems: list[Problem] = []
-    rel_of = _relativiser(paths)
-    for path in files:
-        rel, routine_id = rel_of(path), file_id(path)
-        reuse = functools.partial(cache.routine, rel=rel, routine_id=routine_id) if cache else None
-        report, data, routine, key = _read_and_build(
-            path, rel, "routine", functools.partial(_build_routine, routine_id=routine_id,
-                                                    jobs=index, cache=cache),
-            cache=cache, reuse=reuse,
-        )
-        if routine is not None and cache is not None and key and cache.digest(key) is None:
-            cache.put_routine(key, routine)  # built now, not taken whole from the cache
+    for path, (found, routine) in zip(files, here + there, strict=True):
+        problems += found
         if routine is not None and routine.id in routines:
-            other = routines[routine.id].path
-            report.error(_id_pos(path, rel, "routine", data),
-                         f'duplicate routine id "{routine.id}" (also in {other})')
-            routine = None
-        if routine is not None:
+            rel = rel_of(path)
+            duplicate = Report(rel)
+            duplicate.error(_id_pos(path, rel, "routine", None),
+                            f'duplicate routine id "{routine.id}" (also in '
+                            f'{routines[routine.id].path})')
+            problems += duplicate.problems
+        elif routine is not None:
             routines[routine.id] = routine
-        problems += report.problems
     return list(routines.values()), problems
 
 
