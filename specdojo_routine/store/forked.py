@@ -2,21 +2,22 @@
 first (issue 16: a 10,000-file ``run --due --dry-run`` in a second; this machine has 2 cores).
 
 :func:`in_two` calls ``work`` on the first part of a list here and, in a child made by
-``os.fork()``, on the rest; the child hands its result back pickled through a pipe. ``work``
-must depend only on what the child inherits and on its part of the list, and must return
-everything it did (a child's side effects are lost with it), so that calling it on the two
-parts in one process gives the same.
+``os.fork()``, on the rest; the child writes its result, pickled, to an in-memory file
+(``memfd_create``: it never waits for this process to read) that this process reads once the
+child has exited. ``work`` must depend only on what the child inherits and on its part of the
+list, and must return everything it did (a child's side effects are lost with it), so that
+calling it on the two parts in one process gives the same.
 
-What the child sends is used only when it is whole (a length header and its own exit status
-say so). A child that cannot be made, raises, is killed or sends less leaves its part to be
-done here, after the first: the helper can only save time, never change a result. The parent
-never waits for the child before it has done its own part, and it reaps the child (killing
-it first, if it is still running) however its own part ends, an exception included.
+What the child wrote is used only when it is whole (a length header and the child's exit
+status say so). A child that cannot be made, raises, is killed or writes less leaves its part
+to be done here, after the first: the helper can only save time, never change a result. This
+process waits for the child only once its own part is done, and it reaps the child (killing it
+first when its own part raised) however that part ends.
 
 A fork is made only where it is safe and pays: when a command-line process allowed it
-(:func:`allowed`; a program that imports the package keeps its own process to itself), with
-no other Python thread running (a thread's locks would be copied held), with more than one
-core to run on and at least :data:`MIN_ITEMS` items.
+(:func:`allowed`; a program that imports the package keeps its own process to itself), on
+Linux (``memfd_create``), with no other Python thread running (a thread's locks would be
+copied held), with more than one core to run on and at least :data:`MIN_ITEMS` items.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 __all__ = ["MIN_ITEMS", "allowed", "in_two"]
 
@@ -35,7 +36,7 @@ _R = TypeVar("_R")
 #: Fewer items are done here alone (a fork and its pickled answer cost a few milliseconds).
 MIN_ITEMS = 1000
 #: The share of the items done here: this process also unpickles the child's answer.
-HERE = 0.55
+HERE = 0.6
 _HEADER = 8  # the length of the pickled answer, big-endian
 _allowed = False
 
@@ -58,42 +59,32 @@ def in_two(work: Callable[[Sequence[_T]], _R], items: Sequence[_T]) -> tuple[_R,
     first, rest = items[:cut], items[cut:]
     if not rest:
         return work(first), work(rest)
-    try:
-        read_end, write_end = os.pipe()
+    try:  # the answer's file: in memory, and the child never waits for us to read it
+        fd = os.memfd_create("specdojo-routine-helper", os.MFD_CLOEXEC)
     except OSError:
         return work(first), work(rest)
     try:
         pid = os.fork()
     except OSError:
-        os.close(read_end)
-        os.close(write_end)
+        os.close(fd)
         return work(first), work(rest)
     if pid == 0:  # the child: never returns
-        os.close(read_end)
-        _child(work, rest, write_end)
-    os.close(write_end)
-    answer: bytes | None = None
+        _child(work, rest, fd)
     try:
         mine = work(first)
-        answer = _read_all(read_end)
+    except BaseException:
+        _reap(pid, kill=True)
+        os.close(fd)
+        raise
+    try:
+        theirs = _answer(fd) if _reap(pid, kill=False) else None
     finally:
-        os.close(read_end)
-        whole = _reap(pid, finished=answer is not None)
-    if answer is not None and whole and len(answer) >= _HEADER:
-        size = int.from_bytes(answer[:_HEADER], "big")
-        if size == len(answer) - _HEADER:
-            import pickle
-
-            try:
-                theirs: _R = pickle.loads(answer[_HEADER:])
-            except Exception:  # not what a child of ours writes: do it here
-                return mine, work(rest)
-            return mine, theirs
-    return mine, work(rest)
+        os.close(fd)
+    return mine, theirs[0] if theirs is not None else work(rest)
 
 
 def _worth_a_fork(count: int) -> bool:
-    if not _allowed or count < MIN_ITEMS or not hasattr(os, "fork"):
+    if not _allowed or count < MIN_ITEMS or not hasattr(os, "memfd_create"):  # Linux
         return False
     threading = sys.modules.get("threading")  # never imported: no other Python thread
     if threading is not None and threading.active_count() > 1:
@@ -126,16 +117,23 @@ def _child(work: Callable[[Sequence[_T]], _R], rest: Sequence[_T], fd: int) -> N
         os._exit(code)
 
 
-def _read_all(fd: int) -> bytes:
-    parts = []
-    while chunk := os.read(fd, 1 << 20):
-        parts.append(chunk)
-    return b"".join(parts)
+def _answer(fd: int) -> tuple[Any] | None:
+    """The child's answer, when it is whole: ``(value,)``."""
+    size = os.fstat(fd).st_size
+    data = os.pread(fd, size, 0) if size >= _HEADER else b""
+    if len(data) < _HEADER or int.from_bytes(data[:_HEADER], "big") != len(data) - _HEADER:
+        return None
+    import pickle
+
+    try:
+        return (pickle.loads(data[_HEADER:]),)
+    except Exception:  # not what a child of ours writes: the part is done here
+        return None
 
 
-def _reap(pid: int, *, finished: bool) -> bool:
-    """Wait for the child (killed first unless it sent everything); True if it exited 0."""
-    if not finished:
+def _reap(pid: int, *, kill: bool) -> bool:
+    """Wait for the child (killed first if ``kill``); True if it exited 0."""
+    if kill:
         import signal
 
         with contextlib.suppress(ProcessLookupError):
