@@ -16,6 +16,18 @@ import orjson
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def console_script() -> list[str]:
+    """The ``specdojo-routine`` script as pip writes it for the entry point pyproject.toml
+    names (``module:function``), run by this interpreter."""
+    import tomllib
+
+    target = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"][
+        "specdojo-routine"]
+    module, function = target.split(":")
+    return [sys.executable, "-c", f"import sys; from {module} import {function}; "
+            f"sys.argv[0] = 'specdojo-routine'; sys.exit({function}())"]
 FAKE_CLI = REPO / "tests" / "support" / "fake-specdojo"
 # What running a project writes (git-ignored under fixtures/): never copied into a test.
 RUNTIME_STATE = frozenset({"generated", ".locks", ".cache", "execution"})
@@ -145,9 +157,12 @@ class Project:
             timeout=timeout,
         )
 
-    def popen(self, *args: str, env: Mapping[str, str] | None = None) -> subprocess.Popen[str]:
+    def popen(self, *args: str, env: Mapping[str, str] | None = None,
+              script: bool = False) -> subprocess.Popen[str]:
+        """``python -m specdojo_routine`` (``script``: the console script) in the background."""
+        program = console_script() if script else [sys.executable, "-m", "specdojo_routine"]
         return subprocess.Popen(
-            [sys.executable, "-m", "specdojo_routine", *args, "--root", str(self.root)],
+            [*program, *args, "--root", str(self.root)],
             cwd=self.root, env=dict(env or self.env()), stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True,
         )

@@ -9,6 +9,7 @@ import subprocess
 import time
 
 import orjson
+import pytest
 
 from tests.conftest import Project
 
@@ -131,16 +132,18 @@ def test_on_interrupted_resume_closes_and_runs_the_next_occurrence(project: Proj
         ended[-1]["result"])
 
 
+@pytest.mark.parametrize("script", [False, True], ids=["python -m", "specdojo-routine"])
 def test_sigterm_kills_the_running_command_and_leaves_the_attempt_open(
-    project: Project,
+    project: Project, script: bool,
 ) -> None:
     """SIGTERM (a scheduler timeout): exit 130, the delegated command's group is killed, and the
-    attempt stays open - the next run reports it as interrupted."""
+    attempt stays open - the next run reports it as interrupted. Under `python -m` and under
+    the installed script alike."""
     project.routine("rtn-term", """\
         interval: 1h
         action: {kind: specdojo, args: [sleep-41]}
         """)
-    proc = project.popen("run", "--due", "--now", "2026-05-01T10:00:30Z")
+    proc = project.popen("run", "--due", "--now", "2026-05-01T10:00:30Z", script=script)
     _wait_for(lambda: len(project.calls()) == 1)
     time.sleep(0.3)
     proc.send_signal(signal.SIGTERM)

@@ -1,0 +1,78 @@
+"""The process around main() (cli/entry.py): one entry for `python -m` and the script, and an
+exit that skips the interpreter's teardown only when nothing is left for it to do."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, console_script, copy_source
+
+DEMO = REPO / "fixtures" / "demo"
+# An object whose finaliser says when the interpreter's teardown ran; then the real entry.
+PROBE = textwrap.dedent("""\
+    import atexit, os, sys, threading
+    class Teardown:
+        def __del__(self):
+            os.write(2, b"teardown ran\\n")
+    kept = Teardown()
+    hook, *args = sys.argv[1:]
+    if hook == "atexit":
+        atexit.register(lambda: os.write(2, b"atexit ran\\n"))
+    if hook == "thread":
+        stop = threading.Event()
+        threading.Thread(target=stop.wait, args=(0.5,)).start()
+    sys.argv = ["specdojo-routine", *args]
+    from specdojo_routine.cli.entry import entry
+    entry()
+""")
+
+
+def run(hook: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "SPECDOJO_PROJECT"}
+    return subprocess.run([sys.executable, "-c", PROBE, hook, *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_the_teardown_is_skipped_when_nothing_is_left_for_it() -> None:
+    done = run("none", "validate", "--root", str(DEMO))
+    assert (0, "", True) == (done.returncode, done.stderr, done.stdout.startswith("Validated:"))
+
+
+@pytest.mark.parametrize("hook", ["atexit", "thread"])
+def test_a_registered_exit_hook_or_a_running_thread_gets_pythons_own_exit(hook: str) -> None:
+    """An ``atexit`` hook runs, a thread still running is waited for: then the teardown runs."""
+    done = run(hook, "validate", "--root", str(DEMO))
+    said = {"atexit": "atexit ran\nteardown ran\n", "thread": "teardown ran\n"}[hook]
+    assert (0, said) == (done.returncode, done.stderr)
+
+
+def test_the_exit_code_and_every_byte_of_a_long_output_come_through(tmp_path: Path) -> None:
+    """The output of a dry run of 3,000 routines (a pipe far smaller than it) arrives whole,
+    as main() writes it in-process, and a failing command's code is its exit status."""
+    root = tmp_path / "p"
+    copy_source(DEMO, root)
+    for n in range(3000):
+        (root / "routines" / f"rtn-many-{n:04d}.yaml").write_text(
+            f"id: rtn-many-{n:04d}\ninterval: 1h\naction: {{kind: specdojo, args: [x]}}\n")
+    args = ["run", "--due", "--dry-run", "--now", "2026-08-07T08:02:00Z", "--root", str(root)]
+    env = {k: v for k, v in os.environ.items() if k != "SPECDOJO_PROJECT"}
+    inline = ("import contextlib, io, sys; from specdojo_routine.cli import main\n"
+              "out = io.StringIO()\n"
+              "with contextlib.redirect_stdout(out): main(sys.argv[1:])\n"
+              "sys.__stdout__.write(out.getvalue())")
+    whole = [subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True,
+                            timeout=120, check=False)
+             for argv in ([*console_script(), *args], [sys.executable, "-c", inline, *args])]
+    assert (0, 0) == (whole[0].returncode, whole[1].returncode), whole[0].stderr
+    assert whole[0].stdout == whole[1].stdout
+    assert whole[0].stdout.count("rtn-many-") == 3000 and len(whole[0].stdout) > 1 << 16
+    (root / "routines" / "rtn-many-0000.yaml").write_text("id: rtn-many-0000\n")
+    failed = subprocess.run([*console_script(), "validate", "--root", str(root)], cwd=REPO,
+                            env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert (1, True) == (failed.returncode, "rtn-many-0000.yaml" in failed.stderr)
