@@ -1,4 +1,4 @@
-"""The process around main() (cli/entry.py): one entry for `python -m` and the script, and an
+"""The process (specdojo_routine/__main__.py): one entry for `python -m` and the script, and an
 exit that skips the interpreter's teardown only when nothing is left for it to do."""
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ PROBE = textwrap.dedent("""\
         stop = threading.Event()
         threading.Thread(target=stop.wait, args=(0.5,)).start()
     sys.argv = ["specdojo-routine", *args]
-    from specdojo_routine.cli.entry import entry
-    entry()
+    from specdojo_routine.__main__ import main
+    main()
 """)
 
 

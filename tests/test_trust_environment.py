@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.conftest import Project
+from tests.conftest import Project, console_script
 
 SLOW_FILL = """\
 name: Fills the disk
@@ -189,18 +189,26 @@ class Gone(importlib.abc.MetaPathFinder):
         if name.split(".")[0] == GONE:
             raise ModuleNotFoundError(f"No module named {GONE!r}", name=GONE)
 sys.meta_path.insert(0, Gone())
-sys.argv = ["specdojo_routine", *sys.argv[2:]]
+SCRIPT = sys.argv[2]
+sys.argv = ["specdojo_routine", *sys.argv[3:]]
+if SCRIPT:  # the console script's own code
+    exec(SCRIPT)
 runpy.run_module("specdojo_routine", run_name="__main__", alter_sys=True)
 """
 
 
+@pytest.mark.parametrize("script", [False, True], ids=["python -m", "specdojo-routine"])
 @pytest.mark.parametrize("module", ["orjson", "ruamel", "croniter"])
-def test_a_missing_dependency_is_one_clear_line(project: Project, module: str) -> None:
+def test_a_missing_dependency_is_one_clear_line(
+    project: Project, module: str, script: bool
+) -> None:
     """A package missing from the environment (orjson: before anything of ours runs; ruamel and
-    croniter: imported on first use) is named in one line that says what to do, exit 1."""
+    croniter: imported on first use) is named in one line that says what to do, exit 1, under
+    `python -m` and the installed script alike."""
     project.routine("rtn-a", 'trigger: {cron: "0 * * * *", timezone: UTC}\n'
                              "action: {kind: specdojo, args: [x]}\n")
-    done = subprocess.run([sys.executable, "-c", _WITHOUT, module, "list", "--root",
+    code = console_script()[2] if script else ""
+    done = subprocess.run([sys.executable, "-c", _WITHOUT, module, code, "list", "--root",
                            str(project.root)], capture_output=True, text=True, check=False)
     assert 1 == done.returncode, done.stdout + done.stderr
     assert [f"error: No module named '{module}': a package specdojo_routine needs is missing "
