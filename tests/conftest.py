@@ -18,6 +18,12 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
+def cli_environ() -> dict[str, str]:
+    """This process's environment for a CLI subprocess: without ``SPECDOJO_PROJECT``, so that
+    the project is the one the test names."""
+    return {k: v for k, v in os.environ.items() if k != "SPECDOJO_PROJECT"}
+
+
 def console_script() -> list[str]:
     """The ``specdojo-routine`` script as pip writes it for the entry point pyproject.toml
     names (``module:function``), run by this interpreter."""

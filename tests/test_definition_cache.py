@@ -3,7 +3,6 @@ by content, and never a different result from reading the files afresh."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +14,7 @@ import pytest
 from specdojo_routine.store import definitions
 from specdojo_routine.store.config import resolve_project
 from specdojo_routine.store.fastyaml import FastReader
-from tests.conftest import FAKE_CLI
+from tests.conftest import FAKE_CLI, cli_environ
 from tests.test_fast_definitions import load
 from tests.test_validate_corpus import VALID, make_project
 
@@ -26,7 +25,7 @@ pytestmark = pytest.mark.skipif(not FastReader.available(), reason="no C parser:
 
 
 def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "SPECDOJO_PROJECT"}
+    env = cli_environ()
     env["SPECDOJO_CLI"] = str(FAKE_CLI)
     return subprocess.run([sys.executable, "-m", "specdojo_routine", *args, "--root", str(root)],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=120,

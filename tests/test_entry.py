@@ -3,7 +3,6 @@ exit that skips the interpreter's teardown only when nothing is left for it to d
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, console_script, copy_source
+from tests.conftest import REPO, cli_environ, console_script, copy_source
 
 DEMO = REPO / "fixtures" / "demo"
 # An object whose finaliser says when the interpreter's teardown ran; then the real entry.
@@ -34,7 +33,7 @@ PROBE = textwrap.dedent("""\
 
 
 def run(hook: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "SPECDOJO_PROJECT"}
+    env = cli_environ()
     return subprocess.run([sys.executable, "-c", PROBE, hook, *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=60, check=False)
 
@@ -61,7 +60,7 @@ def test_the_exit_code_and_every_byte_of_a_long_output_come_through(tmp_path: Pa
         (root / "routines" / f"rtn-many-{n:04d}.yaml").write_text(
             f"id: rtn-many-{n:04d}\ninterval: 1h\naction: {{kind: specdojo, args: [x]}}\n")
     args = ["run", "--due", "--dry-run", "--now", "2026-08-07T08:02:00Z", "--root", str(root)]
-    env = {k: v for k, v in os.environ.items() if k != "SPECDOJO_PROJECT"}
+    env = cli_environ()
     inline = ("import contextlib, io, sys; from specdojo_routine.cli import main\n"
               "out = io.StringIO()\n"
               "with contextlib.redirect_stdout(out): main(sys.argv[1:])\n"
@@ -76,3 +75,15 @@ def test_the_exit_code_and_every_byte_of_a_long_output_come_through(tmp_path: Pa
     failed = subprocess.run([*console_script(), "validate", "--root", str(root)], cwd=REPO,
                             env=env, capture_output=True, text=True, timeout=120, check=False)
     assert (1, True) == (failed.returncode, "rtn-many-0000.yaml" in failed.stderr)
+
+
+def test_the_process_sets_the_collector_threshold_and_main_alone_does_not() -> None:
+    """Importing the process entry raises the young-generation threshold (its first statement
+    after the standard library); a program that calls ``cli.main`` keeps its own."""
+    probe = ("import gc, sys; gc.set_threshold(700, 10, 10); "
+             "import specdojo_routine.__main__; during = gc.get_threshold(); "
+             "gc.set_threshold(700, 10, 10); from specdojo_routine.cli import main; "
+             "main(['validate', '--root', sys.argv[1]]); print(during, gc.get_threshold())")
+    done = subprocess.run([sys.executable, "-c", probe, str(DEMO)], cwd=REPO, env=cli_environ(),
+                          capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.splitlines()[-1] == "(300000, 10, 10) (700, 10, 10)"

@@ -27,6 +27,7 @@ from specdojo_routine.core import validation
 from specdojo_routine.store import definitions
 from specdojo_routine.store.config import resolve_project
 from specdojo_routine.store.fastyaml import FastReader
+from tests.conftest import cli_environ
 from tests.test_validate_corpus import CASES, DEMO, INVALID, VALID, make_project
 
 REPO = Path(__file__).resolve().parent.parent
@@ -157,7 +158,7 @@ def load(root: Path, *, pure: bool) -> definitions.Definitions:
 
 def cli(roots: list[str], pure: str) -> list[list[Any]]:
     """``validate`` of each root, in one process: [exit code, stdout, stderr] each."""
-    env = {k: v for k, v in os.environ.items() if k != "SPECDOJO_PROJECT"}
+    env = cli_environ()
     env["SPECDOJO_ROUTINE_PURE_YAML"] = pure
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, *roots], capture_output=True, text=True, cwd=REPO,

@@ -19,7 +19,7 @@ import pytest
 
 from specdojo_routine.store import definitions, forked
 from specdojo_routine.store.config import resolve_project
-from tests.conftest import copy_source
+from tests.conftest import cli_environ, copy_source
 from tests.test_validate_corpus import CASES, INVALID, VALID, make_project
 
 REPO = Path(__file__).resolve().parent.parent
@@ -201,7 +201,7 @@ def test_the_cli_dry_run_and_validate_say_the_same_with_and_without_the_helper(
              "os.fork = lambda: made.append(1) or real(); "
              "from specdojo_routine.cli import main; code = main(sys.argv[3:]); "
              "open(sys.argv[1], 'a').write(f'{len(made)}\\n'); sys.exit(code)")
-    env = {k: v for k, v in os.environ.items() if k != "SPECDOJO_PROJECT"}
+    env = cli_environ()
     forks = tmp_path / "forks"
     for args in (["run", "--due", "--dry-run", "--now", "2026-08-07T08:02:00Z"], ["validate"],
                  ["list", "--json", "--now", "2026-08-07T08:02:00Z"]):

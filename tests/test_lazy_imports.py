@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import cli_environ
+
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "fixtures" / "demo"
 HEAVY = ("specdojo_routine.execute.runner", "specdojo_routine.execute.agent",
@@ -47,7 +49,7 @@ print(json.dumps([code, loaded]))
 
 def loaded_by(*argv: str, env: dict[str, str] | None = None,
               names: Iterable[str] = HEAVY) -> tuple[int, list[str]]:
-    full = {k: v for k, v in os.environ.items() if k != "SPECDOJO_PROJECT"} | (env or {})
+    full = cli_environ() | (env or {})
     done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(list(names)), *argv],
                           cwd=REPO, capture_output=True, text=True, timeout=60, check=True,
                           env=full)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, copy_source, extract_archive, source_files
+from tests.conftest import REPO, cli_environ, copy_source, extract_archive, source_files
 
 CI = REPO / ".ci"
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -89,7 +89,7 @@ def test_the_readme_demo_runs_twice_and_leaves_git_status_clean(tmp_path: Path) 
     _git(clone, "add", "-A")
     _git(clone, "commit", "-q", "-m", "source")
     demo = _readme_command(1).split(" && ", 1)[1]
-    env = {k: v for k, v in os.environ.items() if k != "SPECDOJO_PROJECT"}
+    env = cli_environ()
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     runs = [subprocess.run(["/bin/sh", "-ec", demo], cwd=clone, env=env, capture_output=True,
                            text=True, timeout=300) for _ in range(2)]

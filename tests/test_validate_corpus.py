@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from specdojo_routine.cli import main
-from tests.conftest import copy_source
+from tests.conftest import cli_environ, copy_source
 
 REPO = Path(__file__).resolve().parent.parent
 INVALID = REPO / "fixtures" / "invalid"
@@ -221,7 +221,7 @@ def test_job_validate_ignores_routines(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 def run_module(root: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "SPECDOJO_PROJECT"}
+    env = cli_environ()
     return subprocess.run(
         [sys.executable, "-m", "specdojo_routine", "validate", "--root", str(root)],
         capture_output=True, text=True, cwd=REPO, env=env, timeout=60, check=False,
@@ -308,7 +308,7 @@ def test_demo_runs_end_to_end_with_the_fake_cli(tmp_path: Path) -> None:
     root = tmp_path / "demo"
     source = copy_source(DEMO, root)
     log = tmp_path / "calls.log"
-    env = {k: v for k, v in os.environ.items() if k != "SPECDOJO_PROJECT"}
+    env = cli_environ()
     env.update(SPECDOJO_CLI=str(root / "bin" / "fake-specdojo"), FAKE_SPECDOJO_LOG=str(log))
     done = subprocess.run(
         [sys.executable, "-m", "specdojo_routine", "run", "--due", "--root", str(root)],

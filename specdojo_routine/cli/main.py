@@ -8,7 +8,6 @@ docstring is for developers and is never shown to users.
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -229,12 +228,6 @@ def _dispatch(args: argparse.Namespace) -> Command:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit code. Never raises for user mistakes."""
     out, err = sys.stdout, sys.stderr
-    # One command is a short process that builds many small objects it keeps to the end
-    # (10,000 definitions make ~200,000), so a young collection during the load walks only
-    # survivors (one took 25-45 ms of a 10,000-file dry run): collect the young generation every
-    # 300,000 allocations, not Python's 700. Garbage cycles still bound memory (the located
-    # slow path leaves some for every file: 10,000 such files peak at 67 MB, 46 at 100,000).
-    gc.set_threshold(300_000, 10, 10)
     try:
         words = list(sys.argv[1:] if argv is None else argv)
         args = build_parser(words).parse_args(words)

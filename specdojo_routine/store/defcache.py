@@ -157,8 +157,11 @@ class DefinitionCache:
         return self._seen, self._fresh
 
     def add_records(self, records: CacheRecords) -> None:
-        """Take in a helper's :meth:`records` (of the files after this load's own)."""
+        """Take in a helper's :meth:`records` (of the files after this load's own); this
+        cache's own (the helper's part was done here after all) are already in."""
         seen, fresh = records
+        if seen is self._seen:
+            return
         self._seen.update(seen)
         self._fresh.update(fresh)
 

@@ -89,9 +89,7 @@ def _worth_a_fork(count: int) -> bool:
     threading = sys.modules.get("threading")  # never imported: no other Python thread
     if threading is not None and threading.active_count() > 1:
         return False
-    cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(
-        os.cpu_count() or 1)
-    return len(cores) > 1
+    return len(os.sched_getaffinity(0)) > 1  # the cores this process may run on (Linux)
 
 
 def _child(work: Callable[[Sequence[_T]], _R], rest: Sequence[_T], fd: int) -> NoReturn:
