@@ -34,6 +34,7 @@ gc.set_threshold(300_000, 10, 10)  # before anything of ours is imported (see ab
 
 try:
     from specdojo_routine.cli import main as run_command
+    from specdojo_routine.store import forked
 except ImportError as exc:  # before anything of ours loads, so the wording is repeated here
     sys.stderr.write(f"error: {exc}: a package specdojo_routine needs is missing or broken in "
                      "this Python environment; install specdojo_routine with its dependencies "
@@ -63,8 +64,7 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 
 
 def _nothing_left_at_exit() -> bool:
-    threading = sys.modules.get("threading")  # never imported: no other Python thread
-    if threading is not None and threading.active_count() > 1:
+    if not forked.alone():
         return False
     registered = getattr(atexit, "_ncallbacks", None)  # CPython's; elsewhere: assume some
     return registered is not None and registered() == 0

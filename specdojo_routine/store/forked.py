@@ -28,7 +28,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn, TypeVar
 
-__all__ = ["MIN_ITEMS", "allowed", "in_two"]
+__all__ = ["MIN_ITEMS", "allowed", "alone", "in_two"]
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
@@ -86,10 +86,14 @@ def in_two(work: Callable[[Sequence[_T]], _R], items: Sequence[_T]) -> tuple[_R,
 def _worth_a_fork(count: int) -> bool:
     if not _allowed or count < MIN_ITEMS or not hasattr(os, "memfd_create"):  # Linux
         return False
-    threading = sys.modules.get("threading")  # never imported: no other Python thread
-    if threading is not None and threading.active_count() > 1:
-        return False
-    return len(os.sched_getaffinity(0)) > 1  # the cores this process may run on (Linux)
+    return alone() and len(os.sched_getaffinity(0)) > 1  # cores this process may run on
+
+
+def alone() -> bool:
+    """No other Python thread is running in this process (none was ever started if
+    ``threading`` was never imported)."""
+    threading = sys.modules.get("threading")
+    return threading is None or threading.active_count() == 1
 
 
 def _child(work: Callable[[Sequence[_T]], _R], rest: Sequence[_T], fd: int) -> NoReturn:
