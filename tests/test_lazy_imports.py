@@ -34,7 +34,9 @@ HEAVY = ("specdojo_routine.execute.runner", "specdojo_routine.execute.agent",
          "specdojo_routine.app.routine_commands", "specdojo_routine.app.run_owner",
          # the demo names no roster (members_path), and every file is valid
          "specdojo_routine.core.agent_rules", "specdojo_routine.store.agentconfig",
-         "difflib", "socket")
+         "difflib", "socket",
+         # a short ledger is folded in one piece: no fold helper, no pickle, no subprocess
+         "specdojo_routine.core.fold_parts", "pickle", "subprocess")
 PROBE = """
 import contextlib, io, json, sys
 from specdojo_routine.cli import main
