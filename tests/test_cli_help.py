@@ -61,7 +61,9 @@ def test_every_option_has_a_one_line_help(path: str) -> None:
     actions = [a for a in parser._actions if not isinstance(a, argparse._SubParsersAction)]
     undocumented = [a.dest for a in actions
                     if not a.help or a.help == argparse.SUPPRESS or "\n" in a.help]
+    help_text = parser.format_help()  # writes the epilog (only --help needs it)
     epilog = parser.epilog or ""
+    assert epilog.splitlines()[-1] in help_text
     assert ([], True, True, True) == (
         undocumented, bool(parser.description), "examples:" in epilog, "exit codes:" in epilog)
 

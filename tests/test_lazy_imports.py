@@ -36,7 +36,9 @@ HEAVY = ("specdojo_routine.execute.runner", "specdojo_routine.execute.agent",
          "specdojo_routine.core.agent_rules", "specdojo_routine.store.agentconfig",
          "difflib", "socket",
          # a short ledger is folded in one piece: no fold helper, no pickle, no subprocess
-         "specdojo_routine.core.fold_parts", "pickle", "subprocess")
+         "specdojo_routine.core.fold_parts", "pickle", "subprocess",
+         # the routine view is all `list` reads: not the Job Run fold
+         "specdojo_routine.core.jobfold")
 PROBE = """
 import contextlib, io, json, sys
 from specdojo_routine.cli import main

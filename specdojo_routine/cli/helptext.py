@@ -8,10 +8,11 @@ attaches them to the parser that ``main.build_parser`` builds.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 DISTRIBUTION = "specdojo_routine"
@@ -227,16 +228,33 @@ DESCRIPTION = ("Run SpecDojo routines (rtn-*.yaml: an interval, or a cron schedu
 
 
 def document(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Attach the description, epilog and formatter to ``parser`` and every subcommand."""
+    """Attach the description, epilog and formatter to ``parser`` and every subcommand (an
+    epilog is written when the help is: see :class:`Parser`)."""
     name = parser.prog
-    _describe(parser, DESCRIPTION, main_epilog(name))
+    _describe(parser, DESCRIPTION, functools.partial(main_epilog, name))
     for path, sub in subcommands(parser):
         text = COMMANDS.get(path)
         if text is not None:
-            epilog = ["examples:", *_examples(text.examples, name), "",
-                      "exit codes:", *_rows(text.exit_codes)]
-            _describe(sub, text.description, "\n".join(epilog))
+            _describe(sub, text.description, functools.partial(_command_epilog, text, name))
     return parser
+
+
+def _command_epilog(text: CommandHelp, name: str) -> str:
+    return "\n".join(["examples:", *_examples(text.examples, name), "",
+                      "exit codes:", *_rows(text.exit_codes)])
+
+
+class Parser(argparse.ArgumentParser):
+    """A parser whose epilog is written only when its help is: the epilogs are tables that
+    textwrap lays out, work that every other use of the parser (every command) would pay for
+    at start-up (issue 16)."""
+
+    epilog_source: Callable[[], str] | None = None
+
+    def format_help(self) -> str:
+        if self.epilog_source is not None:
+            self.epilog, self.epilog_source = self.epilog_source(), None
+        return super().format_help()
 
 
 class Formatter(argparse.HelpFormatter):
@@ -255,10 +273,15 @@ class Formatter(argparse.HelpFormatter):
         return text
 
 
-def _describe(parser: argparse.ArgumentParser, description: str, epilog: str) -> None:
+def _describe(
+    parser: argparse.ArgumentParser, description: str, epilog: Callable[[], str]
+) -> None:
     parser.description = description
-    parser.epilog = epilog
     parser.formatter_class = Formatter
+    if isinstance(parser, Parser):
+        parser.epilog_source = epilog
+    else:
+        parser.epilog = epilog()
 
 
 def subcommands(

@@ -64,7 +64,7 @@ def _positive(text: str) -> int:
     return value
 
 
-class _Parser(argparse.ArgumentParser):
+class _Parser(helptext.Parser):
     """argparse that raises instead of exiting, so ``main`` stays in control."""
 
     def error(self, message: str) -> None:  # type: ignore[override]

@@ -23,22 +23,15 @@ import orjson
 from specdojo_routine.core import adopt as rules
 from specdojo_routine.core.errors import RoutineError
 from specdojo_routine.core.fold import RoutineView, apply_all
-from specdojo_routine.core.jobfold import (
-    JobCheckpointDoc,
-    JobRunDoc,
-    RunFold,
-    apply_run,
-    job_state_document,
-    merge_checkpoints,
-    run_document,
-)
 from specdojo_routine.store import codec, lazy, ledger, proven, views
 from specdojo_routine.store.config import ProjectPaths
 
 if TYPE_CHECKING:
     from specdojo_routine.core import events as ev
+    from specdojo_routine.core import jobfold
 else:  # on first use (store/lazy.py): `list` reads the routine view without an event class
-    ev = lazy.module("specdojo_routine.core.events")
+    ev = lazy.module("specdojo_routine.core.events")  # or the Job Run fold
+    jobfold = lazy.module("specdojo_routine.core.jobfold")
 
 __all__ = ["ImportConflict", "JobImports", "RoutineImports", "apply_job_imports",
            "apply_routine_imports", "checkpoint", "import_job_runs", "import_routine_state",
@@ -158,18 +151,18 @@ class JobImports:
 
     events: dict[str, list[ev.JobEvent]]  # per run ledger, in order
     conflicts: dict[str, str]  # run id (or "job-state") -> message
-    folds: dict[str, RunFold]  # every run's fold, with the planned events applied
+    folds: dict[str, jobfold.RunFold]  # every run's fold, with the planned events applied
 
-    def document(self, run_id: str) -> JobRunDoc | None:
+    def document(self, run_id: str) -> jobfold.JobRunDoc | None:
         """The run's view as it is after the import (None: no such run)."""
         fold = self.folds.get(run_id)
-        return run_document(fold) if fold is not None else None
+        return jobfold.run_document(fold) if fold is not None else None
 
-    def jobs(self) -> dict[str, JobCheckpointDoc]:
+    def jobs(self) -> dict[str, jobfold.JobCheckpointDoc]:
         """The latest checkpoint per job after the import (``job-state.json``)."""
-        merged: dict[str, JobCheckpointDoc] = {}
+        merged: dict[str, jobfold.JobCheckpointDoc] = {}
         for run_id in sorted(self.folds):
-            merge_checkpoints(merged, self.folds[run_id].checkpoints)
+            jobfold.merge_checkpoints(merged, self.folds[run_id].checkpoints)
         return merged
 
     def count(self, kind: type[Any]) -> int:
@@ -200,7 +193,7 @@ def plan_job_imports(paths: ProjectPaths, *, job_id: str | None = None) -> JobIm
     return _plan_checkpoints(paths, plan, job_id)
 
 
-def load_run(paths: ProjectPaths, run_id: str) -> JobRunDoc | None:
+def load_run(paths: ProjectPaths, run_id: str) -> jobfold.JobRunDoc | None:
     """``runs/<run_id>.json`` as it is after an import (in memory; a conflicting record is
     not imported, so our ledger's run is shown)."""
     plan = JobImports(events={}, conflicts={}, folds={})
@@ -216,9 +209,9 @@ def checkpoint(paths: ProjectPaths, job_id: str) -> dict[str, Any] | None:
     return dict(found["checkpoint"]) if found is not None else None
 
 
-def _plan_run(paths: ProjectPaths, plan: JobImports, run_id: str, fold: RunFold) -> None:
+def _plan_run(paths: ProjectPaths, plan: JobImports, run_id: str, fold: jobfold.RunFold) -> None:
     data = _read(paths.run_view(run_id))
-    ours = run_document(fold)
+    ours = jobfold.run_document(fold)
     if data is None or (ours is not None and data == views.render(ours)):
         return
     record = _parse(data)
@@ -232,15 +225,15 @@ def _plan_run(paths: ProjectPaths, plan: JobImports, run_id: str, fold: RunFold)
 
 
 def _add(plan: JobImports, run_id: str, event: ev.JobEvent) -> None:
-    fold = plan.folds.setdefault(run_id, RunFold())
+    fold = plan.folds.setdefault(run_id, jobfold.RunFold())
     plan.events.setdefault(run_id, []).append(event)
-    apply_run(fold, _raw(event, 0, _IN_MEMORY_AT), where="<import>", line=0)
+    jobfold.apply_run(fold, _raw(event, 0, _IN_MEMORY_AT), where="<import>", line=0)
 
 
 def _plan_checkpoints(paths: ProjectPaths, plan: JobImports, job_id: str | None) -> JobImports:
     data = _read(paths.job_state)
     ours = plan.jobs()
-    if data is None or data == views.render(job_state_document(ours)):
+    if data is None or data == views.render(jobfold.job_state_document(ours)):
         return plan
     doc = _parse(data)
     entries = doc.get("jobs") if isinstance(doc, dict) else None

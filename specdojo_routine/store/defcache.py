@@ -86,12 +86,17 @@ class DefinitionCache:
 
     def __init__(self, directory: Path) -> None:
         self.path = directory / CACHE_NAME
-        self._print = fingerprint()
         self._old: dict[str, Any] = self._read()
         self._seen: dict[str, Any] = {}  # entries of the cache this load used
         # what this load read itself: data, text, and the routine the rules built from it
         self._fresh: dict[str, tuple[str, str, Routine | None]] = {}
         self._decoder = routine_json.Decoder()
+
+    @functools.cached_property
+    def _print(self) -> str:
+        """The code's fingerprint: computed only for a cache file to check or write (a fresh
+        project's `list` does neither)."""
+        return fingerprint()
 
     def _read(self) -> dict[str, Any]:
         try:
