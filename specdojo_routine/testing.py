@@ -20,6 +20,7 @@ from typing import Any
 import attrs
 import orjson
 
+from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.execute.agent import AgentRequest, AgentResult, AgentStatus
 from specdojo_routine.store.config import ProjectPaths, resolve_project
 from specdojo_routine.store.locks import LockInfo, routine_lock
@@ -91,6 +92,7 @@ def routine_statuses(views: Mapping[str, Any]) -> dict[str, str]:
 
 
 @attrs.define
+@shared_repr
 class FakeAgentExecutor:
     """An :class:`~specdojo_routine.execute.agent.AgentExecutor` that records each request and
     answers with a fixed status (``succeeded`` by default)."""

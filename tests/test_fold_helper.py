@@ -275,3 +275,32 @@ def test_a_short_range_starts_no_helper(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setattr(foldhelper, "_start", lambda *a: started.append(a))
     assert path.read_bytes().count(b"\n") == proven.from_scratch(path).state.seq
     assert [] == started
+
+
+def test_a_helper_writes_no_bytecode_where_this_process_may_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`python -B` (or PYTHONDONTWRITEBYTECODE) folding with a helper: the helper, started
+    with -I, which ignores the environment, is told too; a copy of the package gains no
+    __pycache__."""
+    import shutil
+    import subprocess
+    import sys
+
+    package = tmp_path / "src" / "specdojo_routine"
+    shutil.copytree(Path(foldhelper.__file__).parents[1], package,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    path = _ledger(tmp_path)
+    script = ("import sys; from specdojo_routine.store import foldhelper, proven; "
+              "foldhelper.MIN_BYTES = foldhelper._START_BYTES = 0; "
+              "helper = foldhelper._start; started = []; "
+              "foldhelper._start = lambda *a: started.append(helper(*a)) or started[-1]; "
+              "print(proven.from_scratch(sys.argv[1]).state.seq, len(started), "
+              "foldhelper.__file__)")
+    done = subprocess.run([sys.executable, "-B", "-c", script, str(path)], cwd=tmp_path,
+                          env=os.environ | {"PYTHONPATH": str(package.parent)},
+                          capture_output=True, text=True, check=True)
+    lines = path.read_bytes().count(b"\n")
+    # folded, with a helper, by the copy
+    assert f"{lines} 1 {package / 'store' / 'foldhelper.py'}" == done.stdout.strip()
+    assert [] == sorted(package.rglob("__pycache__"))

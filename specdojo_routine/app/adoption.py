@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.events import CheckpointImported, RunImported
 from specdojo_routine.core.jobfold import job_state_document
 from specdojo_routine.store import adopt, execlock, ledger, locks, views
@@ -30,6 +31,7 @@ def _utc_now() -> datetime:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class ImportReport:
     """What ``import`` found (and, unless ``dry_run``, appended)."""
 
@@ -102,6 +104,7 @@ def _import_all(paths: ProjectPaths, clock: Clock) -> tuple[adopt.RoutineImports
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class FoldReport:
     drifted: list[str]
     moved: list[str]

@@ -30,6 +30,7 @@ from specdojo_routine.app.run_owner import _is_open as _is_open
 from specdojo_routine.app.run_owner import live_owner as live_owner
 from specdojo_routine.app.run_owner import refuse_if_owner_lives as refuse_if_owner_lives
 from specdojo_routine.core import errors
+from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.errors import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -63,6 +64,7 @@ FOLD_ACTOR = "specdojo_routine fold"
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class AttemptReport:
     routine_id: str
     attempt_id: str
@@ -78,6 +80,7 @@ class AttemptReport:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class Selected:
     routine: Routine
     occurrence: schedule.Occurrence
@@ -85,6 +88,7 @@ class Selected:
 
 
 @attrs.define(kw_only=True)
+@shared_repr
 class RunReport:
     dry_run: bool
     prefix: list[str]
@@ -105,6 +109,7 @@ class RunReport:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class _Context:
     paths: ProjectPaths
     defs: Definitions

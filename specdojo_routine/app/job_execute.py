@@ -17,6 +17,7 @@ import attrs
 
 from specdojo_routine.app import review as review_flow
 from specdojo_routine.core import jobplan, review_rules
+from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.errors import environment_error
 from specdojo_routine.core.jobplan import Trigger, Verdict
 from specdojo_routine.core.redact import redact
@@ -31,6 +32,7 @@ Clock = Callable[[], datetime]
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class _Env:
     paths: ProjectPaths
     env: Mapping[str, str]
@@ -62,6 +64,7 @@ class _Env:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class _Done:
     verdict: Verdict
     exit_code: int | None = None

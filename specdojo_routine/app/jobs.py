@@ -33,6 +33,7 @@ from specdojo_routine.app import review as review_flow
 from specdojo_routine.app.handlers import JobActionOutcome
 from specdojo_routine.app.job_execute import REASON_LIMIT, Clock, _Done, _Env, _execute
 from specdojo_routine.core import jobplan, review_rules
+from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.errors import JobError, RoutineError, UsageError, environment_error
 from specdojo_routine.core.events import (
     CheckpointAdvanced,
@@ -340,6 +341,7 @@ def _still_open(paths: ProjectPaths, run_id: str, attempt: int) -> None:
 
 
 @attrs.frozen
+@shared_repr
 class RoutineJobRunner:
     """:class:`handlers.JobActionRunner`: one routine ``job`` action as a Job Run with
     ``trigger: routine``, using ``agent`` for edit/review Jobs and ``env`` for commands."""

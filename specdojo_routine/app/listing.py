@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from specdojo_routine.core import policy, schedule
+from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.errors import TooManyMissedOccurrences
 from specdojo_routine.core.model import Routine
 from specdojo_routine.core.timefmt import format_ms, format_s, to_utc, try_parse_instant
@@ -23,6 +24,7 @@ else:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class RoutineRow:
     id: str
     enabled: bool
@@ -53,6 +55,7 @@ class RoutineRow:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class Listing:
     now: datetime
     rows: list[RoutineRow]

@@ -25,6 +25,7 @@ import attrs
 
 from specdojo_routine.core import agentdocs, review_rules
 from specdojo_routine.core.agent_rules import AgentConfigError
+from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.jobplan import Verdict
 from specdojo_routine.core.redact import secret_values
 from specdojo_routine.core.review_rules import CHILD_ENV, Pick
@@ -37,6 +38,7 @@ from specdojo_routine.store.config import ProjectPaths
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class ReviewOptions:
     """``job run --worktree / --review-by / --reporter-by``, routine ``commit: true``."""
 
@@ -59,6 +61,7 @@ class HasVerdict(Protocol):
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class RunInfo:
     paths: ProjectPaths
     run_id: str
@@ -74,6 +77,7 @@ class RunInfo:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class Record:
     """The ``review_ended`` payload."""
 
@@ -94,6 +98,7 @@ class Record:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class Flow:
     info: RunInfo
     options: ReviewOptions

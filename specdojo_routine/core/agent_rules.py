@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 
+from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.validation import (
     Node,
     Pos,
@@ -40,6 +41,7 @@ class AgentConfigError(Exception):
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class Member:
     nickname: str
     type: str = "agent"
@@ -58,6 +60,7 @@ class Member:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class Roster:
     path: str  # root-relative, for messages
     members: tuple[Member, ...] = ()
@@ -67,6 +70,7 @@ class Roster:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class Detection:
     """``rate_limit_detection``; a field left ``None`` falls back to the global block."""
 
@@ -87,6 +91,7 @@ class Detection:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class Provider:
     name: str
     command_template: str | None = None
@@ -97,6 +102,7 @@ class Provider:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class ExecDefaults:
     path: str = ".specdojo/exec-defaults.yaml"
     detection: Detection | None = None

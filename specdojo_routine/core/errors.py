@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 import attrs
 
+from specdojo_routine.core.attrs_repr import shared_repr
+
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -36,6 +38,7 @@ class UsageError(RoutineError):
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class Problem:
     """One validation finding, located in a file."""
 

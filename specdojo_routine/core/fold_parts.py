@@ -36,6 +36,7 @@ from typing import Any, NoReturn
 
 import attrs
 
+from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.errors import InvalidTransition
 from specdojo_routine.core.event_checks import CURRENT_VERSION
 
@@ -95,6 +96,7 @@ _HOLES = {field: Hole(field) for field in _FIELDS}
 
 
 @attrs.define
+@shared_repr
 class Part:
     """The speculative fold of the lines from ``first_seq`` on (the accumulator, then the
     answer a helper sends back)."""

@@ -13,6 +13,8 @@ from typing import Literal
 
 import attrs
 
+from specdojo_routine.core.attrs_repr import shared_repr
+
 
 class MissedRun(enum.Enum):
     SKIP = "skip"
@@ -54,6 +56,7 @@ def aggregate(results: tuple[Result, ...] | list[Result]) -> Result:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class Duration:
     """A span as written (``90s``, ``2m``, ``6h``) and its length in seconds."""
 
@@ -62,6 +65,7 @@ class Duration:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class Policy:
     missed_run: MissedRun = MissedRun.LATEST
     overlap: str = "skip"
@@ -71,12 +75,14 @@ class Policy:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class CronTrigger:
     cron: str
     timezone: str
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class Interval:
     text: str  # as written, e.g. "6h"
     seconds: int
@@ -86,6 +92,7 @@ class Interval:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class JobAction:
     job: str
     inputs: Mapping[str, str] = attrs.field(factory=dict)
@@ -94,12 +101,14 @@ class JobAction:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class SpecdojoAction:
     args: tuple[str, ...]
     kind: Literal["specdojo"] = "specdojo"
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class RegisterAction:
     types: tuple[str, ...] = ()
     priorities: tuple[str, ...] = ()
@@ -109,6 +118,7 @@ class RegisterAction:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class ExecAutoAction:
     """``exec-auto`` and ``exec-cycle`` share their options."""
 
@@ -120,6 +130,7 @@ class ExecAutoAction:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class ExecResumeAction:
     parallel: int | None = None
     kind: Literal["exec-resume"] = "exec-resume"
@@ -137,6 +148,7 @@ EXEC_STRATEGIES = ("critical-first", "fifo")
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class Routine:
     id: str
     path: str
@@ -169,6 +181,7 @@ InputValue = str | int | bool | tuple[str | int | bool, ...]
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class InputSpec:
     name: str
     type: InputType = "string"
@@ -184,18 +197,21 @@ class InputSpec:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class Precondition:
     command: str
     skip_when: Literal["empty-output"] | int = "empty-output"
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class Analysis:
     agent: str
     description: str
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class ReviewSpec:
     """``task.review`` (SPEC §11.3): review before merge; agents optional (auto when None)."""
 
@@ -204,6 +220,7 @@ class ReviewSpec:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class CommandTask:
     command: str
     precondition: Precondition | None = None
@@ -217,6 +234,7 @@ class CommandTask:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class AgentTask:
     """``edit`` / ``review``: delegated to an injected AgentExecutor."""
 
@@ -238,12 +256,14 @@ Task = CommandTask | AgentTask
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class CheckpointSpec:
     values: Mapping[str, str]
     advance_on: frozenset[str] = frozenset({"succeeded", "noop"})
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class JobDefinition:
     id: str
     path: str

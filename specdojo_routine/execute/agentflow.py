@@ -18,6 +18,7 @@ import attrs
 
 from specdojo_routine.core import agentdocs
 from specdojo_routine.core.agent_rules import AgentConfigError
+from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.jobplan import Verdict
 from specdojo_routine.execute import agents
 from specdojo_routine.execute.agent import AgentRequest
@@ -36,6 +37,7 @@ def default_executor(paths: ProjectPaths, reporter: str | None = None) -> Roster
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class Analysed:
     verdict: Verdict
     result_written: bool = False

@@ -29,6 +29,7 @@ import attrs
 
 from specdojo_routine.core import agent_rules, agentdocs
 from specdojo_routine.core.agent_rules import AgentConfigError, Member
+from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.redact import LineRedactor, bound, redact, secret_values
 from specdojo_routine.core.timefmt import format_ms
 from specdojo_routine.execute import evidence, runner
@@ -42,6 +43,7 @@ _STDIN_SHELL = 'exec /bin/sh -c "$1" sh <"$2"'  # the inner shell reads the plan
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class Stage:
     """One launched agent, its output redacted and bounded."""
 
@@ -65,6 +67,7 @@ class Stage:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class Launch:
     """Where and how a stage runs."""
 
@@ -158,6 +161,7 @@ def reporter_input(plan_text: str, stage: Stage) -> str:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class Failure:
     reason: str
     skipped: bool = False
@@ -197,6 +201,7 @@ def frontmatter(fields: Mapping[str, str]) -> str:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class DocValues:
     """What the templates say about a run."""
 
@@ -295,6 +300,7 @@ def stamp_result(
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class RosterExecutor:
     """:class:`AgentExecutor` launching the project's own agents (SPEC §11.1)."""
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import attrs
 
+from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.errors import JobError
 from specdojo_routine.core.events import Owner
 from specdojo_routine.core.jobplan import Trigger
@@ -37,6 +38,7 @@ GIT_TIMEOUT_S = 60.0
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class GitCli:
     """:class:`jobplan.GitResolver` backed by ``git rev-parse`` in the project root."""
 
@@ -70,6 +72,7 @@ class GitCli:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class Prepared:
     """A run's identity and content. ``task`` is what runs; ``recorded_*`` what is stored."""
 

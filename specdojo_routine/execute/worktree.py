@@ -11,6 +11,7 @@ from pathlib import Path
 
 import attrs
 
+from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.errors import JobError
 from specdojo_routine.core.review_rules import parse_porcelain
 from specdojo_routine.execute import runner
@@ -24,6 +25,7 @@ class GitError(JobError):
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class Git:
     root: Path
     env: Mapping[str, str]
@@ -53,6 +55,7 @@ class Git:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class Integration:
     branch: str  # the branch checked out at the root
     head: str

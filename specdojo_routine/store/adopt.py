@@ -21,6 +21,7 @@ import attrs
 import orjson
 
 from specdojo_routine.core import adopt as rules
+from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.errors import RoutineError
 from specdojo_routine.core.fold import RoutineView, apply_all
 from specdojo_routine.store import codec, lazy, ledger, proven, views
@@ -72,6 +73,7 @@ def _raw(event: Any, seq: int, at: str) -> dict[str, Any]:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class RoutineImports:
     """What importing ``routine-state.json`` would append, and the view that would follow."""
 
@@ -146,6 +148,7 @@ def import_routine_state(paths: ProjectPaths, clock: Callable[[], datetime]) -> 
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class JobImports:
     """What importing the Job Run records and ``job-state.json`` would append."""
 

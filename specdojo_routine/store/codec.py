@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
+from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.errors import CorruptLedgerError
 from specdojo_routine.core.event_checks import CURRENT_VERSION
 from specdojo_routine.core.timefmt import format_ms, try_parse_instant
@@ -47,6 +48,7 @@ class UnsupportedVersion(ValueError):
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class Recorded:
     """An event with its ledger envelope."""
 

@@ -25,6 +25,7 @@ import attrs
 import orjson
 
 from specdojo_routine.core import validation
+from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.errors import Problem
 from specdojo_routine.core.job_rules import build_job
 from specdojo_routine.core.model import JobDefinition, Routine
@@ -53,6 +54,7 @@ _FAST = FastReader(_RESOLVER, MAX_DEPTH)
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class Definitions:
     """The outcome of loading a project's definitions: the valid ones and every problem."""
 

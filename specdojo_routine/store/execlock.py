@@ -28,6 +28,7 @@ import attrs
 import orjson
 
 from specdojo_routine.core import errors, timefmt
+from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.store import lazy, locks
 
 if TYPE_CHECKING:  # imported on first use (store/lazy.py): importing it imports redis too
@@ -42,6 +43,7 @@ HEARTBEAT_THREAD = "specdojo-exec-lock-heartbeat"
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class ExecLockOwner:
     """The ``owner.json`` of an exec lock directory."""
 
@@ -68,6 +70,7 @@ class ExecLockBusy(errors.RoutineError):
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class ExecLockHandle:
     """A held (or inherited) exec lock; export ``token`` as ``SPECDOJO_EXEC_RUN_LOCK_TOKEN``."""
 

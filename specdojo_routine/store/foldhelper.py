@@ -110,7 +110,8 @@ def _start(fd: int, offset: int, end: int) -> Helper | None:
         return None
     try:
         child = subprocess.Popen(
-            [sys.executable, "-I", "-c", _SCRIPT, _ROOT, str(own), str(cut), str(end)],
+            [sys.executable, "-I", *_bytecode_flags(), "-c", _SCRIPT, _ROOT, str(own),
+             str(cut), str(end)],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             pass_fds=(own,))
     except OSError:
@@ -118,6 +119,14 @@ def _start(fd: int, offset: int, end: int) -> Helper | None:
     finally:
         os.close(own)
     return Helper(child, cut, fd)
+
+
+def _bytecode_flags() -> list[str]:
+    """This process's bytecode settings, for a helper that ``-I`` keeps from reading them in
+    the environment (``PYTHONDONTWRITEBYTECODE``, ``PYTHONPYCACHEPREFIX``)."""
+    flags = ["-B"] if sys.dont_write_bytecode else []
+    prefix = getattr(sys, "pycache_prefix", None)
+    return [*flags, "-X", f"pycache_prefix={prefix}"] if prefix else flags
 
 
 def _cut(fd: int, offset: int, end: int) -> int | None:

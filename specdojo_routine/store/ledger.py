@@ -32,6 +32,7 @@ import attrs
 import orjson
 
 from specdojo_routine.core.adopt import is_upstream_line, upstream_event
+from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.errors import CorruptLedgerError, TornLedgerError
 from specdojo_routine.store import chain
 from specdojo_routine.store.codec import encode, upgrade
@@ -51,6 +52,7 @@ def wall_clock() -> datetime:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class Tail:
     """Where a ledger's complete lines end, and what lies beyond."""
 
@@ -75,6 +77,7 @@ class Tail:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class Line:
     """One complete ledger line as stored (``raw`` is parsed, not upgraded)."""
 

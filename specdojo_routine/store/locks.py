@@ -33,6 +33,7 @@ import attrs
 import orjson
 
 from specdojo_routine.core import errors, timefmt
+from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.store import announce, lazy, redislock
 
 if TYPE_CHECKING:  # portalocker on first use (store/lazy.py): importing it imports redis too
@@ -73,6 +74,7 @@ def this_host() -> str:
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class LockInfo:
     """Who holds the routine lock, as ``list --json`` shows it."""
 

@@ -29,6 +29,7 @@ from typing import Any, BinaryIO
 import attrs
 import orjson
 
+from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.errors import CorruptLedgerError
 from specdojo_routine.core.fold import (
     RoutineFold,
@@ -46,6 +47,7 @@ _FILE_KEYS = ("dev", "ino", "size", "ctime_ns")
 
 
 @attrs.frozen(kw_only=True)
+@shared_repr
 class Proven:
     """A fold of a ledger up to its tail, and how it was obtained."""
 

@@ -32,6 +32,7 @@ from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.reader import ReaderError
 from ruamel.yaml.resolver import VersionedResolver, implicit_resolvers
 
+from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.validation import Report, got
 
 MAX_FILE_BYTES = 1 << 20  # definitions are small; anything bigger is a mistake or an attack
@@ -185,6 +186,7 @@ def _read_at_most(fd: int, size: int, limit: int) -> bytes:
 
 
 @attrs.define
+@shared_repr
 class _Frame:
     mapping: bool
     anchor: str | None
@@ -202,6 +204,7 @@ class _Fatal(Exception):
 
 
 @attrs.define
+@shared_repr
 class _Scan:
     """Checks YAML events before anything is built: tags, duplicate keys, nesting depth, alias
     expansion and recursion, the YAML version."""
