@@ -22,8 +22,9 @@ def _attrs_classes() -> list[type]:
         if info.name.endswith("__main__"):
             continue
         module = importlib.import_module(info.name)
-        for value in vars(module).values():
-            if isinstance(value, type) and attrs.has(value) and value.__module__ == info.name:
+        for value in list(vars(module).values()):  # type(): a lazy module stays unloaded
+            if issubclass(type(value), type) and attrs.has(value) and (
+                    value.__module__ == info.name):
                 found[f"{info.name}.{value.__qualname__}"] = value
     return [found[name] for name in sorted(found)]
 

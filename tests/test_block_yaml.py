@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from specdojo_routine.store import blockyaml, definitions
 from tests.test_fast_definitions import PIECES, _same_types, slow
 
-FAST = definitions._FAST
+FAST = definitions._fast()
 
 
 def recognised(text: str) -> Any:

@@ -19,7 +19,7 @@ from tests.test_fast_definitions import load
 from tests.test_validate_corpus import VALID, make_project
 
 REPO = Path(__file__).resolve().parent.parent
-FAST = definitions._FAST
+FAST = definitions._fast()
 
 pytestmark = pytest.mark.skipif(not FastReader.available(), reason="no C parser: no cache")
 

@@ -32,7 +32,7 @@ from tests.test_validate_corpus import CASES, DEMO, INVALID, VALID, make_project
 
 REPO = Path(__file__).resolve().parent.parent
 UPSTREAM = Path("/work/shared/fixtures/upstream-project.tar.gz")
-FAST = definitions._FAST
+FAST = definitions._fast()
 
 pytestmark = pytest.mark.skipif(
     not FastReader.available(), reason="ruamel's C parser (ruamel.yaml[libyaml]) is not installed"

@@ -155,6 +155,26 @@ def test_list_starts_no_process(ran: bool, tmp_path: Path) -> None:
     assert (0, ["croniter"], False) == (code, loaded, called.exists())
 
 
+def test_a_load_the_definition_cache_serves_whole_imports_no_yaml_parser(
+    tmp_path: Path,
+) -> None:
+    """Once a run has filled the definition cache, `list`, `validate`, a dry run and the next
+    run read every file from it: ruamel (~10 ms to import) is not loaded. A file edited since
+    is parsed again, and only then is it loaded."""
+    root = tmp_path / "demo"
+    shutil.copytree(DEMO, root)
+    env = {"SPECDOJO_CLI": str(root / "bin" / "fake-specdojo")}
+    assert 0 == loaded_by("run", "--due", "--root", str(root), env=env)[0]
+    for words in (["list"], ["validate"], ["run", "--due", "--dry-run"], ["run", "--due"]):
+        code, loaded = loaded_by(*words, "--root", str(root), env=env,
+                                 names=("ruamel.yaml", "_ruamel_yaml_clibz"))
+        assert (words, 0, []) == (words, code, loaded)
+    with (root / "routines" / "rtn-heartbeat.yaml").open("a") as f:
+        f.write("# edited\n")
+    assert (0, ["ruamel.yaml"]) == loaded_by("list", "--root", str(root),
+                                             names=("ruamel.yaml",))
+
+
 def test_croniter_imported_by_schedule_still_finds_this_python_64_bit() -> None:
     """What croniter decides from ``platform.architecture()`` at import is what it decides
     when imported directly; ``platform.architecture`` is the real one again afterwards."""

@@ -63,19 +63,19 @@ _VERSION = 3
 
 def fingerprint() -> str:
     """What the cached data depends on: the code that reads and checks definitions (the fast
-    path, the rules in ``core/``, this module), ruamel's and croniter's versions, Python's."""
-    import ruamel.yaml
-
-    from specdojo_routine.store import definitions, fastyaml, routine_json, safeyaml
-
-    parts = [str(_VERSION), str(ruamel.yaml.__version__), sys.version]
-    core = Path(str(definitions.__file__)).parent.parent / "core"
-    modules = [Path(str(m.__file__)) for m in (definitions, fastyaml, safeyaml, routine_json,
-                                               sys.modules[__name__])]
-    cron = importlib.util.find_spec("croniter")  # found, not imported (a load may not need it)
-    if cron is not None and cron.origin is not None:
-        modules.append(Path(cron.origin).with_name("croniter.py"))
-    for module in (*sorted(core.glob("*.py")), *modules):
+    path, the rules in ``core/``, this module), ruamel's and croniter's code (their main
+    files, which name their versions), Python's version. Found, not imported: a load that
+    the cache serves whole needs neither ruamel nor croniter."""
+    here = Path(__file__).parent
+    parts = [str(_VERSION), sys.version]
+    modules = [here / f"{name}.py" for name in ("definitions", "deffile", "fastyaml",
+                                                "blockyaml", "yamlcore", "safeyaml",
+                                                "routine_json", "defcache")]
+    for name, main in (("ruamel.yaml", "__init__.py"), ("croniter", "croniter.py")):
+        found = importlib.util.find_spec(name)
+        if found is not None and found.origin is not None:
+            modules.append(Path(found.origin).with_name(main))
+    for module in (*sorted((here.parent / "core").glob("*.py")), *modules):
         with contextlib.suppress(OSError):
             parts.append(hashlib.sha256(module.read_bytes()).hexdigest())
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()

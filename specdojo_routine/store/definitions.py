@@ -31,26 +31,44 @@ from specdojo_routine.core.job_rules import build_job
 from specdojo_routine.core.model import JobDefinition, Routine
 from specdojo_routine.core.routine_rules import JobIndex, build_routine
 from specdojo_routine.core.validation import Node, Report
-from specdojo_routine.store import forked
+from specdojo_routine.store import forked, lazy
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.defcache import CacheRecords, DefinitionCache
-from specdojo_routine.store.fastyaml import FastReader
-from specdojo_routine.store.safeyaml import (  # re-exported: the limits and the slow reader
-    _RESOLVER,
+from specdojo_routine.store.deffile import (  # the limits: re-exported
     MAX_DEPTH,
     MAX_FILE_BYTES,
     MAX_NODES,
-    _parse,
-    _read_text,
-    read_definition,
+    read_text,
 )
 
 if TYPE_CHECKING:  # a project without a roster (members_path) never loads the agent rules
     from specdojo_routine.core.agent_rules import Roster
+    from specdojo_routine.store import fastyaml, safeyaml, yamlcore
+else:  # on first use (store/lazy.py): a load whose files are all in the definition cache
+    # parses none, and ruamel (~10 ms to import) is then not needed (issue 16)
+    fastyaml = lazy.module("specdojo_routine.store.fastyaml")
+    safeyaml = lazy.module("specdojo_routine.store.safeyaml")
+    yamlcore = lazy.module("specdojo_routine.store.yamlcore")
 
 _T = TypeVar("_T")
 _Built = tuple[list[Problem], "Routine | None"]  # what one routine file gave
-_FAST = FastReader(_RESOLVER, MAX_DEPTH)
+_PURE_YAML = "SPECDOJO_ROUTINE_PURE_YAML"  # "1": every file takes the located slow path
+
+
+@functools.cache
+def _fast() -> fastyaml.FastReader:
+    """The fast path's reader, typing scalars with the slow path's own resolver."""
+    return fastyaml.FastReader(yamlcore.RESOLVER, MAX_DEPTH)
+
+
+def read_definition(path: Path | str, rel: str, kind: str) -> tuple[Report, Any]:
+    """Read one definition file by the located slow path (:mod:`.safeyaml`): ``(report,
+    mapping)``; mapping is None after problems."""
+    return safeyaml.read_definition(path, rel, kind)
+
+
+def _parse(source: str, rel: str, kind: str) -> tuple[Report, Any]:
+    return safeyaml._parse(source, rel, kind)
 
 
 @attrs.frozen(kw_only=True)
@@ -136,7 +154,9 @@ def _load(paths: ProjectPaths, *, with_routines: bool) -> Definitions:
         from specdojo_routine.store import agentconfig  # it reads YAML with this module
 
         agents = agentconfig.load_agent_config(paths)
-    fast = _FAST.available()
+    # the cache holds what the fast path read; without the fast path (forced off here, or no
+    # C parser: fastyaml.FastReader.load then reads nothing) it gives and takes nothing
+    fast = os.environ.get(_PURE_YAML) != "1"
     cache = DefinitionCache(paths.routines_dir / ".cache") if fast else None
     job_paths = discover(paths.jobs_dir, "job-")
     jobs, invalid, job_problems = _load_jobs(
@@ -274,7 +294,7 @@ def _read_and_build(
     the rules find nothing to report (not even a warning); else the located slow path
     (:mod:`.safeyaml`). The last item is the cache key of fast-path data."""
     report = Report(rel)
-    source = _read_text(path, report)
+    source = read_text(path, report)
     if source is None:
         return report, None, None, None
     if cache is not None:
@@ -282,7 +302,7 @@ def _read_and_build(
         if reuse is not None and (kept := reuse(key)) is not None:
             return report, None, kept, key
         cached = cache.get(key)
-        data = cached if cached is not None else _FAST.load(source)
+        data = cached if cached is not None else _fast().load(source)
         if data is not None:
             quick = Report(rel)  # no source lines: a problem sends the file down the slow path
             built = build(quick, Node(data), key)

@@ -10,8 +10,6 @@ loader builds the data with line/column marks for the messages. Moved out of
 
 from __future__ import annotations
 
-import os
-import stat
 import warnings
 from pathlib import Path
 from typing import Any
@@ -30,34 +28,17 @@ from ruamel.yaml.events import (
 )
 from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.reader import ReaderError
-from ruamel.yaml.resolver import VersionedResolver, implicit_resolvers
 
 from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.validation import Report, got
+from specdojo_routine.store.deffile import MAX_DEPTH, MAX_NODES
+from specdojo_routine.store.deffile import read_text as _read_text
+from specdojo_routine.store.yamlcore import RESOLVER as _RESOLVER
+from specdojo_routine.store.yamlcore import CoreResolver as _CoreResolver
 
-MAX_FILE_BYTES = 1 << 20  # definitions are small; anything bigger is a mistake or an attack
-MAX_DEPTH = 64  # nesting levels
-MAX_NODES = 100_000  # values after alias expansion (a "billion laughs" stops here)
 _CORE_TAGS = frozenset(
     f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "map", "seq")
 )
-_NOT_CORE_IMPLICIT = frozenset({"tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:value"})
-
-
-
-class _CoreResolver(VersionedResolver):
-    """YAML 1.2 implicit typing without timestamps, whatever a document declares."""
-
-    @property
-    def versioned_resolver(self) -> Any:
-        version = (1, 2)
-        if version not in self._version_implicit_resolver:
-            for versions, tag, regexp, first in implicit_resolvers:
-                if version in versions and tag not in _NOT_CORE_IMPLICIT:
-                    self.add_version_implicit_resolver(version, tag, regexp, first)
-        return self._version_implicit_resolver[version]
-
-
 class _CoreConstructor(RoundTripConstructor):
     """Round-trip loading, but an explicit ``!!str`` gives a plain string."""
 
@@ -68,7 +49,6 @@ class _CoreConstructor(RoundTripConstructor):
 _CoreConstructor.add_constructor("tag:yaml.org,2002:str", _CoreConstructor.construct_yaml_str)
 
 
-_RESOLVER = _CoreResolver()
 _TYPED_SCALAR_TAGS = {  # explicit tag -> the implicit types its value may have
     f"tag:yaml.org,2002:{tag}": frozenset(f"tag:yaml.org,2002:{t}" for t in kinds)
     for tag, kinds in (("int", ["int"]), ("float", ["float", "int"]), ("bool", ["bool"]),
@@ -112,77 +92,6 @@ def _parse(source: str, rel: str, kind: str) -> tuple[Report, Any]:
         report.error((1, 1), f"{kind} file must be a YAML mapping ({found})")
         return report, None
     return report, data
-
-
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
-          (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"))
-
-
-def _kind(mode: int) -> str | None:
-    """What a non-regular file is (None: a regular file)."""
-    if stat.S_ISREG(mode):
-        return None
-    return next((name for test, name in _KINDS if test(mode)), "not a file")
-
-
-def _read_text(path: Path | str, report: Report) -> str | None:
-    """The file's text; only a regular file is read (a FIFO, socket, device or directory
-    named like a definition is reported; it is opened non-blocking and never read)."""
-    raw = _read_bytes(path, report)
-    if raw is None:
-        return None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        before = raw[: exc.start]
-        line = before.count(b"\n") + 1
-        col = len(before[before.rfind(b"\n") + 1 :].decode("utf-8", "replace")) + 1
-        report.error((line, col), f"file is not valid UTF-8 (byte 0x{raw[exc.start]:02x}); "
-                     "save it as UTF-8")
-        return None
-
-
-def _read_bytes(path: Path | str, report: Report) -> bytes | None:
-    """The file's bytes, as :func:`_read_text` reads them (problems reported, None)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        try:
-            status = os.fstat(fd)
-            kind = _kind(status.st_mode)
-            raw = b"" if kind else _read_at_most(fd, status.st_size, MAX_FILE_BYTES + 1)
-        finally:
-            os.close(fd)
-    except IsADirectoryError:
-        kind = "a directory"
-    except OSError as exc:
-        report.error((1, 1), f"cannot read the file ({exc.strerror or exc})")
-        return None
-    if kind is not None:
-        report.error((1, 1), f"not a regular file ({kind}); a definition must be a regular "
-                     "YAML file - rename or remove it")
-        return None
-    if len(raw) > MAX_FILE_BYTES:
-        report.error((1, 1), f"file is larger than {MAX_FILE_BYTES} bytes; a definition is a "
-                     "small YAML mapping - is this the right file?")
-        return None
-    return raw
-
-
-def _read_at_most(fd: int, size: int, limit: int) -> bytes:
-    """Up to ``limit`` bytes of ``fd`` (to its end), asking for ``size`` + 1 first: a buffered
-    ``read(limit)`` allocates ``limit`` bytes per file, measurable on 10,000 files. Exactly
-    ``size`` bytes for ``size`` + 1 asked is the whole file as ``fstat`` saw it: no second read
-    to see the end (anything shorter or longer reads on to the end)."""
-    want = min(size + 1, limit)
-    first = os.read(fd, max(1, want))
-    if len(first) == size < want or not first:
-        return first
-    chunks, total = [first], len(first)
-    while total < limit and (chunk := os.read(fd, min(1 << 16, limit - total))):
-        chunks.append(chunk)
-        total += len(chunk)
-    return b"".join(chunks)
 
 
 @attrs.define
