@@ -4,12 +4,13 @@ A full fold of at least :data:`MIN_BYTES` is split at a line near its middle.
 :func:`second_part` starts ``python -I`` on the second part - handed its own open file
 description of the very file this process reads, not the file's name - and that process
 parses those lines, checks their hash chain and folds them speculatively
-(:func:`.fold_parts.speculate`) while this process folds the first part. Its answer, a
-:class:`.fold_parts.Part`, is evidence, not the verdict: :func:`.fold_parts.join` takes it only
-once it is proven against the first part's state. A helper that cannot start, dies, fails or
-answers garbage, a file that changed meanwhile, or a speculation that does not hold leaves the
-second part to this process, which folds it as a fold in one piece does (and reports any error
-the same way).
+(:func:`.fold_parts.speculate`) while this process folds the first part. The helper is this
+package's own fold, run on bytes of the same open file; what it could not know is the first
+part's state, and its answer, a :class:`.fold_parts.Part`, is taken only once
+:func:`.fold_parts.join` has checked everything it assumed about that state. A helper that
+cannot start, dies, fails or answers garbage, a file that changed meanwhile, or an assumption
+that does not hold leaves the second part to this process, which folds it as a fold in one
+piece does (and reports any error the same way).
 
 Only where it can help: Linux (``/proc/self/fd`` gives the helper a description of its own,
 with its own offset), two usable cores, a Python to start.
