@@ -700,8 +700,12 @@ def test_list_and_dry_run_read_the_lock_right_after_the_view(
             return real(*args, **kwargs)
         return call
 
-    monkeypatch.setattr(adopt, "plan_routine_imports",
-                        noting("view", adopt.plan_routine_imports))
+    if command == "list":  # the view (which a project never run has without a fold)
+        monkeypatch.setattr(listing, "_routine_states",
+                            noting("view", listing._routine_states))
+    else:
+        monkeypatch.setattr(adopt, "plan_routine_imports",
+                            noting("view", adopt.plan_routine_imports))
     monkeypatch.setattr(locks, "status_soon", noting("lock", locks.status_soon))
     monkeypatch.setattr(definitions, "load_definitions",
                         noting("definitions", definitions.load_definitions))
