@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli_environ
+from tests.conftest import cli_environ, copy_source
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "fixtures" / "demo"
@@ -85,7 +84,7 @@ def test_list_loads_no_runner_agent_job_machinery_portalocker_or_cattrs(
     root = DEMO
     if ran:
         root = tmp_path / "demo"
-        shutil.copytree(DEMO, root)
+        copy_source(DEMO, root)
         assert 0 == loaded_by("run", "--due", "--root", str(root), env={
             "SPECDOJO_CLI": str(root / "bin" / "fake-specdojo")})[0]
     code, loaded = loaded_by("list", "--root", str(root))
@@ -127,7 +126,7 @@ def test_an_unknown_name_is_still_an_attribute_error() -> None:
 def test_run_still_works_once_everything_is_loaded(tmp_path: Path) -> None:
     """The lazily imported runner, ledger and views do their job in a real `run --due`."""
     root = tmp_path / "demo"
-    shutil.copytree(DEMO, root)
+    copy_source(DEMO, root)
     code, loaded = loaded_by("run", "--due", "--root", str(root), env={
         "SPECDOJO_CLI": str(root / "bin" / "fake-specdojo")})
     assert (0, True) == (code, {"specdojo_routine.store.ledger",
@@ -140,7 +139,7 @@ def test_list_starts_no_process(ran: bool, tmp_path: Path) -> None:
     interpreter (~9 ms of `list`); schedule imports croniter without that, and `list` starts
     no process and imports no ``subprocess``."""
     root = tmp_path / "demo"
-    shutil.copytree(DEMO, root)
+    copy_source(DEMO, root)
     if ran:
         assert 0 == loaded_by("run", "--due", "--root", str(root), env={
             "SPECDOJO_CLI": str(root / "bin" / "fake-specdojo")})[0]
@@ -162,7 +161,7 @@ def test_a_load_the_definition_cache_serves_whole_imports_no_yaml_parser(
     run read every file from it: ruamel (~10 ms to import) is not loaded. A file edited since
     is parsed again, and only then is it loaded."""
     root = tmp_path / "demo"
-    shutil.copytree(DEMO, root)
+    copy_source(DEMO, root)
     env = {"SPECDOJO_CLI": str(root / "bin" / "fake-specdojo")}
     assert 0 == loaded_by("run", "--due", "--root", str(root), env=env)[0]
     for words in (["list"], ["validate"], ["run", "--due", "--dry-run"], ["run", "--due"]):

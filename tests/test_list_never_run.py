@@ -4,7 +4,6 @@ exists - ours, or a view another tool wrote - the view is folded and imported as
 
 from __future__ import annotations
 
-import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import pytest
 from specdojo_routine.app import listing
 from specdojo_routine.store import adopt
 from specdojo_routine.store.config import ProjectPaths, resolve_project
-from tests.conftest import REPO
+from tests.conftest import REPO, copy_source
 from tests.test_lazy_imports import loaded_by
 
 DEMO = REPO / "fixtures" / "demo"
@@ -25,7 +24,7 @@ FOLD = ("specdojo_routine.store.adopt", "specdojo_routine.store.proven",
 
 @pytest.fixture
 def demo(tmp_path: Path) -> ProjectPaths:
-    shutil.copytree(DEMO, tmp_path / "demo")
+    copy_source(DEMO, tmp_path / "demo")
     return resolve_project(tmp_path / "demo")
 
 

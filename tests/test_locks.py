@@ -683,15 +683,14 @@ def test_list_and_dry_run_read_the_lock_right_after_the_view(
     `list` then loads the definitions, so the kernel's wait on /proc/locks overlaps them; the
     dry run loads them first, as a run does, so it refuses an unknown routine as a run
     does."""
-    import shutil
 
     from specdojo_routine.app import handlers, listing
     from specdojo_routine.store import adopt, definitions
     from specdojo_routine.store.config import resolve_project
-    from tests.conftest import REPO
+    from tests.conftest import REPO, copy_source
 
     root = tmp_path / "demo"
-    shutil.copytree(REPO / "fixtures" / "demo", root)
+    copy_source(REPO / "fixtures" / "demo", root)
     order: list[str] = []
 
     def noting(name: str, real: Callable[..., object]) -> Callable[..., object]:
