@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import subprocess
 
-__all__ = ["MIN_BYTES", "Digests", "digests"]
+__all__ = ["MIN_BYTES", "Digests", "digests", "stop"]
 
 #: Ranges shorter than this are hashed in this process (a child costs ~10 ms to start).
 MIN_BYTES = 8 << 20
@@ -139,7 +139,7 @@ def digests(path: Path, offset: int, end: int) -> Iterator[Digests]:
         yield Digests(None if child is None or child.stdout is None else child.stdout.fileno())
     finally:
         if child is not None:
-            _stop(child)
+            stop(child)
 
 
 def _spawn(path: Path, start: int, end: int) -> subprocess.Popen[bytes] | None:
@@ -162,7 +162,8 @@ def _spawn(path: Path, start: int, end: int) -> subprocess.Popen[bytes] | None:
     return child
 
 
-def _stop(child: subprocess.Popen[bytes]) -> None:
+def stop(child: subprocess.Popen[bytes]) -> None:
+    """Kill a helper (if it still runs), reap it and close its pipe."""
     with contextlib.suppress(OSError):
         child.kill()
     child.wait()

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, BinaryIO
 
+from specdojo_routine.store import chainhelper, forked
 from specdojo_routine.store.stamps import Stamp
 
 if TYPE_CHECKING:  # imported where used: only a long fold pays for them (issue 16)
@@ -80,11 +81,7 @@ class Helper:
         return part is not None and fold_parts.join(state, part, head=head)
 
     def stop(self) -> None:
-        with contextlib.suppress(OSError):
-            self._child.kill()
-        self._child.wait()
-        if self._child.stdout is not None:
-            self._child.stdout.close()
+        chainhelper.stop(self._child)
 
 
 @contextlib.contextmanager
@@ -101,7 +98,7 @@ def second_part(f: BinaryIO, offset: int, end: int) -> Iterator[Helper | None]:
 
 def _start(fd: int, offset: int, end: int) -> Helper | None:
     cut = _cut(fd, offset, end)
-    if cut is None or not sys.executable or not _two_cores():
+    if cut is None or not sys.executable or not forked.several_cores():
         return None
     import subprocess  # only a long fold pays for it (start-up of short commands)
 
@@ -139,13 +136,6 @@ def _cut(fd: int, offset: int, end: int) -> int | None:
     found = os.pread(fd, _CUT_SEARCH, middle - 1).find(b"\n")
     cut = middle + found
     return cut if found >= 0 and cut < end else None
-
-
-def _two_cores() -> bool:
-    try:
-        return len(os.sched_getaffinity(0)) >= 2
-    except AttributeError:  # not Linux
-        return False
 
 
 # --- the helper process --------------------------------------------------------------------

@@ -28,7 +28,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn, TypeVar
 
-__all__ = ["MIN_ITEMS", "allowed", "alone", "in_two"]
+__all__ = ["MIN_ITEMS", "allowed", "alone", "in_two", "several_cores"]
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
@@ -86,7 +86,15 @@ def in_two(work: Callable[[Sequence[_T]], _R], items: Sequence[_T]) -> tuple[_R,
 def _worth_a_fork(count: int) -> bool:
     if not _allowed or count < MIN_ITEMS or not hasattr(os, "memfd_create"):  # Linux
         return False
-    return alone() and len(os.sched_getaffinity(0)) > 1  # cores this process may run on
+    return alone() and several_cores()
+
+
+def several_cores() -> bool:
+    """This process may run on more than one core (Linux's affinity; elsewhere: no)."""
+    try:
+        return len(os.sched_getaffinity(0)) > 1
+    except AttributeError:
+        return False
 
 
 def alone() -> bool:
