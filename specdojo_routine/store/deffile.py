@@ -14,7 +14,10 @@ from pathlib import Path
 
 from specdojo_routine.core.validation import Report
 
-__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_NODES", "read_text"]
+__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_NODES", "PURE_YAML", "read_text"]
+
+#: Set to "1", every file is read by the located slow path (:mod:`.safeyaml`).
+PURE_YAML = "SPECDOJO_ROUTINE_PURE_YAML"
 
 MAX_FILE_BYTES = 1 << 20  # definitions are small; anything bigger is a mistake or an attack
 MAX_DEPTH = 64  # nesting levels

@@ -38,6 +38,7 @@ from specdojo_routine.store.deffile import (  # the limits: re-exported
     MAX_DEPTH,
     MAX_FILE_BYTES,
     MAX_NODES,
+    PURE_YAML,
     read_text,
 )
 
@@ -52,7 +53,6 @@ else:  # on first use (store/lazy.py): a load whose files are all in the definit
 
 _T = TypeVar("_T")
 _Built = tuple[list[Problem], "Routine | None"]  # what one routine file gave
-_PURE_YAML = "SPECDOJO_ROUTINE_PURE_YAML"  # "1": every file takes the located slow path
 
 
 @functools.cache
@@ -156,7 +156,7 @@ def _load(paths: ProjectPaths, *, with_routines: bool) -> Definitions:
         agents = agentconfig.load_agent_config(paths)
     # the cache holds what the fast path read; without the fast path (forced off here, or no
     # C parser: fastyaml.FastReader.load then reads nothing) it gives and takes nothing
-    fast = os.environ.get(_PURE_YAML) != "1"
+    fast = os.environ.get(PURE_YAML) != "1"
     cache = DefinitionCache(paths.routines_dir / ".cache") if fast else None
     job_paths = discover(paths.jobs_dir, "job-")
     jobs, invalid, job_problems = _load_jobs(

@@ -50,6 +50,7 @@ from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.resolver import BaseResolver
 
 from specdojo_routine.store import blockyaml
+from specdojo_routine.store.deffile import PURE_YAML
 
 CParser: Any
 try:
@@ -100,7 +101,7 @@ class FastReader:
 
     @staticmethod
     def available() -> bool:
-        return CParser is not None and os.environ.get("SPECDOJO_ROUTINE_PURE_YAML") != "1"
+        return CParser is not None and os.environ.get(PURE_YAML) != "1"
 
     def load(self, source: str) -> dict[str, Any] | None:
         """The document as plain data, or None when the slow path must read it."""

@@ -31,10 +31,8 @@ from ruamel.yaml.reader import ReaderError
 
 from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.validation import Report, got
-from specdojo_routine.store.deffile import MAX_DEPTH, MAX_NODES
-from specdojo_routine.store.deffile import read_text as _read_text
-from specdojo_routine.store.yamlcore import RESOLVER as _RESOLVER
-from specdojo_routine.store.yamlcore import CoreResolver as _CoreResolver
+from specdojo_routine.store.deffile import MAX_DEPTH, MAX_NODES, read_text
+from specdojo_routine.store.yamlcore import RESOLVER, CoreResolver
 
 _CORE_TAGS = frozenset(
     f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "map", "seq")
@@ -58,7 +56,7 @@ _TYPED_SCALAR_TAGS = {  # explicit tag -> the implicit types its value may have
 
 def _yaml() -> YAML:
     yaml = YAML(typ="rt", pure=True)
-    yaml.Resolver = _CoreResolver
+    yaml.Resolver = CoreResolver
     yaml.Constructor = _CoreConstructor
     return yaml
 
@@ -66,7 +64,7 @@ def _yaml() -> YAML:
 def read_definition(path: Path | str, rel: str, kind: str) -> tuple[Report, Any]:
     """Read one definition file safely: ``(report, mapping)``; mapping is None after problems."""
     report = Report(rel)
-    source = _read_text(path, report)
+    source = read_text(path, report)
     if source is None:
         return report, None
     return _parse(source, rel, kind)
@@ -168,7 +166,7 @@ class _Scan:
                               "data (strings, numbers, booleans, null, lists, mappings)")
             self.blocking = True
         elif isinstance(event, ScalarEvent) and str(tag) in _TYPED_SCALAR_TAGS:
-            plain = str(_RESOLVER.resolve(ScalarNode, event.value, (True, False)))
+            plain = str(RESOLVER.resolve(ScalarNode, event.value, (True, False)))
             if plain not in _TYPED_SCALAR_TAGS[str(tag)]:
                 self.report.error(pos, f'"{event.value}" is not a valid {shown} value')
                 self.blocking = True
