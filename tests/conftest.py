@@ -109,6 +109,14 @@ def copy_source(src: Path, dest: Path) -> list[str]:
     return names
 
 
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (zombies not yet reaped included)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
 def period_job(name: str, command: str, extra: str = "") -> str:
     """A Job Definition body with one required ``period`` input and key
     ``{{job_id}}:{{inputs.period}}`` (``extra``: more top-level YAML, e.g. a checkpoint)."""

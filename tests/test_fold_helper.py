@@ -17,6 +17,7 @@ from specdojo_routine.core import events as ev
 from specdojo_routine.core import fold_parts
 from specdojo_routine.core.errors import CorruptLedgerError, InvalidTransition
 from specdojo_routine.store import foldhelper, ledger, proven
+from tests.conftest import children
 
 OWNER = ev.Owner(pid=7, host="h")
 T = "2026-08-07T08:00:00.000Z"
@@ -101,19 +102,6 @@ def _alone(path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
         return proven.from_scratch(path).document()
 
 
-def _children() -> list[int]:
-    """Processes whose parent is this one."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            continue
-        if int(stat.rpartition(")")[2].split()[1]) == os.getpid():
-            found.append(int(pid))
-    return found
-
-
 def _edit(path: Path, line: int) -> None:
     """One digit of line ``line`` changed in place (same length)."""
     lines = path.read_bytes().split(b"\n")
@@ -131,7 +119,7 @@ def test_the_helper_folds_the_second_half_and_the_view_is_the_same(
     expected = _alone(path, monkeypatch)
     assert expected == proven.from_scratch(path).document()
     assert ["joined"] == helped
-    assert [] == _children()
+    assert [] == children(os.getpid())
 
 
 def test_a_routine_held_across_the_cut_is_folded_here(
@@ -163,7 +151,7 @@ def test_a_changed_line_is_reported_as_in_one_piece(
     with pytest.raises(CorruptLedgerError) as helped:
         proven.from_scratch(path)
     assert str(alone.value) == str(helped.value)
-    assert [] == _children()
+    assert [] == children(os.getpid())
 
 
 def test_an_illegal_event_in_the_second_half_is_reported_as_in_one_piece(
@@ -194,7 +182,7 @@ def test_a_faulty_helper_changes_nothing(
     monkeypatch.setattr(foldhelper, "_SCRIPT", script)
     assert expected == proven.from_scratch(path).document()
     assert ["no answer"] == helped
-    assert [] == _children()
+    assert [] == children(os.getpid())
 
 
 def test_a_python_that_cannot_start_leaves_it_all_here(
@@ -239,14 +227,14 @@ def test_an_interrupted_fold_leaves_no_helper(
     def interrupted(*args: Any, **kwargs: Any) -> None:
         calls[0] += 1
         if calls[0] == 3:
-            assert _children()  # the helper is running
+            assert children(os.getpid())  # the helper is running
             raise KeyboardInterrupt
         apply_all(*args, **kwargs)
 
     monkeypatch.setattr(proven, "apply_all", interrupted)
     with pytest.raises(KeyboardInterrupt):
         proven.from_scratch(path)
-    assert [] == _children()
+    assert [] == children(os.getpid())
 
 
 def test_the_helper_reads_its_own_description_of_the_same_file(

@@ -5,13 +5,12 @@ from __future__ import annotations
 import os
 import signal
 import time
-from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
-from tests.conftest import Project, period_job
+from tests.conftest import Project, children, period_job
 
 HOURLY_HOLD = """\
 trigger: {cron: "0 * * * *", timezone: UTC}
@@ -126,16 +125,9 @@ def _wait(predicate: Any, timeout: float = 30.0) -> None:
     raise AssertionError("condition not reached in time")
 
 
-def _children(pid: int) -> list[int]:
-    found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(c) for c in (task / "children").read_text().split()]
-    return found
-
-
 def _kill_run(proc: Any) -> None:
     """SIGKILL a runner, then its command's process group (the command runs in its own)."""
-    sleepers = _children(proc.pid)
+    sleepers = children(proc.pid)
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=30)
     for child in sleepers:
