@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from specdojo_routine.core import events as ev
@@ -253,6 +254,53 @@ def test_the_helper_reads_its_own_description_of_the_same_file(
 
     monkeypatch.setattr(foldhelper, "_start", replaced_then_started)
     assert expected == proven.from_scratch(path).document()
+    assert ["joined"] == helped
+
+
+def _upstream_line(rid: str, result: str) -> bytes:
+    """A line the upstream CLI appends to the routine ledger: no type, no seq (SPEC §10)."""
+    return orjson.dumps({"version": 1, "routine_id": rid, "scheduled_for": T,
+                         "started_at": "2026-08-07T08:00:05Z", "completed_at":
+                         "2026-08-07T08:00:09Z", "result": result, "job_run_ids": []}) + b"\n"
+
+
+@pytest.mark.parametrize("where", ["in the second half", "at the cut"])
+def test_upstream_lines_in_the_second_half_fold_as_in_one_piece(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, helped: list[str], where: str
+) -> None:
+    """Upstream run records between our lines (SPEC §10 rule 2) are folded with the line
+    number as seq. Inside the helper's half it numbers them itself; one that begins the half
+    gives it no seq to start from, and this process folds that half."""
+    path = tmp_path / "a" / "routine-runs.jsonl"
+    path.parent.mkdir()
+    events = list(_history(30, 40))
+    ledger.Ledger(path).append_many(events[:len(events) * 2 // 3])
+    at, state = path.stat().st_size, _alone(path, monkeypatch)["routines"]
+    with path.open("ab") as f:  # each records the result the routine has there (a legal line)
+        for rid in ("rtn-004", "rtn-017"):
+            status = state[rid]["status"]
+            f.write(_upstream_line(rid, status if status != "running" else "success"))
+    ledger.Ledger(path).append_many(events[len(events) * 2 // 3:])
+    if where == "at the cut":
+        monkeypatch.setattr(foldhelper, "_cut", lambda fd, offset, end: at)
+    expected = _alone(path, monkeypatch)
+    assert expected == proven.from_scratch(path).document()
+    assert (["joined"] if where == "in the second half" else ["no answer"]) == helped
+    assert 2 == sum(1 for line in path.read_bytes().splitlines() if b'"type"' not in line)
+
+
+def test_a_torn_last_line_is_left_out_as_in_one_piece(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, helped: list[str]
+) -> None:
+    """A crash mid-append left a fragment (SPEC §5): the helper's half ends before it, the
+    view is the one in one piece, and the torn line is reported."""
+    path = _ledger(tmp_path)
+    with path.open("ab") as f:
+        f.write(b'{"version":1,"seq":')
+    expected = _alone(path, monkeypatch)
+    found = proven.from_scratch(path)
+    assert (expected, path.read_bytes().count(b"\n") + 1) == (found.document(),
+                                                               found.tail.torn_line)
     assert ["joined"] == helped
 
 
