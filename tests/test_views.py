@@ -71,9 +71,14 @@ def spy(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[int, int]]]:
     calls: list[tuple[int, int]] = []
     real = chain.verified_chunks
 
-    def recording(path: Path, offset: int, end: int, **kw: Any) -> Any:
+    def recording(f: Any, path: Path, offset: int, end: int, **kw: Any) -> Any:
         calls.append((offset, 0))
-        for raws in real(path, offset, end, **kw):
+        chunks = real(f, path, offset, end, **kw)
+        while True:
+            try:
+                raws = next(chunks)
+            except StopIteration as done:
+                return done.value  # the chain head, as the real one returns it
             calls[-1] = (offset, calls[-1][1] + len(raws))
             yield raws
 

@@ -44,27 +44,26 @@ def chain_error(path: Path, line: int) -> CorruptLedgerError:
 
 
 def verified_chunks(
-    path: Path | str, offset: int, end: int, *, line: int, head: str,
-    file: BinaryIO | None = None, helper: bool = True,
+    f: BinaryIO, path: Path | str, offset: int, end: int, *, line: int, head: str,
+    helper: bool = True,
 ) -> Generator[list[Any], None, str]:
-    """The lines in bytes ``[offset, end)`` (``line`` is the number of the first, ``head``
-    the hash of the line before it), parsed, in chunks of about 64 KiB, each chunk's hash chain
-    checked before it is handed out (the fold's input: one sha256 per line, no per-line Python
-    work unless a chunk needs a closer look; on a long range the hashing runs in a second
-    process, :mod:`.chainhelper`, unless ``helper`` is False). Errors name the file and line.
-    Read from ``file`` when given (an open handle on ``path``), else from ``path``. The
+    """The lines in bytes ``[offset, end)`` of the open ledger ``f`` (``path`` names it in
+    messages; ``line`` is the number of the first line, ``head`` the hash of the line before
+    it), parsed, in chunks of about 64 KiB, each chunk's hash chain checked before it is
+    handed out (the fold's input: one sha256 per line, no per-line Python work unless a chunk
+    needs a closer look; on a long range the hashing runs in a second process,
+    :mod:`.chainhelper`, unless ``helper`` is False). Errors name the file and line. The
     generator returns the chain head at ``end``: the hash of the last line."""
     path = Path(path)
-    with contextlib.nullcontext(file) if file is not None else open(path, "rb") as f:
-        before = Stamp.of(f.fileno())
-        helped = chainhelper.digests(path, offset, end) if helper else contextlib.nullcontext(
-            chainhelper.Digests(None))
-        with helped as hashes:
-            last = yield from _chunks(f, path, offset, end, line, head, hashes)
-        if hashes.used and Stamp.of(f.fileno()) != before:
-            # Written to while the helper read it: it may have hashed other bytes than ours.
-            for _ in _chunks(f, path, offset, end, line, head, chainhelper.Digests(None)):
-                pass
+    before = Stamp.of(f.fileno())
+    helped = chainhelper.digests(path, offset, end) if helper else contextlib.nullcontext(
+        chainhelper.Digests(None))
+    with helped as hashes:
+        last = yield from _chunks(f, path, offset, end, line, head, hashes)
+    if hashes.used and Stamp.of(f.fileno()) != before:
+        # Written to while the helper read it: it may have hashed other bytes than ours.
+        for _ in _chunks(f, path, offset, end, line, head, chainhelper.Digests(None)):
+            pass
     return last
 
 

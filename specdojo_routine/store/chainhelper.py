@@ -6,7 +6,10 @@ For a range of at least :data:`MIN_BYTES`, :func:`digests` starts ``python -I -S
 script that reads the same bytes, splits them into lines exactly as :mod:`.chain` does and writes
 each line's 32-byte sha256 to a pipe, in order. :mod:`.chain` takes them chunk by chunk
 where the helper is ahead and hashes the chunk itself where it is not (at the start, while the
-helper starts, or when the other core is busy), so the helper can only save time.
+helper starts, or when the other core is busy), so the helper can only save time. A full fold
+that long is mostly done in two halves by :mod:`.foldhelper`, each hashing its own lines; this
+helper serves a range folded in one piece (the second half, when a join is refused, or where
+the fold helper cannot start).
 
 What the helper says is evidence, never the verdict: the chain is accepted only when the
 ``prev`` fields this process parsed equal the helper's hashes, and any disagreement is settled

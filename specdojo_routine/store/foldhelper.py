@@ -169,7 +169,7 @@ def fold_part(f: BinaryIO, cut: int, end: int) -> Part:
     if type(seq) is not int or ("prev" in first and type(prev) is not str):
         raise ValueError("the part's first line has no usable seq or prev")
     part = Part(first_seq=seq, first_prev=prev, seq=seq - 1)
-    for raws in chain.verified_chunks(Path("<part>"), cut, end, line=seq,
-                                      head=prev or chain.EMPTY_HEAD, file=f, helper=False):
+    for raws in chain.verified_chunks(f, Path("<part>"), cut, end, line=seq,
+                                      head=prev or chain.EMPTY_HEAD, helper=False):
         speculate(part, raws, upgrade=codec.upgrade)
     return part

@@ -122,7 +122,7 @@ def _fold_range(
     """Fold bytes ``[start, end)`` (the lines after ``state.seq``; ``head`` the hash of the
     line before them), each chunk's chain checked first; returns the chain head at ``end``."""
     where = str(path)
-    chunks = chain.verified_chunks(path, start, end, line=state.seq + 1, head=head, file=f,
+    chunks = chain.verified_chunks(f, path, start, end, line=state.seq + 1, head=head,
                                    helper=helper)
     while True:
         try:
