@@ -41,9 +41,9 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name is imported o
     from specdojo_routine.core.model import JobDefinition, Result, Routine
     from specdojo_routine.execute.agent import AgentExecutor, AgentRequest, AgentResult
     from specdojo_routine.store.config import ProjectPaths
-    from specdojo_routine.store.definitions import Definitions
-    from specdojo_routine.store.locks import LockInfo
-    from specdojo_routine.store.views import replay
+    from specdojo_routine.store.definitions.load import Definitions
+    from specdojo_routine.store.ledger.views import replay
+    from specdojo_routine.store.locks.routine import LockInfo
 
 # public name -> the module that defines it (imported when the name is first used, so that
 # `python -m specdojo_routine validate` does not load the job runner, the ledger codec, ...)
@@ -57,7 +57,8 @@ _EXPORTS = {
     "JobRunOutcome": "core.jobplan", "JobDefinition": "core.model", "Result": "core.model",
     "Routine": "core.model", "AgentExecutor": "execute.agent", "AgentRequest": "execute.agent",
     "AgentResult": "execute.agent", "ProjectPaths": "store.config",
-    "Definitions": "store.definitions", "LockInfo": "store.locks", "replay": "store.views",
+    "Definitions": "store.definitions.load", "LockInfo": "store.locks.routine",
+    "replay": "store.ledger.views",
     **dict.fromkeys(
         ["fold_views", "history", "list_routines", "load_project", "resolve", "run_due",
          "run_job", "run_routine", "validate"], "api"),

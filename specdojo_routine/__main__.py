@@ -27,6 +27,7 @@ import gc
 import os
 import signal
 import sys
+import threading
 from types import FrameType
 from typing import NoReturn
 
@@ -34,7 +35,6 @@ gc.set_threshold(300_000, 10, 10)  # before anything of ours is imported (see ab
 
 try:
     from specdojo_routine.cli import main as run_command
-    from specdojo_routine.store import forked
 except ImportError as exc:  # before anything of ours loads, so the wording is repeated here
     sys.stderr.write(f"error: {exc}: a package specdojo_routine needs is missing or broken in "
                      "this Python environment; install specdojo_routine with its dependencies "
@@ -64,7 +64,7 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 
 
 def _nothing_left_at_exit() -> bool:
-    if not forked.alone():
+    if threading.active_count() > 1:
         return False
     registered = getattr(atexit, "_ncallbacks", None)  # CPython's; elsewhere: assume some
     return registered is not None and registered() == 0

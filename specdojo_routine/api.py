@@ -16,7 +16,7 @@ from specdojo_routine.core.jobplan import JobRunOutcome, Trigger
 from specdojo_routine.core.model import InputValue
 from specdojo_routine.execute.agent import AgentExecutor
 from specdojo_routine.store.config import ProjectPaths, resolve_project
-from specdojo_routine.store.definitions import Definitions, load_definitions
+from specdojo_routine.store.definitions.load import Definitions, load_definitions
 
 
 def load_project(root: Path | str | None = None, project: str | None = None) -> ProjectPaths:
@@ -67,7 +67,7 @@ def resolve(
 def fold_views(paths: ProjectPaths, *, check: bool = False, repair: bool = False) -> list[str]:
     """``fold``: rebuild every view from the ledgers; with ``check`` write nothing and return
     the views that differ. Files another tool wrote are imported first (SPEC §10); a conflict
-    raises :class:`~specdojo_routine.store.adopt.ImportConflict` (nothing overwritten)."""
+    raises :class:`~specdojo_routine.store.ledger.adopt.ImportConflict` (nothing overwritten)."""
     return handlers.fold(paths, check=check, repair=repair)[0]
 
 

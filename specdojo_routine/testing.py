@@ -20,11 +20,10 @@ from typing import Any
 import attrs
 import orjson
 
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.execute.agent import AgentRequest, AgentResult, AgentStatus
 from specdojo_routine.store.config import ProjectPaths, resolve_project
-from specdojo_routine.store.locks import LockInfo, routine_lock
-from specdojo_routine.store.views import fold_all, replay
+from specdojo_routine.store.ledger.views import fold_all, replay
+from specdojo_routine.store.locks.routine import LockInfo, routine_lock
 
 __all__ = [
     "FakeAgentExecutor",
@@ -92,7 +91,6 @@ def routine_statuses(views: Mapping[str, Any]) -> dict[str, str]:
 
 
 @attrs.define
-@shared_repr
 class FakeAgentExecutor:
     """An :class:`~specdojo_routine.execute.agent.AgentExecutor` that records each request and
     answers with a fixed status (``succeeded`` by default)."""

@@ -20,8 +20,9 @@ from specdojo_routine.app import jobs
 from specdojo_routine.core.jobplan import JobRunOutcome, Trigger
 from specdojo_routine.core.model import InputValue
 from specdojo_routine.execute.agent import AgentExecutor
-from specdojo_routine.store import definitions, execlock
 from specdojo_routine.store.config import ProjectPaths, resolve_project
+from specdojo_routine.store.definitions import load as definitions
+from specdojo_routine.store.locks import execlock
 
 HELPER = Path(__file__).resolve()
 SCHEDULED = datetime(2026, 8, 7, 8, 0, tzinfo=UTC)

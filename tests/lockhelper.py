@@ -19,7 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from specdojo_routine.core import errors, timefmt
-from specdojo_routine.store import execlock, locks
+from specdojo_routine.store.locks import execlock
+from specdojo_routine.store.locks import routine as locks
 
 
 def _say(text: str) -> None:

@@ -15,8 +15,8 @@ from specdojo_routine.app import jobs
 from specdojo_routine.core import agent_rules
 from specdojo_routine.core.agent_rules import Detection, ExecDefaults, Member, Provider, Roster
 from specdojo_routine.execute.agent import AgentRequest, AgentResult
-from specdojo_routine.store import definitions
 from specdojo_routine.store.config import resolve_project
+from specdojo_routine.store.definitions import load as definitions
 from tests.agenthelper import AgentProject, alive
 from tests.conftest import Project
 from tests.jobhelper import SCHEDULED

@@ -119,7 +119,7 @@ def test_guard_catches_upward_io_and_clock() -> None:
                      "def f():\n    from specdojo_routine.cli import main\n"
                      "    return datetime.now()\n", encoding="utf-8")
     try:
-        assert {"specdojo_routine.store", "specdojo_routine.store.ledger",
+        assert {"specdojo_routine.store", "specdojo_routine.store.ledger.journal",
                 "specdojo_routine.cli", "specdojo_routine.cli.main"} == _upward(probe)
         assert {"os.path"} == _io(probe)
         assert ["datetime.now (line 6)"] == _clock_reads(probe)

@@ -194,7 +194,7 @@ def test_history_table_is_oldest_first_under_its_header(project: Project) -> Non
 def test_history_without_limit_shows_the_whole_ledger(project: Project) -> None:
     """SPEC §8: `history` shows the routine ledger, all of it unless --limit: a long
     ledger (601 events) is shown whole, as JSON lines and as the table."""
-    from specdojo_routine.store import ledger
+    from specdojo_routine.store.ledger import journal as ledger
     from tests.test_fold import ended, registered, started
 
     events: list[Any] = [registered()]

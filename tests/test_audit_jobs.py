@@ -22,7 +22,7 @@ from specdojo_routine.core.model import CommandTask, InputSpec, JobDefinition
 from specdojo_routine.core.templates import TemplateError, render_shell
 from specdojo_routine.execute.agent import AgentRequest, AgentResult
 from specdojo_routine.execute.runner import run_shell
-from specdojo_routine.store import views
+from specdojo_routine.store.ledger import views
 
 # --- §7.2: values reach the shell as data, also inside nested expansions ----------------------
 

@@ -15,7 +15,7 @@ import pytest
 
 from specdojo_routine.core import events
 from specdojo_routine.core.timefmt import format_s, parse_instant
-from specdojo_routine.store import ledger
+from specdojo_routine.store.ledger import journal as ledger
 from tests.conftest import REPO, Project, period_job
 
 LIST_ROUTINE = """\

@@ -1,5 +1,5 @@
-"""The cache of fast-path reads (store/defcache.py): written only by recording commands, keyed
-by content, and never a different result from reading the files afresh."""
+"""The cache of fast-path reads (store/definitions/defcache.py): written only by recording
+commands, keyed by content, and never a different result from reading the files afresh."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any
 import orjson
 import pytest
 
-from specdojo_routine.store import definitions
 from specdojo_routine.store.config import resolve_project
-from specdojo_routine.store.fastyaml import FastReader
+from specdojo_routine.store.definitions import load as definitions
+from specdojo_routine.store.definitions.fastyaml import FastReader
 from tests.conftest import FAKE_CLI, cli_environ
 from tests.test_fast_definitions import load
 from tests.test_validate_corpus import VALID, make_project
@@ -208,7 +208,7 @@ def test_a_warm_load_neither_parses_nor_builds_a_self_contained_routine(tmp_path
 
 def test_built_routines_round_trip_exactly(tmp_path: Path) -> None:
     """What the cache keeps of each valid fixture and demo routine decodes to an equal one."""
-    from specdojo_routine.store import routine_json
+    from specdojo_routine.store.definitions import routine_json
 
     roots = [self_contained(tmp_path / "valid"), REPO / "fixtures" / "demo"]
     routines = [r for root in roots for r in load(root, pure=True).routines]
@@ -220,7 +220,7 @@ def test_built_routines_round_trip_exactly(tmp_path: Path) -> None:
 
 def _rewrite(root: Path, change: Any, *, checksum: bool) -> None:
     """Change the cache's document; recompute its checksum (a forger's edit) or not."""
-    from specdojo_routine.store.defcache import DefinitionCache
+    from specdojo_routine.store.definitions.defcache import DefinitionCache
 
     doc = orjson.loads(cache_file(root).read_bytes())
     change(doc["files"])

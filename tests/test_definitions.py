@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from specdojo_routine.core import model
 from specdojo_routine.core.errors import ConfigError
 from specdojo_routine.store.config import ProjectPaths, resolve_project
-from specdojo_routine.store.definitions import (
+from specdojo_routine.store.definitions.load import (
     Definitions,
     digest,
     discover,

@@ -14,7 +14,7 @@ from specdojo_routine.core import events as ev
 from specdojo_routine.core.errors import CorruptLedgerError
 from specdojo_routine.core.model import ACTION_KINDS
 from specdojo_routine.core.timefmt import format_ms, format_s
-from specdojo_routine.store import codec
+from specdojo_routine.store.ledger import codec
 
 AT = datetime(2026, 8, 7, 8, 0, 1, 234567, tzinfo=UTC)
 

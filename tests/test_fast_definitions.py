@@ -1,4 +1,5 @@
-"""The fast definition path (store/fastyaml.py) changes speed, never a result or a message.
+"""The fast definition path (store/definitions/fastyaml.py) changes speed,
+never a result or a message.
 
 Both paths run over every case of the bad-input corpus, the valid fixtures, the demo, the real
 upstream project and generated documents: the fast path either gives up (``None``) or reads a
@@ -24,9 +25,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from specdojo_routine.core import validation
-from specdojo_routine.store import definitions
 from specdojo_routine.store.config import resolve_project
-from specdojo_routine.store.fastyaml import FastReader
+from specdojo_routine.store.definitions import load as definitions
+from specdojo_routine.store.definitions.fastyaml import FastReader
 from tests.conftest import cli_environ
 from tests.test_validate_corpus import CASES, DEMO, INVALID, VALID, make_project
 

@@ -32,7 +32,7 @@ from specdojo_routine.core.jobfold import (
     merge_checkpoints,
     run_document,
 )
-from specdojo_routine.store import codec
+from specdojo_routine.store.ledger import codec
 
 REPO = Path(__file__).resolve().parent.parent
 OWNER = ev.Owner(pid=7, host="h")

@@ -20,9 +20,9 @@ from specdojo_routine.core.errors import JobError, UsageError
 from specdojo_routine.core.events import Owner, RunAttemptStarted, RunCreated
 from specdojo_routine.core.model import Result
 from specdojo_routine.execute.agent import AgentRequest, AgentResult
-from specdojo_routine.store import definitions, views
-from specdojo_routine.store.definitions import load_jobs
-from specdojo_routine.store.ledger import Ledger
+from specdojo_routine.store.definitions import load as definitions
+from specdojo_routine.store.definitions.load import load_jobs
+from specdojo_routine.store.ledger.journal import Ledger, views
 
 WEEKLY = """\
 name: Weekly report
@@ -590,7 +590,7 @@ def test_manual_run_does_not_pass_an_inherited_routine_marker(tmp_path: Path) ->
 CLOSE_MY_ATTEMPT = (
     "import os, sys\n"
     "from specdojo_routine.core.events import RunAttemptEnded\n"
-    "from specdojo_routine.store.ledger import Ledger\n"
+    "from specdojo_routine.store.ledger.journal import Ledger\n"
     "run_id = os.environ['SPECDOJO_JOB_RUN_ID']\n"
     "Ledger(f'execution/jobs/runs/{run_id}.jsonl').append(RunAttemptEnded(\n"
     "    run_id=run_id, attempt=1, status='failed', reason='interrupted'))\n"

@@ -12,7 +12,7 @@ import pytest
 
 from specdojo_routine.core import events as ev
 from specdojo_routine.core.errors import CorruptLedgerError, TornLedgerError
-from specdojo_routine.store import ledger
+from specdojo_routine.store.ledger import journal as ledger
 
 T0 = datetime(2026, 8, 7, 8, 0, tzinfo=UTC)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 
 from specdojo_routine.core import events as ev
-from specdojo_routine.store import ledger
+from specdojo_routine.store.ledger import journal as ledger
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -23,7 +23,7 @@ WRITER = """
 import sys, time
 from pathlib import Path
 from specdojo_routine.core import events
-from specdojo_routine.store import ledger
+from specdojo_routine.store.ledger import journal as ledger
 path, name, count, go = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
 log = ledger.Ledger(path)
 while not go.exists():

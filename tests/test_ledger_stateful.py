@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from specdojo_routine.core import events as ev
-from specdojo_routine.store import ledger, views
 from specdojo_routine.store.config import resolve_project
+from specdojo_routine.store.ledger import journal as ledger
+from specdojo_routine.store.ledger import views
 
 ROUTINES = st.sampled_from(["rtn-a", "rtn-b", "rtn-c"])
 RESULTS = st.sampled_from(ev.RESULTS)

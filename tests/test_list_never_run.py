@@ -9,17 +9,17 @@ from pathlib import Path
 
 import orjson
 import pytest
+from tests.test_lazy_imports import loaded_by
 
 from specdojo_routine.app import listing
-from specdojo_routine.store import adopt
 from specdojo_routine.store.config import ProjectPaths, resolve_project
+from specdojo_routine.store.ledger import adopt
 from tests.conftest import REPO, copy_source
-from tests.test_lazy_imports import loaded_by
 
 DEMO = REPO / "fixtures" / "demo"
 NOW = datetime(2026, 8, 7, 8, 2, tzinfo=UTC)
-FOLD = ("specdojo_routine.store.adopt", "specdojo_routine.store.proven",
-        "specdojo_routine.core.fold", "specdojo_routine.store.ledger")
+FOLD = ("specdojo_routine.store.ledger.adopt", "specdojo_routine.store.ledger.proven",
+        "specdojo_routine.core.fold", "specdojo_routine.store.ledger.journal")
 
 
 @pytest.fixture

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from specdojo_routine.core import errors, timefmt
-from specdojo_routine.store import execlock, locks
-from specdojo_routine.store.locks import LockInfo
+from specdojo_routine.store.locks import routine as locks
+from specdojo_routine.store.locks.routine import LockInfo, execlock
 
 HELPER = Path(__file__).with_name("lockhelper.py")
 HOST = socket.gethostname()
@@ -685,8 +685,9 @@ def test_list_and_dry_run_read_the_lock_right_after_the_view(
     does."""
 
     from specdojo_routine.app import handlers, listing
-    from specdojo_routine.store import adopt, definitions
     from specdojo_routine.store.config import resolve_project
+    from specdojo_routine.store.definitions import load as definitions
+    from specdojo_routine.store.ledger import adopt
     from tests.conftest import REPO, copy_source
 
     root = tmp_path / "demo"

@@ -14,7 +14,7 @@ from specdojo_routine.app.handlers import JobActionOutcome
 from specdojo_routine.core.fold import TRANSITIONS, render_state_diagram
 from specdojo_routine.core.model import Result, aggregate
 from specdojo_routine.store.config import ProjectPaths, resolve_project
-from specdojo_routine.store.definitions import Definitions
+from specdojo_routine.store.definitions.load import Definitions
 from tests.conftest import Project
 
 P, S, F, K = Result.PARTIAL, Result.SUCCESS, Result.FAILURE, Result.SKIPPED

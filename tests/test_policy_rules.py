@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from specdojo_routine.core import model, schedule
-from specdojo_routine.store import definitions
 from specdojo_routine.store.config import resolve_project
+from specdojo_routine.store.definitions import load as definitions
 from tests.conftest import Project
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from specdojo_routine.store import views
+from specdojo_routine.store.ledger import views
 from tests.conftest import Project
 
 

@@ -115,7 +115,7 @@ def test_a_32_mb_torn_line_is_found_and_repaired_in_linear_time(tmp_path: Path) 
     import time
 
     from specdojo_routine.core import events as ev
-    from specdojo_routine.store import ledger
+    from specdojo_routine.store.ledger import journal as ledger
 
     path = tmp_path / "routine-runs.jsonl"
     log = ledger.Ledger(path)
@@ -136,7 +136,7 @@ def test_a_torn_tail_repair_on_a_full_disk_leaves_no_empty_fragment(
     """Repair on a full disk fails cleanly (nothing truncated, no empty `.torn-<seq>`); after
     space is freed the fragment lands in `<ledger>.torn-<seq>`, as SPEC §5 names it."""
     from specdojo_routine.core import events as ev
-    from specdojo_routine.store import ledger
+    from specdojo_routine.store.ledger import journal as ledger
 
     path = small_tmpfs / "routine-runs.jsonl"
     ledger.Ledger(path).append(ev.RoutineRegistered(routine_id="rtn-a", digest="0" * 64,

@@ -17,8 +17,11 @@ import pytest
 from specdojo_routine.core import events as ev
 from specdojo_routine.core.errors import CorruptLedgerError
 from specdojo_routine.execute import runner as execute_runner
-from specdojo_routine.store import chain, execlock, ledger, locks, proven, views
 from specdojo_routine.store.config import resolve_project
+from specdojo_routine.store.ledger import chain, proven, views
+from specdojo_routine.store.ledger import journal as ledger
+from specdojo_routine.store.locks import execlock
+from specdojo_routine.store.locks import routine as locks
 from tests.conftest import Project
 
 NOW = "2026-05-01T10:00:30Z"

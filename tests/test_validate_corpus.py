@@ -149,7 +149,7 @@ def test_hostile_file(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[s
 def test_billion_laughs_is_stopped_quickly_and_cheaply(tmp_path: Path) -> None:
     """The alias bomb is refused before it expands: well under a second and 20 MB."""
     from specdojo_routine.store.config import resolve_project
-    from specdojo_routine.store.definitions import load_definitions
+    from specdojo_routine.store.definitions.load import load_definitions
 
     root = make_project(tmp_path / "project", INVALID / "yaml-billion-laughs")
     tracemalloc.start()
@@ -292,7 +292,7 @@ def test_demo_has_an_interval_routine_due_on_a_fresh_project() -> None:
 
     from specdojo_routine.core.schedule import due_occurrences
     from specdojo_routine.store.config import resolve_project
-    from specdojo_routine.store.definitions import load_definitions
+    from specdojo_routine.store.definitions.load import load_definitions
 
     routine = load_definitions(resolve_project(DEMO, env={})).routine("rtn-heartbeat")
     assert routine is not None and routine.interval is not None

@@ -13,8 +13,9 @@ import pytest
 
 from specdojo_routine.core import events as ev
 from specdojo_routine.core.errors import RoutineError, TornLedgerError
-from specdojo_routine.store import chain, codec, ledger, views
 from specdojo_routine.store.config import ProjectPaths, resolve_project
+from specdojo_routine.store.ledger import chain, codec, views
+from specdojo_routine.store.ledger import journal as ledger
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "fixtures" / "ledgers"

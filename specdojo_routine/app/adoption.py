@@ -15,11 +15,13 @@ from typing import Any
 
 import attrs
 
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.events import CheckpointImported, RunImported
 from specdojo_routine.core.jobfold import job_state_document
-from specdojo_routine.store import adopt, execlock, ledger, locks, views
 from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.ledger import adopt, views
+from specdojo_routine.store.ledger import journal as ledger
+from specdojo_routine.store.locks import execlock
+from specdojo_routine.store.locks import routine as locks
 
 FOLD_ACTOR = "specdojo_routine fold"
 IMPORT_ACTOR = "specdojo_routine import"
@@ -31,7 +33,6 @@ def _utc_now() -> datetime:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class ImportReport:
     """What ``import`` found (and, unless ``dry_run``, appended)."""
 
@@ -104,7 +105,6 @@ def _import_all(paths: ProjectPaths, clock: Clock) -> tuple[adopt.RoutineImports
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class FoldReport:
     drifted: list[str]
     moved: list[str]

@@ -17,8 +17,8 @@ from specdojo_routine.core.errors import UsageError
 from specdojo_routine.core.jobplan import JobRunOutcome
 from specdojo_routine.execute import agentflow
 from specdojo_routine.execute.agents import RosterExecutor
-from specdojo_routine.store import agentconfig
 from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.definitions import agentconfig
 
 
 def check_nicknames(paths: ProjectPaths, **given: str | None) -> None:

@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 import attrs
 
@@ -29,8 +29,7 @@ from specdojo_routine.app.routine_commands import resolve as resolve
 from specdojo_routine.app.run_owner import _is_open as _is_open
 from specdojo_routine.app.run_owner import live_owner as live_owner
 from specdojo_routine.app.run_owner import refuse_if_owner_lives as refuse_if_owner_lives
-from specdojo_routine.core import errors
-from specdojo_routine.core.attrs_repr import shared_repr
+from specdojo_routine.core import decide, errors, events, policy, schedule
 from specdojo_routine.core.errors import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -40,22 +39,13 @@ from specdojo_routine.core.errors import (
 )
 from specdojo_routine.core.model import OnInterrupted, Result, Routine, aggregate
 from specdojo_routine.core.timefmt import format_ms, format_s, to_utc
-from specdojo_routine.store import definitions, lazy
+from specdojo_routine.execute import groups, runner
 from specdojo_routine.store.config import ProjectPaths
-from specdojo_routine.store.definitions import Definitions
-
-if TYPE_CHECKING:  # imported on first use (store/lazy.py): `validate` needs none of them
-    from specdojo_routine.core import decide, events, policy, schedule
-    from specdojo_routine.execute import groups, runner
-    from specdojo_routine.store import adopt, execlock, ledger, locks, views
-else:
-    decide, events, policy, schedule = (lazy.module(f"specdojo_routine.core.{name}")
-                                        for name in ("decide", "events", "policy", "schedule"))
-    runner = lazy.module("specdojo_routine.execute.runner")
-    groups = lazy.module("specdojo_routine.execute.groups")
-    adopt, execlock, ledger, locks, views = (
-        lazy.module(f"specdojo_routine.store.{name}")
-        for name in ("adopt", "execlock", "ledger", "locks", "views"))
+from specdojo_routine.store.definitions import load as definitions
+from specdojo_routine.store.definitions.load import Definitions
+from specdojo_routine.store.ledger import adopt, views
+from specdojo_routine.store.ledger import journal as ledger
+from specdojo_routine.store.locks import routine as locks
 
 FOLD_ACTOR = "specdojo_routine fold"
 
@@ -64,7 +54,6 @@ FOLD_ACTOR = "specdojo_routine fold"
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class AttemptReport:
     routine_id: str
     attempt_id: str
@@ -80,7 +69,6 @@ class AttemptReport:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Selected:
     routine: Routine
     occurrence: schedule.Occurrence
@@ -88,7 +76,6 @@ class Selected:
 
 
 @attrs.define(kw_only=True)
-@shared_repr
 class RunReport:
     dry_run: bool
     prefix: list[str]
@@ -109,7 +96,6 @@ class RunReport:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class _Context:
     paths: ProjectPaths
     defs: Definitions

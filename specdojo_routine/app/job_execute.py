@@ -17,22 +17,20 @@ import attrs
 
 from specdojo_routine.app import review as review_flow
 from specdojo_routine.core import jobplan, review_rules
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.errors import environment_error
 from specdojo_routine.core.jobplan import Trigger, Verdict
 from specdojo_routine.core.redact import redact
 from specdojo_routine.execute import agentflow, evidence, jobfiles, runner
 from specdojo_routine.execute.agent import AgentExecutor, AgentRequest
 from specdojo_routine.execute.jobfiles import Prepared
-from specdojo_routine.store import execlock
 from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.locks import execlock
 
 REASON_LIMIT = 500  # characters of a recorded reason
 Clock = Callable[[], datetime]
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class _Env:
     paths: ProjectPaths
     env: Mapping[str, str]
@@ -64,7 +62,6 @@ class _Env:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class _Done:
     verdict: Verdict
     exit_code: int | None = None

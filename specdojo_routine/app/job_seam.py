@@ -12,14 +12,12 @@ from typing import Protocol, TextIO
 
 import attrs
 
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.model import Result
 from specdojo_routine.store.config import ProjectPaths
-from specdojo_routine.store.definitions import Definitions
+from specdojo_routine.store.definitions.load import Definitions
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class JobActionOutcome:
     result: Result
     reason: str | None = None

@@ -33,7 +33,6 @@ from specdojo_routine.app import review as review_flow
 from specdojo_routine.app.handlers import JobActionOutcome
 from specdojo_routine.app.job_execute import REASON_LIMIT, Clock, _Done, _Env, _execute
 from specdojo_routine.core import jobplan, review_rules
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.errors import JobError, RoutineError, UsageError, environment_error
 from specdojo_routine.core.events import (
     CheckpointAdvanced,
@@ -51,9 +50,12 @@ from specdojo_routine.core.timefmt import format_ms, format_s
 from specdojo_routine.execute import agentflow, jobfiles, runner
 from specdojo_routine.execute.agent import AgentExecutor, AttemptDoc
 from specdojo_routine.execute.jobfiles import GitCli, Prepared
-from specdojo_routine.store import adopt, execlock, ledger, locks, views
 from specdojo_routine.store.config import ProjectPaths
-from specdojo_routine.store.definitions import Definitions
+from specdojo_routine.store.definitions.load import Definitions
+from specdojo_routine.store.ledger import adopt, views
+from specdojo_routine.store.ledger import journal as ledger
+from specdojo_routine.store.locks import execlock
+from specdojo_routine.store.locks import routine as locks
 
 __all__ = ["ACTOR", "GitCli", "JobRunOutcome", "Prepared", "find_job", "prepare",
            "routine_job_runner", "run_job"]
@@ -341,7 +343,6 @@ def _still_open(paths: ProjectPaths, run_id: str, attempt: int) -> None:
 
 
 @attrs.frozen
-@shared_repr
 class RoutineJobRunner:
     """:class:`handlers.JobActionRunner`: one routine ``job`` action as a Job Run with
     ``trigger: routine``, using ``agent`` for edit/review Jobs and ``env`` for commands."""

@@ -4,27 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
 from specdojo_routine.core import policy, schedule
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.errors import TooManyMissedOccurrences
 from specdojo_routine.core.model import Routine
 from specdojo_routine.core.timefmt import format_ms, format_s, to_utc, try_parse_instant
-from specdojo_routine.store import definitions, lazy, locks
 from specdojo_routine.store.config import ProjectPaths
-
-if TYPE_CHECKING:  # imported on first use (store/lazy.py)
-    from specdojo_routine.store import adopt, views
-else:
-    adopt = lazy.module("specdojo_routine.store.adopt")
-    views = lazy.module("specdojo_routine.store.views")
+from specdojo_routine.store.definitions import load as definitions
+from specdojo_routine.store.ledger import adopt
+from specdojo_routine.store.locks import routine as locks
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class RoutineRow:
     id: str
     enabled: bool
@@ -55,7 +49,6 @@ class RoutineRow:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Listing:
     now: datetime
     rows: list[RoutineRow]

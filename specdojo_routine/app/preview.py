@@ -11,8 +11,9 @@ from specdojo_routine.core.errors import UsageError
 from specdojo_routine.core.preview import Upcoming, cron_upcoming, routine_upcoming
 from specdojo_routine.core.schedule import cron_syntax_error
 from specdojo_routine.core.timefmt import to_utc
-from specdojo_routine.store import definitions, views
 from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.definitions import load as definitions
+from specdojo_routine.store.ledger import views
 
 
 def _now(now: datetime | None, clock: Callable[[], datetime] | None) -> datetime:

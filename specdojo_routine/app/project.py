@@ -7,16 +7,10 @@ Moved out of :mod:`.handlers` (which re-exports both) so that ``where``, ``valid
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from specdojo_routine.store import lazy
 from specdojo_routine.store.config import ProjectPaths, resolve_project
-
-if TYPE_CHECKING:
-    from specdojo_routine.store import definitions
-    from specdojo_routine.store.definitions import Definitions
-else:  # on first use (store/lazy.py): `where` reads no definition
-    definitions = lazy.module("specdojo_routine.store.definitions")
+from specdojo_routine.store.definitions import load as definitions
+from specdojo_routine.store.definitions.load import Definitions
 
 
 def project(root: Path | None = None, project_id: str | None = None) -> ProjectPaths:

@@ -19,8 +19,11 @@ from specdojo_routine.core.errors import RoutineError, TooManyMissedOccurrences,
 from specdojo_routine.core.model import Routine
 from specdojo_routine.core.timefmt import format_ms, parse_instant, to_utc
 from specdojo_routine.execute import runner
-from specdojo_routine.store import adopt, definitions, ledger, locks, views
 from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.definitions import load as definitions
+from specdojo_routine.store.ledger import adopt, views
+from specdojo_routine.store.ledger import journal as ledger
+from specdojo_routine.store.locks import routine as locks
 
 ReleaseRun = Literal["none", "latest", "all"]
 Clock = Callable[[], datetime]

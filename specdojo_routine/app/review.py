@@ -25,20 +25,18 @@ import attrs
 
 from specdojo_routine.core import agentdocs, review_rules
 from specdojo_routine.core.agent_rules import AgentConfigError
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.jobplan import Verdict
 from specdojo_routine.core.redact import secret_values
 from specdojo_routine.core.review_rules import CHILD_ENV, Pick
 from specdojo_routine.execute import agents, worktree
 from specdojo_routine.execute.agents import DocValues, Launch
 from specdojo_routine.execute.worktree import Git, GitError
-from specdojo_routine.store import agentconfig
-from specdojo_routine.store.agentconfig import AgentConfig
 from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.definitions import agentconfig
+from specdojo_routine.store.definitions.agentconfig import AgentConfig
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class ReviewOptions:
     """``job run --worktree / --review-by / --reporter-by``, routine ``commit: true``."""
 
@@ -61,7 +59,6 @@ class HasVerdict(Protocol):
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class RunInfo:
     paths: ProjectPaths
     run_id: str
@@ -77,7 +74,6 @@ class RunInfo:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Record:
     """The ``review_ended`` payload."""
 
@@ -98,7 +94,6 @@ class Record:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Flow:
     info: RunInfo
     options: ReviewOptions
@@ -236,7 +231,7 @@ def _note(flow: Flow, line: str) -> None:
     path = review_result_path(flow.info.paths, flow.info.run_id)
     text = agents.read_result(path)
     if text:
-        from specdojo_routine.store import views
+        from specdojo_routine.store.ledger import views
 
         views.publish(path, (text.rstrip("\n") + f"\n\n## Merge\n\n{line}\n").encode("utf-8"))
 

@@ -9,23 +9,16 @@ import getpass
 import os
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from specdojo_routine.app.run_owner import _is_open, refuse_if_owner_lives
-from specdojo_routine.core import errors
+from specdojo_routine.core import decide, errors, events
 from specdojo_routine.core.errors import RoutineError, UsageError
 from specdojo_routine.core.model import Result
-from specdojo_routine.store import lazy
 from specdojo_routine.store.config import ProjectPaths
-
-if TYPE_CHECKING:  # imported on first use (store/lazy.py), as in :mod:`.handlers`
-    from specdojo_routine.core import decide, events
-    from specdojo_routine.store import adopt, ledger, locks, views
-else:
-    decide, events = (lazy.module(f"specdojo_routine.core.{name}")
-                      for name in ("decide", "events"))
-    adopt, ledger, locks, views = (lazy.module(f"specdojo_routine.store.{name}")
-                                   for name in ("adopt", "ledger", "locks", "views"))
+from specdojo_routine.store.ledger import adopt, views
+from specdojo_routine.store.ledger import journal as ledger
+from specdojo_routine.store.locks import routine as locks
 
 
 def resolve(

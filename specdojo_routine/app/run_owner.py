@@ -7,16 +7,12 @@ re-exports these names).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from specdojo_routine.core import errors
-from specdojo_routine.store import lazy
 from specdojo_routine.store.config import ProjectPaths
-
-if TYPE_CHECKING:
-    from specdojo_routine.store import locks, views
-else:
-    locks = lazy.module("specdojo_routine.store.locks")  # only `run`, `resolve`, `release`
+from specdojo_routine.store.ledger import views
+from specdojo_routine.store.locks import routine as locks
 
 
 def _is_open(state: Mapping[str, Any] | None) -> bool:

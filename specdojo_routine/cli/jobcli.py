@@ -15,8 +15,9 @@ from specdojo_routine.core import jobplan
 from specdojo_routine.core.errors import UsageError
 from specdojo_routine.core.jobfold import JobRunDoc
 from specdojo_routine.core.jobplan import JobRunOutcome
-from specdojo_routine.store import adopt, definitions, views
 from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.definitions import load as definitions
+from specdojo_routine.store.ledger import adopt, views
 
 _RUN_ID = re.compile(r"JBR-[A-Za-z0-9][A-Za-z0-9-]*")
 

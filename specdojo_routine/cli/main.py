@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, TextIO
 
 import orjson
 
-from specdojo_routine.cli import helptext
+from specdojo_routine.app import handlers, listing, project
+from specdojo_routine.cli import helptext, policycli, render
 from specdojo_routine.core import errors
 from specdojo_routine.core.errors import (
     EXIT_FAILURE,
@@ -29,18 +30,8 @@ from specdojo_routine.core.errors import (
 )
 from specdojo_routine.core.timefmt import parse_instant
 from specdojo_routine.core.validation import one_line
-from specdojo_routine.store import forked, lazy
-
-if TYPE_CHECKING:  # imported on first use (store/lazy.py): a command loads what it runs
-    from specdojo_routine.app import handlers, listing, project
-    from specdojo_routine.cli import policycli, render
-    from specdojo_routine.store.config import ProjectPaths
-    from specdojo_routine.store.definitions import Definitions
-else:
-    handlers, listing, project = (lazy.module(f"specdojo_routine.app.{name}")
-                                  for name in ("handlers", "listing", "project"))
-    policycli, render = (lazy.module(f"specdojo_routine.cli.{name}")
-                         for name in ("policycli", "render"))
+from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.definitions.load import Definitions
 
 Command = Callable[[argparse.Namespace, TextIO, TextIO], int]
 
@@ -231,8 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         words = list(sys.argv[1:] if argv is None else argv)
         args = build_parser(words).parse_args(words)
-        with forked.allowed():  # a long definitions load may fork a helper (store/forked.py)
-            return _dispatch(args)(args, out, err)
+        return _dispatch(args)(args, out, err)
     except RoutineError as exc:
         err.write(f"error: {one_line(str(exc))}\n")
         return exc.exit_code
@@ -329,7 +319,7 @@ def cmd_resolve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_fold(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from specdojo_routine.app import adoption  # on first use (the lazy-import budget)
+    from specdojo_routine.app import adoption
 
     report = adoption.fold(_paths(args), check=args.check, repair=args.repair)
     drifted, moved = report.drifted, report.moved
@@ -355,7 +345,7 @@ def cmd_fold(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from specdojo_routine.app import adoption  # on first use (the lazy-import budget)
+    from specdojo_routine.app import adoption
 
     report = adoption.import_project(_paths(args), dry_run=args.dry_run)
     if args.json:

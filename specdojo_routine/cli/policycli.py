@@ -4,20 +4,13 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
+from specdojo_routine.app import handlers, preview, release
+from specdojo_routine.cli import render
 from specdojo_routine.core.errors import EXIT_OK, UsageError
-from specdojo_routine.store import lazy
-
-if TYPE_CHECKING:  # imported on first use (store/lazy.py): building the parser needs none
-    from specdojo_routine.app import handlers, preview, release
-    from specdojo_routine.cli import render
-    from specdojo_routine.core.preview import Upcoming
-    from specdojo_routine.store.config import ProjectPaths
-else:
-    preview, release = (lazy.module(f"specdojo_routine.app.{name}")
-                        for name in ("preview", "release"))
-    render = lazy.module("specdojo_routine.cli.render")
+from specdojo_routine.core.preview import Upcoming
+from specdojo_routine.store.config import ProjectPaths
 
 Instant = Callable[[str], object]
 

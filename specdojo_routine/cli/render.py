@@ -17,7 +17,7 @@ from specdojo_routine.store.config import ProjectPaths
 if TYPE_CHECKING:
     from specdojo_routine.app.handlers import RunReport
     from specdojo_routine.app.listing import Listing, RoutineRow
-    from specdojo_routine.store.definitions import Definitions
+    from specdojo_routine.store.definitions.load import Definitions
 
 
 def dumps(data: Any) -> str:

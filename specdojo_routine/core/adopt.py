@@ -3,7 +3,7 @@
 The upstream SpecDojo CLI writes ``routine-state.json``, ``runs/<run_id>.json`` and
 ``job-state.json`` without a ledger, and newer versions append their own run records (no
 ``type``, no ``seq``) to ``routine-runs.jsonl``. Everything here is a function of what such a
-file holds and what our fold says; :mod:`specdojo_routine.store.adopt` reads the files and
+file holds and what our fold says; :mod:`specdojo_routine.store.ledger.adopt` reads the files and
 appends the import events these decisions ask for.
 
 Verdicts: ``same`` (the file holds nothing our ledger lacks), ``import`` (it holds newer facts:

@@ -8,7 +8,7 @@
 - which member runs a role when the Job names none;
 - the ``validate`` checks: unknown nicknames in Job Definitions, unresolvable placeholders.
 
-Loading the files is :mod:`specdojo_routine.store.agentconfig`'s.
+Loading the files is :mod:`specdojo_routine.store.definitions.agentconfig`'s.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.validation import (
     Node,
     Pos,
@@ -41,7 +40,6 @@ class AgentConfigError(Exception):
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Member:
     nickname: str
     type: str = "agent"
@@ -60,7 +58,6 @@ class Member:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Roster:
     path: str  # root-relative, for messages
     members: tuple[Member, ...] = ()
@@ -70,7 +67,6 @@ class Roster:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Detection:
     """``rate_limit_detection``; a field left ``None`` falls back to the global block."""
 
@@ -91,7 +87,6 @@ class Detection:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Provider:
     name: str
     command_template: str | None = None
@@ -102,7 +97,6 @@ class Provider:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class ExecDefaults:
     path: str = ".specdojo/exec-defaults.yaml"
     detection: Detection | None = None

@@ -15,8 +15,6 @@ from collections.abc import Callable
 
 import attrs
 
-from specdojo_routine.core.attrs_repr import shared_repr
-
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
 _UNSUPPORTED = re.compile(r"[#?@]|(?<![a-z])[lwh](?![a-z])")
@@ -29,7 +27,6 @@ _PLAIN = re.compile(r"(\*|[0-9]+)(?:-([0-9]+))?(?:/([0-9]+))?")  # a canonical t
 
 
 @attrs.frozen
-@shared_repr
 class _Field:
     label: str
     low: int

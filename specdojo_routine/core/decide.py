@@ -11,7 +11,6 @@ from typing import Any, Literal
 
 import attrs
 
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.events import EndTransition, StartTransition
 from specdojo_routine.core.model import (
     Action,
@@ -41,7 +40,6 @@ END_TRANSITIONS: Mapping[Result, EndTransition] = {
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class PlannedAction:
     """One action of an occurrence, resolved: the argv to delegate, or the Job to run."""
 

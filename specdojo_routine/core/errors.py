@@ -11,8 +11,6 @@ from collections.abc import Sequence
 
 import attrs
 
-from specdojo_routine.core.attrs_repr import shared_repr
-
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -38,7 +36,6 @@ class UsageError(RoutineError):
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Problem:
     """One validation finding, located in a file."""
 

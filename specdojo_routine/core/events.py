@@ -18,7 +18,6 @@ from typing import Any, Literal
 
 import attrs
 
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.event_checks import (  # re-exported: events.<name> keeps working
     CURRENT_VERSION as CURRENT_VERSION,
 )
@@ -80,7 +79,6 @@ def _transition_matches_result(inst: Any, _attribute: attrs.Attribute[Any], valu
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Owner:
     """The process that started an attempt."""
 
@@ -93,7 +91,6 @@ class Owner:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class ActionResult:
     """One entry of ``action_results`` (list actions only)."""
 
@@ -114,7 +111,6 @@ def _strings(value: Iterable[str]) -> tuple[str, ...]:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class RoutineRegistered:
     """T-01: a valid definition was seen for the first time, or its digest changed."""
 
@@ -124,7 +120,6 @@ class RoutineRegistered:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class AttemptStarted:
     """T-02/T-06/T-07/T-08: an occurrence was selected; recorded before any delegation."""
 
@@ -144,7 +139,6 @@ class AttemptStarted:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class ActionStarted:
     """Action ``index`` (1-based) of the open attempt began."""
 
@@ -155,7 +149,6 @@ class ActionStarted:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class ActionEnded:
     """Action ``index`` of the open attempt finished with ``result``."""
 
@@ -170,7 +163,6 @@ class ActionEnded:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class AttemptEnded:
     """T-03/T-04/T-05: the aggregate result of the open attempt (seed 000 §1.2)."""
 
@@ -192,7 +184,6 @@ class AttemptEnded:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class AttemptResolved:
     """T-03/T-04/T-05 recorded by an operator for an interrupted attempt (SPEC §6.5)."""
 
@@ -210,7 +201,6 @@ def _late_enough(inst: Any, _attribute: attrs.Attribute[Any], value: Any) -> Non
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class OccurrenceHeld:
     """An occurrence became due while the routine was on hold: accounted for, not run (§9.1)."""
 
@@ -222,7 +212,6 @@ class OccurrenceHeld:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class OccurrenceMissed:
     """An occurrence would have started after its starting deadline: not run (SPEC §9.2)."""
 
@@ -236,7 +225,6 @@ class OccurrenceMissed:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class RoutineReleased:
     """An operator ended a routine's hold; ``run`` says which held occurrences run (§9.1)."""
 
@@ -250,7 +238,6 @@ class RoutineReleased:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class RunCreated:
     """A new Job Run was materialised with its frozen task and resolved inputs."""
 
@@ -268,7 +255,6 @@ class RunCreated:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class RunAttemptStarted:
     """Attempt ``attempt`` (1-based) of a Job Run began."""
 
@@ -278,7 +264,6 @@ class RunAttemptStarted:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class RunAttemptEnded:
     """Attempt ``attempt`` of a Job Run finished with ``status``."""
 
@@ -293,7 +278,6 @@ class RunAttemptEnded:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class CheckpointAdvanced:
     """The Job's checkpoint moved to ``values`` after a run in ``advance_on``."""
 
@@ -307,7 +291,6 @@ REVIEW_VERDICTS = ("complete", "complete-with-findings", "changes-requested", "b
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class ReviewEnded:
     """The review before merge of attempt ``attempt`` ended (SPEC §11.3): its ``verdict``
     (None: not reviewed, e.g. no changes), whether the exec branch was ``merged``, the output
@@ -328,7 +311,6 @@ _sha256 = _matching(re.compile(r"[0-9a-f]{64}"), "a lowercase hex sha256")
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class RoutineStateImported:
     """A ``routine-state.json`` entry another tool wrote, kept verbatim (SPEC §10 rule 1)."""
 
@@ -339,7 +321,6 @@ class RoutineStateImported:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class UpstreamRunRecorded:
     """A line the upstream CLI appended to ``routine-runs.jsonl`` (no ``type``/``seq``): read,
     never written; ``record`` is the line as stored (SPEC §10 rule 2)."""
@@ -349,7 +330,6 @@ class UpstreamRunRecorded:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class RunImported:
     """A ``runs/<run_id>.json`` record another tool wrote: it *is* the run from here on."""
 
@@ -359,7 +339,6 @@ class RunImported:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class CheckpointImported:
     """A ``job-state.json`` entry our ledgers did not account for."""
 

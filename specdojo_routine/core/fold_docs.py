@@ -12,7 +12,6 @@ from typing import Any, NotRequired, TypedDict
 
 import attrs
 
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.fold_table import STATES, Raw, Status
 
 # --- view documents ----------------------------------------------------------------------------
@@ -101,7 +100,6 @@ def never_entry() -> RoutineEntryDoc:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class RoutineView:
     """The routine view document, plus a torn tail left out of it (read-only loads only)."""
 
@@ -128,7 +126,6 @@ class RoutineView:
 
 
 @attrs.define
-@shared_repr
 class RoutineFold:
     """The fold's accumulator: last applied seq and one internal entry per routine. An entry
     keeps the raw ``attempt_started`` of its open attempt and raw action events by index."""

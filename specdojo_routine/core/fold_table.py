@@ -10,15 +10,12 @@ from typing import Any, Literal
 
 import attrs
 
-from specdojo_routine.core.attrs_repr import shared_repr
-
 Raw = dict[str, Any]
 Status = Literal["never", "running", "success", "failure", "skipped", "partial"]
 STATES: tuple[Status, ...] = ("never", "running", "success", "failure", "skipped", "partial")
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Transition:
     """One legal routine transition. ``source=None``: the routine is not known yet."""
 

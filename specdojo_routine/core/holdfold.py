@@ -11,15 +11,12 @@ from typing import Any, Literal
 
 import attrs
 
-from specdojo_routine.core.attrs_repr import shared_repr
-
 Raw = dict[str, Any]
 
 HoldState = Literal["free", "held"]
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class HoldTransition:
     """One move of the hold region (SPEC §9.1), orthogonal to the status of ``fold.TRANSITIONS``."""
 

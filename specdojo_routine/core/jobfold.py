@@ -15,7 +15,6 @@ from typing import Any, NotRequired, TypedDict
 
 import attrs
 
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.errors import CorruptLedgerError, InvalidTransition
 from specdojo_routine.core.event_checks import RUN_STATUSES
 from specdojo_routine.core.fold import Raw
@@ -86,7 +85,6 @@ class InvalidRunTransition(InvalidTransition):
 
 
 @attrs.define
-@shared_repr
 class RunFold:
     """Accumulator of one Job Run ledger: the record so far and its checkpoint events."""
 

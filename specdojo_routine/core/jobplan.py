@@ -14,7 +14,6 @@ from typing import Any, Literal, Protocol
 import attrs
 
 from specdojo_routine.core import inputs as input_rules
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.errors import JobError, UsageError
 from specdojo_routine.core.model import (
     AgentTask,
@@ -296,7 +295,6 @@ def checkpoint_after(
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Existing:
     """What to do given the run's folded view (``None``: no ledger yet)."""
 
@@ -332,7 +330,6 @@ def missing_checkpoint(view: Mapping[str, Any], job: JobDefinition) -> bool:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Verdict:
     """The outcome of one attempt."""
 
@@ -384,7 +381,6 @@ def no_agent_reason(mode: str) -> str:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class JobRunOutcome:
     """What ``run_job`` did; ``to_json`` is the ``job run --json`` document (SPEC §8)."""
 

@@ -1,7 +1,7 @@
 """Definition model: frozen values built from validated ``rtn-*.yaml`` / ``job-*.yaml`` (pure).
 
-Objects here are only ever built by :mod:`specdojo_routine.store.definitions` after validation, so
-their invariants hold; they carry the source ``path`` (relative to the project root, POSIX form)
+Objects here are only ever built by :mod:`specdojo_routine.store.definitions` after validation,
+so their invariants hold; they carry the source ``path`` (relative to the project root, POSIX form)
 for messages.
 """
 
@@ -12,8 +12,6 @@ from collections.abc import Mapping
 from typing import Literal
 
 import attrs
-
-from specdojo_routine.core.attrs_repr import shared_repr
 
 
 class MissedRun(enum.Enum):
@@ -56,7 +54,6 @@ def aggregate(results: tuple[Result, ...] | list[Result]) -> Result:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Duration:
     """A span as written (``90s``, ``2m``, ``6h``) and its length in seconds."""
 
@@ -65,7 +62,6 @@ class Duration:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Policy:
     missed_run: MissedRun = MissedRun.LATEST
     overlap: str = "skip"
@@ -75,14 +71,12 @@ class Policy:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class CronTrigger:
     cron: str
     timezone: str
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Interval:
     text: str  # as written, e.g. "6h"
     seconds: int
@@ -92,7 +86,6 @@ class Interval:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class JobAction:
     job: str
     inputs: Mapping[str, str] = attrs.field(factory=dict)
@@ -101,14 +94,12 @@ class JobAction:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class SpecdojoAction:
     args: tuple[str, ...]
     kind: Literal["specdojo"] = "specdojo"
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class RegisterAction:
     types: tuple[str, ...] = ()
     priorities: tuple[str, ...] = ()
@@ -118,7 +109,6 @@ class RegisterAction:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class ExecAutoAction:
     """``exec-auto`` and ``exec-cycle`` share their options."""
 
@@ -130,7 +120,6 @@ class ExecAutoAction:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class ExecResumeAction:
     parallel: int | None = None
     kind: Literal["exec-resume"] = "exec-resume"
@@ -148,7 +137,6 @@ EXEC_STRATEGIES = ("critical-first", "fifo")
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Routine:
     id: str
     path: str
@@ -181,7 +169,6 @@ InputValue = str | int | bool | tuple[str | int | bool, ...]
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class InputSpec:
     name: str
     type: InputType = "string"
@@ -197,21 +184,18 @@ class InputSpec:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Precondition:
     command: str
     skip_when: Literal["empty-output"] | int = "empty-output"
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Analysis:
     agent: str
     description: str
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class ReviewSpec:
     """``task.review`` (SPEC §11.3): review before merge; agents optional (auto when None)."""
 
@@ -220,7 +204,6 @@ class ReviewSpec:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class CommandTask:
     command: str
     precondition: Precondition | None = None
@@ -234,7 +217,6 @@ class CommandTask:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class AgentTask:
     """``edit`` / ``review``: delegated to an injected AgentExecutor."""
 
@@ -256,14 +238,12 @@ Task = CommandTask | AgentTask
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class CheckpointSpec:
     values: Mapping[str, str]
     advance_on: frozenset[str] = frozenset({"succeeded", "noop"})
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class JobDefinition:
     id: str
     path: str

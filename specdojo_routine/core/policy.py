@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.model import OnFailure, Routine
 from specdojo_routine.core.schedule import Occurrence
 from specdojo_routine.core.timefmt import format_ms, to_utc
@@ -27,7 +26,6 @@ Verdict = Literal["run", "hold", "miss"]
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Decision:
     """What happens to one selected occurrence."""
 

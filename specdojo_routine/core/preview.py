@@ -14,14 +14,12 @@ from zoneinfo import ZoneInfo
 
 import attrs
 
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.model import Duration, Routine
 from specdojo_routine.core.schedule import SlotEffect, interval_anchor, slots_after
 from specdojo_routine.core.timefmt import format_ms, format_s, to_utc, try_parse_instant
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Upcoming:
     """One upcoming occurrence."""
 

@@ -14,7 +14,6 @@ import attrs
 
 from specdojo_routine.core import agent_rules
 from specdojo_routine.core.agent_rules import Roster
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.model import Result
 
 CHILD_ENV = "SPECDOJO_JOB_REVIEW_WORKTREE_CHILD"
@@ -79,7 +78,6 @@ def parse_porcelain(output: str) -> list[str]:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Pick:
     """A review agent and where it came from (for ``--dry-run`` and the review plan)."""
 

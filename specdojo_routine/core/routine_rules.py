@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping, Sequence
 import attrs
 
 from specdojo_routine.core import model
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.cron_syntax import (
     cron_syntax_error,
     dom_dow_warning,
@@ -61,7 +60,6 @@ _FILTERS = (
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class JobIndex:
     """What a routine's ``job:`` can name: valid Jobs, ids of invalid Job files, where to look."""
 

@@ -29,7 +29,6 @@ if TYPE_CHECKING:  # imported where a schedule is iterated: checking one needs n
     from croniter import croniter
 
 from specdojo_routine.core import errors, model, timefmt
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.cron_syntax import (
     _DAYS as _DAYS,
 )
@@ -109,7 +108,6 @@ _TICK = timedelta(microseconds=1)
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Occurrence:
     """One selected run of a routine."""
 
@@ -122,7 +120,6 @@ class Occurrence:
 
 
 @attrs.frozen(eq=False)  # compared and hashed by identity: _compile makes one per schedule
-@shared_repr
 class _Cron:
     proto: croniter[datetime]  # iterates naive local wall-clock slots; copied before use
     tz: ZoneInfo

@@ -13,8 +13,6 @@ import re
 
 import attrs
 
-from specdojo_routine.core.attrs_repr import shared_repr
-
 _DQ_SPECIAL = re.compile(r'[$`"\\]')
 _HEREDOC_OP = re.compile(r"<<(-?)[ \t]*")
 _HEREDOC_WORD = re.compile(r"""(?:[^\s;&|<>()'"\\]|'[^']*'|"(?:[^"\\]|\\.)*"|\\.)+""")
@@ -27,7 +25,6 @@ _INSIDE = {
 
 
 @attrs.define
-@shared_repr
 class _Frame:
     kind: str  # top | cmdsub | backtick | sq | dq | param | arith | comment | heredoc
     depth: int = 0  # open parentheses inside $( ) and $(( ))

@@ -14,7 +14,6 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import attrs
 
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.shellquote import ShellScanner
 from specdojo_routine.core.timefmt import format_ms, to_utc
 
@@ -32,7 +31,6 @@ class TemplateError(ValueError):
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Placeholder:
     name: str  # e.g. "inputs.period"
     filter: str | None  # e.g. "iso_week"

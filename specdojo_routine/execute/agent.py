@@ -27,7 +27,6 @@ from typing import Any, Literal, Protocol, TextIO
 
 import attrs
 
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.store.config import ProjectPaths
 
 AgentStatus = Literal["succeeded", "partial", "failed", "noop"]
@@ -35,7 +34,6 @@ _COMPLETE = frozenset({"succeeded", "noop"})
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class AgentRequest:
     """One attempt of an ``edit``/``review`` Job Run, as handed to the executor."""
 
@@ -58,7 +56,6 @@ class AgentRequest:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class AgentResult:
     """What the agent achieved. ``reason`` explains a non-success; ``final_message`` is the
     agent's closing summary (both are redacted before anything records them)."""
@@ -80,7 +77,6 @@ class AgentExecutor(Protocol):
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class RunDoc:
     """What the plan and result documents of a run say about it."""
 
@@ -137,7 +133,6 @@ def plan_markdown(doc: RunDoc) -> str:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class AttemptDoc:
     """One finished attempt, for the result document."""
 

@@ -18,13 +18,12 @@ import attrs
 
 from specdojo_routine.core import agentdocs
 from specdojo_routine.core.agent_rules import AgentConfigError
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.jobplan import Verdict
 from specdojo_routine.execute import agents
 from specdojo_routine.execute.agent import AgentRequest
 from specdojo_routine.execute.agents import RosterExecutor, stamp_result
-from specdojo_routine.store import agentconfig
 from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.definitions import agentconfig
 
 __all__ = ["Analysed", "analyse", "default_executor", "stamp_result"]
 
@@ -37,7 +36,6 @@ def default_executor(paths: ProjectPaths, reporter: str | None = None) -> Roster
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Analysed:
     verdict: Verdict
     result_written: bool = False

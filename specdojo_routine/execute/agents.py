@@ -29,21 +29,19 @@ import attrs
 
 from specdojo_routine.core import agent_rules, agentdocs
 from specdojo_routine.core.agent_rules import AgentConfigError, Member
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.redact import LineRedactor, bound, redact, secret_values
 from specdojo_routine.core.timefmt import format_ms
 from specdojo_routine.execute import evidence, runner
 from specdojo_routine.execute.agent import AgentRequest, AgentResult
-from specdojo_routine.store import views
-from specdojo_routine.store.agentconfig import AgentConfig
 from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.definitions.agentconfig import AgentConfig
+from specdojo_routine.store.ledger import views
 
 TEMPLATES_DIR = Path("docs") / "ja" / "specdojo" / "templates"
 _STDIN_SHELL = 'exec /bin/sh -c "$1" sh <"$2"'  # the inner shell reads the plan as stdin
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Stage:
     """One launched agent, its output redacted and bounded."""
 
@@ -67,7 +65,6 @@ class Stage:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Launch:
     """Where and how a stage runs."""
 
@@ -161,7 +158,6 @@ def reporter_input(plan_text: str, stage: Stage) -> str:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Failure:
     reason: str
     skipped: bool = False
@@ -201,7 +197,6 @@ def frontmatter(fields: Mapping[str, str]) -> str:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class DocValues:
     """What the templates say about a run."""
 
@@ -300,7 +295,6 @@ def stamp_result(
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class RosterExecutor:
     """:class:`AgentExecutor` launching the project's own agents (SPEC §11.1)."""
 

@@ -16,8 +16,9 @@ from typing import Any
 import orjson
 
 from specdojo_routine.execute import runner
-from specdojo_routine.store import locks, views
 from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.ledger import views
+from specdojo_routine.store.locks import routine as locks
 
 __all__ = ["action_group_path", "action_still_running", "record", "record_action", "still_running"]
 

@@ -19,7 +19,6 @@ from typing import Any
 
 import attrs
 
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.errors import JobError
 from specdojo_routine.core.events import Owner
 from specdojo_routine.core.jobplan import Trigger
@@ -27,8 +26,10 @@ from specdojo_routine.core.model import JobDefinition
 from specdojo_routine.core.templates import job_context
 from specdojo_routine.execute import groups, runner
 from specdojo_routine.execute.agent import AttemptDoc, RunDoc, plan_markdown, result_markdown
-from specdojo_routine.store import adopt, ledger, locks, views
 from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.ledger import adopt, views
+from specdojo_routine.store.ledger import journal as ledger
+from specdojo_routine.store.locks import routine as locks
 
 __all__ = ["GIT_TIMEOUT_S", "GitCli", "Prepared", "attempt_owner", "current_owner",
            "owner_alive", "plan_path", "read_checkpoint", "result_path", "run_doc",
@@ -38,7 +39,6 @@ GIT_TIMEOUT_S = 60.0
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class GitCli:
     """:class:`jobplan.GitResolver` backed by ``git rev-parse`` in the project root."""
 
@@ -72,7 +72,6 @@ class GitCli:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Prepared:
     """A run's identity and content. ``task`` is what runs; ``recorded_*`` what is stored."""
 

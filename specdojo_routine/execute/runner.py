@@ -27,7 +27,6 @@ from typing import IO, TextIO
 
 import attrs
 
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.errors import ConfigError
 from specdojo_routine.core.redact import LineRedactor, secret_values
 from specdojo_routine.execute.echo import (  # re-exported: runner.<name> keeps working
@@ -103,7 +102,6 @@ def _die_with_parent(parent: int) -> Callable[[], None]:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class CommandOutcome:
     """What one command did. ``error`` is set exactly when ``exit_code`` is ``None``."""
 

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import attrs
 
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.errors import JobError
 from specdojo_routine.core.review_rules import parse_porcelain
 from specdojo_routine.execute import runner
@@ -25,7 +24,6 @@ class GitError(JobError):
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Git:
     root: Path
     env: Mapping[str, str]
@@ -55,7 +53,6 @@ class Git:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Integration:
     branch: str  # the branch checked out at the root
     head: str

@@ -9,14 +9,12 @@ from pathlib import Path
 import attrs
 import orjson
 
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.errors import ConfigError
 
 CONFIG_RELPATH = Path(".specdojo") / "specdojo.config.json"
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class ProjectPaths:
     """Everything on disk that one project's commands touch."""
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import orjson
 from test_bench_ledger import EVENTS, interleaved, project  # noqa: F401  (the fixture)
 
-from specdojo_routine.store import adopt, views
 from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.ledger import adopt, views
 
 
 def test_bench_import_check_on_our_own_view(project: ProjectPaths) -> None:  # noqa: F811

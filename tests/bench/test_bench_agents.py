@@ -24,8 +24,8 @@ import orjson
 
 from specdojo_routine.app import jobs
 from specdojo_routine.app.review import ReviewOptions
-from specdojo_routine.store import definitions
 from specdojo_routine.store.config import resolve_project
+from specdojo_routine.store.definitions import load as definitions
 
 ROUNDS = 5
 FILL = ("cat >/dev/null; sed -i -e 's/_TODO_: 実施した内容/done/' "

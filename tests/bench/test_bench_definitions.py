@@ -15,7 +15,7 @@ from source on every run, "this environment"):
 - once, the same dry run on the located slow path alone (``SPECDOJO_ROUTINE_PURE_YAML=1``),
   i.e. what every file cost before the fast path;
 - after one recording command (``run --id`` of one routine, which writes the definition
-  cache, store/defcache.py), the dry run and ``validate`` again ("warm").
+  cache, store/definitions/defcache.py), the dry run and ``validate`` again ("warm").
 
 The CLI builds the last 40% of the files in a forked helper (store/forked.py), so a
 command's CPU time is above its wall time. Target (issue 16): the dry run <= 1.0 s on the

@@ -34,8 +34,10 @@ import orjson
 import pytest
 
 from specdojo_routine.core import events as ev
-from specdojo_routine.store import chain, chainhelper, codec, foldhelper, ledger, views
+from specdojo_routine.store import chainhelper, foldhelper
 from specdojo_routine.store.config import ProjectPaths, resolve_project
+from specdojo_routine.store.ledger import chain, codec, views
+from specdojo_routine.store.ledger import journal as ledger
 
 EVENTS = 1_000_000
 ROUTINES = [f"rtn-bench-{i:03d}" for i in range(50)]

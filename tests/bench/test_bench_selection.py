@@ -18,7 +18,8 @@ from pathlib import Path
 from specdojo_routine.app import handlers
 from specdojo_routine.core import model, timefmt
 from specdojo_routine.core.fold import RoutineView
-from specdojo_routine.store import config, definitions
+from specdojo_routine.store import config
+from specdojo_routine.store.definitions import load as definitions
 
 TZS = ("UTC", "Asia/Tokyo", "America/New_York", "Europe/Berlin", "Australia/Lord_Howe")
 CRONS = ("0 17 * * 5", "*/15 * * * *", "30 2 * * *", "0 9 * * 1-5", "0 0 1 * *")

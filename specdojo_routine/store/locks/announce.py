@@ -29,7 +29,6 @@ import attrs
 import orjson
 
 from specdojo_routine.core import timefmt
-from specdojo_routine.core.attrs_repr import shared_repr
 
 DIR_NAME = "routine-run.lock"
 OWNER_NAME = "owner.json"
@@ -38,7 +37,6 @@ STALE_AFTER = timedelta(hours=1)
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class DirHolder:
     """Who holds the upstream lock directory (None fields: not recorded)."""
 

@@ -18,26 +18,18 @@ from __future__ import annotations
 
 import functools
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
+import cattrs
 import orjson
+from cattrs.preconf.orjson import OrjsonConverter
 
-from specdojo_routine.core.attrs_repr import shared_repr
+from specdojo_routine.core import events
 from specdojo_routine.core.errors import CorruptLedgerError
 from specdojo_routine.core.event_checks import CURRENT_VERSION
+from specdojo_routine.core.events import Event, LedgerKind
 from specdojo_routine.core.timefmt import format_ms, try_parse_instant
-from specdojo_routine.store import lazy
-
-if TYPE_CHECKING:
-    import cattrs
-    from cattrs.preconf.orjson import OrjsonConverter
-
-    from specdojo_routine.core import events
-    from specdojo_routine.core.events import Event, LedgerKind
-else:  # on first use (store/lazy.py): folding read lines needs only `upgrade`, neither cattrs
-    cattrs = lazy.module("cattrs")  # nor the event classes
-    events = lazy.module("specdojo_routine.core.events")
 
 ENVELOPE = ("version", "seq", "type", "at", "prev")
 UNKNOWN_OWNER: dict[str, Any] = {"pid": 0, "host": "unknown"}
@@ -48,7 +40,6 @@ class UnsupportedVersion(ValueError):
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Recorded:
     """An event with its ledger envelope."""
 

@@ -32,12 +32,11 @@ import attrs
 import orjson
 
 from specdojo_routine.core.adopt import is_upstream_line, upstream_event
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.errors import CorruptLedgerError, TornLedgerError
-from specdojo_routine.store import chain
-from specdojo_routine.store.codec import encode, upgrade
-from specdojo_routine.store.ledgerlock import lock_exclusive, lock_shared, locked
-from specdojo_routine.store.stamps import Stamp, only_grew, remember
+from specdojo_routine.store.ledger import chain
+from specdojo_routine.store.ledger.codec import encode, upgrade
+from specdojo_routine.store.ledger.ledgerlock import lock_exclusive, lock_shared, locked
+from specdojo_routine.store.ledger.stamps import Stamp, only_grew, remember
 
 if TYPE_CHECKING:
     from specdojo_routine.core.events import Event
@@ -52,7 +51,6 @@ def wall_clock() -> datetime:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Tail:
     """Where a ledger's complete lines end, and what lies beyond."""
 
@@ -77,7 +75,6 @@ class Tail:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Line:
     """One complete ledger line as stored (``raw`` is parsed, not upgraded)."""
 

@@ -7,7 +7,6 @@ bytes, done where the lines are read anyway.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import operator
 from collections.abc import Generator
@@ -17,8 +16,6 @@ from typing import Any, BinaryIO
 import orjson
 
 from specdojo_routine.core.errors import CorruptLedgerError
-from specdojo_routine.store import chainhelper
-from specdojo_routine.store.stamps import Stamp
 
 __all__ = ["EMPTY_HEAD", "chain_error", "line_hash", "verified_chunks"]
 
@@ -26,6 +23,7 @@ _READ_CHUNK = 1 << 16  # small enough that a chunk's parsed lines stay in the CP
 #: ``prev`` of line 1: the sha256 of the empty string.
 EMPTY_HEAD = hashlib.sha256(b"").hexdigest()
 _prev = operator.itemgetter("prev")
+_SHA = hashlib.sha256
 
 
 def line_hash(text: bytes) -> str:
@@ -45,55 +43,42 @@ def chain_error(path: Path, line: int) -> CorruptLedgerError:
 
 def verified_chunks(
     f: BinaryIO, path: Path | str, offset: int, end: int, *, line: int, head: str,
-    helper: bool = True,
 ) -> Generator[list[Any], None, str]:
     """The lines in bytes ``[offset, end)`` of the open ledger ``f`` (``path`` names it in
     messages; ``line`` is the number of the first line, ``head`` the hash of the line before
     it), parsed, in chunks of about 64 KiB, each chunk's hash chain checked before it is
     handed out (the fold's input: one sha256 per line, no per-line Python work unless a chunk
-    needs a closer look; on a long range the hashing runs in a second process,
-    :mod:`.chainhelper`, unless ``helper`` is False). Errors name the file and line. The
-    generator returns the chain head at ``end``: the hash of the last line."""
+    needs a closer look). Errors name the file and line. The generator returns the chain head
+    at ``end``: the hash of the last line."""
     path = Path(path)
-    before = Stamp.of(f.fileno())
-    helped = chainhelper.digests(path, offset, end) if helper else contextlib.nullcontext(
-        chainhelper.Digests(None))
-    with helped as hashes:
-        last = yield from _chunks(f, path, offset, end, line, head, hashes)
-    if hashes.used and Stamp.of(f.fileno()) != before:
-        # Written to while the helper read it: it may have hashed other bytes than ours.
-        for _ in _chunks(f, path, offset, end, line, head, chainhelper.Digests(None)):
-            pass
-    return last
-
-
-def _chunks(
-    f: BinaryIO, path: Path, offset: int, end: int, line: int, head: str,
-    hashes: chainhelper.Digests,
-) -> Generator[list[Any], None, str]:
     f.seek(offset)
-    pos, carry = offset, b""
+    pos, pending = offset, bytearray()  # pending: the start of a line longer than a chunk
     while pos < end:
         data = f.read(min(_READ_CHUNK, end - pos))
         if not data:
             raise CorruptLedgerError(str(path), line, "line is cut short")
         pos += len(data)
-        data = carry + data if carry else data
         cut = data.rfind(b"\n") + 1
-        carry = data[cut:]
-        texts = data[:cut].split(b"\n")
+        if not cut:  # inside a long line: keep the bytes, look again after the next read
+            pending += data
+            continue
+        if pending:
+            pending += data[:cut]
+            texts = bytes(pending).split(b"\n")
+            pending = bytearray()
+        else:
+            texts = data[:cut].split(b"\n")
+        pending += data[cut:]
         texts.pop()
-        raws, head = _verified(path, texts, line, head, hashes)
+        raws, head = _verified(path, texts, line, head)
         line += len(texts)
         yield raws
-    if carry:
+    if pending:
         raise CorruptLedgerError(str(path), line, "line is cut short")
     return head
 
 
-def _verified(
-    path: Path, texts: list[bytes], line: int, head: str, hashes: chainhelper.Digests
-) -> tuple[list[Any], str]:
+def _verified(path: Path, texts: list[bytes], line: int, head: str) -> tuple[list[Any], str]:
     """(parsed lines, new chain head) of consecutive lines, the first numbered ``line``."""
     if not texts:
         return [], head
@@ -101,14 +86,12 @@ def _verified(
         raws = list(map(orjson.loads, texts))
         prevs = ",".join(map(_prev, raws))  # KeyError, TypeError: a line without (string) prev
     except (orjson.JSONDecodeError, KeyError, TypeError):
-        hashes.skip(len(texts))
         return _verified_slowly(path, texts, line, head)
-    hashed = hashes.take(texts).hex(",", 32)
+    hashed = b"".join([_SHA(text).digest() for text in texts]).hex(",", 32)
     # Joined with a separator that hex has not, the strings are equal only if every line's
     # prev is the hash of the line before it (and that prev is a plain string, comma-free).
     if prevs == f"{head},{hashed}"[:-65]:
         return raws, hashed[-64:]  # the usual case: every line chained
-    hashes.drop()  # settle it with our own bytes; the helper is not asked again
     return _verified_slowly(path, texts, line, head)
 
 

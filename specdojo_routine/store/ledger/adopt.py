@@ -15,24 +15,19 @@ import hashlib
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 import orjson
 
 from specdojo_routine.core import adopt as rules
-from specdojo_routine.core.attrs_repr import shared_repr
+from specdojo_routine.core import events as ev
+from specdojo_routine.core import jobfold
 from specdojo_routine.core.errors import RoutineError
 from specdojo_routine.core.fold import RoutineView, apply_all
-from specdojo_routine.store import codec, lazy, ledger, proven, views
 from specdojo_routine.store.config import ProjectPaths
-
-if TYPE_CHECKING:
-    from specdojo_routine.core import events as ev
-    from specdojo_routine.core import jobfold
-else:  # on first use (store/lazy.py): `list` reads the routine view without an event class
-    ev = lazy.module("specdojo_routine.core.events")  # or the Job Run fold
-    jobfold = lazy.module("specdojo_routine.core.jobfold")
+from specdojo_routine.store.ledger import codec, proven, views
+from specdojo_routine.store.ledger import journal as ledger
 
 __all__ = ["ImportConflict", "JobImports", "RoutineImports", "apply_job_imports",
            "apply_routine_imports", "checkpoint", "import_job_runs", "import_routine_state",
@@ -73,7 +68,6 @@ def _raw(event: Any, seq: int, at: str) -> dict[str, Any]:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class RoutineImports:
     """What importing ``routine-state.json`` would append, and the view that would follow."""
 
@@ -148,7 +142,6 @@ def import_routine_state(paths: ProjectPaths, clock: Callable[[], datetime]) -> 
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class JobImports:
     """What importing the Job Run records and ``job-state.json`` would append."""
 

@@ -40,24 +40,19 @@ import hashlib
 import importlib.util
 import os
 import sys
+import tempfile
 import zoneinfo
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from specdojo_routine.core.model import Routine
 from specdojo_routine.core.redact import redact
-from specdojo_routine.store import lazy, routine_json
-
-if TYPE_CHECKING:
-    import tempfile
-else:  # on first use (store/lazy.py): only recording commands write the cache
-    tempfile = lazy.module("tempfile")
+from specdojo_routine.store.definitions import routine_json
 
 CACHE_NAME = "definitions.json"
 #: What one load took from the cache and read itself (:meth:`DefinitionCache.records`).
-CacheRecords = tuple[dict[str, Any], dict[str, tuple[str, str, Routine | None]]]
 _VERSION = 3
 
 
@@ -155,20 +150,6 @@ class DefinitionCache:
             self._fresh[key] = (data, source, routine)
         elif key in self._seen:  # read from the cache, built again (another file's entry)
             self._seen[key] = _entry(self._seen[key]["data"], routine)
-
-    def records(self) -> CacheRecords:
-        """What this load took from the cache and what it read itself, for a forked helper
-        that loaded part of the files to hand back (:mod:`.forked`)."""
-        return self._seen, self._fresh
-
-    def add_records(self, records: CacheRecords) -> None:
-        """Take in a helper's :meth:`records` (of the files after this load's own); this
-        cache's own (the helper's part was done here after all) are already in."""
-        seen, fresh = records
-        if seen is self._seen:
-            return
-        self._seen.update(seen)
-        self._fresh.update(fresh)
 
     def holds(self, key: str) -> bool:
         """Whether this load took something of the file with this key from the cache."""

@@ -23,25 +23,19 @@ import contextlib
 import functools
 import os
 import re
+import threading  # only status_soon starts a thread
 import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 import attrs
 import orjson
+import portalocker
 
 from specdojo_routine.core import errors, timefmt
-from specdojo_routine.core.attrs_repr import shared_repr
-from specdojo_routine.store import announce, lazy, redislock
-
-if TYPE_CHECKING:  # portalocker on first use (store/lazy.py): importing it imports redis too
-    import threading  # only status_soon starts a thread
-
-    import portalocker
-else:
-    portalocker = lazy.module("portalocker")
+from specdojo_routine.store.locks import announce, redislock
 
 ROUTINE_FLOCK_NAME = "routine-run.flock"
 UPSTREAM_ROUTINE_LOCK_NAME = "routine-run.lock"
@@ -74,7 +68,6 @@ def this_host() -> str:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class LockInfo:
     """Who holds the routine lock, as ``list --json`` shows it."""
 

@@ -29,10 +29,9 @@ from ruamel.yaml.events import (
 from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.reader import ReaderError
 
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.validation import Report, got
-from specdojo_routine.store.deffile import MAX_DEPTH, MAX_NODES, read_text
-from specdojo_routine.store.yamlcore import RESOLVER, CoreResolver
+from specdojo_routine.store.definitions.deffile import MAX_DEPTH, MAX_NODES, read_text
+from specdojo_routine.store.definitions.yamlcore import RESOLVER, CoreResolver
 
 _CORE_TAGS = frozenset(
     f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "map", "seq")
@@ -93,7 +92,6 @@ def _parse(source: str, rel: str, kind: str) -> tuple[Report, Any]:
 
 
 @attrs.define
-@shared_repr
 class _Frame:
     mapping: bool
     anchor: str | None
@@ -111,7 +109,6 @@ class _Fatal(Exception):
 
 
 @attrs.define
-@shared_repr
 class _Scan:
     """Checks YAML events before anything is built: tags, duplicate keys, nesting depth, alias
     expansion and recursion, the YAML version."""

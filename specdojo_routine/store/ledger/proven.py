@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import attrs
 import orjson
 
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.errors import CorruptLedgerError
 from specdojo_routine.core.fold import (
     RoutineFold,
@@ -38,7 +37,8 @@ from specdojo_routine.core.fold import (
     fold_from_document,
     routine_document,
 )
-from specdojo_routine.store import chain, codec, foldhelper, ledger
+from specdojo_routine.store.ledger import chain, codec
+from specdojo_routine.store.ledger import journal as ledger
 
 __all__ = ["Proven", "from_scratch", "prove"]
 
@@ -47,7 +47,6 @@ _FILE_KEYS = ("dev", "ino", "size", "ctime_ns")
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Proven:
     """A fold of a ledger up to its tail, and how it was obtained."""
 
@@ -98,39 +97,17 @@ def from_scratch(path: Path, tail: ledger.Tail | None = None) -> Proven:
 
 
 def _fold(path: Path, state: RoutineFold, tail: ledger.Tail, *, offset: int, head: str) -> None:
-    """Fold the lines after ``state.seq`` (starting at byte ``offset``) up to ``tail``. A long
-    range is folded in two parts at once, the second by a helper (:mod:`.foldhelper`); what
-    the helper folded is taken only if :func:`.fold_parts.join` proves it, else that part is
-    folded here too."""
+    """Fold the lines after ``state.seq`` (starting at byte ``offset``, ``head`` the hash of the
+    line before them) up to ``tail``, each chunk's chain checked before it is folded."""
     if tail.seq <= state.seq:
         return
-    with open(path, "rb") as f, foldhelper.second_part(f, offset, tail.end) as helper:
-        if helper is None:
-            _fold_range(f, path, state, offset, tail.end, head, helper=True)
-        else:
-            head = _fold_range(f, path, state, offset, helper.cut, head, helper=False)
-            if not helper.join(state, head):
-                _fold_range(f, path, state, helper.cut, tail.end, head, helper=True)
+    where = str(path)
+    with open(path, "rb") as f:
+        chunks = chain.verified_chunks(f, path, offset, tail.end, line=state.seq + 1, head=head)
+        for raws in chunks:
+            apply_all(state, raws, where=where, upgrade=codec.upgrade)
     if state.seq != tail.seq:
         raise CorruptLedgerError(str(path), state.seq + 1, "the ledger has fewer lines than seqs")
-
-
-def _fold_range(
-    f: BinaryIO, path: Path, state: RoutineFold, start: int, end: int, head: str, *,
-    helper: bool,
-) -> str:
-    """Fold bytes ``[start, end)`` (the lines after ``state.seq``; ``head`` the hash of the
-    line before them), each chunk's chain checked first; returns the chain head at ``end``."""
-    where = str(path)
-    chunks = chain.verified_chunks(f, path, start, end, line=state.seq + 1, head=head,
-                                   helper=helper)
-    while True:
-        try:
-            raws = next(chunks)
-        except StopIteration as done:
-            last: str = done.value
-            return last
-        apply_all(state, raws, where=where, upgrade=codec.upgrade)
 
 
 def _digest(doc: Any) -> str:

@@ -17,39 +17,30 @@ import functools
 import hashlib
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import attrs
 import orjson
 
 from specdojo_routine.core import validation
-from specdojo_routine.core.attrs_repr import shared_repr
+from specdojo_routine.core.agent_rules import Roster
 from specdojo_routine.core.errors import Problem
 from specdojo_routine.core.job_rules import build_job
 from specdojo_routine.core.model import JobDefinition, Routine
 from specdojo_routine.core.routine_rules import JobIndex, build_routine
 from specdojo_routine.core.validation import Node, Report
-from specdojo_routine.store import forked, lazy
 from specdojo_routine.store.config import ProjectPaths
-from specdojo_routine.store.defcache import CacheRecords, DefinitionCache
-from specdojo_routine.store.deffile import (  # the limits: re-exported
+from specdojo_routine.store.definitions import agentconfig, fastyaml, safeyaml, yamlcore
+from specdojo_routine.store.definitions.defcache import DefinitionCache
+from specdojo_routine.store.definitions.deffile import (  # the limits: re-exported
     MAX_DEPTH,
     MAX_FILE_BYTES,
     MAX_NODES,
     PURE_YAML,
     read_text,
 )
-
-if TYPE_CHECKING:  # a project without a roster (members_path) never loads the agent rules
-    from specdojo_routine.core.agent_rules import Roster
-    from specdojo_routine.store import fastyaml, safeyaml, yamlcore
-else:  # on first use (store/lazy.py): a load whose files are all in the definition cache
-    # parses none, and ruamel (~10 ms to import) is then not needed (issue 16)
-    fastyaml = lazy.module("specdojo_routine.store.fastyaml")
-    safeyaml = lazy.module("specdojo_routine.store.safeyaml")
-    yamlcore = lazy.module("specdojo_routine.store.yamlcore")
 
 _T = TypeVar("_T")
 _Built = tuple[list[Problem], "Routine | None"]  # what one routine file gave
@@ -72,7 +63,6 @@ def _parse(source: str, rel: str, kind: str) -> tuple[Report, Any]:
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Definitions:
     """The outcome of loading a project's definitions: the valid ones and every problem."""
 
@@ -151,8 +141,6 @@ def file_id(path: Path | str) -> str:
 def _load(paths: ProjectPaths, *, with_routines: bool) -> Definitions:
     agents = None
     if paths.members_path is not None:  # else there is no agent configuration (SPEC §11.1)
-        from specdojo_routine.store import agentconfig  # it reads YAML with this module
-
         agents = agentconfig.load_agent_config(paths)
     # the cache holds what the fast path read; without the fast path (forced off here, or no
     # C parser: fastyaml.FastReader.load then reads nothing) it gives and takes nothing
@@ -222,30 +210,22 @@ def _load_routines(
 ) -> tuple[list[Routine], list[Problem]]:
     rel_of = _relativiser(paths)
 
-    def build(part: Sequence[str]) -> tuple[list[_Built], CacheRecords | None]:
-        """Each file's problems and routine, and what the cache took from this part: on a long
-        list the second part is built by a forked helper (:mod:`.forked`)."""
-        built = []
-        for path in part:
-            rel, routine_id = rel_of(path), file_id(path)
-            reuse = (functools.partial(cache.routine, rel=rel, routine_id=routine_id)
-                     if cache else None)
-            report, _, routine, key = _read_and_build(
-                path, rel, "routine", functools.partial(_build_routine, routine_id=routine_id,
-                                                        jobs=index, cache=cache),
-                cache=cache, reuse=reuse,
-            )
-            if routine is not None and cache is not None and key and cache.digest(key) is None:
-                cache.put_routine(key, routine)  # built now, not taken whole from the cache
-            built.append((report.problems, routine))
-        return built, cache.records() if cache is not None else None
-
-    (here, _), (there, records) = forked.in_two(build, files)
-    if cache is not None and records is not None:
-        cache.add_records(records)
+    built: list[_Built] = []
+    for path in files:
+        rel, routine_id = rel_of(path), file_id(path)
+        reuse = (functools.partial(cache.routine, rel=rel, routine_id=routine_id)
+                 if cache else None)
+        report, _, routine, key = _read_and_build(
+            path, rel, "routine", functools.partial(_build_routine, routine_id=routine_id,
+                                                    jobs=index, cache=cache),
+            cache=cache, reuse=reuse,
+        )
+        if routine is not None and cache is not None and key and cache.digest(key) is None:
+            cache.put_routine(key, routine)  # built now, not taken whole from the cache
+        built.append((report.problems, routine))
     routines: dict[str, Routine] = {}
     problems: list[Problem] = []
-    for path, (found, routine) in zip(files, here + there, strict=True):
+    for path, (found, routine) in zip(files, built, strict=True):
         problems += found
         if routine is not None and routine.id in routines:
             rel = rel_of(path)

@@ -22,19 +22,13 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import attrs
 import orjson
+import portalocker
 
 from specdojo_routine.core import errors, timefmt
-from specdojo_routine.core.attrs_repr import shared_repr
-from specdojo_routine.store import lazy, locks
-
-if TYPE_CHECKING:  # imported on first use (store/lazy.py): importing it imports redis too
-    import portalocker
-else:
-    portalocker = lazy.module("portalocker")
+from specdojo_routine.store.locks import routine as locks
 
 EXEC_LOCK_NAME = "exec-run.lock"
 EXEC_TAKEOVER_NAME = "exec-run.takeover.flock"
@@ -43,7 +37,6 @@ HEARTBEAT_THREAD = "specdojo-exec-lock-heartbeat"
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class ExecLockOwner:
     """The ``owner.json`` of an exec lock directory."""
 
@@ -70,7 +63,6 @@ class ExecLockBusy(errors.RoutineError):
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class ExecLockHandle:
     """A held (or inherited) exec lock; export ``token`` as ``SPECDOJO_EXEC_RUN_LOCK_TOKEN``."""
 

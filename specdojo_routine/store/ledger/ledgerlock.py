@@ -16,14 +16,8 @@ import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from specdojo_routine.store import lazy
-
-if TYPE_CHECKING:  # imported on first use (store/lazy.py): importing it imports redis too
-    import portalocker
-else:
-    portalocker = lazy.module("portalocker")
+import portalocker
 
 __all__ = ["lock_exclusive", "lock_shared", "locked"]
 

@@ -2,9 +2,8 @@
 
 :mod:`.definitions` reads every file with a located, round-trip parse (pure-Python ruamel):
 exact, but ~1.5 ms a file. Most definition files are plain mappings of strings, integers and
-booleans, so this module first reads them - line by line when they are the plainest block
-YAML (:mod:`.blockyaml`, which gives up at anything else), else from the C parser's event stream
-(ruamel's ``ruamel.yaml.clibz``/``ruamel.yaml.clib`` extension) - into plain Python data, and
+booleans, so this module first reads them from the C parser's event stream (ruamel's
+``ruamel.yaml.clibz``/``ruamel.yaml.clib`` extension) into plain Python data, and
 gives up - returns ``None`` - at the first thing it is not *sure* the slow path reads the same
 way:
 
@@ -49,8 +48,7 @@ from ruamel.yaml.events import (
 from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.resolver import BaseResolver
 
-from specdojo_routine.store import blockyaml
-from specdojo_routine.store.deffile import PURE_YAML
+from specdojo_routine.store.definitions.deffile import PURE_YAML
 
 CParser: Any
 try:
@@ -83,7 +81,8 @@ _NULLS = frozenset({"", "~", "null", "Null", "NULL"})
 _MAX_MEMO = 50_000
 
 
-_Unsure = blockyaml.Unsure  # the fast path is not sure it reads this file as the slow path does
+class _Unsure(Exception):
+    """The fast path is not sure it reads this file as the slow path does."""
 
 
 class FastReader:
@@ -108,9 +107,6 @@ class FastReader:
         doubtful = _DOUBTFUL_ASCII if source.isascii() else _doubtful_character()
         if CParser is None or doubtful.search(source):
             return None
-        simple = blockyaml.read(source, self._plain, self._max_depth)
-        if simple is not None:  # the plainest block YAML, line by line (10x the C parser)
-            return simple
         if _DOCUMENT_END.search(source):
             return None
         if any(not _GOOD_HEADER.fullmatch(m[1]) for m in _BLOCK_HEADER.finditer(source)):

@@ -17,11 +17,13 @@ import os
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import orjson
 
+from specdojo_routine.core import events as ev
 from specdojo_routine.core.errors import CorruptLedgerError, TornLedgerError
+from specdojo_routine.core.events import Event
 from specdojo_routine.core.fold import (
     RoutineFold,
     RoutineStateDoc,
@@ -38,14 +40,9 @@ from specdojo_routine.core.jobfold import (
     merge_checkpoints,
     run_document,
 )
-from specdojo_routine.store import chain, codec, lazy, ledger, proven
 from specdojo_routine.store.config import ProjectPaths
-
-if TYPE_CHECKING:
-    from specdojo_routine.core import events as ev
-    from specdojo_routine.core.events import Event
-else:  # on first use (store/lazy.py): loading and refreshing a view need no event class
-    ev = lazy.module("specdojo_routine.core.events")
+from specdojo_routine.store.ledger import chain, codec, proven
+from specdojo_routine.store.ledger import journal as ledger
 
 __all__ = [
     "ROUTINE_LEDGER_NAME",

@@ -14,15 +14,13 @@ import attrs
 
 from specdojo_routine.core import agent_rules
 from specdojo_routine.core.agent_rules import ExecDefaults, Roster
-from specdojo_routine.core.attrs_repr import shared_repr
 from specdojo_routine.core.errors import ConfigError, Problem
 from specdojo_routine.core.validation import Node, Report
 from specdojo_routine.store.config import ProjectPaths
-from specdojo_routine.store.definitions import read_definition
+from specdojo_routine.store.definitions.safeyaml import read_definition
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class AgentConfig:
     roster: Roster
     defaults: ExecDefaults

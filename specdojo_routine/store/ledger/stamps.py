@@ -15,13 +15,10 @@ import os
 
 import attrs
 
-from specdojo_routine.core.attrs_repr import shared_repr
-
 __all__ = ["Stamp", "only_grew", "remember"]
 
 
 @attrs.frozen(kw_only=True)
-@shared_repr
 class Stamp:
     """A ledger file's identity, size and change time at one moment."""
 
