@@ -2,7 +2,11 @@
 
 ``core/`` is pure (no I/O imports, no clock reads); arrows only point down:
 cli → app → execute → store → core. The public surface (``__init__``, ``api``, ``testing``,
-``__main__``) sits on top. Every import of every module is walked, function-local ones included.
+``__main__``) sits on top. ``store/`` holds three wings beside ``config``: ``definitions/``
+(reading rtn-/job- files), ``ledger/`` (the ledgers, their proofs and views) and ``locks/``;
+a wing imports ``config``, ``core`` and itself, never another wing, and no module of the
+package imports itself back through others (no circle). Every import of every module is
+walked, function-local ones included.
 """
 
 from __future__ import annotations
@@ -119,9 +123,111 @@ def test_guard_catches_upward_io_and_clock() -> None:
                      "def f():\n    from specdojo_routine.cli import main\n"
                      "    return datetime.now()\n", encoding="utf-8")
     try:
-        assert {"specdojo_routine.store", "specdojo_routine.store.ledger.journal",
+        assert {"specdojo_routine.store", "specdojo_routine.store.ledger",
                 "specdojo_routine.cli", "specdojo_routine.cli.main"} == _upward(probe)
         assert {"os.path"} == _io(probe)
         assert ["datetime.now (line 6)"] == _clock_reads(probe)
+    finally:
+        probe.unlink()
+
+
+WINGS = ("definitions", "ledger", "locks")
+#: (wing, wing) arrows allowed, each with the reason; none today.
+WING_ARROWS: dict[tuple[str, str], str] = {}
+
+
+def _wing(dotted: str) -> str | None:
+    parts = dotted.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "store" and parts[2] in WINGS else None
+
+
+def _across_wings(path: Path) -> set[str]:
+    mine = _wing(_dotted(path))
+    if mine is None:
+        return set()
+    return {name for name in _imports(path)
+            if (other := _wing(name)) is not None and other != mine
+            and (mine, other) not in WING_ARROWS}
+
+
+STORE = [p for p in MODULES if _layer(_dotted(p)) == LAYERS["store"]]
+
+
+def test_store_is_three_wings_and_config() -> None:
+    """store/ holds config.py and the three wing folders; every other module is in a wing."""
+    store = PACKAGE / "store"
+    assert {"__init__.py", "config.py"} == {p.name for p in store.glob("*.py")}
+    assert set(WINGS) == {p.name for p in store.iterdir() if (p / "__init__.py").exists()}
+    assert all(_wing(_dotted(p)) is not None for p in STORE
+               if p.parent != store)
+
+
+@pytest.mark.parametrize("path", STORE, ids=lambda p: _dotted(p))
+def test_no_import_crosses_the_wings(path: Path) -> None:
+    """A store wing imports only config, core and itself."""
+    assert set() == _across_wings(path)
+
+
+def _graph(modules: list[Path] = MODULES) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (a name imported from a module that is
+    not itself a module counts as an import of that module)."""
+    known = {_dotted(p) for p in modules}
+    graph: dict[str, set[str]] = {}
+    for path in modules:
+        here = _dotted(path)
+        targets = set()
+        for name in _imports(path):
+            while name and name not in known:
+                name = name.rpartition(".")[0]
+            if name and name != here and not path.name == "__init__.py":
+                targets.add(name)
+        graph[here] = {t for t in targets if not here.startswith(t + ".")}
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One circle of imports, or []."""
+    state: dict[str, int] = {}
+    trail: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        trail.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*trail[trail.index(nxt):], nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        trail.pop()
+        state[node] = 2
+        return []
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return []
+
+
+def test_no_module_imports_itself_back() -> None:
+    """The package's import graph has no circle (the public surface's lazy names aside)."""
+    assert [] == _cycle(_graph())
+
+
+def test_guard_catches_an_arrow_between_wings_and_a_circle() -> None:
+    """The wing walker sees a ledger module importing the locks wing; the circle finder sees a
+    circle through that probe."""
+    probe = PACKAGE / "store" / "ledger" / "_probe_for_test.py"
+    probe.write_text("from specdojo_routine.store.locks import routine\n"
+                     "def f():\n    from ..definitions import load\n"
+                     "    from specdojo_routine.store.ledger import _probe_for_test\n",
+                     encoding="utf-8")
+    try:
+        assert {"specdojo_routine.store.locks", "specdojo_routine.store.locks.routine",
+                "specdojo_routine.store.definitions",
+                "specdojo_routine.store.definitions.load"} == _across_wings(probe)
+        graph = _graph([*MODULES, probe])
+        graph["specdojo_routine.store.locks.routine"].add(
+            "specdojo_routine.store.ledger._probe_for_test")
+        assert "specdojo_routine.store.ledger._probe_for_test" in _cycle(graph)
     finally:
         probe.unlink()
