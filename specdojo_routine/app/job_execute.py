@@ -79,10 +79,8 @@ def _execute(ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, attempt
     if not review_flow.selected(prep.task, ctx.review, ctx.env):
         return _execute_here(ctx, prep, handle, attempt)
     info = review_flow.RunInfo(
-        paths=ctx.paths, run_id=prep.run_id, job_id=prep.job.id, name=prep.job.name,
-        attempt=attempt, scheduled_at=prep.scheduled_at, task=prep.task, inputs=prep.inputs,
-        env=ctx.child(prep.run_id, handle.token), echo=ctx.echo,
-        deadline=ctx.deadline)
+        paths=ctx.paths, run=prep.identity, attempt=attempt, task=prep.task,
+        env=ctx.child(prep.run_id, handle.token), echo=ctx.echo, deadline=ctx.deadline)
 
     def inner(path: Path, extra: Mapping[str, str]) -> _Done:
         here = attrs.evolve(ctx, cwd=path, extra_env={review_rules.CHILD_ENV: "1"})

@@ -25,7 +25,7 @@ import attrs
 
 from specdojo_routine.core import agentdocs, review_rules
 from specdojo_routine.core.agent_rules import AgentConfigError
-from specdojo_routine.core.jobplan import Verdict
+from specdojo_routine.core.jobplan import RunIdentity, Verdict
 from specdojo_routine.core.redact import secret_values
 from specdojo_routine.core.review_rules import CHILD_ENV, Pick
 from specdojo_routine.execute import agents, worktree
@@ -61,13 +61,9 @@ class HasVerdict(Protocol):
 @attrs.frozen(kw_only=True)
 class RunInfo:
     paths: ProjectPaths
-    run_id: str
-    job_id: str
-    name: str
+    run: RunIdentity
     attempt: int
-    scheduled_at: str
-    task: Mapping[str, Any]
-    inputs: Mapping[str, Any]
+    task: Mapping[str, Any]  # the task that runs (``run.task`` is the one recorded)
     env: Mapping[str, str]  # the child environment (SPEC §7.3) of the run
     echo: TextIO | None = None
     deadline: float | None = None
@@ -111,8 +107,8 @@ def run_reviewed(
     git = Git(root=paths.root, env=info.env)
     try:
         base = worktree.preflight(git, exclude=[paths.execution_dir, paths.routines_dir])
-        branch = review_rules.exec_branch(paths.project_id, info.run_id)
-        path = paths.worktrees / info.run_id
+        branch = review_rules.exec_branch(paths.project_id, info.run.run_id)
+        path = paths.worktrees / info.run.run_id
         worktree.create(git, branch, path, base.head, keep_suffix=f"-attempt-{info.attempt - 1}")
     except GitError as exc:
         return None, Verdict(status="failed", reason=f"review flow: {exc}")
@@ -132,7 +128,7 @@ def _after_run(flow: Flow, verdict: Verdict) -> Record:
     if not files:
         worktree.remove(git, path, flow.branch)
         return Record(verdict=None, merged=False, commit=None, reason=review_rules.NO_CHANGES)
-    subject, body = review_rules.commit_message(flow.info.name, flow.info.run_id, state)
+    subject, body = review_rules.commit_message(flow.info.run.name, flow.info.run.run_id, state)
     sha = worktree.commit(git, path, files, subject, body)
     kept: dict[str, Any] = {"worktree": str(path), "branch": flow.branch}
     if not review_rules.is_reviewed(state):
@@ -143,7 +139,7 @@ def _after_run(flow: Flow, verdict: Verdict) -> Record:
         return Record(verdict=None, merged=False, commit=sha, reason=reason, skipped=True,
                       **kept)
     if review_rules.may_merge(state, review):
-        message = review_rules.merge_message(flow.info.name, flow.info.run_id, str(review))
+        message = review_rules.merge_message(flow.info.run.name, flow.info.run.run_id, str(review))
         merge_commit, failed = worktree.merge(git, flow.branch, message)
         if merge_commit is not None:
             worktree.remove(git, path, flow.branch)
@@ -176,8 +172,8 @@ def _review(flow: Flow, sha: str) -> tuple[str, str | None, bool]:
     if executor.nickname is None:
         return ("blocked", "no review agent configured (no enabled agent with mode: review)",
                 False)
-    plan_path = review_plan_path(info.paths, info.run_id)
-    result_path = review_result_path(info.paths, info.run_id)
+    plan_path = review_plan_path(info.paths, info.run.run_id)
+    result_path = review_result_path(info.paths, info.run.run_id)
     try:
         failure = _launch_review(flow, config, sha, executor, reporter, plan_path, result_path)
     except AgentConfigError as exc:
@@ -205,16 +201,16 @@ def _launch_review(
     task = info.task
     what = str(task.get("description") or task.get("command") or "")
     doc = DocValues(
-        project_id=info.paths.project_id, run_id=info.run_id, job_id=info.job_id,
-        name=info.name, mode="review", scheduled_at=info.scheduled_at,
-        description=f"Review commit {sha} on branch {flow.branch} (Job Run {info.run_id}):\n\n"
-                    f"{what}", inputs=dict(info.inputs),
+        project_id=info.paths.project_id, run_id=info.run.run_id, job_id=info.run.job_id,
+        name=info.run.name, mode="review", scheduled_at=info.run.scheduled_at,
+        description=f"Review commit {sha} on branch {flow.branch} (Job Run {info.run.run_id}):\n\n"
+                    f"{what}", inputs=dict(info.run.inputs),
         targets=[str(t) for t in task.get("targets") or []],
         paths=[str(p) for p in task.get("paths") or []],
         result_ref=str(result_path.resolve()), commit=sha)
     plan_text = agents.write_documents(info.paths, doc, plan_path, result_path, review=True,
                                        agent=str(executor.nickname))
-    how = Launch(paths=info.paths, config=config, run_id=info.run_id, attempt=info.attempt,
+    how = Launch(paths=info.paths, config=config, run_id=info.run.run_id, attempt=info.attempt,
                  cwd=flow.path, env={**info.env, CHILD_ENV: "1"}, plan_path=plan_path,
                  result_path=result_path, deadline=info.deadline, echo=info.echo)
     first = agents.member_of(config, str(executor.nickname))
@@ -228,7 +224,7 @@ def _launch_review(
 
 def _note(flow: Flow, line: str) -> None:
     """The merge decision, appended to the review result (SPEC §11.3 step 5)."""
-    path = review_result_path(flow.info.paths, flow.info.run_id)
+    path = review_result_path(flow.info.paths, flow.info.run.run_id)
     text = agents.read_result(path)
     if text:
         from specdojo_routine.store.ledger import views

@@ -295,6 +295,31 @@ def checkpoint_after(
 
 
 @attrs.frozen(kw_only=True)
+class RunIdentity:
+    """Who a Job Run is, as its record, plan, result and review documents name it. ``task`` is
+    the task as recorded (secrets redacted), not necessarily the one that runs."""
+
+    run_id: str
+    job_id: str
+    name: str
+    project_id: str
+    trigger: str
+    scheduled_at: str
+    inputs: Mapping[str, Any]
+    task: Mapping[str, Any]
+
+    @property
+    def plan_ref(self) -> str:
+        """The plan document, relative to the execution directory (upstream's ``plan_ref``)."""
+        return f"exec/plans/{self.run_id}-plan.md"
+
+    @property
+    def result_ref(self) -> str:
+        """The result document, relative to the execution directory."""
+        return f"exec/results/{self.run_id}-result.md"
+
+
+@attrs.frozen(kw_only=True)
 class Existing:
     """What to do given the run's folded view (``None``: no ledger yet)."""
 

@@ -27,6 +27,7 @@ from typing import Any, Literal, Protocol, TextIO
 
 import attrs
 
+from specdojo_routine.core.jobplan import RunIdentity
 from specdojo_routine.store.config import ProjectPaths
 
 AgentStatus = Literal["succeeded", "partial", "failed", "noop"]
@@ -76,30 +77,16 @@ class AgentExecutor(Protocol):
 # --- plan and result Markdown (SpecDojo exec plan/result files) ---------------------------------
 
 
-@attrs.frozen(kw_only=True)
-class RunDoc:
-    """What the plan and result documents of a run say about it."""
-
-    run_id: str
-    job_id: str
-    name: str
-    project_id: str
-    trigger: str
-    scheduled_at: str
-    inputs: Mapping[str, Any]
-    task: Mapping[str, Any]
-    plan_ref: str
-    result_ref: str
-
-    def frontmatter(self, kind: str, status: str, extra: Sequence[str] = ()) -> list[str]:
-        prefix = "xep" if kind == "exec-plan" else "xer"
-        mode = "edit" if self.task.get("mode") == "command" else str(self.task.get("mode"))
-        lines = [f"id: {self.project_id}:{prefix}-{self.run_id.lower()}", f"type: {kind}",
-                 *(["rulebook: none"] if kind == "exec-plan" else []), f"task_id: {self.run_id}",
-                 f"name: {json.dumps(self.name, ensure_ascii=False)}",
-                 f"mode: {mode}", f"status: {status}", f"project_id: {self.project_id}",
-                 "origin: job", f"job_id: {self.job_id}", f"run_id: {self.run_id}", *extra]
-        return ["---", "specdojo:", *(f"  {line}" for line in lines), "---", ""]
+def frontmatter(run: RunIdentity, kind: str, status: str, extra: Sequence[str] = ()) -> list[str]:
+    """The ``specdojo:`` front matter of a plan or result document of ``run``."""
+    prefix = "xep" if kind == "exec-plan" else "xer"
+    mode = "edit" if run.task.get("mode") == "command" else str(run.task.get("mode"))
+    lines = [f"id: {run.project_id}:{prefix}-{run.run_id.lower()}", f"type: {kind}",
+             *(["rulebook: none"] if kind == "exec-plan" else []), f"task_id: {run.run_id}",
+             f"name: {json.dumps(run.name, ensure_ascii=False)}",
+             f"mode: {mode}", f"status: {status}", f"project_id: {run.project_id}",
+             "origin: job", f"job_id: {run.job_id}", f"run_id: {run.run_id}", *extra]
+    return ["---", "specdojo:", *(f"  {line}" for line in lines), "---", ""]
 
 
 def _fenced(text: str, info: str = "") -> list[str]:
@@ -114,9 +101,9 @@ def _show(value: Any) -> str:
     return f"`{value}`" if isinstance(value, str) else json.dumps(value)
 
 
-def plan_markdown(doc: RunDoc) -> str:
+def plan_markdown(doc: RunIdentity) -> str:
     """The plan written when the run is materialised."""
-    lines = doc.frontmatter("exec-plan", "ready", [f"result_ref: {doc.result_ref}"])
+    lines = frontmatter(doc, "exec-plan", "ready", [f"result_ref: {doc.result_ref}"])
     lines += [f"# Job Run plan: {doc.name}", "", f"- Job: `{doc.job_id}`",
               f"- Run: `{doc.run_id}`", f"- Trigger: {doc.trigger}",
               f"- Scheduled at: {doc.scheduled_at}", f"- Result: `{doc.result_ref}`", "",
@@ -146,12 +133,12 @@ class AttemptDoc:
     final_message: str | None = None
 
 
-def result_markdown(doc: RunDoc, done: AttemptDoc) -> str:
+def result_markdown(doc: RunIdentity, done: AttemptDoc) -> str:
     """The result written at the end of every attempt: ``complete`` or ``blocked`` + reason."""
     status = "complete" if done.status in _COMPLETE else "blocked"
     extra = [f"plan_ref: {doc.plan_ref}", f'started_at: "{done.started_at}"',
              f'completed_at: "{done.completed_at}"']
-    lines = doc.frontmatter("exec-result", status, extra)
+    lines = frontmatter(doc, "exec-result", status, extra)
     outcome = status if status == "complete" else f"blocked: {done.reason or done.status}"
     lines += [f"# Job Run result: {doc.name}", "", f"- Run: `{doc.run_id}`",
               f"- Attempt: {done.attempt}", f"- Status: {done.status}", f"- Result: {outcome}"]

@@ -21,18 +21,18 @@ import attrs
 
 from specdojo_routine.core.errors import JobError
 from specdojo_routine.core.events import Owner
-from specdojo_routine.core.jobplan import Trigger
+from specdojo_routine.core.jobplan import RunIdentity, Trigger
 from specdojo_routine.core.model import JobDefinition
 from specdojo_routine.core.templates import job_context
 from specdojo_routine.execute import groups, runner
-from specdojo_routine.execute.agent import AttemptDoc, RunDoc, plan_markdown, result_markdown
+from specdojo_routine.execute.agent import AttemptDoc, plan_markdown, result_markdown
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.ledger import adopt, views
 from specdojo_routine.store.ledger import journal as ledger
 from specdojo_routine.store.locks import routine as locks
 
 __all__ = ["GIT_TIMEOUT_S", "GitCli", "Prepared", "attempt_owner", "current_owner",
-           "owner_alive", "plan_path", "read_checkpoint", "result_path", "run_doc",
+           "owner_alive", "plan_path", "read_checkpoint", "result_path",
            "write_plan", "write_result"]
 
 GIT_TIMEOUT_S = 60.0
@@ -87,6 +87,14 @@ class Prepared:
     recorded_key: str
     task: dict[str, Any]
     recorded_task: dict[str, Any]
+
+    @property
+    def identity(self) -> RunIdentity:
+        """The run as its record and documents name it (the task as recorded)."""
+        return RunIdentity(run_id=self.run_id, job_id=self.job.id, name=self.job.name,
+                           project_id=self.project_id, trigger=self.trigger,
+                           scheduled_at=self.scheduled_at, inputs=self.inputs,
+                           task=self.recorded_task)
 
     def context(self) -> dict[str, str]:
         """Template values with ``job_run_id`` (task, checkpoint values)."""
@@ -155,18 +163,10 @@ def result_path(paths: ProjectPaths, run_id: str) -> Path:
     return paths.results_dir / f"{run_id}-result.md"
 
 
-def run_doc(prep: Prepared) -> RunDoc:
-    return RunDoc(
-        run_id=prep.run_id, job_id=prep.job.id, name=prep.job.name, project_id=prep.project_id,
-        trigger=prep.trigger, scheduled_at=prep.scheduled_at, inputs=prep.inputs,
-        task=prep.recorded_task, plan_ref=f"exec/plans/{prep.run_id}-plan.md",
-        result_ref=f"exec/results/{prep.run_id}-result.md")
-
-
 def write_plan(paths: ProjectPaths, prep: Prepared) -> None:
-    views.publish(plan_path(paths, prep.run_id), plan_markdown(run_doc(prep)).encode())
+    views.publish(plan_path(paths, prep.run_id), plan_markdown(prep.identity).encode())
 
 
 def write_result(paths: ProjectPaths, prep: Prepared, done: AttemptDoc) -> None:
-    text = result_markdown(run_doc(prep), done)
+    text = result_markdown(prep.identity, done)
     views.publish(result_path(paths, prep.run_id), text.encode())
