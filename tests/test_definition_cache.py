@@ -307,3 +307,18 @@ def test_a_duplicate_id_among_cached_routines_is_still_found_and_located(tmp_pat
     messages = [str(p) for p in fast.problems]
     assert (fast, True) == (pure, any(m.startswith("routines/b/rtn-twin.yaml:4:5: duplicate")
                                       for m in messages))
+
+
+def test_the_fingerprint_covers_every_module_of_the_wing_by_folder() -> None:
+    """A module added to the definitions wing (or to core/) changes the fingerprint: the
+    folder is hashed, not a list of names someone must remember to extend."""
+    from specdojo_routine.store.definitions import defcache
+
+    before = defcache.fingerprint()
+    probe = Path(defcache.__file__).with_name("_probe_fingerprint.py")
+    probe.write_text("X = 1\n", encoding="utf-8")
+    try:
+        assert before != defcache.fingerprint()
+    finally:
+        probe.unlink()
+    assert before == defcache.fingerprint()

@@ -52,25 +52,23 @@ from specdojo_routine.core.redact import redact
 from specdojo_routine.store.definitions import routine_json
 
 CACHE_NAME = "definitions.json"
-#: What one load took from the cache and read itself (:meth:`DefinitionCache.records`).
 _VERSION = 3
 
 
 def fingerprint() -> str:
-    """What the cached data depends on: the code that reads and checks definitions (the fast
-    path, the rules in ``core/``, this module), ruamel's and croniter's code (their main
-    files, which name their versions), Python's version. Found, not imported: a load that
-    the cache serves whole needs neither ruamel nor croniter."""
+    """What the cached data depends on: the code that reads and checks definitions (every
+    module of this wing and of ``core/``, found by folder, so a new module is covered without
+    a list to keep), ruamel's and croniter's code (their main files, which name their
+    versions), Python's version. Found, not imported: a load that the cache serves whole
+    needs neither ruamel nor croniter."""
     here = Path(__file__).parent
     parts = [str(_VERSION), sys.version]
-    modules = [here / f"{name}.py" for name in ("definitions", "deffile", "fastyaml",
-                                                "blockyaml", "yamlcore", "safeyaml",
-                                                "routine_json", "defcache")]
+    modules = [*sorted(here.glob("*.py")), *sorted((here.parent.parent / "core").glob("*.py"))]
     for name, main in (("ruamel.yaml", "__init__.py"), ("croniter", "croniter.py")):
         found = importlib.util.find_spec(name)
         if found is not None and found.origin is not None:
             modules.append(Path(found.origin).with_name(main))
-    for module in (*sorted((here.parent / "core").glob("*.py")), *modules):
+    for module in modules:
         with contextlib.suppress(OSError):
             parts.append(hashlib.sha256(module.read_bytes()).hexdigest())
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
