@@ -22,7 +22,8 @@ from specdojo_routine.core.model import Result
 from specdojo_routine.execute.agent import AgentRequest, AgentResult
 from specdojo_routine.store.definitions import load as definitions
 from specdojo_routine.store.definitions.load import load_jobs
-from specdojo_routine.store.ledger.journal import Ledger, views
+from specdojo_routine.store.ledger import views
+from specdojo_routine.store.ledger.journal import Ledger
 
 WEEKLY = """\
 name: Weekly report

@@ -78,10 +78,7 @@ def list_routines(
 
 def _routine_states(paths: ProjectPaths) -> Mapping[str, Any]:
     """The entries of the routine view, with what another tool wrote there imported in memory
-    (writes nothing). A project with neither a routine ledger nor a routine view has none, and
-    nothing to import: that needs no fold, nor the ~15 modules it takes (issue 16)."""
-    if not paths.routine_ledger.exists() and not paths.routine_state.exists():
-        return {}
+    (writes nothing)."""
     return adopt.plan_routine_imports(paths).view.routines
 
 
