@@ -10,14 +10,17 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers see; at run time each name is imported on first use
     from specdojo_routine.api import (
+        backfill,
         fold_views,
         history,
         list_routines,
         load_project,
+        release,
         resolve,
         run_due,
         run_job,
         run_routine,
+        upcoming,
         validate,
     )
     from specdojo_routine.app.handlers import AttemptReport, RunReport, Selected
@@ -60,8 +63,8 @@ _EXPORTS = {
     "Definitions": "store.definitions.load", "LockInfo": "store.locks.routine",
     "replay": "store.ledger.views",
     **dict.fromkeys(
-        ["fold_views", "history", "list_routines", "load_project", "resolve", "run_due",
-         "run_job", "run_routine", "validate"], "api"),
+        ["backfill", "fold_views", "history", "list_routines", "load_project", "release",
+         "resolve", "run_due", "run_job", "run_routine", "upcoming", "validate"], "api"),
 }
 
 
@@ -112,14 +115,17 @@ __all__ = [
     "TornLedgerError",
     "UsageError",
     "__version__",
+    "backfill",
     "fold_views",
     "history",
     "list_routines",
     "load_project",
+    "release",
     "replay",
     "resolve",
     "run_due",
     "run_job",
     "run_routine",
+    "upcoming",
     "validate",
 ]

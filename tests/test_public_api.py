@@ -23,6 +23,25 @@ def test_all_names_resolve() -> None:
     assert all(not n.startswith("_") or n == "__version__" for n in specdojo_routine.__all__)
 
 
+def test_the_policy_calls_are_exported_with_the_01_names() -> None:
+    """An embedding tool can release a hold, backfill and preview from the package itself,
+    and every name 0.1 exported is still there."""
+    from specdojo_routine import api
+
+    names_01 = {"AgentExecutor", "AgentRequest", "AgentResult", "AttemptReport", "ConfigError",
+                "CorruptLedgerError", "DefinitionError", "Definitions", "InvalidTransition",
+                "JobDefinition", "JobError", "JobRunOutcome", "LedgerError", "Listing",
+                "LockBusy", "LockInfo", "PlannedAction", "Problem", "ProjectPaths", "Result",
+                "Routine", "RoutineError", "RoutineRow", "RunReport", "Selected",
+                "TooManyMissedOccurrences", "TornLedgerError", "UsageError", "__version__",
+                "fold_views", "history", "list_routines", "load_project", "replay", "resolve",
+                "run_due", "run_job", "run_routine", "validate"}
+    assert names_01 <= set(specdojo_routine.__all__)
+    for name in ("release", "backfill", "upcoming"):
+        assert name in specdojo_routine.__all__
+        assert getattr(api, name) is getattr(specdojo_routine, name)
+
+
 def test_package_is_typed() -> None:
     """The package ships py.typed so users' type checkers read its annotations."""
     assert (REPO / "specdojo_routine" / "py.typed").is_file()
