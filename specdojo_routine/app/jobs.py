@@ -194,10 +194,10 @@ def _locked(
     """Under the exec lock: import first (SPEC §10), then create or reuse the run, run one
     attempt, record it."""
     adopt.import_job_runs(ctx.paths, ctx.clock, job_id=prep.job.id, needed=prep.run_id)
+    log = ledger.Ledger(ctx.paths.run_ledger(prep.run_id), clock=ctx.clock)  # before the fold
     view = views.load_job_run(ctx.paths, prep.run_id)
     decision = jobplan.existing_run(view, run_id=prep.run_id, job_id=prep.job.id,
                                     key=prep.recorded_key)
-    log = ledger.Ledger(ctx.paths.run_ledger(prep.run_id), clock=ctx.clock)
     if decision.action == "duplicate" and view is not None:
         return _repair_checkpoint(ctx, prep, view, log)
     if decision.action == "new":
