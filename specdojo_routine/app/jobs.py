@@ -47,7 +47,7 @@ from specdojo_routine.core.model import InputValue, JobDefinition, Result
 from specdojo_routine.core.redact import redact, secret_values
 from specdojo_routine.core.templates import job_context
 from specdojo_routine.core.timefmt import format_ms, format_s
-from specdojo_routine.execute import agentflow, jobfiles, runner
+from specdojo_routine.execute import agentflow, jobfiles, runner, stop
 from specdojo_routine.execute.agent import AgentExecutor, AttemptDoc
 from specdojo_routine.execute.jobfiles import GitCli, Prepared
 from specdojo_routine.store.config import ProjectPaths
@@ -271,6 +271,17 @@ def _repair_checkpoint(
 
 
 def _attempt(
+    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, log: ledger.Ledger, attempt: int
+) -> JobRunOutcome:
+    """One attempt, recorded whole (SPEC §6.5): a SIGINT or SIGTERM while it runs stops its
+    command, which fails the attempt with the stop as reason; the end is recorded before the
+    stop unwinds the command (:mod:`.stop`). A task that ended before the stop keeps its
+    outcome, so a stop never makes a finished command run twice."""
+    with stop.deferred():
+        return _record_attempt(ctx, prep, handle, log, attempt)
+
+
+def _record_attempt(
     ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, log: ledger.Ledger, attempt: int
 ) -> JobRunOutcome:
     log.append(RunAttemptStarted(run_id=prep.run_id, attempt=attempt,
