@@ -179,7 +179,7 @@ def _graph(modules: list[Path] = MODULES) -> dict[str, set[str]]:
         for name in _imports(path):
             while name and name not in known:
                 name = name.rpartition(".")[0]
-            if name and name != here and not path.name == "__init__.py":
+            if name and name != here and path.name != "__init__.py":
                 targets.add(name)
         graph[here] = {t for t in targets if not here.startswith(t + ".")}
     return graph
