@@ -288,7 +288,8 @@ def _new_attempt_id(now: datetime) -> str:
 def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -> AttemptReport:
     """One attempt, recorded whole (SPEC §6.5 "Stopped, not crashed"): a SIGINT or SIGTERM
     while it runs stops its running action, starts no other, records the attempt's end as a
-    failure with the stop as reason and publishes it; then the stop unwinds (:mod:`.stop`)."""
+    failure with the stop as reason and publishes it; then the stop unwinds
+    (:mod:`~specdojo_routine.execute.stop`)."""
     with stop.deferred():
         report = _record_attempt(ctx, chosen, state)
         if stop.requested() is not None:

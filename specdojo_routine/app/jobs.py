@@ -275,8 +275,8 @@ def _attempt(
 ) -> JobRunOutcome:
     """One attempt, recorded whole (SPEC §6.5): a SIGINT or SIGTERM while it runs stops its
     command, which fails the attempt with the stop as reason; the end is recorded before the
-    stop unwinds the command (:mod:`.stop`). A task that ended before the stop keeps its
-    outcome, so a stop never makes a finished command run twice."""
+    stop unwinds the command (:mod:`~specdojo_routine.execute.stop`). A task that ended before
+    the stop keeps its outcome, so a stop never makes a finished command run twice."""
     with stop.deferred():
         return _record_attempt(ctx, prep, handle, log, attempt)
 

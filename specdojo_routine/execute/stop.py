@@ -133,8 +133,3 @@ def deferred() -> Iterator[None]:
     if _depth == 0 and _requested is not None:
         raise Stopped(_requested)
 
-
-def _reset() -> None:
-    """Forget a stop (tests that install the handlers in-process)."""
-    global _requested, _count
-    _requested, _count = None, 0
