@@ -10,8 +10,11 @@
   that calls ``cli.main`` keeps its own setting.
 - A dependency that is missing is one line that says what to do, before anything of ours
   loads.
-- SIGTERM (a scheduler's timeout) unwinds like Ctrl-C: running commands' process groups are
-  killed and the open attempt stays open, to be reported as interrupted next time (exit 130).
+- SIGINT (Ctrl-C) and SIGTERM (a scheduler's timeout) are an operator's stop (SPEC §6.5,
+  :mod:`specdojo_routine.execute.stop`): the running command's process group is terminated
+  (SIGTERM, 10 s, SIGKILL), the action and the attempt are recorded as ended with reason
+  ``stopped by SIGINT`` / ``stopped by SIGTERM``, every lock is released and the process exits
+  130 / 143. Only a runner killed outright leaves an attempt open (interrupted).
 - The exit skips the interpreter's teardown when nothing is left for it to do. Freeing every
   module and object one by one costs 15 ms after `list` of the demo (a tenth of the command)
   and 60-100 ms after a 10,000-file dry run. It is skipped only when the command's output is
@@ -25,16 +28,15 @@ from __future__ import annotations
 import atexit
 import gc
 import os
-import signal
 import sys
 import threading
-from types import FrameType
 from typing import NoReturn
 
 gc.set_threshold(300_000, 10, 10)  # before anything of ours is imported (see above)
 
 try:
     from specdojo_routine.cli import main as run_command
+    from specdojo_routine.execute import stop
 except ImportError as exc:  # before anything of ours loads, so the wording is repeated here
     sys.stderr.write(f"error: {exc}: a package specdojo_routine needs is missing or broken in "
                      "this Python environment; install specdojo_routine with its dependencies "
@@ -46,9 +48,9 @@ __all__ = ["main"]
 
 def main() -> NoReturn:
     """Run the command line's command and exit with its code."""
-    signal.signal(signal.SIGTERM, _terminate)
+    stop.install()
     code = run_command()
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the command is over: nothing to unwind
+    stop.uninstall()  # the command is over: nothing to record
     try:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -57,10 +59,6 @@ def main() -> NoReturn:
     if _nothing_left_at_exit():
         os._exit(code)
     sys.exit(code)
-
-
-def _terminate(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
 
 
 def _nothing_left_at_exit() -> bool:

@@ -100,6 +100,21 @@ def test_a_shallow_merge_by_upstream_is_imported_not_overwritten(cron: Project) 
     assert 0 == cron.cli("fold", "--check").returncode
 
 
+def test_fold_after_a_foreign_rewrite_counts_the_view_the_import_republished(
+    cron: Project,
+) -> None:
+    """fold imports upstream's shallow merge and republishes routine-state.json in that step:
+    its report counts it (1 view rewritten, not 0), and a second fold rewrites nothing."""
+    assert 0 == cron.cli("run", "--due", "--now", NOW).returncode
+    _shallow_merge(cron, "rtn-hourly", last_run="2026-12-01T08:00:02Z",
+                   last_result="failure", last_scheduled_for="2026-12-01T08:00:02.000Z")
+    folded = cron.cli("fold")
+    assert (0, "folded: 1 view(s) rewritten\n") == (folded.returncode, folded.stdout), \
+        folded.stderr
+    assert "failure" == cron.state()["routines"]["rtn-hourly"]["last_result"]
+    assert "folded: 0 view(s) rewritten\n" == cron.cli("fold").stdout
+
+
 def test_a_rewrite_that_looks_exactly_like_our_view_is_still_imported(cron: Project) -> None:
     """Upstream's merge can leave a document of our own shape and consistent status (success
     -> success, a newer last_run, our ledger proof kept): only the view's digest of its own

@@ -191,6 +191,16 @@ def test_fold_check_is_clean_before_and_after_and_a_second_import_appends_nothin
     assert ledgers == {k: v for k, v in after.items() if k.endswith(".jsonl")}
 
 
+def test_fold_counts_the_view_its_own_import_rewrote(up: Upstream) -> None:
+    """fold on the untouched project imports upstream's routine-state.json and republishes it
+    (ours now, folded from the ledger): that is one view rewritten, said so, and the next fold
+    rewrites none."""
+    before = up.path(f"{R}/generated/routine-state.json").read_bytes()
+    assert "folded: 1 view(s) rewritten\n" == up.ok("fold")
+    assert before != up.path(f"{R}/generated/routine-state.json").read_bytes()
+    assert "folded: 0 view(s) rewritten\n" == up.ok("fold")
+
+
 def test_read_only_commands_change_no_byte(up: Upstream) -> None:
     """list, history, job list/show and every dry run write nothing at all (no lock file)."""
     for args in (["list"], ["list", "--json"], ["history"], ["history", "--json"],

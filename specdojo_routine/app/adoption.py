@@ -9,8 +9,10 @@ import, so a foreign file that would import cleanly is not drift.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -106,7 +108,7 @@ def _import_all(paths: ProjectPaths, clock: Clock) -> tuple[adopt.RoutineImports
 
 @attrs.frozen(kw_only=True)
 class FoldReport:
-    drifted: list[str]
+    drifted: list[str]  # fold: the views rewritten (by the import or the fold); --check: differ
     moved: list[str]
     conflicts: list[str]
 
@@ -124,11 +126,27 @@ def fold(
         if repair:
             ledgers = [paths.routine_ledger, *sorted(paths.runs_dir.glob("*.jsonl"))]
             moved = [paths.rel(m) for m in map(ledger.repair, ledgers) if m is not None]
+        before = _view_stamps(paths)
         routine, jobs = _import_all(paths, wall)
+        imported = [paths.rel(p) for p, s in _view_stamps(paths).items() if s != before.get(p)]
         keep = jobs.keep(paths) + ([paths.routine_state] if routine.conflicts else [])
         drifted = views.fold_all(paths, keep=keep)
     conflicts = [*routine.conflicts, *jobs.conflicts.values()]
-    return FoldReport(drifted=drifted, moved=moved, conflicts=conflicts)
+    rewritten = imported + [d for d in drifted if d not in imported]
+    return FoldReport(drifted=rewritten, moved=moved, conflicts=conflicts)
+
+
+def _view_stamps(paths: ProjectPaths) -> dict[Path, tuple[int, int, int, int]]:
+    """Every view file there is, with its identity, size and modification time: a view the
+    import republishes is renamed into place (a new inode), so comparing two of these tells
+    which views the import rewrote - the fold after it finds those already up to date."""
+    runs = sorted(paths.runs_dir.glob("*.json")) if paths.runs_dir.is_dir() else []
+    stamps = {}
+    for path in (paths.routine_state, paths.job_state, *runs):
+        with contextlib.suppress(FileNotFoundError):
+            st = os.stat(path)
+            stamps[path] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    return stamps
 
 
 def _check(paths: ProjectPaths) -> FoldReport:

@@ -39,7 +39,7 @@ from specdojo_routine.core.errors import (
 )
 from specdojo_routine.core.model import OnInterrupted, Result, Routine, aggregate
 from specdojo_routine.core.timefmt import format_ms, format_s, to_utc
-from specdojo_routine.execute import groups, runner
+from specdojo_routine.execute import groups, runner, stop
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import load as definitions
 from specdojo_routine.store.definitions.load import Definitions
@@ -286,6 +286,20 @@ def _new_attempt_id(now: datetime) -> str:
 
 
 def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -> AttemptReport:
+    """One attempt, recorded whole (SPEC §6.5 "Stopped, not crashed"): a SIGINT or SIGTERM
+    while it runs stops its running action, starts no other, records the attempt's end as a
+    failure with the stop as reason and publishes it; then the stop unwinds
+    (:mod:`~specdojo_routine.execute.stop`)."""
+    with stop.deferred():
+        report = _record_attempt(ctx, chosen, state)
+        if stop.requested() is not None:
+            views.refresh_routine_view(ctx.paths)  # the end is published before unwinding
+    return report
+
+
+def _record_attempt(
+    ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None
+) -> AttemptReport:
     routine, occ = chosen.routine, chosen.occurrence
     attempt_id = _new_attempt_id(ctx.now)
     started_at = format_s(ctx.now)
@@ -305,6 +319,8 @@ def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -
     outcomes: list[tuple[int, str, Result, str | None]] = []
     job_run_ids: list[str] = []
     for planned in chosen.actions:
+        if stop.requested() is not None:
+            break  # stopped: every action runs after a failure, none after a stop
         ctx.append(events.ActionStarted(routine_id=routine.id, attempt_id=attempt_id,
                                         index=planned.index, kind=planned.kind))
         result, reason, run_id, code = _execute(ctx, planned, occ.scheduled_for, attempt_id)
@@ -317,7 +333,8 @@ def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -
         outcomes.append((planned.index, planned.kind, result, reason))
     completed = ctx.now + timedelta(seconds=time.monotonic() - t0)
     return _end_attempt(ctx, routine, attempt_id, occ.scheduled_for, started_at,
-                        format_s(completed), outcomes, job_run_ids)
+                        format_s(completed), outcomes, job_run_ids,
+                        reason_override=stop.reason())
 
 
 def _end_attempt(

@@ -47,7 +47,7 @@ from specdojo_routine.core.model import InputValue, JobDefinition, Result
 from specdojo_routine.core.redact import redact, secret_values
 from specdojo_routine.core.templates import job_context
 from specdojo_routine.core.timefmt import format_ms, format_s
-from specdojo_routine.execute import agentflow, jobfiles, runner
+from specdojo_routine.execute import agentflow, jobfiles, runner, stop
 from specdojo_routine.execute.agent import AgentExecutor, AttemptDoc
 from specdojo_routine.execute.jobfiles import GitCli, Prepared
 from specdojo_routine.store.config import ProjectPaths
@@ -194,10 +194,10 @@ def _locked(
     """Under the exec lock: import first (SPEC §10), then create or reuse the run, run one
     attempt, record it."""
     adopt.import_job_runs(ctx.paths, ctx.clock, job_id=prep.job.id, needed=prep.run_id)
+    log = ledger.Ledger(ctx.paths.run_ledger(prep.run_id), clock=ctx.clock)  # before the fold
     view = views.load_job_run(ctx.paths, prep.run_id)
     decision = jobplan.existing_run(view, run_id=prep.run_id, job_id=prep.job.id,
                                     key=prep.recorded_key)
-    log = ledger.Ledger(ctx.paths.run_ledger(prep.run_id), clock=ctx.clock)
     if decision.action == "duplicate" and view is not None:
         return _repair_checkpoint(ctx, prep, view, log)
     if decision.action == "new":
@@ -271,6 +271,17 @@ def _repair_checkpoint(
 
 
 def _attempt(
+    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, log: ledger.Ledger, attempt: int
+) -> JobRunOutcome:
+    """One attempt, recorded whole (SPEC §6.5): a SIGINT or SIGTERM while it runs stops its
+    command, which fails the attempt with the stop as reason; the end is recorded before the
+    stop unwinds the command (:mod:`~specdojo_routine.execute.stop`). A task that ended before
+    the stop keeps its outcome, so a stop never makes a finished command run twice."""
+    with stop.deferred():
+        return _record_attempt(ctx, prep, handle, log, attempt)
+
+
+def _record_attempt(
     ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, log: ledger.Ledger, attempt: int
 ) -> JobRunOutcome:
     log.append(RunAttemptStarted(run_id=prep.run_id, attempt=attempt,

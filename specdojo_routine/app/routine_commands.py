@@ -32,6 +32,7 @@ def resolve(
         raise UsageError("resolve needs a --note saying what was checked (got an empty note)")
     with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id):
         adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
+        log = ledger.Ledger(paths.routine_ledger, clock=wall)  # before the fold: pinned to it
         view = views.refresh_routine_view(paths)
         refuse_if_owner_lives(view, paths)
         state = view.routines.get(routine_id)
@@ -43,7 +44,7 @@ def resolve(
         outcome = Result(result)
         attempt_id = str(state.get("attempt_id"))
         _refuse_if_action_lives(paths, routine_id, attempt_id)
-        ledger.Ledger(paths.routine_ledger, clock=wall).append(events.AttemptResolved(
+        log.append(events.AttemptResolved(
             routine_id=routine_id, attempt_id=attempt_id,
             transition=decide.END_TRANSITIONS[outcome], result=outcome.value, note=note,
             resolved_by=who))

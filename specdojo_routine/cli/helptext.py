@@ -75,8 +75,12 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
         "a view drifted (fold --check), a damaged ledger"),
     (2, "usage or configuration error (bad option, no project found, unknown id)"),
     (75, "busy: another process holds the routine lock (or the exec lock)"),
-    (130, "interrupted (Ctrl-C or SIGTERM); an open attempt is reported by the next run"),
+    (130, "stopped by Ctrl-C (SIGINT): the running action was ended and its attempt "
+          "recorded as a failure, reason \"stopped by SIGINT\"; nothing is left open"),
+    (143, "stopped by SIGTERM (e.g. a scheduler's timeout), recorded the same way"),
 )
+_STOPPED = ((130, "stopped by SIGINT; the running attempt is recorded as failed"),
+            (143, "stopped by SIGTERM; the running attempt is recorded as failed"))
 
 
 class CommandHelp(NamedTuple):
@@ -109,21 +113,24 @@ COMMANDS: dict[str, CommandHelp] = {
     "run": CommandHelp(
         "Run the due occurrences of every enabled routine (--due), or one routine now (--id), "
         "or backfill one cron routine over a past range (--id with --from and --to). Each "
-        "attempt is recorded before its actions run; every action runs, in order.",
+        "attempt is recorded before its actions run; every action runs, in order. Ctrl-C or "
+        "SIGTERM stops the run: the running action is ended, no other starts, and the "
+        "attempt is recorded as a failure (stopped by SIGINT / SIGTERM).",
         ("{prog} run --due", "{prog} run --due --dry-run",
          "{prog} run --id rtn-nightly", "{prog} run --due --json > report.json",
          "{prog} run --id rtn-nightly --from 2026-08-01T00:00:00Z --to 2026-08-07T00:00:00Z"),
         ((0, "ran, nothing due, skipped, held, missed, or dry run"),
          (1, "an attempt failed, a routine is interrupted, a definition is invalid, or a "
              "routine has too many missed occurrences"),
-         _USAGE, _BUSY, (130, "interrupted; the open attempt is reported by the next run"))),
+         _USAGE, _BUSY, *_STOPPED)),
     "release": CommandHelp(
         "End the hold of a routine held after a failure (policy.on_failure: hold), and run "
         "none, the newest, or all of the occurrences it held.",
         ('{prog} release rtn-nightly --note "disk replaced"',
          "{prog} release rtn-nightly --run latest --by alice"),
         ((0, "released (and what ran succeeded)"),
-         (1, "the routine is not held, or a released attempt failed"), _USAGE, _BUSY)),
+         (1, "the routine is not held, or a released attempt failed"), _USAGE, _BUSY,
+         *_STOPPED)),
     "next": CommandHelp(
         "Preview the next occurrences of a routine, or of a cron expression in a time zone, "
         "in local time and UTC, with DST notes. Writes nothing.",
@@ -182,7 +189,7 @@ COMMANDS: dict[str, CommandHelp] = {
         ((0, "succeeded, noop, duplicate complete, or skipped (trigger manual or ci)"),
          (1, "failed or partial"), _USAGE,
          (75, "--trigger routine and skipped: the project is busy or the precondition "
-              "skipped the run"))),
+              "skipped the run"), *_STOPPED)),
 }
 
 

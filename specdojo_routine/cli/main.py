@@ -30,6 +30,7 @@ from specdojo_routine.core.errors import (
 )
 from specdojo_routine.core.timefmt import parse_instant
 from specdojo_routine.core.validation import one_line
+from specdojo_routine.execute import stop
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions.load import Definitions
 
@@ -229,7 +230,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (`history | head`): stop quietly
         _silence(out)
         return EXIT_FAILURE
-    except KeyboardInterrupt:
+    except stop.Stopped as exc:  # SIGINT / SIGTERM where the process entry made it a stop
+        err.write(f"error: {exc}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:  # Ctrl-C in a program that calls main without the stop handlers
         err.write("error: interrupted; an attempt that was running stays open and is reported "
                   "as interrupted by the next run\n")
         return 130

@@ -85,6 +85,22 @@ class TornLedgerError(LedgerError):
         )
 
 
+class ReplacedLedgerError(LedgerError):
+    """The ledger a command folded is no longer the file at its path (renamed over, moved
+    away): appending there would mix two histories, so nothing is appended."""
+
+    def __init__(self, path: str, *, gone: bool) -> None:
+        self.path, self.gone = path, gone
+        what = ("was moved away or deleted" if gone else
+                "was replaced by another file (renamed over it: a checkout, a sync or a restore)")
+        super().__init__(
+            f"{path}: the ledger {what} while this command ran; nothing was appended to "
+            f"{'any file there' if gone else 'the new file'} and the command stopped - what it "
+            "recorded before is in the file that was there: put the ledger you mean to keep "
+            "at this path, then run `list` (and `resolve` a routine it reports interrupted)"
+        )
+
+
 class InvalidTransition(LedgerError):
     """An event is not legal in the routine's current state."""
 

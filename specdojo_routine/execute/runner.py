@@ -5,7 +5,9 @@ when the runner dies (``PR_SET_PDEATHSIG``; the caller records the group id, so 
 whether anything of it still runs); stdout and stderr are captured
 (the first 4 MiB of each) and streamed live, line by line and redacted, to an optional ``echo``
 stream. When the command ends, or its timeout expires, the whole group is terminated (SIGTERM,
-then SIGKILL after 2 s), so no background child outlives its Job.
+then SIGKILL after 2 s), so no background child outlives its Job. An operator's stop (SIGINT or
+SIGTERM to the runner, :mod:`.stop`) terminates the group the same way with a 10 s grace, and
+the outcome says ``stopped by SIG…``; once a stop is requested no command starts.
 """
 
 from __future__ import annotations
@@ -23,12 +25,13 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, TextIO
+from typing import IO, Literal, TextIO
 
 import attrs
 
 from specdojo_routine.core.errors import ConfigError
 from specdojo_routine.core.redact import LineRedactor, secret_values
+from specdojo_routine.execute import stop
 from specdojo_routine.execute.echo import (  # re-exported: runner.<name> keeps working
     CAPTURE_LIMIT_BYTES as CAPTURE_LIMIT_BYTES,
 )
@@ -112,7 +115,8 @@ class CommandOutcome:
     completed_at: datetime
     duration_s: float
     timed_out: bool = False
-    error: str | None = None  # e.g. "executable not found: specdojo", "timed out after 5s"
+    error: str | None = None  # e.g. "executable not found: specdojo", "timed out after 5s",
+    # "stopped by SIGTERM" (an operator's stop: the group was terminated, :mod:`.stop`)
     stdout_truncated: bool = False  # more than 4 MiB was written; the head is kept
     stderr_truncated: bool = False
 
@@ -191,7 +195,25 @@ def _run(
     echo: TextIO | None,
     on_start: Callable[[int], None] | None = None,
 ) -> CommandOutcome:
+    """Run one command to its end; a stop arriving meanwhile ends it in order (its outcome
+    is returned inside a deferred section, :mod:`.stop`; raised as ``Stopped`` outside)."""
+    with stop.deferred():
+        return _run_deferred(argv, cwd=cwd, env=env, timeout_s=timeout_s, echo=echo,
+                             on_start=on_start)
+
+
+def _run_deferred(
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout_s: float | None,
+    echo: TextIO | None,
+    on_start: Callable[[int], None] | None,
+) -> CommandOutcome:
     started_at, t0 = datetime.now(UTC), time.monotonic()
+    if stop.requested() is not None:  # a stop starts nothing more
+        return _not_started(started_at, t0, stop.reason() or "stopped")
     try:
         proc = subprocess.Popen(
             argv,
@@ -214,7 +236,7 @@ def _run(
     secrets = secret_values(env)
     streams = {pipe: Stream(echo, LineRedactor(secrets)) for pipe in (proc.stdout, proc.stderr)}
     try:
-        timed_out = _pump(proc, streams, timeout_s)
+        ending = _pump(proc, streams, timeout_s)
     except BaseException:  # e.g. Ctrl-C: the command's own group does not get the signal
         _kill_now(proc)
         raise
@@ -227,7 +249,7 @@ def _run(
         streams[proc.stderr],
         started_at,
         t0,
-        timed_out,
+        ending,
         timeout_s,
     )
 
@@ -260,51 +282,66 @@ def _finished(
     err: Stream,
     started_at: datetime,
     t0: float,
-    timed_out: bool,
+    ending: _Ending,
     timeout_s: float | None,
 ) -> CommandOutcome:
     (stdout, stdout_cut), (stderr, stderr_cut) = out.text(), err.text()
+    error = {None: None, "timeout": f"timed out after {timeout_s or 0:g}s",
+             "stopped": stop.reason()}[ending]
     return CommandOutcome(
-        exit_code=None if timed_out else returncode if returncode >= 0 else 128 - returncode,
+        exit_code=None if ending else returncode if returncode >= 0 else 128 - returncode,
         stdout=stdout,
         stderr=stderr,
         started_at=started_at,
         completed_at=datetime.now(UTC),
         duration_s=time.monotonic() - t0,
-        timed_out=timed_out,
-        error=f"timed out after {timeout_s or 0:g}s" if timed_out else None,
+        timed_out=ending == "timeout",
+        error=error,
         stdout_truncated=stdout_cut,
         stderr_truncated=stderr_cut,
     )
 
 
+_Ending = Literal[None, "timeout", "stopped"]
+
+
 def _pump(
     proc: subprocess.Popen[bytes], streams: Mapping[IO[bytes], Stream], timeout_s: float | None
-) -> bool:
-    """Read both pipes until the command and its process group are gone; True on timeout."""
+) -> _Ending:
+    """Read both pipes until the command and its process group are gone; how we ended it:
+    None (it ended itself), "timeout", or "stopped" (an operator's stop, :mod:`.stop`)."""
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     killer: _GroupKiller | None = None
-    timed_out = False
+    ending: _Ending = None
+    wake_fd = stop.wakeup_fd()
     with selectors.DefaultSelector() as selector, _exit_fd(proc.pid) as exit_fd:
         for pipe in streams:
             selector.register(pipe, selectors.EVENT_READ)
-        if exit_fd is not None:
-            selector.register(exit_fd, selectors.EVENT_READ)
+        for fd in (exit_fd, wake_fd):
+            if fd is not None:
+                selector.register(fd, selectors.EVENT_READ)
         open_pipes, watching_exit = len(streams), exit_fd is not None
         while True:
             now, exited = time.monotonic(), _exited(proc.pid)
-            if killer is None and (exited or (deadline is not None and now >= deadline)):
-                timed_out, killer = not exited, _GroupKiller(proc.pid)
+            if killer is None and not exited and stop.requested() is not None:
+                ending, killer = "stopped", _GroupKiller(proc.pid, grace_s=stop.GRACE_S)
+            elif killer is None and (exited or (deadline is not None and now >= deadline)):
+                ending, killer = (None if exited else "timeout"), _GroupKiller(proc.pid)
+            elif ending == "stopped" and killer is not None and stop.count() > 1:
+                killer.hurry()  # a second stop: no more grace
             if (
                 killer is not None
                 and killer.step(now, exited)
                 and (not open_pipes or now >= killer.done_at + DRAIN_GRACE_S)
             ):
-                return timed_out
+                return ending
             for key, _ in selector.select(_wait_s(now, deadline, killer, watching_exit)):
                 if key.fileobj == exit_fd:  # the command exited: the next round notices
                     selector.unregister(exit_fd)
                     watching_exit = False
+                    continue
+                if key.fileobj == wake_fd:  # a stop: the next round starts terminating
+                    stop.drain()
                     continue
                 data = os.read(key.fd, 65536)
                 if data:
@@ -318,8 +355,9 @@ def _wait_s(
     now: float, deadline: float | None, killer: _GroupKiller | None, watching_exit: bool
 ) -> float | None:
     """How long to wait for output: no polling while the exit itself is an event."""
-    if killer is not None:
-        return _KILL_POLL_S
+    if killer is not None:  # soon at first (most groups end at once), then at a gentler pace
+        early = killer.term_at is None or now < killer.term_at + 1.0
+        return _KILL_POLL_S if early else _POLL_S
     if not watching_exit:
         return _POLL_S
     return None if deadline is None else max(0.0, deadline - now)
@@ -350,11 +388,16 @@ def _exited(pid: int) -> bool:
 class _GroupKiller:
     """Terminates a process group: SIGTERM, then SIGKILL to whatever is left after a grace."""
 
-    def __init__(self, pgid: int) -> None:
+    def __init__(self, pgid: int, grace_s: float = KILL_GRACE_S) -> None:
         self.pgid = pgid
+        self.grace_s = grace_s
         self.term_at: float | None = None
         self.kill_at: float | None = None
         self.done_at = 0.0
+
+    def hurry(self) -> None:
+        """No more grace: the next step sends SIGKILL to whatever is left."""
+        self.grace_s = 0.0
 
     def step(self, now: float, leader_exited: bool) -> bool:
         """Advance; True once the leader has exited and no other member is alive.
@@ -365,7 +408,7 @@ class _GroupKiller:
             self.term_at = now
             self._signal(signal.SIGTERM)
         alive = not leader_exited or _group_alive(self.pgid)
-        if alive and self.kill_at is None and now >= self.term_at + KILL_GRACE_S:
+        if alive and self.kill_at is None and now >= self.term_at + self.grace_s:
             self.kill_at = now
             self._signal(signal.SIGKILL)
         given_up = self.kill_at is not None and now >= self.kill_at + KILL_GRACE_S

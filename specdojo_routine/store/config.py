@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -12,6 +13,34 @@ import orjson
 from specdojo_routine.core.errors import ConfigError
 
 CONFIG_RELPATH = Path(".specdojo") / "specdojo.config.json"
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"))
+
+
+class NotRegularFile(OSError):
+    """A path that must name a regular file names something else (``kind``: "a FIFO", ...)."""
+
+    def __init__(self, path: Path, kind: str) -> None:
+        super().__init__(f"{path}: not a regular file ({kind})")
+        self.path, self.kind = path, kind
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of ``path``, which must be a regular file (:class:`NotRegularFile`).
+
+    The file is opened non-blocking and checked with ``fstat`` before anything is read: a
+    FIFO, socket or device left at a path we read would otherwise block the command forever
+    (a FIFO with no writer) or never end. Other errors (``FileNotFoundError`` ...) propagate.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS if test(mode)), "not a file")
+            raise NotRegularFile(path, kind)
+        return handle.read()
 
 
 @attrs.frozen(kw_only=True)
@@ -102,7 +131,8 @@ def find_root(start: Path) -> Path | None:
     """The nearest directory at or above ``start`` holding ``.specdojo/specdojo.config.json``."""
     here = start.resolve()
     for candidate in (here, *here.parents):
-        if (candidate / CONFIG_RELPATH).is_file():
+        config = candidate / CONFIG_RELPATH
+        if config.exists() and not config.is_dir():  # a FIFO here is refused, not walked past
             return candidate
     return None
 
@@ -110,9 +140,12 @@ def find_root(start: Path) -> Path | None:
 def _load_config(root: Path) -> dict[str, object]:
     path = root / CONFIG_RELPATH
     try:
-        data = orjson.loads(path.read_bytes())
+        data = orjson.loads(read_regular(path))
     except FileNotFoundError:
         raise ConfigError(f"{path}: no SpecDojo config here; create it or pass --root") from None
+    except NotRegularFile as exc:
+        raise ConfigError(f"{path}: not a regular file ({exc.kind}); the SpecDojo config must "
+                          "be a regular JSON file - remove it and create the config") from None
     except orjson.JSONDecodeError as exc:
         raise ConfigError(f"{path}: invalid JSON ({exc}); fix the file") from None
     except OSError as exc:

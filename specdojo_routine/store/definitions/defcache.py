@@ -23,6 +23,9 @@ What is trusted, and why (trust only what we wrote and can verify):
 - The document carries a checksum of its entries: a truncated, damaged or hand-edited cache
   is ignored as a whole, and an entry that does not decode to exactly what this code writes
   (field by field) is ignored alone - either way the file is read and checked afresh.
+- Only a regular file is read: anything else at the cache's path (a FIFO would block every
+  command) is ignored like a damaged cache, and the next recording command replaces the entry
+  with a regular file (a rename over it: nothing is ever opened through it).
 - It lives beside the definitions and has their trust: whoever can write it can write them.
   A file whose text looks like it holds a secret (a token, a ``password:`` ...) is not cached,
   so no secret is copied out of the definitions.
@@ -49,6 +52,7 @@ import orjson
 
 from specdojo_routine.core.model import Routine
 from specdojo_routine.core.redact import redact
+from specdojo_routine.store.config import read_regular
 from specdojo_routine.store.definitions import routine_json
 
 CACHE_NAME = "definitions.json"
@@ -93,8 +97,8 @@ class DefinitionCache:
 
     def _read(self) -> dict[str, Any]:
         try:
-            doc = orjson.loads(self.path.read_bytes())
-        except (OSError, orjson.JSONDecodeError):
+            doc = orjson.loads(read_regular(self.path))
+        except (OSError, orjson.JSONDecodeError):  # NotRegularFile too: a FIFO is never read
             return {}
         if not isinstance(doc, dict) or doc.get("fingerprint") != self._print:
             return {}

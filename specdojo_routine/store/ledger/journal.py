@@ -15,8 +15,11 @@ repaired by moving the fragment to ``<ledger>.torn-<seq>`` and truncating the le
 complete line. Damage anywhere else is a :class:`CorruptLedgerError` and is never repaired.
 
 Each appended line carries ``prev``, the hash of the line before it (:mod:`.chain`, SPEC §5);
-:func:`read` checks it line by line. Every append and repair records the file's stamp before
-and after it (:mod:`.stamps`), which is how :mod:`.proven` knows a ledger only grew.
+:func:`read` checks it line by line. A :class:`Ledger` appends only to the file it was made
+for: a ledger renamed over or moved away while a command runs (a checkout, a sync client, a
+restore) gets nothing of what the command decided from the one it folded. Every append and
+repair records the file's stamp before and after it (:mod:`.stamps`), which is how
+:mod:`.proven` knows a ledger only grew.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import attrs
 import orjson
 
 from specdojo_routine.core.adopt import is_upstream_line, upstream_event
-from specdojo_routine.core.errors import CorruptLedgerError, TornLedgerError
+from specdojo_routine.core.errors import CorruptLedgerError, ReplacedLedgerError, TornLedgerError
 from specdojo_routine.store.ledger import chain
 from specdojo_routine.store.ledger.codec import encode, upgrade
 from specdojo_routine.store.ledger.ledgerlock import lock_exclusive, lock_shared, locked
@@ -227,11 +230,19 @@ def _place_fragment(tmp: Path, path: Path, seq: int, fragment: bytes) -> Path:
 
 
 class Ledger:
-    """A handle on one ledger file; every append is a locked, fsync'd transaction."""
+    """A handle on one ledger file; every append is a locked, fsync'd transaction.
+
+    The handle is pinned to the file at its path when it is made (its device and inode; a
+    ledger that does not exist yet is pinned by the append that creates it): a command makes
+    it before it folds, so every append goes to the file the command's state came from. If
+    the path names another file by then, or none, the append raises
+    :class:`ReplacedLedgerError` and writes nothing (and creates nothing).
+    """
 
     def __init__(self, path: Path | str, *, clock: Clock = wall_clock) -> None:
         self.path = Path(path)
         self.clock = clock
+        self._pinned = _identity(self.path)
 
     def __repr__(self) -> str:
         return f"Ledger({str(self.path)!r})"
@@ -245,9 +256,19 @@ class Ledger:
         batch = list(events)
         if not batch:
             return []
-        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT
-        with locked(self.path, flags, lock_exclusive) as fd:
+        flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if self._pinned is None else 0)
+        with contextlib.ExitStack() as held:
+            try:
+                fd = held.enter_context(locked(self.path, flags, lock_exclusive))
+            except FileNotFoundError:
+                if self._pinned is None:
+                    raise
+                raise ReplacedLedgerError(str(self.path), gone=True) from None
             tail = _scan_tail(fd, self.path)
+            if self._pinned is None:
+                self._pinned = (tail.dev, tail.ino)
+            elif self._pinned != (tail.dev, tail.ino):
+                raise ReplacedLedgerError(str(self.path), gone=False)
             if tail.torn:
                 _move_fragment(fd, self.path, tail)
             at, prev, lines = self.clock(), tail.head, []
@@ -274,6 +295,15 @@ class Ledger:
     def repair(self) -> Path | None:
         """See :func:`repair`."""
         return repair(self.path)
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the file at ``path`` now; None when there is none (or no access)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def tail(path: Path | str) -> Tail:

@@ -1,0 +1,135 @@
+"""An operator's stop (SPEC §6.5 "Stopped, not crashed"): SIGINT or SIGTERM to a runner.
+
+The process entry (``__main__``) :func:`install`\\ s the handlers. A signal then raises
+:class:`Stopped` (a :class:`KeyboardInterrupt`, carrying which signal it was) at once, as
+Ctrl-C does in any Python program - except inside :func:`deferred`, which a runner wraps
+around what must be recorded whole: an attempt from its ``attempt_started`` to its end, and
+every command it runs. There the signal is only noted (:func:`requested`), and the runner
+stops in order: the command's process group gets SIGTERM, up to :data:`GRACE_S` to end and
+then SIGKILL (:mod:`.runner`); no further action or command starts; the action and the
+attempt are recorded as ended with reason ``stopped by SIGINT`` / ``stopped by SIGTERM``
+(:func:`reason`); and when the outermost deferred section ends, :class:`Stopped` unwinds the
+command, so every lock is released, and the process exits 128 + the signal (130 / 143). A
+second signal during the grace cuts it short (SIGKILL now).
+
+Only a runner that dies without recording (SIGKILL, power loss) leaves an attempt open, to
+be reviewed as interrupted. A program that calls the library without installing these
+handlers keeps Python's own SIGINT behaviour.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from collections.abc import Iterator
+from types import FrameType
+
+__all__ = ["GRACE_S", "Stopped", "count", "deferred", "drain", "install", "reason",
+           "reason_for", "requested", "uninstall", "wakeup_fd"]
+
+GRACE_S = 10.0  # SIGTERM to the command's process group -> SIGKILL (SPEC §6.5)
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+_installed = False
+_requested: int | None = None  # the first stop signal received
+_count = 0  # stop signals received
+_depth = 0  # deferred sections entered and not left
+_pipe: tuple[int, int] | None = None  # written to by a deferred stop, so a wait wakes up
+
+
+class Stopped(KeyboardInterrupt):
+    """The command was stopped by ``signum`` (SIGINT or SIGTERM)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal: 130 for SIGINT, 143 for SIGTERM (what a shell reports)."""
+        return 128 + self.signum
+
+    def __str__(self) -> str:
+        return (f"{reason_for(self.signum)}: the running command, if any, was ended and what "
+                f"was running recorded as failed (reason \"{reason_for(self.signum)}\"); "
+                "nothing more was started and no attempt is left open - run the command "
+                "again to go on")
+
+
+def reason_for(signum: int) -> str:
+    """``stopped by SIGINT`` / ``stopped by SIGTERM``: the reason a stop is recorded with."""
+    return f"stopped by {signal.Signals(signum).name}"
+
+
+def install() -> None:
+    """Make SIGINT and SIGTERM an operator's stop for this process (the main thread only)."""
+    global _installed, _pipe
+    if _pipe is None:
+        _pipe = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    for signum in SIGNALS:
+        signal.signal(signum, _on_signal)
+    _installed = True
+
+
+def uninstall() -> None:
+    """Python's own handling again: SIGINT raises KeyboardInterrupt, SIGTERM terminates."""
+    global _installed
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _installed = False
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    global _requested, _count
+    _count += 1
+    if _requested is None:
+        _requested = signum
+    if _depth == 0 and _count == 1:  # a later one: the command is already stopping
+        raise Stopped(signum)
+    if _pipe is not None:
+        with contextlib.suppress(OSError):  # a full pipe is awake already
+            os.write(_pipe[1], b"\0")
+
+
+def requested() -> int | None:
+    """The stop signal received, if any (only ever set where :func:`install` ran)."""
+    return _requested
+
+
+def count() -> int:
+    """How many stop signals were received (a second one cuts the grace short)."""
+    return _count
+
+
+def reason() -> str | None:
+    """The reason to record for a stop requested, None when there is none."""
+    return None if _requested is None else reason_for(_requested)
+
+
+def wakeup_fd() -> int | None:
+    """A descriptor that becomes readable when a deferred stop arrives (for a ``select``)."""
+    return _pipe[0] if _pipe is not None and _installed else None
+
+
+def drain() -> None:
+    """Empty the wake-up pipe (its bytes only say "look at :func:`requested`")."""
+    if _pipe is not None:
+        with contextlib.suppress(OSError):
+            while os.read(_pipe[0], 512):
+                pass
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """Inside, a stop is noted instead of raised; leaving the outermost section with a stop
+    noted raises :class:`Stopped` (unless another exception is already on its way)."""
+    global _depth
+    _depth += 1
+    try:
+        yield
+    finally:
+        _depth -= 1
+    if _depth == 0 and _requested is not None:
+        raise Stopped(_requested)
+

@@ -1,0 +1,60 @@
+"""A FIFO where a command reads a file of its own (the project config, the definition cache)
+never blocks the command: only regular files are read.
+
+Each command runs in a subprocess with a timeout, so a regression fails instead of hanging.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+
+from tests.conftest import Project
+
+TIMEOUT_S = 20
+NOW = "2026-05-01T10:00:30Z"
+
+
+def test_a_fifo_as_the_project_config_is_one_line_and_exit_2(project: Project) -> None:
+    """--root names a project whose config is a FIFO: a usage/config error naming the path."""
+    config = project.root / ".specdojo" / "specdojo.config.json"
+    config.unlink()
+    os.mkfifo(config)
+    done = project.cli("list", timeout=TIMEOUT_S)
+    assert (2, 1) == (done.returncode, len(done.stderr.splitlines())), done.stderr
+    assert done.stderr.startswith(f"error: {config}: not a regular file (a FIFO)")
+
+
+def test_a_fifo_config_found_from_the_working_directory_is_refused_too(
+    project: Project,
+) -> None:
+    """Without --root the walk up stops at the project whose config is a FIFO (it is refused,
+    not passed over for a parent directory's project)."""
+    config = project.root / ".specdojo" / "specdojo.config.json"
+    config.unlink()
+    os.mkfifo(config)
+    done = subprocess.run([sys.executable, "-m", "specdojo_routine", "list"],
+                          cwd=project.root / "routines", env=project.env(),
+                          capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert (2, 1) == (done.returncode, len(done.stderr.splitlines())), done.stderr
+    assert f"{config}: not a regular file (a FIFO)" in done.stderr
+
+
+def test_a_fifo_as_the_definition_cache_is_ignored_and_replaced(project: Project) -> None:
+    """R/.cache/definitions.json as a FIFO: `list` reads the definitions without it, and the
+    next recording command writes a regular cache in its place (which `list` then uses)."""
+    project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [a]}\n")
+    cache = project.root / "routines" / ".cache" / "definitions.json"
+    cache.parent.mkdir()
+    os.mkfifo(cache)
+    listed = project.cli("list", "--now", NOW, timeout=TIMEOUT_S)
+    assert (0, "") == (listed.returncode, listed.stderr)
+    assert "rtn-a" in listed.stdout
+    ran = project.cli("run", "--due", "--now", NOW, timeout=TIMEOUT_S)
+    assert 0 == ran.returncode, ran.stderr
+    assert stat.S_ISREG(cache.lstat().st_mode)
+    assert cache.read_bytes().startswith(b"{")
+    again = project.cli("list", "--now", NOW, timeout=TIMEOUT_S)
+    assert (0, "") == (again.returncode, again.stderr)

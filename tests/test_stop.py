@@ -1,0 +1,245 @@
+"""SPEC §6.5 "Stopped, not crashed": SIGINT or SIGTERM to a runner (`run`, `release`, `job run`)
+is an operator's stop. The running action's process group gets SIGTERM, up to 10 s, then
+SIGKILL; `action_ended` and `attempt_ended` are recorded (failure, `stopped by SIG…`; a Job Run
+attempt `failed` with the same reason); every lock is released; the exit is 130 / 143. Only a
+runner that dies without recording (SIGKILL) leaves an interrupted attempt
+(tests/test_run_resilience.py).
+
+Real runners in subprocesses, real signals, real process groups (a grandchild included).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from specdojo_routine.store.locks.execlock import EXEC_LOCK_NAME
+from tests.conftest import Project
+
+T0 = "2026-05-01T10:00:30Z"
+T1 = "2026-05-01T12:00:30Z"
+CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+
+def _wait_for(predicate: Any, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError("condition not reached in time")
+
+
+def _members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes of group ``pgid`` (a reaper-less PID 1 may keep zombies)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_bytes().rpartition(b")")[2].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            found.append(int(entry.name))
+    return found
+
+
+def _group_gone(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True
+    return not _members(pgid)
+
+
+def _cli_running(project: Project, body: str) -> dict[str, str]:
+    """A SpecDojo CLI stand-in that records its process group (it leads it) and runs ``body``
+    (while a marker file is absent: afterwards it exits 0 at once)."""
+    script = project.root / "sleepy-cli"
+    script.write_text("#!/bin/sh\n"
+                      f'if [ -e "{project.root}/done" ]; then exit 0; fi\n'
+                      f'echo $$ > "{project.root}/pgid"\n{body}\n')
+    script.chmod(0o755)
+    return project.env(SPECDOJO_CLI=str(script))
+
+
+def _pgid(project: Project) -> int:
+    marker = project.root / "pgid"
+    _wait_for(lambda: marker.exists() and marker.read_text().strip())
+    pgid = int(marker.read_text())
+    _wait_for(lambda: len(_members(pgid)) >= 3)  # the script, sh, and the sleeps it started
+    return pgid
+
+
+def _routine_lock_free(project: Project) -> bool:
+    locks = project.root / "routines" / ".locks"
+    with open(locks / "routine-run.flock", "rb") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+    return not (locks / "routine-run.lock").exists()  # the announcement went with it
+
+
+def _exec_lock_free(project: Project) -> bool:
+    return not (project.root / "execution" / "exec" / ".locks" / EXEC_LOCK_NAME).exists()
+
+
+def _stop(proc: Any, signum: int) -> tuple[int, str, float]:
+    t0 = time.monotonic()
+    proc.send_signal(signum)
+    code = proc.wait(timeout=60)
+    return code, proc.stderr.read(), time.monotonic() - t0
+
+
+@pytest.mark.parametrize(("signum", "script"), [
+    (signal.SIGTERM, False), (signal.SIGTERM, True), (signal.SIGINT, False),
+], ids=["SIGTERM python -m", "SIGTERM specdojo-routine", "SIGINT python -m"])
+def test_a_stopped_run_records_the_stop_kills_the_group_and_frees_the_locks(
+    project: Project, signum: signal.Signals, script: bool,
+) -> None:
+    """`run --due` stopped while its action (with a grandchild) sleeps: exit 130 / 143, the
+    group is gone, action_ended and attempt_ended say `stopped by SIG…`, the second action
+    never starts, both locks are free and the next run is not refused as interrupted."""
+    project.routine("rtn-stop", """\
+        interval: 1h
+        action:
+          - {kind: specdojo, args: [sleepy]}
+          - {kind: specdojo, args: [after]}
+        """)
+    env = _cli_running(project, "sh -c 'sleep 60 & sleep 60'")
+    proc = project.popen("run", "--due", "--now", T0, env=env, script=script)
+    pgid = _pgid(project)
+    code, stderr, _ = _stop(proc, signum)
+    reason = f"stopped by {signum.name}"
+    assert CODES[signum] == code, stderr
+    assert 1 == len(stderr.splitlines()) and stderr.startswith(f"error: {reason}"), stderr
+    assert _group_gone(pgid), _members(pgid)
+    events = project.events()
+    assert ["attempt_started", "action_started", "action_ended", "attempt_ended"] == [
+        e["type"] for e in events[-4:]]
+    action, attempt = events[-2], events[-1]
+    assert ("failure", reason, 1) == (action["result"], action["reason"], action["index"])
+    assert ("failure", reason, "T-04") == (attempt["result"], attempt["reason"],
+                                           attempt["transition"])
+    assert [{"index": 1, "kind": "specdojo", "result": "failure"}] == attempt["action_results"]
+    assert "failure" == project.state()["routines"]["rtn-stop"]["status"]  # published
+    assert _routine_lock_free(project) and _exec_lock_free(project)
+    (project.root / "done").touch()
+    again = project.cli("run", "--due", "--now", T1, env=env)
+    assert 0 == again.returncode, again.stderr
+    assert "interrupted" not in again.stderr
+    assert ("attempt_ended", "success") == (project.events()[-1]["type"],
+                                            project.events()[-1]["result"])
+
+
+def test_a_command_that_ignores_sigterm_is_killed_after_the_grace(project: Project) -> None:
+    """The action's group ignores SIGTERM: it gets SIGKILL after the 10 s grace; the stop is
+    recorded all the same (exit 143)."""
+    project.routine("rtn-stubborn", "interval: 1h\naction: {kind: specdojo, args: [sleepy]}\n")
+    env = _cli_running(project, "trap '' TERM\nsh -c 'sleep 60 & sleep 60'")
+    proc = project.popen("run", "--due", "--now", T0, env=env)
+    pgid = _pgid(project)
+    code, stderr, took = _stop(proc, signal.SIGTERM)
+    assert 143 == code, stderr
+    assert 9.5 <= took < 30, took
+    assert _group_gone(pgid), _members(pgid)
+    assert ("attempt_ended", "stopped by SIGTERM") == (project.events()[-1]["type"],
+                                                      project.events()[-1]["reason"])
+    assert _routine_lock_free(project)
+
+
+def _run_ledger(project: Project) -> list[dict[str, Any]]:
+    [ledger] = (project.root / "execution" / "jobs" / "runs").glob("*.jsonl")
+    return [orjson.loads(line) for line in ledger.read_bytes().splitlines()]
+
+
+def _sleepy_job(project: Project) -> None:
+    """job-sleepy: records its group and sleeps (with a grandchild) until ``done`` exists."""
+    command = (f"if [ -e {project.root}/done ]; then exit 0; fi; "
+               f"echo $$ > {project.root}/pgid; sh -c 'sleep 60 & sleep 60'")
+    project.job("job-sleepy", f"""\
+        name: Sleepy
+        task:
+          mode: command
+          command: {orjson.dumps(command).decode()}
+        run:
+          idempotency_key: "{{{{job_id}}}}"
+        """)
+
+
+def test_job_run_stopped_records_a_failed_attempt_and_retries_next_time(
+    project: Project,
+) -> None:
+    """`job run` stopped by SIGTERM: the Job Run attempt is `failed`, reason `stopped by
+    SIGTERM`; exit 143; the exec lock is free; the next `job run` is attempt 2, not refused as
+    interrupted."""
+    _sleepy_job(project)
+    proc = project.popen("job", "run", "--job", "job-sleepy", "--scheduled-at", T0)
+    pgid = _pgid(project)
+    code, stderr, _ = _stop(proc, signal.SIGTERM)
+    assert 143 == code, stderr
+    assert _group_gone(pgid), _members(pgid)
+    ended = _run_ledger(project)[-1]
+    assert ("attempt_ended", 1, "failed", "stopped by SIGTERM") == (
+        ended["type"], ended["attempt"], ended["status"], ended["reason"])
+    assert _exec_lock_free(project)
+    (project.root / "done").touch()
+    again = project.cli("job", "run", "--job", "job-sleepy", "--scheduled-at", T0)
+    assert 0 == again.returncode, again.stderr
+    assert (2, "succeeded") == (_run_ledger(project)[-1]["attempt"],
+                                _run_ledger(project)[-1]["status"])
+
+
+def test_a_routine_job_action_stopped_by_sigint_closes_both_attempts(project: Project) -> None:
+    """SIGINT while a routine's job action runs: the Job Run attempt is `failed` and the
+    routine attempt a failure, both `stopped by SIGINT`; exit 130; both locks are free."""
+    _sleepy_job(project)
+    project.routine("rtn-job", "interval: 1h\naction: {kind: job, job: job-sleepy}\n")
+    proc = project.popen("run", "--due", "--now", T0)
+    pgid = _pgid(project)
+    code, stderr, _ = _stop(proc, signal.SIGINT)
+    assert 130 == code, stderr
+    assert _group_gone(pgid), _members(pgid)
+    run_end = _run_ledger(project)[-1]
+    assert ("failed", "stopped by SIGINT") == (run_end["status"], run_end["reason"])
+    action, attempt = project.events()[-2:]
+    assert ("action_ended", "failure", "stopped by SIGINT") == (
+        action["type"], action["result"], action["reason"])
+    assert ("attempt_ended", "failure", "stopped by SIGINT") == (
+        attempt["type"], attempt["result"], attempt["reason"])
+    assert _routine_lock_free(project) and _exec_lock_free(project)
+
+
+def test_release_stopped_by_sigterm_records_its_attempt_as_stopped(project: Project) -> None:
+    """`release --run latest` is a runner too: stopped mid-action it records the released
+    attempt's end (`stopped by SIGTERM`), frees the lock and exits 143."""
+    project.routine("rtn-held", """\
+        trigger: {cron: "0 * * * *", timezone: UTC}
+        policy: {on_failure: hold}
+        action: {kind: specdojo, args: [work]}
+        """)
+    project.exit_codes({"work": 1})
+    assert 1 == project.cli("run", "--due", "--now", "2026-05-01T10:00:10Z").returncode
+    project.exit_codes({})
+    assert 0 == project.cli("run", "--due", "--now", "2026-05-01T11:00:10Z").returncode
+    env = _cli_running(project, "sh -c 'sleep 60 & sleep 60'")
+    proc = project.popen("release", "rtn-held", "--run", "latest", "--now",
+                         "2026-05-01T11:30:00Z", env=env)
+    pgid = _pgid(project)
+    code, stderr, _ = _stop(proc, signal.SIGTERM)
+    assert 143 == code, stderr
+    assert _group_gone(pgid), _members(pgid)
+    started = [e for e in project.events() if e["type"] == "attempt_started"][-1]
+    ended = project.events()[-1]
+    assert ("release", "attempt_ended", started["attempt_id"], "stopped by SIGTERM") == (
+        started["trigger"], ended["type"], ended["attempt_id"], ended["reason"])
+    assert _routine_lock_free(project)
