@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from specdojo_routine.core import errors, timefmt
+from specdojo_routine.store.locks import execlock
 from specdojo_routine.store.locks import routine as locks
-from specdojo_routine.store.locks.routine import LockInfo, execlock
+from specdojo_routine.store.locks.routine import LockInfo
 
 HELPER = Path(__file__).with_name("lockhelper.py")
 HOST = socket.gethostname()

@@ -8,8 +8,8 @@ release rename the directory to a unique name before deleting it, under a brief 
 ``exec-run.takeover.flock`` so that racing take-overs re-check one after the other (one winner).
 A caller whose ``SPECDOJO_EXEC_RUN_LOCK_TOKEN`` is the owner's token shares the lock.
 
-Shared helpers are reached as ``locks.<name>`` at call time (as before the split, patching them
-on ``locks`` affects this module too); ``locks`` re-exports the names defined here.
+Shared helpers are reached as ``locks.<name>`` (the routine lock module) at call time, so that
+patching them there affects this module too.
 """
 
 from __future__ import annotations

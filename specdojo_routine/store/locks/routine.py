@@ -13,8 +13,6 @@ that such a probe cannot cause a spurious "busy", an acquirer retries for ``BUSY
 ``list`` and the dry run ask through ``status_soon``: ``/proc/locks`` is read on a thread while
 they load the definitions or select (its first read in a process waits ~20 ms in the kernel),
 the rest in the caller, at once.
-
-The exec-lock names are re-exported at the bottom, so ``locks.exec_lock`` etc. keep working.
 """
 
 from __future__ import annotations
