@@ -113,8 +113,9 @@ def start_holder(root: Path, url: str, other: Path) -> subprocess.Popen[str]:
 
 def test_two_hosts_exclude_each_other_through_redis(redis_url: str, tmp_path: Path) -> None:
     """While host A runs, host B's run is refused (75, nothing recorded) and its `list` shows
-    A as the holder; without the lock URL, B would have run; after A ends, B runs."""
-    a, b = host(tmp_path / "host-a", sleep=3), host(tmp_path / "host-b")
+    A as the holder; without the lock URL, B would have run; after A ends, B runs (A's action
+    lasts long enough for B's three commands on a loaded machine)."""
+    a, b = host(tmp_path / "host-a", sleep=8), host(tmp_path / "host-b")
     holder = start_holder(a, redis_url, b)
     lock = lock_of(b, redis_url)
     refused = run(b, redis_url)
@@ -180,3 +181,82 @@ def test_without_the_url_the_file_lock_alone_is_used(tmp_path: Path) -> None:
     """The variable unset (or empty): no Redis is needed at all."""
     b = host(tmp_path / "host-b")
     assert (0, 0) == (run(b, None).returncode, run(b, "").returncode)
+
+
+# --------------------------------------------------------------------------- passwords, URLs
+
+SECRET = "s3cretPW"
+
+
+def _all_commands(root: Path, url: str) -> list[subprocess.CompletedProcess[str]]:
+    done = []
+    for args in (("list",), ("list", "--json"), ("run", "--due"), ("run", "--due", "--dry-run")):
+        shown = cli(root, *args, url=url)
+        assert isinstance(shown, subprocess.CompletedProcess)
+        done.append(shown)
+    return done
+
+
+@pytest.mark.parametrize("shape", [
+    "redis:/:{pw}@127.0.0.1/0", "redis//:{pw}@127.0.0.1/0", "redis:///:{pw}@127.0.0.1/0",
+    "redis:{pw}@127.0.0.1", "redis://:{pw}/x@127.0.0.1/0", "redis://:{pw}@127.0.0.1:notaport/0",
+    "redis://:{pw}@127.0.0.1:99999/0", "redis://:{pw}@[::1/0", "redis://u:{pw}@127.0.0.1/x",
+    "redis://:{pw}@127.0.0.1:{port}/0", "redis://127.0.0.1:{port}/0?password={pw}",
+    "redis://:{pw}%2Fx@127.0.0.1:{port}/0",
+])
+def test_a_password_never_reaches_the_output(shape: str, tmp_path: Path) -> None:
+    """Whatever the URL's shape - mistyped, malformed, or a server that is down - `list`,
+    `run` and the dry run say one `error:` line (exit 2) that holds no part of the password."""
+    b = host(tmp_path / "host-b")
+    url = shape.format(pw=SECRET, port=free_port())
+    for done in _all_commands(b, url):
+        assert SECRET[:6] not in done.stdout + done.stderr, done.args
+        assert "PW" not in done.stderr.replace("SPECDOJO_ROUTINE", ""), done.stderr
+        assert (2, 1) == (done.returncode, len(done.stderr.splitlines())), done.stderr
+        assert "internal error" not in done.stderr
+
+
+@pytest.mark.parametrize(("url", "why"), [
+    ("redis://127.0.0.1:notaport/0", "its port is not a number from 1 to 65535"),
+    ("redis://127.0.0.1:65536/0", "its port is not a number from 1 to 65535"),
+    ("redis://127.0.0.1:0/0", "its port is not a number from 1 to 65535"),
+    ("redis://[::1:6379/0", "its host is not valid (an IPv6 address is written in brackets"),
+    ("redis://127.0.0.1:6379/zero", "its database is not a number"),
+])
+def test_a_malformed_lock_url_is_a_usage_error(url: str, why: str, tmp_path: Path) -> None:
+    """A port that is not a number or out of range, an unclosed IPv6 bracket, a database that
+    is not a number: exit 2 and one line saying which part is wrong - never an internal
+    error."""
+    b = host(tmp_path / "host-b")
+    for done in _all_commands(b, url):
+        assert (2, 1) == (done.returncode, len(done.stderr.splitlines())), done.stderr
+        assert done.stderr.startswith("error: SPECDOJO_ROUTINE_LOCK_URL="), done.stderr
+        assert why in done.stderr
+    assert not (b / "routines" / "generated").exists()
+
+
+def test_without_the_redis_package_run_and_list_say_the_same(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """With `import redis` failing (a stand-in package that raises ImportError), `list` and
+    `run` both name the `[redis]` extra and exit 2 (configuration); nothing is run."""
+    blocker = tmp_path / "no-redis"
+    (blocker / "redis").mkdir(parents=True)
+    (blocker / "redis" / "__init__.py").write_text(
+        "raise ImportError('No module named redis (blocked by the test)')\n")
+    b = host(tmp_path / "host-b")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("SPECDOJO_PROJECT", "SPECDOJO_ROUTINE_LOCK_URL")}
+    env.update(SPECDOJO_CLI=str(FAKE_CLI), FAKE_SPECDOJO_LOG=str(b / "calls.log"),
+               SPECDOJO_ROUTINE_LOCK_URL=redis_url,
+               PYTHONPATH=os.pathsep.join([str(blocker), env.get("PYTHONPATH", "")]))
+    seen = []
+    for args in (("list",), ("run", "--due")):
+        done = subprocess.run([sys.executable, "-m", "specdojo_routine", *args, "--root", str(b)],
+                              cwd=REPO, env=env, capture_output=True, text=True, timeout=60,
+                              check=False)
+        seen.append((done.returncode, done.stderr))
+    expected = (f"error: SPECDOJO_ROUTINE_LOCK_URL={redis_url}: the redis package is not "
+                "installed (pip install 'specdojo_routine[redis]')\n")
+    assert [(2, expected), (2, expected)] == seen
+    assert not (b / "calls.log").exists()
