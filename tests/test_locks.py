@@ -716,3 +716,38 @@ def test_list_and_dry_run_read_the_lock_right_after_the_view(
     else:
         handlers.run(paths, dry_run=True, now=AT_DT, env={})
     assert expected == order
+
+
+# --------------------------------------------------------------------------- symbolic links
+
+
+PRECIOUS = b"somebody's data\n"
+
+
+def _planting(monkeypatch: pytest.MonkeyPatch, dir_name: str, link_name: str,
+              target: Path) -> None:
+    """Right after ``mkdir`` of ``dir_name``, plant ``link_name`` inside it, pointing at
+    ``target`` (what a hostile or confused process could do in that moment)."""
+    real_mkdir = os.mkdir
+
+    def mkdir(path: object, *args: object, **kwargs: object) -> None:
+        real_mkdir(path, *args, **kwargs)  # type: ignore[arg-type]
+        if Path(str(path)).name == dir_name:
+            (Path(str(path)) / link_name).symlink_to(target)
+
+    monkeypatch.setattr(os, "mkdir", mkdir)
+
+
+def test_the_announced_owner_is_never_written_through_a_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A link named owner.json appears in the directory we just made: our owner.json
+    replaces the link (a new file renamed into place) and the linked file is untouched."""
+    target = tmp_path / "precious.txt"
+    target.write_bytes(PRECIOUS)
+    locks_dir = tmp_path / "locks"
+    _planting(monkeypatch, "routine-run.lock", "owner.json", target)
+    with locks.routine_lock(locks_dir, clock=fixed_clock()):
+        owner = locks_dir / "routine-run.lock" / "owner.json"
+        shape = (owner.is_symlink(), json.loads(owner.read_bytes())["pid"])
+    assert ((False, os.getpid()), PRECIOUS) == (shape, target.read_bytes())

@@ -4,7 +4,8 @@ Routine lock: an exclusive non-blocking flock on ``R/.locks/routine-run.flock``;
 writes ``{"pid", "host", "acquired_at"}`` into the file (never deleted). The kernel drops it when
 the holder dies; a live holder is never robbed. The upstream ``routine-run.lock/`` directory is
 honoured and, while we hold the flock, held by us too (``announce``; SPEC §6.2): a directory
-at most 1 hour old is busy unless our own crash left it (our tool, this host, a dead pid).
+at most 1 hour old is busy unless our own crash left it (our tool, this host, a dead pid); if it
+cannot be announced, nothing runs.
 
 ``routine_lock_status`` takes no lock on Linux: it looks up the file's inode in ``/proc/locks``
 (matching device+inode, or inode + the pid the holder wrote, since overlayfs/btrfs report another
@@ -111,14 +112,31 @@ def routine_lock(
                 fh.truncate()
                 fh.write(orjson.dumps(record) + b"\n")
                 fh.flush()
-                announced = announce.claim(locks_dir, pid=os.getpid(), host=this_host(),
-                                           acquired_at=timefmt.format_s(now))
-                try:
+                with _announced(locks_dir, now):  # released before the flock is
                     yield info
-                finally:
-                    announce.release(announced, pid=os.getpid())  # before the flock is released
         finally:
             portalocker.unlock(fh)
+
+
+@contextlib.contextmanager
+def _announced(locks_dir: Path, now: datetime) -> Iterator[None]:
+    """Hold the upstream directory (SPEC §6.2) for the ``with`` block; busy or impossible to
+    announce -> raise, so that nothing runs unannounced."""
+    where = locks_dir / UPSTREAM_ROUTINE_LOCK_NAME
+    try:
+        path = announce.claim(locks_dir, pid=os.getpid(), host=this_host(),
+                              acquired_at=timefmt.format_s(now), now=now, alive=pid_alive)
+    except announce.Busy as busy:
+        raise _routine_busy(where, busy.holder.pid, busy.holder.host,
+                            busy.holder.since) from None
+    except OSError as exc:
+        raise errors.RoutineError(
+            f"cannot announce the run to the SpecDojo CLI in {where}: "
+            f"{errors.environment_error(exc)}; nothing was run") from None
+    try:
+        yield
+    finally:
+        announce.release(path, pid=os.getpid())
 
 
 def routine_lock_status(
