@@ -1,8 +1,8 @@
 """SPEC §6.2 / §10 rule 5: while our run holds the routine flock it also holds the upstream
 CLI's ``routine-run.lock/`` directory, so the upstream CLI sees it busy; a directory our own
 crash left behind is recognised and removed by our next run, a stale one is renamed aside, one
-upstream makes while we claim is never touched, and a run that cannot announce itself runs
-nothing and leaves nothing."""
+upstream makes while we claim is never touched, the held one is kept fresh, and a run that
+cannot announce itself runs nothing and leaves nothing."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
@@ -22,6 +23,7 @@ import pytest
 from conftest import Project
 
 from specdojo_routine.core import errors
+from specdojo_routine.store.locks import announce
 from specdojo_routine.store.locks import routine as locks
 
 
@@ -233,6 +235,39 @@ def test_a_stale_directory_upstream_takes_over_meanwhile_is_put_back(
     finally:
         for proc, _ in made:
             proc.communicate()
+
+
+# --------------------------------------------------------------------------- kept fresh
+
+
+def test_the_announced_directory_is_kept_fresh_during_a_long_action(project: Project) -> None:
+    """Its mtime set two hours back while a slow action runs, the directory is fresh again
+    within a refresh: upstream (stale after an hour) keeps seeing it busy. The refresh
+    interval is shortened for the test by a wrapper that sets ``announce.REFRESH_S`` before
+    the CLI starts (the product's own interval is within SPEC's 60 s)."""
+    project.routine("rtn-slow", "interval: 1h\naction: {kind: specdojo, args: [sleep-5]}\n")
+    wrapper = ("import sys; from specdojo_routine.store.locks import announce; "
+               "announce.REFRESH_S = 0.2; sys.argv[0] = 'specdojo-routine'; "
+               "from specdojo_routine.__main__ import main; main()")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", wrapper, "run", "--due", "--root", str(project.root)],
+        cwd=project.root, env=project.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    _wait_for(project.log, proc)
+    lock = _lock_dir(project)
+    back = time.time() - 7200
+    os.utime(lock, (back, back))
+    deadline = time.monotonic() + 3
+    while time.time() - lock.stat().st_mtime > 60 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    age = time.time() - lock.stat().st_mtime
+    busy = announce.holder(lock.parent, now=datetime.now(UTC), host="upstream.example",
+                           alive=lambda pid: True)
+    running = proc.poll() is None
+    out, err = proc.communicate(timeout=60)
+    assert (True, True, proc.pid) == (age < 60, running, busy and busy.pid), (age, out, err)
+    assert 0 == proc.returncode, err
+    assert announce.REFRESH_S <= 30  # at least every 60 s, even when a beat comes late
 
 
 # --------------------------------------------------------------------------- a full disk

@@ -22,6 +22,11 @@ So a run of ours is always announced before it delegates anything: a directory i
 create or finish (no space, no inode, no permission) is removed again and the error raised,
 and nothing runs.
 
+While held (:func:`kept`), a heartbeat thread refreshes the directory's mtime every
+``REFRESH_S``: upstream judges staleness by that mtime, and a run (or one action) longer than an
+hour must not look stale. A thread, because an action may run for hours in one blocking call;
+it only touches the directory while ``owner.json`` is still ours.
+
 Lock files are never written through a symbolic link: ``owner.json`` is written to a new file
 (``O_EXCL | O_NOFOLLOW``) and renamed into place.
 """
@@ -33,7 +38,8 @@ import errno
 import os
 import shutil
 import stat
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -47,6 +53,10 @@ DIR_NAME = "routine-run.lock"
 OWNER_NAME = "owner.json"
 TOOL = "specdojo_routine"
 STALE_AFTER = timedelta(hours=1)
+#: How often the held directory's mtime is refreshed: half the most a refresh may be late
+#: (SPEC §6.2: at least every 60 s), so a late wake-up of the thread still keeps it.
+REFRESH_S = 30.0
+HEARTBEAT_THREAD = "specdojo-routine-announce-heartbeat"
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -235,3 +245,31 @@ def release(path: Path | None, *, pid: int) -> None:
         pass
     except OSError:  # something was put inside our directory: it goes with it
         shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def kept(path: Path, *, pid: int) -> Iterator[None]:
+    """Keep the directory we claimed fresh (its mtime) while the ``with`` block runs, then
+    :func:`release` it."""
+    stop = threading.Event()
+    beat = threading.Thread(target=_heartbeat, args=(path, pid, REFRESH_S, stop),
+                            name=HEARTBEAT_THREAD, daemon=True)
+    try:
+        beat.start()
+        yield
+    finally:
+        stop.set()
+        if beat.ident is not None:
+            beat.join()
+        release(path, pid=pid)
+
+
+def _heartbeat(path: Path, pid: int, interval_s: float, stop: threading.Event) -> None:
+    while not stop.wait(interval_s):
+        owner = _owner(path)
+        if owner.get("pid") != pid or owner.get("tool") != TOOL:
+            return  # no longer ours: never keep someone else's directory fresh
+        try:
+            os.utime(path, follow_symlinks=False)
+        except OSError:
+            return

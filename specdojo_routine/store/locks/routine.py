@@ -133,10 +133,8 @@ def _announced(locks_dir: Path, now: datetime) -> Iterator[None]:
         raise errors.RoutineError(
             f"cannot announce the run to the SpecDojo CLI in {where}: "
             f"{errors.environment_error(exc)}; nothing was run") from None
-    try:
+    with announce.kept(path, pid=os.getpid()):
         yield
-    finally:
-        announce.release(path, pid=os.getpid())
 
 
 def routine_lock_status(
