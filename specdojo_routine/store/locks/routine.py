@@ -2,10 +2,11 @@
 
 Routine lock: an exclusive non-blocking flock on ``R/.locks/routine-run.flock``; the holder then
 writes ``{"pid", "host", "acquired_at"}`` into the file (never deleted). The kernel drops it when
-the holder dies; a live holder is never robbed. The upstream ``routine-run.lock/`` directory is
-honoured and, while we hold the flock, held by us too (``announce``; SPEC §6.2): a directory
-at most 1 hour old is busy unless our own crash left it (our tool, this host, a dead pid); if it
-cannot be announced, nothing runs.
+the holder dies; a live holder is never robbed. The file is opened with ``O_NOFOLLOW``: a
+symbolic link there is refused (one line), so the lock never truncates or writes the file a
+link points to. The upstream ``routine-run.lock/`` directory is honoured and, while we hold the
+flock, held by us too (``announce``; SPEC §6.2): a directory at most 1 hour old is busy unless
+our own crash left it (our tool, this host, a dead pid); if it cannot be announced, nothing runs.
 
 ``routine_lock_status`` takes no lock on Linux: it looks up the file's inode in ``/proc/locks``
 (matching device+inode, or inode + the pid the holder wrote, since overlayfs/btrfs report another
@@ -19,6 +20,7 @@ the rest in the caller, at once.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import os
 import re
@@ -78,6 +80,7 @@ class LockInfo:
 
 
 _FREE = LockInfo(held=False, pid=None, host=None, acquired_at=None, suspicious=False)
+_OPEN_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @contextlib.contextmanager
@@ -92,7 +95,7 @@ def routine_lock(
     path = locks_dir / ROUTINE_FLOCK_NAME
     try:
         locks_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(path, _OPEN_FLAGS, 0o644)
     except OSError as exc:
         raise _unusable(path, exc) from None
     with os.fdopen(fd, "r+b") as fh:
@@ -242,6 +245,10 @@ def _shared_lock(
 
 
 def _unusable(path: Path, exc: OSError) -> errors.RoutineError:
+    if exc.errno == errno.ELOOP:  # O_NOFOLLOW met a symbolic link
+        return errors.RoutineError(
+            f"cannot use the lock {exc.filename or path}: it is a symbolic link, and a lock "
+            "file is never written through one (remove the link and run the command again)")
     return errors.RoutineError(
         f"cannot use the lock {path}: {exc.strerror or exc} ({errors.remedy(exc)})")
 
@@ -277,7 +284,8 @@ def _routine_busy(
 def _read_holder(path: Path) -> tuple[int | None, str | None, str | None]:
     """``(pid, host, acquired_at)`` from the lock file; ``None`` for what cannot be read."""
     try:
-        raw = orjson.loads(path.read_bytes())
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb") as fh:
+            raw = orjson.loads(fh.read(65536))
     except (OSError, orjson.JSONDecodeError):
         raw = None
     raw = raw if isinstance(raw, dict) else {}
@@ -315,7 +323,7 @@ def held_in_proc_locks(table: str, *, dev: int, ino: int, pid_hint: int | None) 
 
 def _probe_held(path: Path) -> bool:
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return False
     with os.fdopen(fd, "rb") as fh:
