@@ -719,6 +719,34 @@ def test_list_and_dry_run_read_the_lock_right_after_the_view(
     assert expected == order
 
 
+@pytest.mark.parametrize(("where", "age_s", "taken_over"), [
+    ("another host", 31, True), ("another host", 20, False),
+    ("this host", 31, False), ("this host", 3600, False)])
+def test_only_a_holder_whose_liveness_cannot_be_checked_ages_out(
+    tmp_path: Path, where: str, age_s: int, taken_over: bool
+) -> None:
+    """A real live process holds the exec lock and its heartbeat is old (mtime set back with
+    os.utime): on another host the 30 s rule is all there is, so it is taken over after 30 s;
+    on this host it is alive, and a live holder is never robbed, whatever the heartbeat's age
+    (SPEC §7.7)."""
+    live = subprocess.Popen(["sleep", "60"])
+    try:
+        lock_dir = make_lock(tmp_path, pid=live.pid,
+                             host="elsewhere.example" if where == "another host" else HOST)
+        set_mtime(lock_dir, time.time() - age_s)
+        try:
+            with execlock.exec_lock(tmp_path, actor="routine", env={}) as handle:
+                pass
+            outcome = handle.token != "1-ab"
+        except execlock.ExecLockBusy:
+            outcome = False
+            assert "1-ab" == owner_of(lock_dir)["token"]  # left as it was
+    finally:
+        live.kill()
+        live.wait()
+    assert taken_over == outcome
+
+
 # --------------------------------------------------------------------------- symbolic links
 
 
