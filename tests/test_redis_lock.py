@@ -260,3 +260,140 @@ def test_without_the_redis_package_run_and_list_say_the_same(
                 "installed (pip install 'specdojo_routine[redis]')\n")
     assert [(2, expected), (2, expected)] == seen
     assert not (b / "calls.log").exists()
+
+
+# --------------------------------------------------------------------------- a paused holder
+
+
+def _stopped(proc: subprocess.Popen[str]) -> bool:
+    state = Path(f"/proc/{proc.pid}/stat").read_text().rpartition(")")[2].split()[0]
+    return state == "T"
+
+
+def test_a_paused_holder_is_never_robbed(redis_url: str, tmp_path: Path) -> None:
+    """Host A holds the lock and is stopped (SIGSTOP) for a few seconds - far longer than
+    portalocker's default one-second patience - while host B tries: B is refused (75) and A's
+    connection is left alone, so once A goes on, a third try is refused too, and A ends its
+    run normally without having lost the lock."""
+    a, b = host(tmp_path / "host-a", sleep=10), host(tmp_path / "host-b")
+    holder = start_holder(a, redis_url, b)
+    os.kill(holder.pid, signal.SIGSTOP)
+    try:
+        contender = cli(b, "run", "--due", url=redis_url, popen=True)
+        assert isinstance(contender, subprocess.Popen)
+        time.sleep(3.5)
+        assert _stopped(holder)
+    finally:
+        os.kill(holder.pid, signal.SIGCONT)
+    _, refused = contender.communicate(timeout=90)
+    again = run(b, redis_url)
+    out, err = holder.communicate(timeout=60)
+    assert (75, 75) == (contender.returncode, again.returncode), refused + again.stderr
+    assert "Another routine run is in progress" in refused
+    assert not (b / "calls.log").exists()
+    assert (0, "") == (holder.returncode, err), out
+
+
+# --------------------------------------------------------------------------- a lost lock
+
+
+class _Server:
+    """A redis-server of the test's own on a fixed port, which can be restarted empty."""
+
+    def __init__(self, work: Path) -> None:
+        self.port, self.work, self.proc = free_port(), work, None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [str(SERVER), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", str(self.work)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as sock:
+                    sock.sendall(b"PING\r\n")
+                    if sock.recv(16).startswith(b"+PONG"):
+                        return
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "redis-server did not start"
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+            self.proc = None
+
+
+@pytest.fixture
+def own_server(tmp_path: Path) -> Iterator[_Server]:
+    pytest.importorskip("redis", reason="the redis package is not installed ([redis] extra)")
+    server = _Server(tmp_path)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _kill_subscription(url: str, channel_name: str) -> None:
+    """CLIENT KILL the connection that holds the lock (portalocker names it after the
+    channel)."""
+    import redis
+
+    client = redis.Redis.from_url(url, decode_responses=True)
+    try:
+        holders = [c for c in client.client_list()
+                   if c.get("name", "").startswith(f"{channel_name}-lock-")]
+        assert 1 == len(holders), holders
+        client.client_kill_filter(_id=holders[0]["id"])
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("how", ["client-kill", "redis-restart"])
+def test_a_holder_that_loses_the_lock_skips_the_rest(
+    own_server: _Server, tmp_path: Path, how: str
+) -> None:
+    """The holder's lock is lost mid-run - its connection killed, or Redis restarted empty -
+    while the first of two actions runs: the second is not started but recorded skipped with
+    reason `routine lock lost`, the attempt ends (skipped), one `error:` line says so, and
+    the run exits 75."""
+    a = tmp_path / "host-a"
+    Project(a).routine("rtn-pair", "interval: 1m\naction:\n"
+                       "  - {kind: specdojo, args: [first, sleep-4]}\n"
+                       "  - {kind: specdojo, args: [second]}\n")
+    holder = cli(a, "run", "--due", url=own_server.url, popen=True)
+    assert isinstance(holder, subprocess.Popen)
+    deadline = time.monotonic() + 30
+    while "first" not in ((a / "calls.log").read_text() if (a / "calls.log").exists() else ""):
+        assert holder.poll() is None, holder.communicate()
+        assert time.monotonic() < deadline, "the first action never started"
+        time.sleep(0.05)
+    if how == "client-kill":
+        _kill_subscription(own_server.url, "specdojo_routine:0:routine-run:demo")
+    else:
+        own_server.stop()
+        own_server.start()
+    out, err = holder.communicate(timeout=60)
+    events = [json.loads(line) for line in
+              (a / "routines" / "generated" / "routine-runs.jsonl").read_text().splitlines()]
+    actions = [(e["index"], e["type"], e["result"], e.get("reason")) for e in events
+               if e["type"] == "action_ended"]
+    [ended] = [e for e in events if e["type"] == "attempt_ended"]
+    assert 75 == holder.returncode, out + err
+    assert [(1, "action_ended", "success", None),
+            (2, "action_ended", "skipped", "routine lock lost")] == actions
+    assert ("skipped", "action 2 (specdojo): routine lock lost") == (
+        ended["result"], ended["reason"])
+    assert ["first sleep-4 --project demo"] == (a / "calls.log").read_text().splitlines()
+    [line] = err.splitlines()
+    assert line.startswith("error: the Redis routine lock specdojo_routine:0:routine-run:demo "
+                           f"on {own_server.url} was lost while the run went on"), err
+    assert "(routine lock lost)" in line

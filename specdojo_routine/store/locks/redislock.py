@@ -7,6 +7,13 @@ a live connection: when the holder dies, its connection closes and Redis drops t
 subscription, so the next run gets the lock at once - as the kernel frees a flock. The file
 lock and the upstream lock directory are still taken (same host, same directory).
 
+A holder that is alive but does not answer (stopped with SIGSTOP, a long pause of the machine)
+is not taken for dead: a contender that gets no answer to its probe waits
+``HOLDER_SILENCE_S`` before portalocker reaps the silent connection (its default of one second
+would let a second host rob a paused holder and run beside it). A holder that loses the lock
+all the same (its connection killed, Redis restarted empty) is told through ``Held.lost``,
+which the run asks before every action.
+
 The holder's identity ``{"pid", "host", "acquired_at"}`` is written to the key
 ``<channel>:holder`` after the lock is taken and removed before it is released. Only the
 subscription says whether the lock is held: a key left by a killed holder, with nobody on the
@@ -15,9 +22,7 @@ channel, means free.
 Failures: an unusable URL or a missing ``redis`` package (``pip install
 'specdojo_routine[redis]'``) is a configuration error, and so is a Redis that cannot be
 reached: one line, exit 2, nothing is run or recorded. A scheduler should alert on it - exit 75
-means that another runner holds the lock, and a Redis outage is not that. A lock lost while
-the run goes on (Redis restarted) does not stop the run; it is reported on stderr at the end.
-No message ever
+means that another runner holds the lock, and a Redis outage is not that. No message ever
 shows the URL as written: only its scheme, host, port and database, and only the parts that
 parse cleanly (a password may sit anywhere in a mistyped URL), and any password the URL holds
 is cut out of the text Redis itself gives.
@@ -39,6 +44,10 @@ from specdojo_routine.core import errors
 LOCK_URL_ENV = "SPECDOJO_ROUTINE_LOCK_URL"
 CONNECT_TIMEOUT_S = 3.0
 ACQUIRE_TIMEOUT_S = 0.5  # a probe of a contended channel; then the lock is busy
+#: How long a contender waits for a silent holder's answer before portalocker kills the
+#: holder's connection (``unavailable_timeout``): a paused or busy holder keeps the lock at
+#: least this long without answering.
+HOLDER_SILENCE_S = 60.0
 _SCHEMES = ("redis", "rediss")
 _FORM = "use redis://[:password@]host[:port][/db] (or rediss:// for TLS)"
 _MISSING = "the redis package is not installed (pip install 'specdojo_routine[redis]')"
@@ -177,8 +186,25 @@ def _connection_errors() -> tuple[type[BaseException], ...]:
     return (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
 
 
+class Held:
+    """The Redis lock while it is held: :meth:`lost` says whether it still is."""
+
+    def __init__(self, lock: Any, name: str, url: str) -> None:
+        self._lock, self._name, self._url = lock, name, url
+        self.reported = False  # a caller was told of the loss (no warning at the end then)
+
+    def lost(self) -> str | None:
+        """None while the lock is held; once it is lost, one line saying so. Asks nothing of
+        Redis: portalocker's reader thread records the loss when the connection dies."""
+        if not self._lock.lost:
+            return None
+        self.reported = True
+        return (f"the Redis routine lock {self._name} on {shown(self._url)} was lost while the "
+                "run went on (its connection was closed or Redis restarted)")
+
+
 @contextlib.contextmanager
-def hold(url: str, project: str, record: dict[str, Any]) -> Iterator[None]:
+def hold(url: str, project: str, record: dict[str, Any]) -> Iterator[Held]:
     """Hold the Redis routine lock for the ``with`` block; ``LockBusy`` when another holds it,
     ``ConfigError`` when Redis cannot be used."""
     client = _client(url)  # first: it says which package is missing, and how to install it
@@ -189,7 +215,8 @@ def hold(url: str, project: str, record: dict[str, Any]) -> Iterator[None]:
         raise _config(url, _MISSING) from None
     name = channel(url, project)
     lock = RedisLock(name, connection=client, timeout=ACQUIRE_TIMEOUT_S,
-                     fail_when_locked=True, interrupt_on_lost=False)
+                     fail_when_locked=True, interrupt_on_lost=False,
+                     unavailable_timeout=HOLDER_SILENCE_S)
     _quiet_portalocker()
     try:
         try:
@@ -199,21 +226,21 @@ def hold(url: str, project: str, record: dict[str, Any]) -> Iterator[None]:
             raise _busy(url, name, client) from None
         except _connection_errors() as exc:
             raise _unreachable(url, exc) from None
+        held = Held(lock, name, url)
         try:
             mine = orjson.dumps(record).decode()
             with contextlib.suppress(*_connection_errors()):
                 client.set(f"{name}:holder", mine)
-            yield
+            yield held
         finally:
             with contextlib.suppress(*_connection_errors()):
                 if client.get(f"{name}:holder") == mine:
                     client.delete(f"{name}:holder")
-            lost = lock.lost
+            lost = held.lost() if not held.reported else None
             with contextlib.suppress(Exception):
                 lock.release()
-            if lost:
-                print(f"warning: the Redis routine lock {name} on {shown(url)} was lost during "
-                      "the run (Redis restarted or the connection dropped)", file=sys.stderr)
+            if lost:  # a short hold (resolve, release) that nobody asked about
+                print(f"warning: {lost}", file=sys.stderr)
     finally:
         with contextlib.suppress(Exception):
             client.close()

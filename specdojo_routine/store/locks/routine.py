@@ -68,6 +68,10 @@ def this_host() -> str:
     return os.uname().nodename
 
 
+def _not_lost() -> str | None:
+    return None
+
+
 @attrs.frozen(kw_only=True)
 class LockInfo:
     """Who holds the routine lock, as ``list --json`` shows it."""
@@ -77,6 +81,9 @@ class LockInfo:
     host: str | None
     acquired_at: str | None
     suspicious: bool  # held for over 1 hour of wall-clock time
+    #: For the holder itself: None while the lock is still held, else one line saying how it
+    #: was lost (only the Redis lock can be lost; the file lock lasts as long as the process).
+    lost: Callable[[], str | None] = attrs.field(default=_not_lost, eq=False, repr=False)
 
 
 _FREE = LockInfo(held=False, pid=None, host=None, acquired_at=None, suspicious=False)
@@ -91,7 +98,8 @@ def routine_lock(
     """Hold the routine-wide lock for the ``with`` block; raise ``LockBusy`` if it is taken.
 
     With ``project`` and ``SPECDOJO_ROUTINE_LOCK_URL`` set, the Redis lock of that project is
-    held too (:mod:`.redislock`), after the file lock."""
+    held too (:mod:`.redislock`), after the file lock; the yielded ``lost()`` tells whether it
+    still is. The upstream directory is announced last, and the block never runs without it."""
     path = locks_dir / ROUTINE_FLOCK_NAME
     try:
         locks_dir.mkdir(parents=True, exist_ok=True)
@@ -106,17 +114,17 @@ def routine_lock(
             if upstream is not None:
                 raise _routine_busy(locks_dir / UPSTREAM_ROUTINE_LOCK_NAME, upstream.pid,
                                     upstream.host, upstream.since)
-            info = LockInfo(held=True, pid=os.getpid(), host=this_host(),
-                            acquired_at=timefmt.format_s(now), suspicious=False)
-            record = {"pid": info.pid, "host": info.host, "acquired_at": info.acquired_at,
-                      "start": process_start(os.getpid())}
-            with _shared_lock(project, env, record):
+            record = {"pid": os.getpid(), "host": this_host(),
+                      "acquired_at": timefmt.format_s(now), "start": process_start(os.getpid())}
+            with _shared_lock(project, env, record) as shared:
                 fh.seek(0)
                 fh.truncate()
                 fh.write(orjson.dumps(record) + b"\n")
                 fh.flush()
                 with _announced(locks_dir, now):  # released before the flock is
-                    yield info
+                    yield LockInfo(held=True, pid=os.getpid(), host=this_host(),
+                                   acquired_at=timefmt.format_s(now), suspicious=False,
+                                   lost=_not_lost if shared is None else shared.lost)
         finally:
             portalocker.unlock(fh)
 
@@ -237,7 +245,7 @@ def _held(pid: int | None, host: str | None, acquired_at: str | None, now: datet
 
 def _shared_lock(
     project: str | None, env: Mapping[str, str] | None, record: dict[str, Any]
-) -> contextlib.AbstractContextManager[None]:
+) -> contextlib.AbstractContextManager[redislock.Held | None]:
     url = redislock.lock_url(os.environ if env is None else env) if project else None
     if url is None or project is None:
         return contextlib.nullcontext()
