@@ -1,18 +1,30 @@
 """SPEC §6.2 / §10 rule 5: while our run holds the routine flock it also holds the upstream
 CLI's ``routine-run.lock/`` directory, so the upstream CLI sees it busy; a directory our own
-crash left behind is recognised and removed by our next run."""
+crash left behind is recognised and removed by our next run, a stale one is renamed aside, one
+upstream makes while we claim is never touched, the held one is kept fresh, and a run that
+cannot announce itself runs nothing and leaves nothing."""
 
 from __future__ import annotations
 
+import errno
 import os
+import re
 import signal
 import socket
 import subprocess
+import sys
 import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
+import pytest
 from conftest import Project
+
+from specdojo_routine.core import errors
+from specdojo_routine.store.locks import announce
+from specdojo_routine.store.locks import routine as locks
 
 
 def _lock_dir(project: Project) -> Path:
@@ -52,17 +64,22 @@ def test_our_held_lock_is_the_upstream_directory_during_a_run(project: Project) 
 
 
 def test_a_directory_left_by_our_crash_is_removed_by_the_next_run(project: Project) -> None:
-    """SIGKILL mid-run leaves our directory (our tool, this host, a dead pid, flock free):
-    list does not call it held, and the next run removes it and runs."""
+    """SIGKILL mid-run (its action running) leaves our directory (our tool, this host, a dead
+    pid, flock free): list does not call it held, and the next run removes it and runs (once
+    the killed run's action has ended and its attempt is resolved)."""
     _slow(project)
     proc = project.popen("run", "--due")
-    _wait_for(_lock_dir(project) / "owner.json", proc)
+    _wait_for(project.log, proc)  # the action runs: the attempt is recorded, the dir announced
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=30)
     assert _lock_dir(project).is_dir()
     listing = orjson.loads(project.cli("list", "--json").stdout)
     assert not listing["lock"]["held"]
-    project.cli("resolve", "rtn-slow", "--result", "failure", "--note", "killed in a test")
+    deadline = time.monotonic() + 30  # resolve waits for the orphaned action (sleep-3) to end
+    while project.cli("resolve", "rtn-slow", "--result", "failure",
+                      "--note", "killed in a test").returncode != 0:
+        assert time.monotonic() < deadline, "the killed run's attempt could not be resolved"
+        time.sleep(0.5)
     again = project.cli("run", "--id", "rtn-slow")
     assert 0 == again.returncode, again.stderr
     assert not _lock_dir(project).exists()
@@ -88,3 +105,233 @@ def test_a_live_run_of_ours_on_another_host_is_busy(project: Project) -> None:
     proc = project.cli("run", "--due")
     assert 75 == proc.returncode, proc.stderr
     assert "holder pid 1 on elsewhere since" in proc.stderr
+
+
+# --------------------------------------------------------------------------- take-over, claim
+
+
+def _stale(lock: Path, owner: dict[str, object], *extra: str) -> None:
+    """An upstream lock directory two hours old, with its owner.json and ``extra`` files."""
+    lock.mkdir(parents=True)
+    (lock / "owner.json").write_bytes(orjson.dumps(owner))
+    for name in extra:
+        (lock / name).write_text("kept\n")
+    old = time.time() - 7200
+    os.utime(lock, (old, old))
+
+
+def test_a_stale_directory_is_renamed_aside_whatever_it_holds(project: Project) -> None:
+    """An upstream directory older than an hour holding a file besides owner.json: the run
+    renames it aside (routine-run.lock.stale-<UTC stamp>, kept with all it held), makes its
+    own and is announced before it delegates; afterwards only the aside is left."""
+    _slow(project)
+    lock = _lock_dir(project)
+    _stale(lock, {"pid": 4242, "acquired_at_utc": "2026-01-01T00:00:00Z"}, "notes.txt")
+    proc = project.popen("run", "--due")
+    _wait_for(project.log, proc)  # the action has been delegated
+    owner = orjson.loads((lock / "owner.json").read_bytes())
+    asides = sorted(p.name for p in lock.parent.glob("routine-run.lock.stale-*"))
+    out, err = proc.communicate(timeout=60)
+    assert ("specdojo_routine", proc.pid) == (owner.get("tool"), owner.get("pid"))
+    assert 1 == len(asides) and re.fullmatch(r"routine-run\.lock\.stale-\d{8}T\d{6}Z", asides[0])
+    assert ["notes.txt", "owner.json"] == sorted(os.listdir(lock.parent / asides[0]))
+    assert (0, False) == (proc.returncode, lock.exists()), out + err
+
+
+def test_a_stale_directory_holding_only_an_owner_is_removed(project: Project) -> None:
+    """What a crashed upstream run leaves (owner.json only, over an hour old) is taken over
+    and gone: no aside is kept for it."""
+    project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [one]}\n")
+    lock = _lock_dir(project)
+    _stale(lock, {"pid": 4242, "acquired_at_utc": "2026-01-01T00:00:00Z"})
+    done = project.cli("run", "--due")
+    assert (0, []) == (done.returncode, sorted(p.name for p in lock.parent.glob(
+        "routine-run.lock*"))), done.stderr
+
+
+_UPSTREAM = """
+import json, os, shutil, sys
+d = sys.argv[1]
+if sys.argv[2] == "take-over":  # what upstream does to a stale lock: remove it, mkdir anew
+    shutil.rmtree(d)
+os.mkdir(d)
+with open(os.path.join(d, "owner.json"), "w") as f:
+    json.dump({"pid": os.getpid(), "acquired_at_utc": "2026-08-07T08:02:00Z"}, f)
+print(os.stat(d).st_ino, flush=True)
+sys.stdin.read()
+"""
+
+
+def _upstream(lock: Path, how: str) -> tuple[subprocess.Popen[str], int]:
+    """A real upstream-like process that takes ``lock`` (``how``: make, or take-over of a
+    stale one) and holds it until its stdin closes; returns it and the directory's inode."""
+    proc = subprocess.Popen([sys.executable, "-c", _UPSTREAM, str(lock), how],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    return proc, int(proc.stdout.readline())
+
+
+def _just_before(monkeypatch: pytest.MonkeyPatch, name: str, call: str,
+                 act: Callable[[], None]) -> list[bool]:
+    """Run ``act`` once, right before this process's first ``os.<call>`` of a path named
+    ``name`` - the moment between our look at the directory and our move."""
+    real = getattr(os, call)
+    fired: list[bool] = []
+
+    def wrapper(path: object, *args: object, **kwargs: object) -> object:
+        if not fired and Path(str(path)).name == name:
+            fired.append(True)
+            act()
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, call, wrapper)
+    return fired
+
+
+def test_a_directory_upstream_makes_at_the_moment_of_our_claim_is_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Upstream (a real second process) makes its lock directory - owner.json without `tool`
+    - just before our mkdir: we are busy (LockBusy naming it) and its directory and owner are
+    left exactly as it made them."""
+    locks_dir = tmp_path / "locks"
+    locks_dir.mkdir()
+    lock = locks_dir / "routine-run.lock"
+    made: list[tuple[subprocess.Popen[str], int]] = []
+    fired = _just_before(monkeypatch, "routine-run.lock", "mkdir",
+                         lambda: made.append(_upstream(lock, "make")))
+    try:
+        with pytest.raises(errors.LockBusy) as caught, locks.routine_lock(locks_dir):
+            pass
+        [(proc, inode)] = made
+        owner = orjson.loads((lock / "owner.json").read_bytes())
+        assert ([True], inode, {"pid": proc.pid, "acquired_at_utc": "2026-08-07T08:02:00Z"}) \
+            == (fired, os.stat(lock).st_ino, owner)
+        assert f"lock: {lock}, holder pid {proc.pid} on unknown since " in str(caught.value)
+    finally:
+        for proc, _ in made:
+            proc.communicate()
+
+
+def test_a_stale_directory_upstream_takes_over_meanwhile_is_put_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Upstream takes the stale directory over (removes it, makes its own) between our look
+    and our rename: what we moved is not what we judged stale, so it is put back and we are
+    busy - upstream's fresh lock stands, and nothing is left aside."""
+    locks_dir = tmp_path / "locks"
+    lock = locks_dir / "routine-run.lock"
+    _stale(lock, {"pid": 4242}, "notes.txt")
+    made: list[tuple[subprocess.Popen[str], int]] = []
+    _just_before(monkeypatch, "routine-run.lock", "rename",
+                 lambda: made.append(_upstream(lock, "take-over")))
+    try:
+        with pytest.raises(errors.LockBusy), locks.routine_lock(locks_dir):
+            pass
+        [(proc, inode)] = made
+        assert (inode, proc.pid) == (os.stat(lock).st_ino,
+                                     orjson.loads((lock / "owner.json").read_bytes())["pid"])
+        assert [] == sorted(p.name for p in locks_dir.glob("routine-run.lock.*"))
+    finally:
+        for proc, _ in made:
+            proc.communicate()
+
+
+# --------------------------------------------------------------------------- kept fresh
+
+
+def test_the_announced_directory_is_kept_fresh_during_a_long_action(project: Project) -> None:
+    """Its mtime set two hours back while a slow action runs, the directory is fresh again
+    within a refresh: upstream (stale after an hour) keeps seeing it busy. The refresh
+    interval is shortened for the test by a wrapper that sets ``announce.REFRESH_S`` before
+    the CLI starts (the product's own interval is within SPEC's 60 s)."""
+    project.routine("rtn-slow", "interval: 1h\naction: {kind: specdojo, args: [sleep-5]}\n")
+    wrapper = ("import sys; from specdojo_routine.store.locks import announce; "
+               "announce.REFRESH_S = 0.2; sys.argv[0] = 'specdojo-routine'; "
+               "from specdojo_routine.__main__ import main; main()")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", wrapper, "run", "--due", "--root", str(project.root)],
+        cwd=project.root, env=project.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    _wait_for(project.log, proc)
+    lock = _lock_dir(project)
+    back = time.time() - 7200
+    os.utime(lock, (back, back))
+    deadline = time.monotonic() + 3
+    while time.time() - lock.stat().st_mtime > 60 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    age = time.time() - lock.stat().st_mtime
+    busy = announce.holder(lock.parent, now=datetime.now(UTC), host="upstream.example",
+                           alive=lambda pid: True)
+    running = proc.poll() is None
+    out, err = proc.communicate(timeout=60)
+    assert (True, True, proc.pid) == (age < 60, running, busy and busy.pid), (age, out, err)
+    assert 0 == proc.returncode, err
+    assert announce.REFRESH_S <= 30  # at least every 60 s, even when a beat comes late
+
+
+# --------------------------------------------------------------------------- a full disk
+
+
+@pytest.fixture
+def locks_tmpfs(project: Project, request: pytest.FixtureRequest) -> Iterator[Path]:
+    """``R/.locks`` on a real small tmpfs (options: the test's parameter)."""
+    target = project.root / "routines" / ".locks"
+    target.mkdir(parents=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", request.param, "tmpfs", str(target)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield target
+    finally:
+        subprocess.run(["umount", "-l", str(target)], check=False)
+
+
+def _exhaust(where: Path, what: str) -> list[Path]:
+    """Use up the file system's inodes (all but one: mkdir takes the last) or its space."""
+    fillers: list[Path] = []
+    try:
+        if what == "inodes":
+            while True:
+                path = where / f"filler-{len(fillers)}"
+                path.touch(exist_ok=False)
+                fillers.append(path)
+        path = where / "filler"
+        fillers.append(path)
+        with path.open("wb") as fh:
+            while True:
+                fh.write(b"\0" * 4096)
+                fh.flush()
+    except OSError as exc:
+        assert errno.ENOSPC == exc.errno, exc
+    if what == "inodes":
+        fillers.pop().unlink()
+    return fillers
+
+
+@pytest.mark.parametrize(("locks_tmpfs", "what"), [
+    ("size=1m,nr_inodes=32", "inodes"), ("size=64k,nr_inodes=1000", "space")],
+    indirect=["locks_tmpfs"])
+def test_a_run_that_cannot_announce_itself_runs_nothing_and_leaves_nothing(
+    project: Project, locks_tmpfs: Path, what: str
+) -> None:
+    """Out of inodes (mkdir takes the last, owner.json cannot be created) or of space
+    (owner.json cannot be written): one `error:` line, exit 1, nothing run or recorded, and
+    the half-made directory is removed - so once there is room again, the next run runs at
+    once (nothing left looks busy, and the flock was released)."""
+    project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [one]}\n")
+    (locks_tmpfs / "routine-run.flock").write_bytes(b"{}\n")
+    fillers = _exhaust(locks_tmpfs, what)
+    done = project.cli("run", "--due")
+    lines = done.stderr.splitlines()
+    left = sorted(p.name for p in locks_tmpfs.iterdir() if not p.name.startswith("filler"))
+    assert (1, 1, [], [], ["routine-run.flock"]) == (
+        done.returncode, len(lines), project.calls(), project.events(), left), done.stderr
+    assert lines[0].startswith(
+        f"error: cannot announce the run to the SpecDojo CLI in {_lock_dir(project)}: ")
+    assert "No space left on device" in lines[0] and lines[0].endswith("; nothing was run")
+    for path in fillers:
+        path.unlink()
+    again = project.cli("run", "--due")
+    assert (0, 1) == (again.returncode, len(project.calls())), again.stderr

@@ -22,6 +22,7 @@ from specdojo_routine.core import errors, timefmt
 from specdojo_routine.store.locks import execlock
 from specdojo_routine.store.locks import routine as locks
 from specdojo_routine.store.locks.routine import LockInfo
+from tests.conftest import Project
 
 HELPER = Path(__file__).with_name("lockhelper.py")
 HOST = socket.gethostname()
@@ -716,3 +717,134 @@ def test_list_and_dry_run_read_the_lock_right_after_the_view(
     else:
         handlers.run(paths, dry_run=True, now=AT_DT, env={})
     assert expected == order
+
+
+@pytest.mark.parametrize(("where", "age_s", "taken_over"), [
+    ("another host", 31, True), ("another host", 20, False),
+    ("this host", 31, False), ("this host", 3600, False)])
+def test_only_a_holder_whose_liveness_cannot_be_checked_ages_out(
+    tmp_path: Path, where: str, age_s: int, taken_over: bool
+) -> None:
+    """A real live process holds the exec lock and its heartbeat is old (mtime set back with
+    os.utime): on another host the 30 s rule is all there is, so it is taken over after 30 s;
+    on this host it is alive, and a live holder is never robbed, whatever the heartbeat's age
+    (SPEC §7.7)."""
+    live = subprocess.Popen(["sleep", "60"])
+    try:
+        lock_dir = make_lock(tmp_path, pid=live.pid,
+                             host="elsewhere.example" if where == "another host" else HOST)
+        set_mtime(lock_dir, time.time() - age_s)
+        try:
+            with execlock.exec_lock(tmp_path, actor="routine", env={}) as handle:
+                pass
+            outcome = handle.token != "1-ab"
+        except execlock.ExecLockBusy:
+            outcome = False
+            assert "1-ab" == owner_of(lock_dir)["token"]  # left as it was
+    finally:
+        live.kill()
+        live.wait()
+    assert taken_over == outcome
+
+
+# --------------------------------------------------------------------------- symbolic links
+
+
+PRECIOUS = b"somebody's data\n"
+
+
+@pytest.mark.parametrize("target_exists", [True, False])
+def test_a_symbolic_link_as_the_lock_file_is_refused(tmp_path: Path, target_exists: bool) -> None:
+    """`routine-run.flock` is a symbolic link: the lock is refused in one line saying what to
+    do, and the file it points to is neither truncated, written nor created."""
+    target = tmp_path / "elsewhere" / "precious.txt"
+    target.parent.mkdir()
+    if target_exists:
+        target.write_bytes(PRECIOUS)
+    locks_dir = tmp_path / "locks"
+    locks_dir.mkdir()
+    (locks_dir / "routine-run.flock").symlink_to(target)
+    with pytest.raises(errors.RoutineError) as caught, locks.routine_lock(locks_dir):
+        pass
+    assert str(caught.value) == (
+        f"cannot use the lock {locks_dir / 'routine-run.flock'}: it is a symbolic link, and a "
+        "lock file is never written through one (remove the link and run the command again)")
+    assert (PRECIOUS if target_exists else None) == (
+        target.read_bytes() if target.exists() else None)
+    assert not (locks_dir / "routine-run.lock").exists()
+
+
+def test_run_refuses_a_symbolic_link_as_the_lock_file(project: Project) -> None:
+    """The same through the CLI: `run` exits 1 with one `error:` line, runs and records
+    nothing, and the linked file keeps its content."""
+    project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [one]}\n")
+    target = project.root / "precious.txt"
+    target.write_bytes(PRECIOUS)
+    locks_dir = project.root / "routines" / ".locks"
+    locks_dir.mkdir()
+    (locks_dir / "routine-run.flock").symlink_to(target)
+    done = project.cli("run", "--due")
+    [line] = done.stderr.splitlines()
+    assert (1, PRECIOUS, [], []) == (done.returncode, target.read_bytes(), project.calls(),
+                                     project.events()), done.stderr
+    assert line.startswith("error: cannot use the lock ") and "symbolic link" in line
+
+
+def _planting(monkeypatch: pytest.MonkeyPatch, dir_name: str, link_name: str,
+              target: Path) -> None:
+    """Right after ``mkdir`` of ``dir_name``, plant ``link_name`` inside it, pointing at
+    ``target`` (what a hostile or confused process could do in that moment)."""
+    real_mkdir = os.mkdir
+
+    def mkdir(path: object, *args: object, **kwargs: object) -> None:
+        real_mkdir(path, *args, **kwargs)  # type: ignore[arg-type]
+        if Path(str(path)).name == dir_name:
+            (Path(str(path)) / link_name).symlink_to(target)
+
+    monkeypatch.setattr(os, "mkdir", mkdir)
+
+
+def test_the_announced_owner_is_never_written_through_a_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A link named owner.json appears in the directory we just made: our owner.json
+    replaces the link (a new file renamed into place) and the linked file is untouched."""
+    target = tmp_path / "precious.txt"
+    target.write_bytes(PRECIOUS)
+    locks_dir = tmp_path / "locks"
+    _planting(monkeypatch, "routine-run.lock", "owner.json", target)
+    with locks.routine_lock(locks_dir, clock=fixed_clock()):
+        owner = locks_dir / "routine-run.lock" / "owner.json"
+        shape = (owner.is_symlink(), json.loads(owner.read_bytes())["pid"])
+    assert ((False, os.getpid()), PRECIOUS) == (shape, target.read_bytes())
+
+
+def test_the_exec_owner_is_never_written_through_a_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A link where the exec lock writes its owner record first: refused (one line), the
+    linked file untouched, no lock left behind."""
+    target = tmp_path / "precious.txt"
+    target.write_bytes(PRECIOUS)
+    monkeypatch.setattr(execlock.secrets, "token_hex", lambda n: "0" * (2 * n))
+    _planting(monkeypatch, "exec-run.lock", f".owner.json.{os.getpid()}-{'0' * 16}.tmp", target)
+    with pytest.raises(errors.RoutineError) as caught, execlock.exec_lock(
+            tmp_path / "exec", actor="x", env={}):
+        pass
+    lock_dir = tmp_path / "exec" / "exec-run.lock"
+    assert str(caught.value).startswith(f"cannot use the lock {lock_dir}: ")
+    assert (PRECIOUS, False) == (target.read_bytes(), lock_dir.exists())
+
+
+def test_a_symbolic_link_as_the_exec_takeover_file_is_refused(tmp_path: Path) -> None:
+    """`exec-run.takeover.flock` is a link (to a file that does not exist): the exec lock is
+    refused before it is taken, and nothing is created where the link points."""
+    target = tmp_path / "created-through-the-link"
+    locks_dir = tmp_path / "exec"
+    locks_dir.mkdir()
+    (locks_dir / "exec-run.takeover.flock").symlink_to(target)
+    with pytest.raises(errors.RoutineError) as caught, execlock.exec_lock(
+            locks_dir, actor="x", env={}):
+        pass
+    assert "symbolic link" in str(caught.value)
+    assert (False, False) == (target.exists(), (locks_dir / "exec-run.lock").exists())

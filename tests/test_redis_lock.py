@@ -113,8 +113,9 @@ def start_holder(root: Path, url: str, other: Path) -> subprocess.Popen[str]:
 
 def test_two_hosts_exclude_each_other_through_redis(redis_url: str, tmp_path: Path) -> None:
     """While host A runs, host B's run is refused (75, nothing recorded) and its `list` shows
-    A as the holder; without the lock URL, B would have run; after A ends, B runs."""
-    a, b = host(tmp_path / "host-a", sleep=3), host(tmp_path / "host-b")
+    A as the holder; without the lock URL, B would have run; after A ends, B runs (A's action
+    lasts long enough for B's three commands on a loaded machine)."""
+    a, b = host(tmp_path / "host-a", sleep=8), host(tmp_path / "host-b")
     holder = start_holder(a, redis_url, b)
     lock = lock_of(b, redis_url)
     refused = run(b, redis_url)
@@ -180,3 +181,219 @@ def test_without_the_url_the_file_lock_alone_is_used(tmp_path: Path) -> None:
     """The variable unset (or empty): no Redis is needed at all."""
     b = host(tmp_path / "host-b")
     assert (0, 0) == (run(b, None).returncode, run(b, "").returncode)
+
+
+# --------------------------------------------------------------------------- passwords, URLs
+
+SECRET = "s3cretPW"
+
+
+def _all_commands(root: Path, url: str) -> list[subprocess.CompletedProcess[str]]:
+    done = []
+    for args in (("list",), ("list", "--json"), ("run", "--due"), ("run", "--due", "--dry-run")):
+        shown = cli(root, *args, url=url)
+        assert isinstance(shown, subprocess.CompletedProcess)
+        done.append(shown)
+    return done
+
+
+@pytest.mark.parametrize("shape", [
+    "redis:/:{pw}@127.0.0.1/0", "redis//:{pw}@127.0.0.1/0", "redis:///:{pw}@127.0.0.1/0",
+    "redis:{pw}@127.0.0.1", "redis://:{pw}/x@127.0.0.1/0", "redis://:{pw}@127.0.0.1:notaport/0",
+    "redis://:{pw}@127.0.0.1:99999/0", "redis://:{pw}@[::1/0", "redis://u:{pw}@127.0.0.1/x",
+    "redis://:{pw}@127.0.0.1:{port}/0", "redis://127.0.0.1:{port}/0?password={pw}",
+    "redis://:{pw}%2Fx@127.0.0.1:{port}/0",
+])
+def test_a_password_never_reaches_the_output(shape: str, tmp_path: Path) -> None:
+    """Whatever the URL's shape - mistyped, malformed, or a server that is down - `list`,
+    `run` and the dry run say one `error:` line (exit 2) that holds no part of the password."""
+    b = host(tmp_path / "host-b")
+    url = shape.format(pw=SECRET, port=free_port())
+    for done in _all_commands(b, url):
+        assert SECRET[:6] not in done.stdout + done.stderr, done.args
+        assert "PW" not in done.stderr.replace("SPECDOJO_ROUTINE", ""), done.stderr
+        assert (2, 1) == (done.returncode, len(done.stderr.splitlines())), done.stderr
+        assert "internal error" not in done.stderr
+
+
+@pytest.mark.parametrize(("url", "why"), [
+    ("redis://127.0.0.1:notaport/0", "its port is not a number from 1 to 65535"),
+    ("redis://127.0.0.1:65536/0", "its port is not a number from 1 to 65535"),
+    ("redis://127.0.0.1:0/0", "its port is not a number from 1 to 65535"),
+    ("redis://[::1:6379/0", "its host is not valid (an IPv6 address is written in brackets"),
+    ("redis://127.0.0.1:6379/zero", "its database is not a number"),
+])
+def test_a_malformed_lock_url_is_a_usage_error(url: str, why: str, tmp_path: Path) -> None:
+    """A port that is not a number or out of range, an unclosed IPv6 bracket, a database that
+    is not a number: exit 2 and one line saying which part is wrong - never an internal
+    error."""
+    b = host(tmp_path / "host-b")
+    for done in _all_commands(b, url):
+        assert (2, 1) == (done.returncode, len(done.stderr.splitlines())), done.stderr
+        assert done.stderr.startswith("error: SPECDOJO_ROUTINE_LOCK_URL="), done.stderr
+        assert why in done.stderr
+    assert not (b / "routines" / "generated").exists()
+
+
+def test_without_the_redis_package_run_and_list_say_the_same(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """With `import redis` failing (a stand-in package that raises ImportError), `list` and
+    `run` both name the `[redis]` extra and exit 2 (configuration); nothing is run."""
+    blocker = tmp_path / "no-redis"
+    (blocker / "redis").mkdir(parents=True)
+    (blocker / "redis" / "__init__.py").write_text(
+        "raise ImportError('No module named redis (blocked by the test)')\n")
+    b = host(tmp_path / "host-b")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("SPECDOJO_PROJECT", "SPECDOJO_ROUTINE_LOCK_URL")}
+    env.update(SPECDOJO_CLI=str(FAKE_CLI), FAKE_SPECDOJO_LOG=str(b / "calls.log"),
+               SPECDOJO_ROUTINE_LOCK_URL=redis_url,
+               PYTHONPATH=os.pathsep.join([str(blocker), env.get("PYTHONPATH", "")]))
+    seen = []
+    for args in (("list",), ("run", "--due")):
+        done = subprocess.run([sys.executable, "-m", "specdojo_routine", *args, "--root", str(b)],
+                              cwd=REPO, env=env, capture_output=True, text=True, timeout=60,
+                              check=False)
+        seen.append((done.returncode, done.stderr))
+    expected = (f"error: SPECDOJO_ROUTINE_LOCK_URL={redis_url}: the redis package is not "
+                "installed (pip install 'specdojo_routine[redis]')\n")
+    assert [(2, expected), (2, expected)] == seen
+    assert not (b / "calls.log").exists()
+
+
+# --------------------------------------------------------------------------- a paused holder
+
+
+def _stopped(proc: subprocess.Popen[str]) -> bool:
+    state = Path(f"/proc/{proc.pid}/stat").read_text().rpartition(")")[2].split()[0]
+    return state == "T"
+
+
+def test_a_paused_holder_is_never_robbed(redis_url: str, tmp_path: Path) -> None:
+    """Host A holds the lock and is stopped (SIGSTOP) for a few seconds - far longer than
+    portalocker's default one-second patience - while host B tries: B is refused (75) and A's
+    connection is left alone, so once A goes on, a third try is refused too, and A ends its
+    run normally without having lost the lock."""
+    a, b = host(tmp_path / "host-a", sleep=10), host(tmp_path / "host-b")
+    holder = start_holder(a, redis_url, b)
+    os.kill(holder.pid, signal.SIGSTOP)
+    try:
+        contender = cli(b, "run", "--due", url=redis_url, popen=True)
+        assert isinstance(contender, subprocess.Popen)
+        time.sleep(3.5)
+        assert _stopped(holder)
+    finally:
+        os.kill(holder.pid, signal.SIGCONT)
+    _, refused = contender.communicate(timeout=90)
+    again = run(b, redis_url)
+    out, err = holder.communicate(timeout=60)
+    assert (75, 75) == (contender.returncode, again.returncode), refused + again.stderr
+    assert "Another routine run is in progress" in refused
+    assert not (b / "calls.log").exists()
+    assert (0, "") == (holder.returncode, err), out
+
+
+# --------------------------------------------------------------------------- a lost lock
+
+
+class _Server:
+    """A redis-server of the test's own on a fixed port, which can be restarted empty."""
+
+    def __init__(self, work: Path) -> None:
+        self.port, self.work, self.proc = free_port(), work, None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [str(SERVER), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", str(self.work)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as sock:
+                    sock.sendall(b"PING\r\n")
+                    if sock.recv(16).startswith(b"+PONG"):
+                        return
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "redis-server did not start"
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+            self.proc = None
+
+
+@pytest.fixture
+def own_server(tmp_path: Path) -> Iterator[_Server]:
+    pytest.importorskip("redis", reason="the redis package is not installed ([redis] extra)")
+    server = _Server(tmp_path)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _kill_subscription(url: str, channel_name: str) -> None:
+    """CLIENT KILL the connection that holds the lock (portalocker names it after the
+    channel)."""
+    import redis
+
+    client = redis.Redis.from_url(url, decode_responses=True)
+    try:
+        holders = [c for c in client.client_list()
+                   if c.get("name", "").startswith(f"{channel_name}-lock-")]
+        assert 1 == len(holders), holders
+        client.client_kill_filter(_id=holders[0]["id"])
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("how", ["client-kill", "redis-restart"])
+def test_a_holder_that_loses_the_lock_skips_the_rest(
+    own_server: _Server, tmp_path: Path, how: str
+) -> None:
+    """The holder's lock is lost mid-run - its connection killed, or Redis restarted empty -
+    while the first of two actions runs: the second is not started but recorded skipped with
+    reason `routine lock lost`, the attempt ends (skipped), one `error:` line says so, and
+    the run exits 75."""
+    a = tmp_path / "host-a"
+    Project(a).routine("rtn-pair", "interval: 1m\naction:\n"
+                       "  - {kind: specdojo, args: [first, sleep-4]}\n"
+                       "  - {kind: specdojo, args: [second]}\n")
+    holder = cli(a, "run", "--due", url=own_server.url, popen=True)
+    assert isinstance(holder, subprocess.Popen)
+    deadline = time.monotonic() + 30
+    while "first" not in ((a / "calls.log").read_text() if (a / "calls.log").exists() else ""):
+        assert holder.poll() is None, holder.communicate()
+        assert time.monotonic() < deadline, "the first action never started"
+        time.sleep(0.05)
+    if how == "client-kill":
+        _kill_subscription(own_server.url, "specdojo_routine:0:routine-run:demo")
+    else:
+        own_server.stop()
+        own_server.start()
+    out, err = holder.communicate(timeout=60)
+    events = [json.loads(line) for line in
+              (a / "routines" / "generated" / "routine-runs.jsonl").read_text().splitlines()]
+    actions = [(e["index"], e["type"], e["result"], e.get("reason")) for e in events
+               if e["type"] == "action_ended"]
+    [ended] = [e for e in events if e["type"] == "attempt_ended"]
+    assert 75 == holder.returncode, out + err
+    assert [(1, "action_ended", "success", None),
+            (2, "action_ended", "skipped", "routine lock lost")] == actions
+    assert ("skipped", "action 2 (specdojo): routine lock lost") == (
+        ended["result"], ended["reason"])
+    assert ["first sleep-4 --project demo"] == (a / "calls.log").read_text().splitlines()
+    [line] = err.splitlines()
+    assert line.startswith("error: the Redis routine lock specdojo_routine:0:routine-run:demo "
+                           f"on {own_server.url} was lost while the run went on"), err
+    assert "(routine lock lost)" in line

@@ -48,6 +48,8 @@ from specdojo_routine.store.ledger import journal as ledger
 from specdojo_routine.store.locks import routine as locks
 
 FOLD_ACTOR = "specdojo_routine fold"
+#: The reason recorded for the actions a run did not start because its routine lock was lost.
+LOCK_LOST_REASON = "routine lock lost"
 
 
 # --- run -----------------------------------------------------------------------------------------
@@ -88,9 +90,12 @@ class RunReport:
     errors: list[str] = attrs.field(factory=list)
     held: list[policy.Decision] = attrs.field(factory=list)  # SPEC §9.1
     missed: list[policy.Decision] = attrs.field(factory=list)  # SPEC §9.2
+    lock_lost: bool = False  # the routine lock was lost mid-run: the run stopped (SPEC §12)
 
     @property
     def exit_code(self) -> int:
+        if self.lock_lost:
+            return errors.EXIT_BUSY
         failed = any(r.result == Result.FAILURE.value for r in self.results)
         return EXIT_FAILURE if failed or self.interrupted or self.errors else EXIT_OK
 
@@ -104,6 +109,19 @@ class _Context:
     echo: TextIO | None
     job_runner: JobActionRunner | None
     append: Callable[[events.RoutineEvent], int]
+    #: None while the routine lock is held, else how it was lost (see ``locks.LockInfo``)
+    lock_lost: Callable[[], str | None] = lambda: None
+
+
+def _stop_if_lock_lost(ctx: _Context, report: RunReport) -> bool:
+    """True (reported once, exit 75) when the routine lock was lost: nothing more starts."""
+    lost = ctx.lock_lost()
+    if lost is not None and not report.lock_lost:
+        report.lock_lost = True
+        report.errors.append(f"error: {lost}; nothing more was started and any actions left "
+                             f"were recorded skipped ({LOCK_LOST_REASON}); another runner may "
+                             "hold the lock now")
+    return lost is not None
 
 
 def _routines_to_consider(defs: Definitions, routine_id: str | None) -> list[Routine]:
@@ -184,20 +202,23 @@ def run(
     if dry_run:
         return _dry_run(report, candidates, paths, routine_id, the_now, env, wall)
     with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id,
-                            env=env):
+                            env=env) as held:
         definitions.remember(defs)  # a recording command keeps what it parsed (defcache)
         adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
         log = ledger.Ledger(paths.routine_ledger, clock=wall)
         ctx = _Context(paths=paths, defs=defs, now=the_now, env=env, echo=echo,
-                       job_runner=job_runner, append=log.append)
+                       job_runner=job_runner, append=log.append, lock_lost=held.lost)
         view = views.refresh_routine_view(paths)
         refuse_if_owner_lives(view, paths)
         view = _register(ctx, defs, view)
         try:
             for routine in candidates:
+                if _stop_if_lock_lost(ctx, report):
+                    break
                 view = _run_routine(ctx, report, routine, view, explicit=routine_id is not None)
         except OSError as exc:  # the run aborts; the attempts it finished are still reported
             report.errors.append(f"error: run aborted: {errors.environment_error(exc)}")
+        _stop_if_lock_lost(ctx, report)
     return report
 
 
@@ -239,6 +260,8 @@ def _run_routine(
         state = view.routines.get(routine.id)
     accounted = False
     for occ in _occurrences(report, routine, state, ctx.now, explicit):
+        if _stop_if_lock_lost(ctx, report):
+            break
         chosen = _choose(report, routine, state, occ, ctx.now, ctx.paths.project_id)
         if isinstance(chosen, policy.Decision):  # held or missed: the cursor moves past it
             ctx.append(policy.record(routine, chosen))
@@ -321,6 +344,12 @@ def _record_attempt(
     for planned in chosen.actions:
         if stop.requested() is not None:
             break  # stopped: every action runs after a failure, none after a stop
+        if ctx.lock_lost() is not None:  # another runner may hold it: start nothing more
+            ctx.append(events.ActionEnded(
+                routine_id=routine.id, attempt_id=attempt_id, index=planned.index,
+                kind=planned.kind, result=Result.SKIPPED.value, reason=LOCK_LOST_REASON))
+            outcomes.append((planned.index, planned.kind, Result.SKIPPED, LOCK_LOST_REASON))
+            continue
         ctx.append(events.ActionStarted(routine_id=routine.id, attempt_id=attempt_id,
                                         index=planned.index, kind=planned.kind))
         result, reason, run_id, code = _execute(ctx, planned, occ.scheduled_for, attempt_id)

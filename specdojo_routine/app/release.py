@@ -57,11 +57,11 @@ def release(
         raise UsageError("release --note must not be blank (leave it out for no note)")
     defs, routine, report, the_env = _setup(paths, routine_id, env)
     the_now = to_utc(now if now is not None else wall())
-    with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id):
+    with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id) as lk:
         adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
         log = ledger.Ledger(paths.routine_ledger, clock=wall)
         ctx = handlers._Context(paths=paths, defs=defs, now=the_now, env=the_env, echo=echo,
-                                job_runner=job_runner, append=log.append)
+                                job_runner=job_runner, append=log.append, lock_lost=lk.lost)
         view = handlers._register(ctx, defs, views.refresh_routine_view(paths))
         state = view.get(routine_id)
         if not policy.is_held(state):
@@ -84,6 +84,8 @@ def _run_each(
 ) -> None:
     """One attempt per scheduled time, oldest first, each with its own ``scheduled_for``."""
     for at in times:
+        if handlers._stop_if_lock_lost(ctx, report):
+            break
         view = views.refresh_routine_view(ctx.paths)
         state = view.routines.get(routine.id)
         occ = schedule.Occurrence(routine_id=routine.id, scheduled_for=at, trigger=trigger)
@@ -91,6 +93,7 @@ def _run_each(
                           actions=decide.plan_actions(routine, at, ctx.paths.project_id))
         report.selected.append(chosen)
         report.results.append(handlers._attempt(ctx, chosen, state))
+    handlers._stop_if_lock_lost(ctx, report)
     views.refresh_routine_view(ctx.paths)
 
 
@@ -129,12 +132,13 @@ def backfill(
             report.selected.append(Selected(routine=routine, occurrence=occ, actions=(
                 decide.plan_actions(routine, at, paths.project_id))))
         return report
-    with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id):
+    with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id) as lk:
         adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
         log = ledger.Ledger(paths.routine_ledger, clock=wall)
         the_now = to_utc(now if now is not None else wall())  # when the attempts start
         ctx = handlers._Context(paths=paths, defs=defs, now=the_now, env=the_env,
-                                echo=echo, job_runner=job_runner, append=log.append)
+                                echo=echo, job_runner=job_runner, append=log.append,
+                                lock_lost=lk.lost)
         view = handlers._register(ctx, defs, views.refresh_routine_view(paths))
         if handlers._is_open(view.routines.get(routine_id)):
             report.interrupted.append(routine_id)

@@ -6,21 +6,40 @@ and, while we hold our flock, hold it too, with ``owner.json``
 ``{"tool": "specdojo_routine", "pid", "host", "acquired_at"}`` inside, so the upstream CLI sees
 our run as busy instead of starting beside it.
 
-Whose directory is it?
+Claiming (:func:`claim`) is one ``mkdir``; only when the name exists do we look at it, and then:
 
 - ours, left by a crash: ``owner.json`` names our tool, this host and a dead pid (the flock is
-  free: the caller holds it now) -> removed, then claimed;
-- anything else at most one hour old -> busy (the upstream CLI, or a live run of ours);
-- older -> stale: taken over as the upstream CLI itself does (its ``owner.json``, if any, and
-  the empty directory are removed; a directory holding anything else is left alone and our run
-  goes on unannounced).
+  free: the caller holds it now) -> removed, then ``mkdir`` again;
+- anything else at most one hour old -> busy (the upstream CLI, or a live run of ours), and
+  never touched: upstream may have made it a moment ago, between our looks;
+- older -> stale, whatever it holds: renamed aside to ``routine-run.lock.stale-<UTC stamp>``,
+  then ``mkdir``. The aside is removed when it held nothing but an ``owner.json`` (what a
+  crashed run leaves); anything more is kept there for whoever left it. A rename moves one
+  directory atomically, so we check afterwards that it moved the one we judged (same inode and
+  mtime), and put it back (busy) if upstream replaced it in between.
+
+So a run of ours is always announced before it delegates anything: a directory it cannot
+create or finish (no space, no inode, no permission) is removed again and the error raised,
+and nothing runs.
+
+While held (:func:`kept`), a heartbeat thread refreshes the directory's mtime every
+``REFRESH_S``: upstream judges staleness by that mtime, and a run (or one action) longer than an
+hour must not look stale. A thread, because an action may run for hours in one blocking call;
+it only touches the directory while ``owner.json`` is still ours.
+
+Lock files are never written through a symbolic link: ``owner.json`` is written to a new file
+(``O_EXCL | O_NOFOLLOW``) and renamed into place.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shutil
 import stat
+import threading
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -34,6 +53,11 @@ DIR_NAME = "routine-run.lock"
 OWNER_NAME = "owner.json"
 TOOL = "specdojo_routine"
 STALE_AFTER = timedelta(hours=1)
+#: How often the held directory's mtime is refreshed: half the most a refresh may be late
+#: (SPEC §6.2: at least every 60 s), so a late wake-up of the thread still keeps it.
+REFRESH_S = 30.0
+HEARTBEAT_THREAD = "specdojo-routine-announce-heartbeat"
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @attrs.frozen(kw_only=True)
@@ -46,6 +70,15 @@ class DirHolder:
     ours: bool  # written by this tool
 
 
+class Busy(Exception):
+    """The directory is held by someone else (``holder``), or was replaced while we looked;
+    the caller turns it into its ``LockBusy``."""
+
+    def __init__(self, holder: DirHolder) -> None:
+        super().__init__(holder)
+        self.holder = holder
+
+
 def _owner(path: Path) -> dict[str, Any]:
     try:
         raw = orjson.loads((path / OWNER_NAME).read_bytes())
@@ -54,13 +87,23 @@ def _owner(path: Path) -> dict[str, Any]:
     return raw if isinstance(raw, dict) else {}
 
 
-def _left_by_our_crash(owner: dict[str, Any], host: str, alive: Any) -> bool:
+def _left_by_our_crash(owner: dict[str, Any], host: str, alive: Callable[[int], bool]) -> bool:
     pid = owner.get("pid")
     return (owner.get("tool") == TOOL and owner.get("host") == host and type(pid) is int
             and pid > 0 and not alive(pid))
 
 
-def holder(locks_dir: Path, *, now: datetime, host: str, alive: Any) -> DirHolder | None:
+def _holder_of(owner: dict[str, Any], mtime: float) -> DirHolder:
+    pid, who = owner.get("pid"), owner.get("host")
+    return DirHolder(pid=pid if type(pid) is int else None,
+                     host=who if isinstance(who, str) else None,
+                     since=timefmt.format_s(datetime.fromtimestamp(mtime, UTC)),
+                     ours=owner.get("tool") == TOOL)
+
+
+def holder(
+    locks_dir: Path, *, now: datetime, host: str, alive: Callable[[int], bool]
+) -> DirHolder | None:
     """The live holder of the directory, or None (absent, stale, or left by our crash)."""
     path = locks_dir / DIR_NAME
     try:
@@ -73,43 +116,160 @@ def holder(locks_dir: Path, *, now: datetime, host: str, alive: Any) -> DirHolde
     owner = _owner(path)
     if now - made > STALE_AFTER or _left_by_our_crash(owner, host, alive):
         return None
-    pid, who = owner.get("pid"), owner.get("host")
-    return DirHolder(pid=pid if type(pid) is int else None,
-                     host=who if isinstance(who, str) else None,
-                     since=timefmt.format_s(made), ours=owner.get("tool") == TOOL)
+    return _holder_of(owner, st.st_mtime)
 
 
-def _remove(path: Path) -> bool:
-    """Remove a lock directory that holds at most an ``owner.json``; False if it holds more."""
+def claim(
+    locks_dir: Path, *, pid: int, host: str, acquired_at: str, now: datetime,
+    alive: Callable[[int], bool],
+) -> Path:
+    """Create the directory with our ``owner.json`` (the caller holds the flock); one left by
+    our crash is removed and a stale one renamed aside first. Raises :class:`Busy` when
+    someone else holds it, ``OSError`` when it cannot be made (nothing of ours is left)."""
+    path = locks_dir / DIR_NAME
+    record = {"tool": TOOL, "pid": pid, "host": host, "acquired_at": acquired_at}
+    for _ in range(3):
+        try:
+            os.mkdir(path)
+        except FileExistsError:
+            _clear(path, now=now, host=host, alive=alive)
+            continue
+        _finish(path, record)
+        return path
+    raise Busy(DirHolder(pid=None, host=None, since=timefmt.format_s(now), ours=False))
+
+
+def _finish(path: Path, record: dict[str, Any]) -> None:
+    """Write ``owner.json`` into the directory we just made; on failure remove it again (an
+    owner-less directory would read as busy to everyone for an hour)."""
+    tmp = path / f".{OWNER_NAME}.{record['pid']}.tmp"
+    try:
+        fd = os.open(tmp, _CREATE, 0o644)
+        try:
+            data = orjson.dumps(record) + b"\n"
+            while data:
+                data = data[os.write(fd, data):]
+        finally:
+            os.close(fd)
+        os.rename(tmp, path / OWNER_NAME)  # replaces a name, never follows a link
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        with contextlib.suppress(OSError):
+            os.rmdir(path)
+        raise
+
+
+def _clear(path: Path, *, now: datetime, host: str, alive: Callable[[int], bool]) -> None:
+    """Make way for our ``mkdir`` where ``path`` exists, or raise :class:`Busy`."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return  # released meanwhile: mkdir again
+    except OSError as exc:
+        if exc.errno in (errno.ENOTDIR, errno.ELOOP):  # a file or a link, not a mkdir lock
+            raise OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path)) from None
+        raise
+    try:
+        seen = os.fstat(fd)
+        owner = _read_owner(fd)
+    finally:
+        os.close(fd)
+    if _left_by_our_crash(owner, host, alive):
+        _take_aside(path, seen, now, keep_extra=False)
+    elif now - datetime.fromtimestamp(seen.st_mtime, UTC) > STALE_AFTER:
+        _take_aside(path, seen, now, keep_extra=True)
+    else:
+        raise Busy(_holder_of(owner, seen.st_mtime))
+
+
+def _read_owner(dir_fd: int) -> dict[str, Any]:
+    try:
+        fd = os.open(OWNER_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError:
+        return {}
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            raw = orjson.loads(fh.read(65536))
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return raw if isinstance(raw, dict) else {}
+
+
+def _take_aside(path: Path, seen: os.stat_result, now: datetime, *, keep_extra: bool) -> None:
+    """Rename the directory judged removable to ``<name>.stale-<stamp>``; if what moved is not
+    what was judged (replaced in between), put it back and raise :class:`Busy`."""
+    aside = _aside_name(path, now)
+    try:
+        os.rename(path, aside)
+    except FileNotFoundError:
+        return
+    moved = os.lstat(aside)
+    if _identity(moved) != _identity(seen):
+        with contextlib.suppress(OSError):
+            os.rename(aside, path)
+        raise Busy(_holder_of(_owner(path), moved.st_mtime))
+    leftovers = set(os.listdir(aside)) - {OWNER_NAME}
+    if not keep_extra or not leftovers:
+        shutil.rmtree(aside, ignore_errors=True)
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int]:
+    """A directory's identity across a rename: device, inode and mtime (a directory removed
+    and made again often gets the same inode number back, but not the same mtime)."""
+    return st.st_dev, st.st_ino, st.st_mtime_ns
+
+
+def _aside_name(path: Path, now: datetime) -> Path:
+    stamp = now.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+    aside = path.with_name(f"{path.name}.stale-{stamp}")
+    n = 1
+    while os.path.lexists(aside):
+        n += 1
+        aside = path.with_name(f"{path.name}.stale-{stamp}-{n}")
+    return aside
+
+
+def release(path: Path | None, *, pid: int) -> None:
+    """Remove our directory (only if its ``owner.json`` is still ours)."""
+    if path is None:
+        return
+    owner = _owner(path)
+    if owner.get("pid") != pid or owner.get("tool") != TOOL:
+        return
     with contextlib.suppress(FileNotFoundError):
         (path / OWNER_NAME).unlink()
     try:
         path.rmdir()
     except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-    return True
+        pass
+    except OSError:  # something was put inside our directory: it goes with it
+        shutil.rmtree(path, ignore_errors=True)
 
 
-def claim(locks_dir: Path, *, pid: int, host: str, acquired_at: str) -> Path | None:
-    """Create the directory with our ``owner.json`` (the caller holds the flock and has
-    checked :func:`holder`); a stale or crashed one is replaced. None: could not announce."""
-    path = locks_dir / DIR_NAME
-    for _ in range(2):
+@contextlib.contextmanager
+def kept(path: Path, *, pid: int) -> Iterator[None]:
+    """Keep the directory we claimed fresh (its mtime) while the ``with`` block runs, then
+    :func:`release` it."""
+    stop = threading.Event()
+    beat = threading.Thread(target=_heartbeat, args=(path, pid, REFRESH_S, stop),
+                            name=HEARTBEAT_THREAD, daemon=True)
+    try:
+        beat.start()
+        yield
+    finally:
+        stop.set()
+        if beat.ident is not None:
+            beat.join()
+        release(path, pid=pid)
+
+
+def _heartbeat(path: Path, pid: int, interval_s: float, stop: threading.Event) -> None:
+    while not stop.wait(interval_s):
+        owner = _owner(path)
+        if owner.get("pid") != pid or owner.get("tool") != TOOL:
+            return  # no longer ours: never keep someone else's directory fresh
         try:
-            path.mkdir()
-        except FileExistsError:
-            if not _remove(path):
-                return None
-            continue
-        record = {"tool": TOOL, "pid": pid, "host": host, "acquired_at": acquired_at}
-        (path / OWNER_NAME).write_bytes(orjson.dumps(record) + b"\n")
-        return path
-    return None
-
-
-def release(path: Path | None, *, pid: int) -> None:
-    """Remove our directory (only if its ``owner.json`` is still ours)."""
-    if path is not None and _owner(path).get("pid") == pid and _owner(path).get("tool") == TOOL:
-        _remove(path)
+            os.utime(path, follow_symlinks=False)
+        except OSError:
+            return

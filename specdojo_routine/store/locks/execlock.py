@@ -7,14 +7,17 @@ token. Stale = mtime older than ``stale_s``, or at once a dead pid on this host.
 release rename the directory to a unique name before deleting it, under a brief flock on
 ``exec-run.takeover.flock`` so that racing take-overs re-check one after the other (one winner).
 A caller whose ``SPECDOJO_EXEC_RUN_LOCK_TOKEN`` is the owner's token shares the lock.
+No lock file is written through a symbolic link: ``owner.json`` is a new file renamed into
+place, and a link where the take-over flock file should be is refused.
 
-Shared helpers are reached as ``locks.<name>`` at call time (as before the split, patching them
-on ``locks`` affects this module too); ``locks`` re-exports the names defined here.
+Shared helpers are reached as ``locks.<name>`` (the routine lock module) at call time, so that
+patching them there affects this module too.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import shutil
@@ -34,6 +37,7 @@ EXEC_LOCK_NAME = "exec-run.lock"
 EXEC_TAKEOVER_NAME = "exec-run.takeover.flock"
 EXEC_LOCK_TOKEN_ENV = "SPECDOJO_EXEC_RUN_LOCK_TOKEN"
 HEARTBEAT_THREAD = "specdojo-exec-lock-heartbeat"
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @attrs.frozen(kw_only=True)
@@ -89,6 +93,7 @@ def exec_lock(
         return
     try:
         exec_locks_dir.mkdir(parents=True, exist_ok=True)
+        _refuse_a_link(lock_dir.with_name(EXEC_TAKEOVER_NAME))  # before anything is taken
         token = _acquire_exec(lock_dir, actor, stale_s)
     except OSError as exc:
         raise locks._unusable(lock_dir, exc) from None
@@ -102,6 +107,13 @@ def exec_lock(
         stop.set()
         beat.join()
         _release_exec(lock_dir, token)
+
+
+def _refuse_a_link(path: Path) -> None:
+    """Raise ``ELOOP`` (a one-line error) when ``path`` is a symbolic link: the take-over flock
+    file is opened with ``O_CREAT`` at release, which must never create a file elsewhere."""
+    if path.is_symlink():
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), str(path))
 
 
 def read_exec_owner(lock_dir: Path) -> ExecLockOwner | None:
@@ -154,8 +166,10 @@ def _try_create(lock_dir: Path, actor: str) -> str | None:
              "start": locks.process_start(os.getpid())}
     try:
         tmp = lock_dir / f".owner.json.{token}.tmp"
-        tmp.write_bytes(orjson.dumps(owner, option=orjson.OPT_INDENT_2) + b"\n")
-        os.replace(tmp, lock_dir / "owner.json")
+        fd = os.open(tmp, _CREATE, 0o644)  # a new file: never written through a link
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(orjson.dumps(owner, option=orjson.OPT_INDENT_2) + b"\n")
+        os.replace(tmp, lock_dir / "owner.json")  # replaces a name, never follows a link
         os.utime(lock_dir)
     except BaseException:
         shutil.rmtree(lock_dir, ignore_errors=True)
@@ -207,7 +221,11 @@ def _release_exec(lock_dir: Path, token: str) -> None:
 def _takeover_mutex(lock_dir: Path) -> Iterator[None]:
     """A blocking flock held for a few system calls around take-over and release."""
     path = lock_dir.with_name(EXEC_TAKEOVER_NAME)
-    with open(path, "ab") as fh:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as exc:  # a symbolic link there (ELOOP) is refused, never followed
+        raise locks._unusable(path, exc) from None
+    with os.fdopen(fd, "rb") as fh:
         portalocker.lock(fh, portalocker.LockFlags.EXCLUSIVE)
         try:
             yield
@@ -221,7 +239,7 @@ def _heartbeat(lock_dir: Path, token: str, interval_s: float, stop: threading.Ev
         if owner is None or owner.token != token:
             return
         try:
-            os.utime(lock_dir)
+            os.utime(lock_dir, follow_symlinks=False)
         except OSError:
             return
 

@@ -7,6 +7,13 @@ a live connection: when the holder dies, its connection closes and Redis drops t
 subscription, so the next run gets the lock at once - as the kernel frees a flock. The file
 lock and the upstream lock directory are still taken (same host, same directory).
 
+A holder that is alive but does not answer (stopped with SIGSTOP, a long pause of the machine)
+is not taken for dead: a contender that gets no answer to its probe waits
+``HOLDER_SILENCE_S`` before portalocker reaps the silent connection (its default of one second
+would let a second host rob a paused holder and run beside it). A holder that loses the lock
+all the same (its connection killed, Redis restarted empty) is told through ``Held.lost``,
+which the run asks before every action.
+
 The holder's identity ``{"pid", "host", "acquired_at"}`` is written to the key
 ``<channel>:holder`` after the lock is taken and removed before it is released. Only the
 subscription says whether the lock is held: a key left by a killed holder, with nobody on the
@@ -15,13 +22,16 @@ channel, means free.
 Failures: an unusable URL or a missing ``redis`` package (``pip install
 'specdojo_routine[redis]'``) is a configuration error, and so is a Redis that cannot be
 reached: one line, exit 2, nothing is run or recorded. A scheduler should alert on it - exit 75
-means that another runner holds the lock, and a Redis outage is not that. A lock lost while
-the run goes on (Redis restarted) does not stop the run; it is reported on stderr at the end.
+means that another runner holds the lock, and a Redis outage is not that. No message ever
+shows the URL as written: only its scheme, host, port and database, and only the parts that
+parse cleanly (a password may sit anywhere in a mistyped URL), and any password the URL holds
+is cut out of the text Redis itself gives.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 import urllib.parse
 from collections.abc import Iterator, Mapping
@@ -34,7 +44,14 @@ from specdojo_routine.core import errors
 LOCK_URL_ENV = "SPECDOJO_ROUTINE_LOCK_URL"
 CONNECT_TIMEOUT_S = 3.0
 ACQUIRE_TIMEOUT_S = 0.5  # a probe of a contended channel; then the lock is busy
+#: How long a contender waits for a silent holder's answer before portalocker kills the
+#: holder's connection (``unavailable_timeout``): a paused or busy holder keeps the lock at
+#: least this long without answering.
+HOLDER_SILENCE_S = 60.0
 _SCHEMES = ("redis", "rediss")
+_FORM = "use redis://[:password@]host[:port][/db] (or rediss:// for TLS)"
+_MISSING = "the redis package is not installed (pip install 'specdojo_routine[redis]')"
+_DB = re.compile(r"/?\d*")
 
 
 def lock_url(env: Mapping[str, str]) -> str | None:
@@ -44,11 +61,64 @@ def lock_url(env: Mapping[str, str]) -> str | None:
 
 
 def shown(url: str) -> str:
-    """The URL without credentials, for messages."""
-    parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or "localhost"
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}{parts.path or '/0'}"
+    """The URL as messages show it: ``scheme://host:port/db``, each part only where it parsed
+    cleanly, never the user, password or query. A part that does not parse is left out, and so
+    is the host when the network location may have been cut short (a password holding ``/``,
+    ``?`` or ``#`` ends it early, and what is left of it would read as a host)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return "(a URL that cannot be parsed)"
+    scheme = parts.scheme if parts.scheme in _SCHEMES or parts.scheme.isalpha() else ""
+    if "://" not in url or not scheme:
+        return "(not a URL of the form redis://host)"
+    name = f"[{parts.hostname}]" if ":" in (parts.hostname or "") else parts.hostname
+    host = f"{name}{_port_text(parts)}" if _host_is_whole(url, parts) else "…"
+    db = parts.path if _DB.fullmatch(parts.path) else "/…"
+    return f"{scheme}://{host}{db if db.strip('/') else '/0'}"
+
+
+def _port_text(parts: urllib.parse.SplitResult) -> str:
+    try:
+        port = parts.port
+    except ValueError:
+        return ":…"
+    return f":{port}" if port else ""
+
+
+def _after_netloc(url: str, parts: urllib.parse.SplitResult) -> str:
+    return url.partition("://")[2][len(parts.netloc):]
+
+
+def _host_is_whole(url: str, parts: urllib.parse.SplitResult) -> bool:
+    return (bool(parts.hostname) and "@" not in _after_netloc(url, parts)
+            and _port_text(parts) != ":…")
+
+
+def _secrets(url: str) -> list[str]:
+    """Every password the URL may hold, as written and percent-decoded, longest first: the
+    user part (before the last ``@``, whatever the URL's shape) and what follows its first
+    ``:``, and any ``password=`` of the query."""
+    found: list[str] = []
+    userinfo = re.sub(r"^[A-Za-z][A-Za-z0-9+.-]*:/*", "", url.rpartition("@")[0])
+    if userinfo:
+        found += [userinfo, userinfo.partition(":")[2]]
+    for key, value in urllib.parse.parse_qsl(url.partition("?")[2], keep_blank_values=True):
+        if key.lower() in ("password", "pass", "pwd"):
+            found.append(value)
+    found += [urllib.parse.unquote(s) for s in found]
+    return sorted({s for s in found if s}, key=len, reverse=True)
+
+
+def _scrub(text: str, url: str) -> str:
+    """``text`` with every password of ``url`` replaced by ``***`` (a short one only where it
+    stands alone, so that a one-letter password does not blot out every word)."""
+    for secret in _secrets(url):
+        pattern = re.escape(secret)
+        if len(secret) < 4:
+            pattern = rf"(?<![A-Za-z0-9]){pattern}(?![A-Za-z0-9])"
+        text = re.sub(pattern, "***", text)
+    return text
 
 
 def channel(url: str, project: str) -> str:
@@ -56,20 +126,41 @@ def channel(url: str, project: str) -> str:
     return f"specdojo_routine:{db}:routine-run:{project}"
 
 
-def _client(url: str) -> Any:
+def _check(url: str) -> None:
+    """Refuse a URL that is not ``redis[s]://host[:port][/db]``, saying which part is wrong."""
     try:
         parts = urllib.parse.urlsplit(url)
+    except ValueError:  # e.g. an unclosed "[": the only error urlsplit raises
+        raise _config(url, "its host is not valid (an IPv6 address is written in brackets: "
+                      "redis://[::1]:6379/0)") from None
+    if "://" not in url or parts.scheme not in _SCHEMES:
+        raise _config(url, _FORM)
+    if "@" in _after_netloc(url, parts):
+        raise _config(url, "its password or host is cut short: a password holding / ? # or @ "
+                      f"is written percent-encoded (%2F %3F %23 %40); {_FORM}")
+    try:
         port = parts.port
-    except ValueError as exc:
-        raise _config(url, f"it is not a valid URL ({exc})") from None
-    if parts.scheme not in _SCHEMES or not parts.hostname:
-        raise _config(url, "use redis://host:port/db (or rediss:// for TLS)")
-    del port
+    except ValueError:  # its text may be part of a password: never shown
+        port = 0
+    if port == 0 and _has_port(parts.netloc):
+        raise _config(url, f"its port is not a number from 1 to 65535; {_FORM}")
+    if not parts.hostname:
+        raise _config(url, f"it names no host; {_FORM}")
+    if not _DB.fullmatch(parts.path):
+        raise _config(url, f"its database is not a number; {_FORM}")
+
+
+def _has_port(netloc: str) -> bool:
+    hostport = netloc.rpartition("@")[2]
+    return ":" in hostport.rpartition("]")[2]
+
+
+def _client(url: str) -> Any:
+    _check(url)
     try:
         import redis
     except ImportError:
-        raise _config(url, "the redis package is not installed (pip install "
-                      "'specdojo_routine[redis]')") from None
+        raise _config(url, _MISSING) from None
     try:
         return redis.Redis.from_url(url, socket_connect_timeout=CONNECT_TIMEOUT_S,
                                     socket_timeout=CONNECT_TIMEOUT_S,
@@ -79,15 +170,14 @@ def _client(url: str) -> Any:
 
 
 def _config(url: str, why: str) -> errors.ConfigError:
-    return errors.ConfigError(f"{LOCK_URL_ENV}={shown(url) if '://' in url else url!r}: {why}")
+    return errors.ConfigError(_scrub(f"{LOCK_URL_ENV}={shown(url)}: {why}", url))
 
 
 def _unreachable(url: str, exc: BaseException) -> errors.ConfigError:
     reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return errors.ConfigError(
+    return errors.ConfigError(_scrub(
         f"cannot reach the Redis lock server {shown(url)} ({LOCK_URL_ENV}): {reason}; nothing "
-        "was run (start Redis or unset the variable to use the file lock alone)"
-    )
+        "was run (start Redis or unset the variable to use the file lock alone)", url))
 
 
 def _connection_errors() -> tuple[type[BaseException], ...]:
@@ -96,17 +186,37 @@ def _connection_errors() -> tuple[type[BaseException], ...]:
     return (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
 
 
+class Held:
+    """The Redis lock while it is held: :meth:`lost` says whether it still is."""
+
+    def __init__(self, lock: Any, name: str, url: str) -> None:
+        self._lock, self._name, self._url = lock, name, url
+        self.reported = False  # a caller was told of the loss (no warning at the end then)
+
+    def lost(self) -> str | None:
+        """None while the lock is held; once it is lost, one line saying so. Asks nothing of
+        Redis: portalocker's reader thread records the loss when the connection dies."""
+        if not self._lock.lost:
+            return None
+        self.reported = True
+        return (f"the Redis routine lock {self._name} on {shown(self._url)} was lost while the "
+                "run went on (its connection was closed or Redis restarted)")
+
+
 @contextlib.contextmanager
-def hold(url: str, project: str, record: dict[str, Any]) -> Iterator[None]:
+def hold(url: str, project: str, record: dict[str, Any]) -> Iterator[Held]:
     """Hold the Redis routine lock for the ``with`` block; ``LockBusy`` when another holds it,
     ``ConfigError`` when Redis cannot be used."""
-    from portalocker import AlreadyLocked
-    from portalocker.redis import RedisLock
-
-    client = _client(url)
+    client = _client(url)  # first: it says which package is missing, and how to install it
+    try:
+        from portalocker import AlreadyLocked
+        from portalocker.redis import RedisLock
+    except ImportError:
+        raise _config(url, _MISSING) from None
     name = channel(url, project)
     lock = RedisLock(name, connection=client, timeout=ACQUIRE_TIMEOUT_S,
-                     fail_when_locked=True, interrupt_on_lost=False)
+                     fail_when_locked=True, interrupt_on_lost=False,
+                     unavailable_timeout=HOLDER_SILENCE_S)
     _quiet_portalocker()
     try:
         try:
@@ -116,21 +226,21 @@ def hold(url: str, project: str, record: dict[str, Any]) -> Iterator[None]:
             raise _busy(url, name, client) from None
         except _connection_errors() as exc:
             raise _unreachable(url, exc) from None
+        held = Held(lock, name, url)
         try:
             mine = orjson.dumps(record).decode()
             with contextlib.suppress(*_connection_errors()):
                 client.set(f"{name}:holder", mine)
-            yield
+            yield held
         finally:
             with contextlib.suppress(*_connection_errors()):
                 if client.get(f"{name}:holder") == mine:
                     client.delete(f"{name}:holder")
-            lost = lock.lost
+            lost = held.lost() if not held.reported else None
             with contextlib.suppress(Exception):
                 lock.release()
-            if lost:
-                print(f"warning: the Redis routine lock {name} on {shown(url)} was lost during "
-                      "the run (Redis restarted or the connection dropped)", file=sys.stderr)
+            if lost:  # a short hold (resolve, release) that nobody asked about
+                print(f"warning: {lost}", file=sys.stderr)
     finally:
         with contextlib.suppress(Exception):
             client.close()

@@ -2,9 +2,11 @@
 
 Routine lock: an exclusive non-blocking flock on ``R/.locks/routine-run.flock``; the holder then
 writes ``{"pid", "host", "acquired_at"}`` into the file (never deleted). The kernel drops it when
-the holder dies; a live holder is never robbed. The upstream ``routine-run.lock/`` directory is
-honoured and, while we hold the flock, held by us too (``announce``; SPEC §6.2): a directory
-at most 1 hour old is busy unless our own crash left it (our tool, this host, a dead pid).
+the holder dies; a live holder is never robbed. The file is opened with ``O_NOFOLLOW``: a
+symbolic link there is refused (one line), so the lock never truncates or writes the file a
+link points to. The upstream ``routine-run.lock/`` directory is honoured and, while we hold the
+flock, held by us too (``announce``; SPEC §6.2): a directory at most 1 hour old is busy unless
+our own crash left it (our tool, this host, a dead pid); if it cannot be announced, nothing runs.
 
 ``routine_lock_status`` takes no lock on Linux: it looks up the file's inode in ``/proc/locks``
 (matching device+inode, or inode + the pid the holder wrote, since overlayfs/btrfs report another
@@ -13,13 +15,12 @@ that such a probe cannot cause a spurious "busy", an acquirer retries for ``BUSY
 ``list`` and the dry run ask through ``status_soon``: ``/proc/locks`` is read on a thread while
 they load the definitions or select (its first read in a process waits ~20 ms in the kernel),
 the rest in the caller, at once.
-
-The exec-lock names are re-exported at the bottom, so ``locks.exec_lock`` etc. keep working.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import os
 import re
@@ -67,6 +68,10 @@ def this_host() -> str:
     return os.uname().nodename
 
 
+def _not_lost() -> str | None:
+    return None
+
+
 @attrs.frozen(kw_only=True)
 class LockInfo:
     """Who holds the routine lock, as ``list --json`` shows it."""
@@ -76,9 +81,13 @@ class LockInfo:
     host: str | None
     acquired_at: str | None
     suspicious: bool  # held for over 1 hour of wall-clock time
+    #: For the holder itself: None while the lock is still held, else one line saying how it
+    #: was lost (only the Redis lock can be lost; the file lock lasts as long as the process).
+    lost: Callable[[], str | None] = attrs.field(default=_not_lost, eq=False, repr=False)
 
 
 _FREE = LockInfo(held=False, pid=None, host=None, acquired_at=None, suspicious=False)
+_OPEN_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @contextlib.contextmanager
@@ -89,11 +98,12 @@ def routine_lock(
     """Hold the routine-wide lock for the ``with`` block; raise ``LockBusy`` if it is taken.
 
     With ``project`` and ``SPECDOJO_ROUTINE_LOCK_URL`` set, the Redis lock of that project is
-    held too (:mod:`.redislock`), after the file lock."""
+    held too (:mod:`.redislock`), after the file lock; the yielded ``lost()`` tells whether it
+    still is. The upstream directory is announced last, and the block never runs without it."""
     path = locks_dir / ROUTINE_FLOCK_NAME
     try:
         locks_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(path, _OPEN_FLAGS, 0o644)
     except OSError as exc:
         raise _unusable(path, exc) from None
     with os.fdopen(fd, "r+b") as fh:
@@ -104,23 +114,38 @@ def routine_lock(
             if upstream is not None:
                 raise _routine_busy(locks_dir / UPSTREAM_ROUTINE_LOCK_NAME, upstream.pid,
                                     upstream.host, upstream.since)
-            info = LockInfo(held=True, pid=os.getpid(), host=this_host(),
-                            acquired_at=timefmt.format_s(now), suspicious=False)
-            record = {"pid": info.pid, "host": info.host, "acquired_at": info.acquired_at,
-                      "start": process_start(os.getpid())}
-            with _shared_lock(project, env, record):
+            record = {"pid": os.getpid(), "host": this_host(),
+                      "acquired_at": timefmt.format_s(now), "start": process_start(os.getpid())}
+            with _shared_lock(project, env, record) as shared:
                 fh.seek(0)
                 fh.truncate()
                 fh.write(orjson.dumps(record) + b"\n")
                 fh.flush()
-                announced = announce.claim(locks_dir, pid=os.getpid(), host=this_host(),
-                                           acquired_at=timefmt.format_s(now))
-                try:
-                    yield info
-                finally:
-                    announce.release(announced, pid=os.getpid())  # before the flock is released
+                with _announced(locks_dir, now):  # released before the flock is
+                    yield LockInfo(held=True, pid=os.getpid(), host=this_host(),
+                                   acquired_at=timefmt.format_s(now), suspicious=False,
+                                   lost=_not_lost if shared is None else shared.lost)
         finally:
             portalocker.unlock(fh)
+
+
+@contextlib.contextmanager
+def _announced(locks_dir: Path, now: datetime) -> Iterator[None]:
+    """Hold the upstream directory (SPEC §6.2) for the ``with`` block; busy or impossible to
+    announce -> raise, so that nothing runs unannounced."""
+    where = locks_dir / UPSTREAM_ROUTINE_LOCK_NAME
+    try:
+        path = announce.claim(locks_dir, pid=os.getpid(), host=this_host(),
+                              acquired_at=timefmt.format_s(now), now=now, alive=pid_alive)
+    except announce.Busy as busy:
+        raise _routine_busy(where, busy.holder.pid, busy.holder.host,
+                            busy.holder.since) from None
+    except OSError as exc:
+        raise errors.RoutineError(
+            f"cannot announce the run to the SpecDojo CLI in {where}: "
+            f"{errors.environment_error(exc)}; nothing was run") from None
+    with announce.kept(path, pid=os.getpid()):
+        yield
 
 
 def routine_lock_status(
@@ -220,7 +245,7 @@ def _held(pid: int | None, host: str | None, acquired_at: str | None, now: datet
 
 def _shared_lock(
     project: str | None, env: Mapping[str, str] | None, record: dict[str, Any]
-) -> contextlib.AbstractContextManager[None]:
+) -> contextlib.AbstractContextManager[redislock.Held | None]:
     url = redislock.lock_url(os.environ if env is None else env) if project else None
     if url is None or project is None:
         return contextlib.nullcontext()
@@ -228,6 +253,10 @@ def _shared_lock(
 
 
 def _unusable(path: Path, exc: OSError) -> errors.RoutineError:
+    if exc.errno == errno.ELOOP:  # O_NOFOLLOW met a symbolic link
+        return errors.RoutineError(
+            f"cannot use the lock {exc.filename or path}: it is a symbolic link, and a lock "
+            "file is never written through one (remove the link and run the command again)")
     return errors.RoutineError(
         f"cannot use the lock {path}: {exc.strerror or exc} ({errors.remedy(exc)})")
 
@@ -263,7 +292,8 @@ def _routine_busy(
 def _read_holder(path: Path) -> tuple[int | None, str | None, str | None]:
     """``(pid, host, acquired_at)`` from the lock file; ``None`` for what cannot be read."""
     try:
-        raw = orjson.loads(path.read_bytes())
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb") as fh:
+            raw = orjson.loads(fh.read(65536))
     except (OSError, orjson.JSONDecodeError):
         raw = None
     raw = raw if isinstance(raw, dict) else {}
@@ -301,7 +331,7 @@ def held_in_proc_locks(table: str, *, dev: int, ino: int, pid_hint: int | None) 
 
 def _probe_held(path: Path) -> bool:
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return False
     with os.fdopen(fd, "rb") as fh:
