@@ -111,17 +111,20 @@ def test_core_is_really_there() -> None:
             "redact", "jobplan", "jobfold", "validation"} <= names
 
 
-def test_guard_catches_upward_io_and_clock() -> None:
-    """The walkers see an upward arrow, a relative I/O import and a clock read."""
+def test_guard_catches_upward_io_and_clock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walkers see an upward arrow, a relative I/O import and a clock read. The probe
+    module lives in a scratch package, never in the source tree that other tests (and other
+    workers of `pytest -n`) read meanwhile: ruff, mypy, the definition cache's fingerprint."""
+    monkeypatch.setitem(globals(), "PACKAGE", tmp_path / "specdojo_routine")
     core = PACKAGE / "core"
+    core.mkdir(parents=True)
     probe = core / "_probe_for_test.py"
     probe.write_text("from ..store import ledger\nimport os.path\nfrom datetime import datetime\n"
                      "def f():\n    from specdojo_routine.cli import main\n"
                      "    return datetime.now()\n", encoding="utf-8")
-    try:
-        assert {"specdojo_routine.store", "specdojo_routine.store.ledger",
-                "specdojo_routine.cli", "specdojo_routine.cli.main"} == _upward(probe)
-        assert {"os.path"} == _io(probe)
-        assert ["datetime.now (line 6)"] == _clock_reads(probe)
-    finally:
-        probe.unlink()
+    assert {"specdojo_routine.store", "specdojo_routine.store.ledger",
+            "specdojo_routine.cli", "specdojo_routine.cli.main"} == _upward(probe)
+    assert {"os.path"} == _io(probe)
+    assert ["datetime.now (line 6)"] == _clock_reads(probe)

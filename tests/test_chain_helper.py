@@ -14,6 +14,7 @@ import pytest
 from specdojo_routine.core import events as ev
 from specdojo_routine.core.errors import CorruptLedgerError
 from specdojo_routine.store import chain, chainhelper, ledger, proven
+from tests.conftest import children
 
 LINES = 3000
 CHANGED = 1500  # the line an edit changes (well past the first chunk)
@@ -60,9 +61,10 @@ def _edit(path: Path, line: int) -> None:
     path.write_bytes(b"\n".join(lines))
 
 
-def _helpers_running() -> list[str]:
+def _helpers_running() -> list[int]:
+    """This process's chain helpers still running (those of other test workers are theirs)."""
     found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+    for pid in children(os.getpid()):
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
