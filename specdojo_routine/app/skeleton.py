@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import NamedTuple
 
-import attrs
 import orjson
 
 from specdojo_routine.core.errors import UsageError
@@ -61,8 +61,7 @@ GITIGNORE = """\
 """
 
 
-@attrs.frozen(kw_only=True)
-class Created:
+class Created(NamedTuple):
     """What ``init`` wrote: the project's root and id, and its files relative to the root."""
 
     root: Path
