@@ -19,8 +19,6 @@ import pytest
 
 from tests.conftest import REPO, copy_source
 
-# one worker builds the venv of the module's fixture and runs all three (pytest -n)
-pytestmark = pytest.mark.xdist_group("packaging")
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
 BACKEND = PYPROJECT["build-system"]["build-backend"].split(".")[0]  # hatchling
 
