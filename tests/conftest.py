@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -115,6 +116,24 @@ def children(pid: int) -> list[int]:
     for task in Path(f"/proc/{pid}/task").iterdir():
         found += [int(c) for c in (task / "children").read_text().split()]
     return found
+
+
+def descendants(pid: int) -> list[int]:
+    """The children of ``pid``, theirs, and so on: what this test started, where a look at
+    every process on the machine would also find other test workers' (``pytest -n``)."""
+    found = children(pid)
+    for child in list(found):
+        with contextlib.suppress(OSError):  # it exited meanwhile
+            found += descendants(child)
+    return found
+
+
+def argv_of(pid: int) -> list[str]:
+    """The command line of ``pid`` (empty once it has exited or is a zombie)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
+    except OSError:
+        return []
 
 
 def period_job(name: str, command: str, extra: str = "") -> str:

@@ -115,20 +115,23 @@ def test_core_is_really_there() -> None:
             "redact", "jobplan", "jobfold", "validation"} <= names
 
 
-def test_guard_catches_upward_io_and_clock() -> None:
-    """The walkers see an upward arrow, a relative I/O import and a clock read."""
+def test_guard_catches_upward_io_and_clock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walkers see an upward arrow, a relative I/O import and a clock read. The probe
+    module lives in a scratch package, never in the source tree that other tests (and other
+    workers of `pytest -n`) read meanwhile: ruff, mypy, the definition cache's fingerprint."""
+    monkeypatch.setitem(globals(), "PACKAGE", tmp_path / "specdojo_routine")
     core = PACKAGE / "core"
+    core.mkdir(parents=True)
     probe = core / "_probe_for_test.py"
     probe.write_text("from ..store import ledger\nimport os.path\nfrom datetime import datetime\n"
                      "def f():\n    from specdojo_routine.cli import main\n"
                      "    return datetime.now()\n", encoding="utf-8")
-    try:
-        assert {"specdojo_routine.store", "specdojo_routine.store.ledger",
-                "specdojo_routine.cli", "specdojo_routine.cli.main"} == _upward(probe)
-        assert {"os.path"} == _io(probe)
-        assert ["datetime.now (line 6)"] == _clock_reads(probe)
-    finally:
-        probe.unlink()
+    assert {"specdojo_routine.store", "specdojo_routine.store.ledger",
+            "specdojo_routine.cli", "specdojo_routine.cli.main"} == _upward(probe)
+    assert {"os.path"} == _io(probe)
+    assert ["datetime.now (line 6)"] == _clock_reads(probe)
 
 
 WINGS = ("definitions", "ledger", "locks")
@@ -213,21 +216,23 @@ def test_no_module_imports_itself_back() -> None:
     assert [] == _cycle(_graph())
 
 
-def test_guard_catches_an_arrow_between_wings_and_a_circle() -> None:
+def test_guard_catches_an_arrow_between_wings_and_a_circle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The wing walker sees a ledger module importing the locks wing; the circle finder sees a
-    circle through that probe."""
-    probe = PACKAGE / "store" / "ledger" / "_probe_for_test.py"
+    circle through that probe. The probe lives in a scratch package, as above."""
+    graph = _graph()
+    monkeypatch.setitem(globals(), "PACKAGE", tmp_path / "specdojo_routine")
+    wing = PACKAGE / "store" / "ledger"
+    wing.mkdir(parents=True)
+    probe = wing / "_probe_for_test.py"
     probe.write_text("from specdojo_routine.store.locks import routine\n"
-                     "def f():\n    from ..definitions import load\n"
-                     "    from specdojo_routine.store.ledger import _probe_for_test\n",
-                     encoding="utf-8")
-    try:
-        assert {"specdojo_routine.store.locks", "specdojo_routine.store.locks.routine",
-                "specdojo_routine.store.definitions",
-                "specdojo_routine.store.definitions.load"} == _across_wings(probe)
-        graph = _graph([*MODULES, probe])
-        graph["specdojo_routine.store.locks.routine"].add(
-            "specdojo_routine.store.ledger._probe_for_test")
-        assert "specdojo_routine.store.ledger._probe_for_test" in _cycle(graph)
-    finally:
-        probe.unlink()
+                     "def f():\n    from ..definitions import load\n", encoding="utf-8")
+    assert {"specdojo_routine.store.locks", "specdojo_routine.store.locks.routine",
+            "specdojo_routine.store.definitions",
+            "specdojo_routine.store.definitions.load"} == _across_wings(probe)
+    name = "specdojo_routine.store.ledger._probe_for_test"
+    graph[name] = {"specdojo_routine.store.locks.routine"}
+    assert [] == _cycle(graph)  # an arrow between wings, not yet a circle
+    graph["specdojo_routine.store.locks.routine"].add(name)
+    assert name in _cycle(graph)

@@ -36,7 +36,7 @@ UPSTREAM = Path("/work/shared/fixtures/upstream-project.tar.gz")
 FAST = definitions._fast()
 
 pytestmark = pytest.mark.skipif(
-    not FastReader.available(), reason="ruamel's C parser (ruamel.yaml[libyaml]) is not installed"
+    not FastReader.available(), reason="ruamel's C parser (ruamel.yaml.clib) is not installed"
 )
 
 

@@ -75,7 +75,7 @@ def test_readme_has_exactly_the_two_set_up_commands() -> None:
     one, two = _readme_command(1), _readme_command(2)
     assert (True, True, True) == (
         one.startswith("python -m pip install -e . && ") and "run --due --root fixtures/demo"
-        in one, two == "python -m pip install -e '.[dev]' && python -m pytest",
+        in one, two == "python -m pip install -e '.[test]' && python -m pytest -n auto",
         one in (REPO / "README.md").read_text(encoding="utf-8"))
 
 
@@ -113,11 +113,35 @@ def _ci_copy(tmp_path: Path, one: str, two: str) -> Path:
     return work
 
 
-def _ci_run(work: Path) -> subprocess.CompletedProcess[str]:
+def _ci_run(work: Path, **extra: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
-    env["CI"] = "true"
-    return subprocess.run(["bash", str(work / ".ci" / "run")], cwd=work, env=env,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
+    env.update(CI="true", **extra)
+    return subprocess.run([shutil.which("bash") or "bash", str(work / ".ci" / "run")], cwd=work,
+                          env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_ci_installs_the_system_packages_the_tests_use_when_they_are_missing(
+    tmp_path: Path,
+) -> None:
+    """On a machine without redis-server and chromium, `.ci/run` has apt-get update once and
+    install each; one that cannot be installed is said in one line, and the README commands
+    still run (its tests skip with their reason)."""
+    work = _ci_copy(tmp_path, "echo one > order.txt", "echo two >> order.txt")
+    bin_dir = tmp_path / "bin"  # a PATH with what .ci/run needs, and neither package
+    bin_dir.mkdir()
+    for name in ("sh", "python3", "rm", "dirname"):
+        (bin_dir / name).symlink_to(shutil.which(name) or f"/bin/{name}")
+    (bin_dir / "apt-get").write_text(
+        '#!/bin/sh\necho "$*" >> "$APT_LOG"\ncase "$*" in *chromium*) exit 100 ;; esac\n')
+    (bin_dir / "apt-get").chmod(0o755)
+    log = tmp_path / "apt.log"
+    done = _ci_run(work, PATH=str(bin_dir), APT_LOG=str(log))
+    assert (0, "one\ntwo\n", ["update -qq", "install -y -qq redis-server",
+                               "install -y -qq chromium"]) == (
+        done.returncode, (work / "order.txt").read_text() if (work / "order.txt").exists()
+        else done.stdout + done.stderr, log.read_text().splitlines())
+    assert "ci: could not install chromium; the tests that need it will skip" in done.stderr
 
 
 def test_ci_runs_readme_command_1_then_2_in_a_fresh_venv(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""`pip install .` into a clean virtual environment builds a wheel a PyPI user can rely on.
+"""`pip install .` into a clean virtual environment builds a wheel a PyPI user can rely on,
+with every dependency installed from a wheel (``--only-binary :all:``).
 
 The venv is created without access to anything installed on this machine (no
 ``--system-site-packages``), so pip must fetch the build backend through build isolation and
@@ -39,7 +40,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     py = venv / "bin" / "python"
     before = _run(py, "-c", f"import {BACKEND}", cwd=tmp)
     assert 0 != before.returncode, f"a clean venv must not have {BACKEND}: {before.stdout}"
-    install = _run(py, "-m", "pip", "install", "-q", ".", cwd=export)
+    # every dependency from a wheel: nothing is compiled on a user's machine (issue 30)
+    install = _run(py, "-m", "pip", "install", "-q", "--only-binary", ":all:", ".", cwd=export)
     assert 0 == install.returncode, install.stdout + install.stderr
     return export, venv
 

@@ -53,7 +53,8 @@ def test_typed_embedding_runs(tmp_path: Path) -> None:
     assert {"rtn-cycle": "success", "rtn-weekly": "success"} == statuses
 
 
-@pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy not installed")
+@pytest.mark.skipif(importlib.util.find_spec("mypy") is None,
+                    reason="mypy not installed (pip install -e '.[dev]')")
 def test_typed_embedding_passes_mypy_strict() -> None:
     """A user's strictly typed code type-checks against the public API."""
     proc = subprocess.run(

@@ -5,13 +5,12 @@ from __future__ import annotations
 import collections
 import os
 import signal
-import subprocess
 import time
 
 import orjson
 import pytest
 
-from tests.conftest import Project
+from tests.conftest import Project, argv_of, children, descendants
 
 
 def _wait_for(predicate: object, timeout: float = 30.0) -> None:
@@ -60,9 +59,11 @@ def _killed_mid_action(project: Project, policy: str = "") -> None:
         """)
     proc = project.popen("run", "--due", "--now", "2026-05-01T10:00:30Z")
     _wait_for(lambda: len(project.calls()) == 2)
+    sleepers = children(proc.pid)  # the delegated call, in its own process group
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
-    subprocess.run(["pkill", "-f", "sleep 30"], check=False)
+    for child in sleepers:  # this test's sleeper only, not every `sleep 30` on the machine
+        os.killpg(child, signal.SIGKILL)
 
 
 def test_a_run_killed_mid_action_leaves_an_interrupted_routine(project: Project) -> None:
@@ -145,14 +146,13 @@ def test_sigterm_stops_the_running_command_and_records_the_stop(
         action: {kind: specdojo, args: [sleep-41]}
         """)
     proc = project.popen("run", "--due", "--now", "2026-05-01T10:00:30Z", script=script)
-    _wait_for(lambda: len(project.calls()) == 1)
-    time.sleep(0.3)
+    _wait_for(lambda: ["sleep", "41"] in map(argv_of, descendants(proc.pid)))
+    started = descendants(proc.pid)  # this test's command and its sleep, not another worker's
     proc.send_signal(signal.SIGTERM)
     assert 143 == proc.wait(timeout=30)
     assert "error: stopped by SIGTERM" in proc.stderr.read()  # type: ignore[union-attr]
     time.sleep(0.2)
-    leftovers = subprocess.run(["pgrep", "-f", "sleep 41"], capture_output=True, text=True)
-    assert "" == leftovers.stdout
+    assert [] == [argv for argv in map(argv_of, started) if argv == ["sleep", "41"]]
     assert ("attempt_ended", "stopped by SIGTERM") == (project.events()[-1]["type"],
                                                       project.events()[-1]["reason"])
     again = project.cli("run", "--due", "--now", "2026-05-01T12:00:00Z",

@@ -94,6 +94,13 @@ _BUSY = (75, "another process holds the routine lock; nothing was recorded")
 _DAMAGED = (1, "a damaged ledger")
 
 COMMANDS: dict[str, CommandHelp] = {
+    "init": CommandHelp(
+        "Start a new project in the current directory (or --root): the config, an example "
+        "routine (due at once, then hourly) running an example Job (a shell echo), and a "
+        ".gitignore for locks and caches. Writes only new files: if one of them exists, "
+        "nothing is written.",
+        ("{prog} init", "{prog} init --root ~/src/reports --project reports"),
+        ((0, "created"), (2, "a file of the skeleton already exists, or an unusable id"))),
     "where": CommandHelp(
         "Print the resolved project root, project id and the paths it uses.",
         ("{prog} where", "{prog} where --root ~/src/my-project --project web"),

@@ -98,6 +98,12 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return helptext.document(parser)
 
 
+def _add_init(sub: Subparsers, common: _Parser) -> None:
+    from specdojo_routine.cli import initcli  # its own --root/--project: a project to create
+
+    initcli.add_parser(sub)
+
+
 def _add_where(sub: Subparsers, common: _Parser) -> None:
     sub.add_parser("where", parents=[common], help="resolved root, project and paths")
 
@@ -197,6 +203,7 @@ def _add_job_commands(sub: Subparsers, common: _Parser) -> None:
 
 # In the order `--help` lists them.
 _SUBCOMMANDS: dict[str, Callable[[Subparsers, _Parser], None]] = {
+    "init": _add_init,
     "where": _add_where,
     "validate": _add_validate,
     "list": _add_list,
@@ -371,7 +378,14 @@ def cmd_history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
+def cmd_init(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from specdojo_routine.cli import initcli
+
+    return initcli.cmd_init(args, out, err)
+
+
 _COMMANDS: dict[str, Command] = {
+    "init": cmd_init,
     "where": cmd_where,
     "validate": cmd_validate,
     "list": cmd_list,

@@ -66,8 +66,12 @@ def fingerprint() -> str:
     versions), Python's version. Found, not imported: a load that the cache serves whole
     needs neither ruamel nor croniter."""
     here = Path(__file__).parent
+    return _fingerprint(here, here.parent.parent / "core")
+
+
+def _fingerprint(*folders: Path) -> str:
     parts = [str(_VERSION), sys.version]
-    modules = [*sorted(here.glob("*.py")), *sorted((here.parent.parent / "core").glob("*.py"))]
+    modules = [module for folder in folders for module in sorted(folder.glob("*.py"))]
     for name, main in (("ruamel.yaml", "__init__.py"), ("croniter", "croniter.py")):
         found = importlib.util.find_spec(name)
         if found is not None and found.origin is not None:

@@ -24,7 +24,7 @@ problem in fast-path data (the rules need positions for their messages). So the 
 changes speed only, never a message: ``tests/test_fast_definitions.py`` runs both paths over
 every file of the bad-input corpus and over generated documents.
 
-Without the C extension (``pip install 'ruamel.yaml[libyaml]'``), or with
+Without the C extension (``ruamel.yaml.clib``, a dependency where it has a wheel), or with
 ``SPECDOJO_ROUTINE_PURE_YAML=1``, every file takes the slow path.
 """
 
