@@ -84,6 +84,16 @@ class ProjectPaths:
     def routine_locks_dir(self) -> Path:
         return self.routines_dir / ".locks"
 
+    @property
+    def routine_cache_dir(self) -> Path:
+        """``R/.cache``: machine-local files that only spare work; deleting them is safe."""
+        return self.routines_dir / ".cache"
+
+    @property
+    def routine_snapshot(self) -> Path:
+        """What proved ``routine-state.json`` against this machine's ledger file (SPEC §5)."""
+        return self.routine_cache_dir / "routine-state.snapshot.json"
+
     # job side
     @property
     def runs_dir(self) -> Path:
