@@ -145,7 +145,7 @@ def _load(paths: ProjectPaths, *, with_routines: bool) -> Definitions:
     # the cache holds what the fast path read; without the fast path (forced off here, or no
     # C parser: fastyaml.FastReader.load then reads nothing) it gives and takes nothing
     fast = os.environ.get(PURE_YAML) != "1"
-    cache = DefinitionCache(paths.routines_dir / ".cache") if fast else None
+    cache = DefinitionCache(paths.routine_cache_dir) if fast else None
     job_paths = discover(paths.jobs_dir, "job-")
     jobs, invalid, job_problems = _load_jobs(
         paths, job_paths, cache, agents.roster if agents is not None else None)
