@@ -135,6 +135,12 @@ def paths(project: Project) -> Any:
     return resolve_project(project.root)
 
 
+def _resumed_at(paths: Any) -> int:
+    """The seq the next incremental fold would continue after (0: from scratch)."""
+    return proven.prove(paths.routine_ledger, paths.routine_state,
+                        paths.routine_snapshot).resumed_at
+
+
 def _registered(n: int) -> ev.RoutineRegistered:
     return ev.RoutineRegistered(routine_id="rtn-a", digest=f"{n}" * 64, path="routines/a.yaml")
 
@@ -146,23 +152,23 @@ def test_own_appends_continue_incrementally_and_anything_else_refolds(paths: Any
     log.append_many([_registered(n) for n in range(3)])
     views.refresh_routine_view(paths)
     log.append(_registered(3))
-    assert 3 == proven.prove(paths.routine_ledger, paths.routine_state).resumed_at
+    assert 3 == _resumed_at(paths)
     views.refresh_routine_view(paths)
     data = paths.routine_ledger.read_bytes()
     assert data.endswith(b'a.yaml"}\n')
     paths.routine_ledger.write_bytes(data[:-4] + b'X"}\n')  # same length, still valid JSON
-    assert 0 == proven.prove(paths.routine_ledger, paths.routine_state).resumed_at
+    assert 0 == _resumed_at(paths)
 
 
 def test_an_edited_view_is_refolded_even_in_canonical_form(paths: Any) -> None:
-    """A view whose body no longer matches its digest is not continued from."""
+    """A view whose bytes are not the ones its snapshot records is not continued from."""
     ledger.Ledger(paths.routine_ledger).append_many([_registered(n) for n in range(2)])
     views.refresh_routine_view(paths)
-    assert 2 == proven.prove(paths.routine_ledger, paths.routine_state).resumed_at
+    assert 2 == _resumed_at(paths)
     doc = orjson.loads(paths.routine_state.read_bytes())
     doc["routines"]["rtn-a"]["digest"] = "9" * 64
     paths.routine_state.write_bytes(views.render(doc))
-    assert 0 == proven.prove(paths.routine_ledger, paths.routine_state).resumed_at
+    assert 0 == _resumed_at(paths)
     assert "1" * 64 == views.refresh_routine_view(paths).get("rtn-a")["digest"]
 
 
@@ -173,7 +179,7 @@ def test_another_file_under_the_same_name_is_refolded(paths: Any) -> None:
     copy = paths.routine_ledger.with_name("copy.jsonl")
     copy.write_bytes(paths.routine_ledger.read_bytes())
     os.replace(copy, paths.routine_ledger)
-    assert 0 == proven.prove(paths.routine_ledger, paths.routine_state).resumed_at
+    assert 0 == _resumed_at(paths)
 
 
 def test_a_broken_chain_is_found_wherever_it_is(tmp_path: Path) -> None:

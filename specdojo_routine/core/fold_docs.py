@@ -78,9 +78,7 @@ class RoutineEntryDoc(TypedDict):
 class LedgerPositionDoc(TypedDict):
     seq: int
     offset: int
-    head: NotRequired[str]  # what the view covers (store.proven)
-    file: NotRequired[dict[str, int]]
-    digest: NotRequired[str]
+    head: NotRequired[str]  # the chain head at seq (store.ledger.proven)
 
 
 class RoutineStateDoc(TypedDict):

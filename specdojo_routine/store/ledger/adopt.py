@@ -78,11 +78,12 @@ class RoutineImports:
 
 
 def plan_routine_imports(paths: ProjectPaths) -> RoutineImports:
-    """Whose is ``routine-state.json``? A view the ledger proves (:mod:`.proven`: its digest,
-    the ledger's identity and chain head) is ours; any other is compared with the full fold
-    (another tool may have rewritten it in our shape) and its newer entries are imported."""
+    """Whose is ``routine-state.json``? A view the snapshot proves (:mod:`.proven`: the view's
+    bytes, the ledger's identity and chain head) is ours, and so is one whose bytes equal the
+    full fold; any other is compared with the full fold (another tool may have rewritten it in
+    our shape) and its newer entries are imported."""
     data = _read(paths.routine_state)
-    found = proven.prove(paths.routine_ledger, paths.routine_state)
+    found = proven.prove(paths.routine_ledger, paths.routine_state, paths.routine_snapshot)
     document = found.document()
     if data is None or found.resumed_at > 0 or data == views.render(document):
         return RoutineImports(events=[], conflicts=[], view=RoutineView(

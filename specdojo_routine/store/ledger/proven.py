@@ -1,18 +1,33 @@
 """The proven state of the routine ledger (SPEC §5): the whole incremental-fold protocol.
 
-One entry point, :func:`prove`: "give me the state of this ledger, and show me it is right".
-A published view is evidence, not truth. The fold continues from it only when all of these
-hold, and otherwise folds the ledger from scratch:
+One way in, :func:`prove` - "give me the state of this ledger, and show me it is right" - and
+one way out, :meth:`Proven.publish`, which writes the view and what proves it.
 
-1. the view is exactly what this fold published: its ``ledger.digest`` is the sha256 of its
-   canonical body (an edited view - by hand, or by the upstream CLI that rewrites
-   ``routine-state.json`` - no longer matches), and the body is in this fold's canonical form;
-2. it names the ledger file it covers (``file``: device, inode, size and change time when it was
-   folded), and the ledger is now that same file, either untouched since (same size and change
-   time) or changed only by this process's own appends and repairs (:func:`ledger.only_grew`):
-   an edit anywhere in the ledger, even one keeping its length, changes its change time;
-3. the line ending at ``offset`` still hashes to the recorded chain head (``head``), and every
-   new line chains on from it (``prev``).
+``routine-state.json`` is a function of the ledger's bytes alone. Its ``ledger`` member is
+``seq``, ``offset`` and ``head`` (the hash of the line at ``seq``: the chain head) and nothing
+of one machine, so a copied, restored, cloned or synced project folds to the same bytes and
+``fold --check`` on an untouched copy is clean. What lets a later command trust that view
+without reading the ledger again is machine-local and kept apart, in a :class:`Snapshot`
+(``R/.cache/routine-state.snapshot.json``, :attr:`ProjectPaths.routine_snapshot`): the
+ledger file's identity, size and change time when it was proven, the position proven, and the
+sha256 of the exact view bytes published with it. The fold continues from the view only when
+all of these hold, and otherwise folds the ledger from scratch:
+
+1. the ledger is the file the snapshot names (device, inode), either untouched since (same
+   size and change time) or changed only by this process's own appends and repairs
+   (:func:`stamps.only_grew`): an edit anywhere in the ledger, even one keeping its length,
+   changes its change time, and a copy is another inode;
+2. the view's bytes are exactly the ones published with the snapshot (an edit by hand, the
+   upstream CLI rewriting the file, a view another tool wrote: any change breaks the sha256),
+   it covers the position the snapshot names, and it is in this fold's canonical form;
+3. the line ending at ``offset`` still hashes to ``head``, and every new line chains on from it
+   (``prev``).
+
+Without a snapshot, or with one that does not match (a copy, a restore, a view written by an
+earlier version that kept the file's identity in the view), the command verifies the chain
+once - a fold from scratch - and its next publish writes a new snapshot. The snapshot is only
+ever a shortcut: deleting it costs one full fold, never a wrong answer. It is read and written
+as a regular file only (never through a symlink; a FIFO in its place is not waited on).
 
 A fold from scratch checks every line's ``prev`` against the hash of the line before it, so a
 changed line is found wherever it is, and raises :class:`CorruptLedgerError` naming file and
@@ -37,13 +52,67 @@ from specdojo_routine.core.fold import (
     fold_from_document,
     routine_document,
 )
-from specdojo_routine.store.ledger import chain, codec
+from specdojo_routine.store.ledger import chain, codec, stamps
 from specdojo_routine.store.ledger import journal as ledger
 
-__all__ = ["Proven", "from_scratch", "prove"]
+__all__ = ["Proven", "Snapshot", "from_scratch", "prove", "render"]
 
-_COVER_KEYS = ("seq", "offset", "head", "file", "digest")
+_SNAPSHOT_VERSION = 1
+_SNAPSHOT_KEYS = ("version", "ledger_file", "seq", "offset", "head", "view_sha256")
 _FILE_KEYS = ("dev", "ino", "size", "ctime_ns")
+
+
+def render(document: Any) -> bytes:
+    """A view document as stored: 2-space indented JSON and a trailing newline (the bytes a
+    snapshot's ``view_sha256`` is taken over)."""
+    return orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
+
+
+@attrs.frozen(kw_only=True)
+class Snapshot:
+    """What proved a published view against one ledger file on this machine.
+
+    Stored as one compact JSON object: ``{"version": 1, "ledger_file": {"dev", "ino", "size",
+    "ctime_ns"}, "seq", "offset", "head", "view_sha256"}``. Anything else in the file - another
+    version, a missing or extra key, a wrong type, bytes that are not JSON - is no snapshot."""
+
+    stamp: stamps.Stamp  # the ledger file when the view was proven
+    seq: int
+    offset: int
+    head: str
+    view_sha256: str  # sha256 (hex) of the view's bytes as published
+
+    def to_bytes(self) -> bytes:
+        s = self.stamp
+        return orjson.dumps({
+            "version": _SNAPSHOT_VERSION,
+            "ledger_file": {"dev": s.dev, "ino": s.ino, "size": s.size, "ctime_ns": s.ctime_ns},
+            "seq": self.seq, "offset": self.offset, "head": self.head,
+            "view_sha256": self.view_sha256}) + b"\n"
+
+    @classmethod
+    def read(cls, path: Path) -> Snapshot | None:
+        """The snapshot at ``path``, or None (none there, not a regular file, not readable,
+        not exactly what :meth:`to_bytes` writes)."""
+        try:
+            data = stamps.read_regular(path, follow=False)
+            doc: Any = orjson.loads(data) if data is not None else None
+        except (OSError, orjson.JSONDecodeError):
+            return None
+        if not isinstance(doc, dict):
+            return None
+        try:
+            ok = (tuple(doc) == _SNAPSHOT_KEYS and doc["version"] == _SNAPSHOT_VERSION
+                  and tuple(doc["ledger_file"]) == _FILE_KEYS
+                  and all(type(doc["ledger_file"][k]) is int for k in _FILE_KEYS)
+                  and type(doc["seq"]) is int and type(doc["offset"]) is int
+                  and type(doc["head"]) is str and type(doc["view_sha256"]) is str)
+        except (TypeError, KeyError):
+            return None
+        if not ok:
+            return None
+        return cls(stamp=stamps.Stamp(**doc["ledger_file"]), seq=doc["seq"],
+                   offset=doc["offset"], head=doc["head"], view_sha256=doc["view_sha256"])
 
 
 @attrs.frozen(kw_only=True)
@@ -55,28 +124,40 @@ class Proven:
     resumed_at: int  # the seq the fold continued after (0: folded from scratch)
 
     def content(self) -> RoutineStateDoc:
-        """The document without what ties it to one file (``ledger`` is just seq and
-        offset): what a replay of the same lines gives anywhere."""
+        """The document with ``ledger`` as just seq and offset: what the fold gives when
+        events not yet written were applied to it in memory (no chain head exists yet)."""
         return routine_document(self.state, self.tail.end)
 
     def document(self) -> RoutineStateDoc:
-        """``routine-state.json``, recording what it covers and a digest of its own body."""
+        """``routine-state.json``: the fold and the position it covers (``seq``, ``offset``,
+        ``head``), a function of the ledger's bytes alone."""
         doc = routine_document(self.state, self.tail.end)
-        stamp = self.tail.stamp
-        cover: dict[str, Any] = {
-            "seq": self.state.seq, "offset": self.tail.end, "head": self.tail.head,
-            "file": {"dev": stamp.dev, "ino": stamp.ino, "size": stamp.size,
-                     "ctime_ns": stamp.ctime_ns}}
-        doc["ledger"] = cover  # type: ignore[typeddict-item]
-        cover["digest"] = _digest(doc)
+        doc["ledger"]["head"] = self.tail.head
         return doc
 
+    def publish(self, view_path: Path, snapshot_path: Path) -> bool:
+        """Write the view (unless those bytes are there already), then the snapshot that lets
+        the next command continue from it; True if the view was written.
 
-def prove(path: Path, view_path: Path | None = None) -> Proven:
+        The view goes first: a crash between the two leaves a snapshot whose ``view_sha256``
+        does not match, which costs one full fold and nothing else."""
+        data = render(self.document())
+        written = stamps.replace(view_path, data)
+        snapshot = Snapshot(stamp=self.tail.stamp, seq=self.state.seq, offset=self.tail.end,
+                            head=self.tail.head, view_sha256=hashlib.sha256(data).hexdigest())
+        stamps.replace(snapshot_path, snapshot.to_bytes(), follow=False)
+        return written
+
+
+def prove(path: Path, view_path: Path | None = None,
+          snapshot_path: Path | None = None) -> Proven:
     """The routine fold of the ledger at ``path``: continued from the view at ``view_path``
-    when that view is proven (see the module docstring), else from scratch."""
+    when the snapshot at ``snapshot_path`` proves it (see the module docstring), else from
+    scratch (also when either path is None)."""
     tail = ledger.tail(path)
-    resumed = _resumable(view_path, path, tail) if view_path is not None else None
+    resumed = None
+    if view_path is not None and snapshot_path is not None:
+        resumed = _resumable(path, view_path, snapshot_path, tail)
     if resumed is None:
         return from_scratch(path, tail)
     state, offset, head = resumed
@@ -110,56 +191,45 @@ def _fold(path: Path, state: RoutineFold, tail: ledger.Tail, *, offset: int, hea
         raise CorruptLedgerError(str(path), state.seq + 1, "the ledger has fewer lines than seqs")
 
 
-def _digest(doc: Any) -> str:
-    """sha256 of a view document's canonical body (``ledger.digest`` itself left out)."""
-    body = {**doc, "ledger": {k: v for k, v in doc["ledger"].items() if k != "digest"}}
-    return hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
-
-
-def _read_view(view_path: Path) -> Any:
-    try:
-        return orjson.loads(view_path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return None
-
-
 def _resumable(
-    view_path: Path, path: Path, tail: ledger.Tail
+    path: Path, view_path: Path, snapshot_path: Path, tail: ledger.Tail
 ) -> tuple[RoutineFold, int, str] | None:
-    """(fold state, offset, chain head) of the published view when it is proven, else None."""
-    doc = _read_view(view_path)
-    cover = _cover(doc)
-    if cover is None:
+    """(fold state, offset, chain head) of the published view when the snapshot proves it,
+    else None. The cheap checks come first: a ledger that is not the proven file costs no
+    read of the view."""
+    snapshot = Snapshot.read(snapshot_path)
+    if snapshot is None or snapshot.seq > tail.seq or snapshot.offset > tail.end:
         return None
-    try:
-        state = fold_from_document({**doc, "ledger": {"seq": cover["seq"],
-                                                      "offset": cover["offset"]}})
-    except ValueError:
+    if not stamps.only_grew(snapshot.stamp, tail.stamp):
         return None
-    since = ledger.Stamp(**cover["file"])
-    if state.seq > tail.seq or cover["offset"] > tail.end:
+    state = _published_state(view_path, snapshot)
+    if state is None:
         return None
-    if not ledger.only_grew(since, tail.stamp):
-        return None
-    offset, head = cover["offset"], cover["head"]
+    offset, head = snapshot.offset, snapshot.head
     if offset == tail.end:
         return (state, offset, head) if head == tail.head else None
+    if offset == 0:
+        return (state, offset, head) if head == chain.EMPTY_HEAD else None
     last = ledger.line_ending_at(path, offset)
-    if offset > 0 and (last is None or chain.line_hash(last) != head):
-        return None
-    if offset == 0 and head != chain.EMPTY_HEAD:
+    if last is None or chain.line_hash(last) != head:
         return None
     return state, offset, head
 
 
-def _cover(doc: Any) -> dict[str, Any] | None:
-    """The ``ledger`` member of a view that is byte for byte what this fold published."""
+def _published_state(view_path: Path, snapshot: Snapshot) -> RoutineFold | None:
+    """The fold state the view holds, if its bytes are the ones published with ``snapshot``
+    and it covers the position the snapshot names."""
     try:
-        cover = doc["ledger"]
-        if tuple(cover) != _COVER_KEYS or tuple(cover["file"]) != _FILE_KEYS:
+        data = stamps.read_regular(view_path)
+    except OSError:
+        return None
+    if data is None or hashlib.sha256(data).hexdigest() != snapshot.view_sha256:
+        return None
+    try:
+        doc = orjson.loads(data)
+        position = {"seq": snapshot.seq, "offset": snapshot.offset}
+        if doc["ledger"] != {**position, "head": snapshot.head}:
             return None
-        if not all(type(cover["file"][k]) is int for k in _FILE_KEYS):
-            return None
-        return cover if cover["digest"] == _digest(doc) else None
-    except (KeyError, TypeError, AttributeError):
+        return fold_from_document({**doc, "ledger": position})
+    except (orjson.JSONDecodeError, ValueError, KeyError, TypeError):
         return None

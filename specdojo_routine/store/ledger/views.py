@@ -2,9 +2,10 @@
 
 A view is pretty JSON (2-space indent, keys in a fixed order) with a trailing newline, written
 to a temp file in its directory and moved into place with ``os.replace``; an unchanged view is
-not rewritten. The routine view records what it covers (``ledger``: seq, offset, chain head,
-the ledger file's identity, a digest of its own body); whether a refresh may continue from it
-or must refold from scratch is decided in one place, :mod:`.proven`.
+not rewritten. Every view is a function of its ledgers' bytes alone: the routine view records
+what it covers as ``ledger``: seq, offset and chain head, nothing of one machine. Whether a
+refresh may continue from it or must refold from scratch - and the machine-local snapshot that
+decides it - is :mod:`.proven`'s, in one place.
 
 A torn ledger tail (a crash mid-append) is left out of every fold: it was never acknowledged.
 Refreshing and loading carry on without it (the next locked append repairs it); ``fold_all``
@@ -13,8 +14,6 @@ refuses with :class:`TornLedgerError` unless asked to ``repair``.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -41,7 +40,7 @@ from specdojo_routine.core.jobfold import (
     run_document,
 )
 from specdojo_routine.store.config import ProjectPaths
-from specdojo_routine.store.ledger import chain, codec, proven
+from specdojo_routine.store.ledger import chain, codec, proven, stamps
 from specdojo_routine.store.ledger import journal as ledger
 
 __all__ = [
@@ -68,67 +67,54 @@ _PLACEHOLDER_AT = "1970-01-01T00:00:00.000Z"
 
 
 def content(document: Any) -> Any:
-    """A routine view document without what ties it to one ledger file: ``ledger`` is only
-    ``{seq, offset}`` (what a replay of the same lines gives anywhere)."""
+    """A routine view document with ``ledger`` as just ``{seq, offset}``: the form a replay of
+    bare events gives (they have no chain head until appended); golden files keep it."""
     position = document["ledger"]
     return {**document, "ledger": {"seq": position["seq"], "offset": position["offset"]}}
 
 
-def render(document: Any) -> bytes:
-    """A view document as stored: 2-space indented JSON and a trailing newline."""
-    return orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
+#: A view document as stored: 2-space indented JSON and a trailing newline.
+render = proven.render
 
 
 def publish(path: Path, data: bytes) -> bool:
     """Write ``data`` to ``path`` atomically unless it is already there; True if written."""
-    try:
-        if path.read_bytes() == data:
-            return False
-    except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            os.fchmod(out.fileno(), 0o644)
-            out.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    return True
+    return stamps.replace(path, data)
 
 
-def _read_json(path: Path) -> Any:
+def _stored(path: Path) -> bytes | None:
+    """A view's bytes as stored; None when there is none or it is not a regular file (a FIFO
+    is never waited on)."""
     try:
-        return orjson.loads(path.read_bytes())
-    except (FileNotFoundError, orjson.JSONDecodeError):
+        return stamps.read_regular(path)
+    except stamps.NotRegularFile:
         return None
 
 
 # --- the routine view ------------------------------------------------------------------------
 
 
-def _routine_document(
-    paths: ProjectPaths, *, incremental: bool
-) -> tuple[RoutineStateDoc, ledger.Tail]:
-    """The routine view the ledger proves (the protocol is :mod:`.proven`'s)."""
-    view_path = paths.routine_state if incremental else None
-    found = proven.prove(paths.routine_ledger, view_path)
-    return found.document(), found.tail
+def _proven(paths: ProjectPaths, *, incremental: bool) -> proven.Proven:
+    """The routine fold the ledger proves (the protocol is :mod:`.proven`'s); not
+    ``incremental``: from scratch, the whole chain checked."""
+    if not incremental:
+        return proven.from_scratch(paths.routine_ledger)
+    return proven.prove(paths.routine_ledger, paths.routine_state, paths.routine_snapshot)
 
 
 def refresh_routine_view(paths: ProjectPaths) -> RoutineView:
-    """Fold the routine ledger (incrementally) and publish ``routine-state.json``."""
-    document, tail = _routine_document(paths, incremental=True)
+    """Fold the routine ledger (incrementally) and publish ``routine-state.json`` with the
+    snapshot that proves it to the next command."""
+    found = _proven(paths, incremental=True)
     if paths.routine_ledger.exists():
-        publish(paths.routine_state, render(document))
-    return RoutineView(document=document, torn_line=tail.torn_line)
+        found.publish(paths.routine_state, paths.routine_snapshot)
+    return RoutineView(document=found.document(), torn_line=found.tail.torn_line)
 
 
 def load_routine_view(paths: ProjectPaths) -> RoutineView:
     """The routine view as :func:`refresh_routine_view` computes it, without writing anything."""
-    document, tail = _routine_document(paths, incremental=True)
-    return RoutineView(document=document, torn_line=tail.torn_line)
+    found = _proven(paths, incremental=True)
+    return RoutineView(document=found.document(), torn_line=found.tail.torn_line)
 
 
 # --- Job Run views ---------------------------------------------------------------------------
@@ -174,13 +160,15 @@ def load_job_state(paths: ProjectPaths) -> dict[str, JobCheckpointDoc]:
 
 def _published_job_state(paths: ProjectPaths) -> dict[str, JobCheckpointDoc] | None:
     """``job-state.json`` as this module writes it, or None."""
-    try:
-        doc = orjson.loads(paths.job_state.read_bytes())
-        jobs: dict[str, JobCheckpointDoc] = dict(doc["jobs"])
-    except (FileNotFoundError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+    data = _stored(paths.job_state)
+    if data is None:
         return None
-    valid = render(job_state_document(jobs)) == paths.job_state.read_bytes()
-    return jobs if valid else None
+    try:
+        doc = orjson.loads(data)
+        jobs: dict[str, JobCheckpointDoc] = dict(doc["jobs"])
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        return None
+    return jobs if render(job_state_document(jobs)) == data else None
 
 
 def refresh_job_views(paths: ProjectPaths, run_ids: Iterable[str] | None = None) -> None:
@@ -205,23 +193,26 @@ def refresh_job_views(paths: ProjectPaths, run_ids: Iterable[str] | None = None)
 # --- fold / check / repair -------------------------------------------------------------------
 
 
-def _expected_views(paths: ProjectPaths) -> Iterator[tuple[Path, bytes]]:
-    """Every view a full fold of the ledgers produces (a torn tail raises)."""
+def _expected_views(
+    paths: ProjectPaths,
+) -> Iterator[tuple[Path, bytes, proven.Proven | None]]:
+    """Every view a full fold of the ledgers produces (a torn tail raises); the routine view
+    comes with its fold, which publishes it with its snapshot."""
     if paths.routine_ledger.exists():
-        routine_doc, tail = _routine_document(paths, incremental=False)
-        if tail.torn:
-            raise TornLedgerError(str(paths.routine_ledger), tail.seq + 1)
-        yield paths.routine_state, render(routine_doc)
+        found = _proven(paths, incremental=False)
+        if found.tail.torn:
+            raise TornLedgerError(str(paths.routine_ledger), found.tail.seq + 1)
+        yield paths.routine_state, render(found.document()), found
     jobs: dict[str, JobCheckpointDoc] = {}
     run_ids = _run_ids(paths)
     for run_id in run_ids:
         state = _fold_run(paths.run_ledger(run_id), "raise")
         document = run_document(state)
         if document is not None:
-            yield paths.run_view(run_id), render(document)
+            yield paths.run_view(run_id), render(document), None
         merge_checkpoints(jobs, state.checkpoints)
     if run_ids:
-        yield paths.job_state, render(job_state_document(jobs))
+        yield paths.job_state, render(job_state_document(jobs)), None
 
 
 def fold_all(
@@ -240,11 +231,16 @@ def fold_all(
         for path in [paths.routine_ledger, *map(paths.run_ledger, _run_ids(paths))]:
             ledger.repair(path)
     drifted = []
-    for path, data in _expected_views(paths):
-        if (path.read_bytes() if path.exists() else None) != data:
+    for path, data, found in _expected_views(paths):
+        differs = _stored(path) != data
+        if differs:
             drifted.append(paths.rel(path))
-            if not check and path not in kept:
-                publish(path, data)
+        if check or path in kept:
+            continue
+        if found is not None:  # also when the view is right: its snapshot may be stale
+            found.publish(path, paths.routine_snapshot)
+        elif differs:
+            publish(path, data)
     return drifted
 
 
@@ -256,8 +252,9 @@ def replay(*sources: Path | str | Iterable[Event | codec.Recorded]) -> dict[str,
 
     Keys: ``routine-state.json``, ``runs/<run_id>.json``, ``job-state.json`` (over every run
     given). A file named ``routine-runs.jsonl`` is the routine ledger, any other a Job Run
-    ledger; a torn tail is left out, as in the published views (a file's routine view records
-    what it covers, as the published one does; :func:`content` strips that). Events may be
+    ledger; a torn tail is left out, as in the published views (a file's routine view is the
+    published one, chain head included; :func:`content` leaves only seq and offset, the form
+    bare events replay to). Events may be
     bare (numbered in order, stamped ``1970-01-01T00:00:00.000Z``, chained) or
     :class:`codec.Recorded`.
     """
