@@ -75,6 +75,9 @@ class RoutineImports:
     conflicts: list[str]
     view: RoutineView  # the fold of the ledger plus ``events`` (in memory)
     foreign: bool  # the file on disk is not the fold of our ledger
+    #: The ledger's fold as it stands, when no planned event was applied to it: applying the
+    #: plan publishes it, so a chain verified here is not verified again by the command.
+    proof: proven.Proven | None = None
 
 
 def plan_routine_imports(paths: ProjectPaths) -> RoutineImports:
@@ -85,15 +88,17 @@ def plan_routine_imports(paths: ProjectPaths) -> RoutineImports:
     data = _read(paths.routine_state)
     found = proven.prove(paths.routine_ledger, paths.routine_state, paths.routine_snapshot)
     document = found.document()
+    ours = RoutineView(document=document, torn_line=found.tail.torn_line)
     if data is None or found.resumed_at > 0 or data == views.render(document):
-        return RoutineImports(events=[], conflicts=[], view=RoutineView(
-            document=document, torn_line=found.tail.torn_line), foreign=False)
+        return RoutineImports(events=[], conflicts=[], view=ours, foreign=False, proof=found)
     events, conflicts = _routine_entries(paths, data, document["routines"])
-    if events:
-        seq = found.state.seq
-        raws = [_raw(e, seq + i, _IN_MEMORY_AT) for i, e in enumerate(events, 1)]
-        apply_all(found.state, raws, where="<import>", upgrade=codec.upgrade)
-        document = found.content()  # in memory only: it covers lines not yet written
+    if not events:
+        return RoutineImports(events=[], conflicts=conflicts, view=ours, foreign=True,
+                              proof=found)
+    seq = found.state.seq
+    raws = [_raw(e, seq + i, _IN_MEMORY_AT) for i, e in enumerate(events, 1)]
+    apply_all(found.state, raws, where="<import>", upgrade=codec.upgrade)
+    document = found.content()  # in memory only: it covers lines not yet written
     view = RoutineView(document=document, torn_line=found.tail.torn_line)
     return RoutineImports(events=events, conflicts=conflicts, view=view, foreign=True)
 
@@ -123,11 +128,17 @@ def _routine_entries(
 def apply_routine_imports(
     paths: ProjectPaths, plan: RoutineImports, clock: Callable[[], datetime]
 ) -> None:
-    """Append the planned events; publish the view unless a conflict keeps the file."""
+    """Append the planned events; publish the view unless a conflict keeps the file.
+
+    A fold proven from scratch while planning is published as it is (with its snapshot), so
+    the command's next refresh continues from it instead of verifying the chain again."""
     if plan.events:
         ledger.Ledger(paths.routine_ledger, clock=clock).append_many(plan.events)
-    if plan.foreign and not plan.conflicts:
-        views.refresh_routine_view(paths)  # the foreign file is unproven: folded from scratch
+        if not plan.conflicts:
+            views.refresh_routine_view(paths)  # the foreign file is unproven: from scratch
+    elif (plan.proof is not None and plan.proof.resumed_at == 0 and not plan.conflicts
+          and paths.routine_ledger.exists()):
+        plan.proof.publish(paths.routine_state, paths.routine_snapshot)
 
 
 def import_routine_state(paths: ProjectPaths, clock: Callable[[], datetime]) -> RoutineImports:
