@@ -22,14 +22,13 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.conftest import copy_source
 from tests.viewhelper import (
-    REPO,
     T1,
     T2,
     T3,
     cli,
     cp_a,
+    demo_after_run,
     fresh_fold,
     ledger,
     routine_state,
@@ -45,11 +44,7 @@ MACHINE_KEYS = {"dev", "ino", "inode", "ctime", "ctime_ns", "mtime", "mtime_ns",
 @pytest.fixture(scope="module")
 def ran(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo project after one real run (never changed by a test: tests copy it)."""
-    root = tmp_path_factory.mktemp("portable") / "demo"
-    copy_source(REPO / "fixtures" / "demo", root)
-    done = cli(root, "run", "--due", "--now", T1)
-    assert 0 == done.returncode, done.stderr
-    return root
+    return demo_after_run(tmp_path_factory.mktemp("portable") / "demo")
 
 
 @pytest.fixture

@@ -55,6 +55,17 @@ def spied(root: Path, *args: str, timeout: float = 120) -> tuple[int, list[int]]
     return done.returncode, offsets
 
 
+def demo_after_run(root: Path) -> Path:
+    """The demo project copied to ``root`` after one real ``run --due`` at :data:`T1` (four
+    views: routine-state, two run views, job-state)."""
+    from tests.conftest import copy_source
+
+    copy_source(REPO / "fixtures" / "demo", root)
+    done = cli(root, "run", "--due", "--now", T1)
+    assert 0 == done.returncode, done.stderr
+    return root
+
+
 def cp_a(src: Path, dest: Path) -> Path:
     """``cp -a SRC DEST``: a copy with times and modes kept, as an operator makes one."""
     subprocess.run(["cp", "-a", str(src), str(dest)], check=True)

@@ -7,13 +7,25 @@ views that would follow (read-only commands show those and write nothing);
 :func:`apply_routine_imports` / :func:`apply_job_imports` append the events and publish the
 affected views (the caller holds the routine / exec lock). The decisions are
 :mod:`specdojo_routine.core.adopt`'s.
+
+An unreadable view holds no facts (SPEC §10 rule 8): a ``routine-state.json``,
+``runs/<run_id>.json`` or ``job-state.json`` that is not JSON, is empty, is not an object, has
+no ``routines`` / ``jobs`` object, or is not a regular file at all (a FIFO is never opened for
+a blocking read) is, while its ledger exists, nothing to import and nothing to keep. The plan
+names it; applying the plan moves it aside as ``<name>.unreadable-<UTC yyyymmddThhmmssZ>``
+(renamed, never deleted), prints one ``warning:`` line naming both paths on stderr and rebuilds
+the view from the ledger, and the command goes on. Read-only commands show the fold and leave
+the file where it is. Without its ledger such a file may be the only record of another tool's
+facts: it stays a conflict, and is kept.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import sys
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +38,7 @@ from specdojo_routine.core import jobfold
 from specdojo_routine.core.errors import RoutineError
 from specdojo_routine.core.fold import RoutineView, apply_all
 from specdojo_routine.store.config import ProjectPaths
-from specdojo_routine.store.ledger import codec, proven, views
+from specdojo_routine.store.ledger import codec, proven, stamps, views
 from specdojo_routine.store.ledger import journal as ledger
 
 __all__ = ["ImportConflict", "JobImports", "RoutineImports", "apply_job_imports",
@@ -45,18 +57,52 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _read(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
-
-
 def _parse(data: bytes) -> Any:
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
         return None
+
+
+def _look(path: Path, member: str | None) -> tuple[bytes | None, str | None]:
+    """The bytes of a view file (None: no regular file there) and, when it holds no facts
+    (SPEC §10 rule 8), why: not a regular file, empty, not JSON, not a JSON object, or (with
+    ``member``) no ``member`` object in it."""
+    try:
+        data = stamps.read_regular(path)
+    except stamps.NotRegularFile:
+        return None, "not a regular file"
+    if data is None:
+        return None, None
+    if not data:
+        return data, "empty"
+    doc = _parse(data)
+    if doc is None and data.strip() != b"null":
+        return data, "not JSON"
+    if not isinstance(doc, dict):
+        return data, "not a JSON object"
+    if member is not None and not isinstance(doc.get(member), dict):
+        return data, f'no "{member}" object'
+    return data, None
+
+
+def _move_aside(
+    paths: ProjectPaths, path: Path, reason: str, source: str, clock: Callable[[], datetime]
+) -> None:
+    """Rename an unreadable view to ``<name>.unreadable-<UTC stamp>`` (``.<n>`` added when
+    that name is taken: nothing is overwritten) and say so in one ``warning:`` line. The
+    caller holds the lock that guards the view, so the name cannot be taken meanwhile."""
+    stamp = clock().astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+    target, n = path.with_name(f"{path.name}.unreadable-{stamp}"), 1
+    while os.path.lexists(target):
+        n += 1
+        target = path.with_name(f"{path.name}.unreadable-{stamp}.{n}")
+    try:
+        os.rename(path, target)
+    except FileNotFoundError:
+        return  # gone already: nothing to keep
+    print(f"warning: {paths.rel(path)} holds no facts ({reason}); moved it aside to "
+          f"{paths.rel(target)} and rebuilt it from {source}", file=sys.stderr)
 
 
 def _raw(event: Any, seq: int, at: str) -> dict[str, Any]:
@@ -75,6 +121,7 @@ class RoutineImports:
     conflicts: list[str]
     view: RoutineView  # the fold of the ledger plus ``events`` (in memory)
     foreign: bool  # the file on disk is not the fold of our ledger
+    unreadable: str | None = None  # why the file holds no facts (SPEC §10 rule 8): move it aside
     #: The ledger's fold as it stands, when no planned event was applied to it: applying the
     #: plan publishes it, so a chain verified here is not verified again by the command.
     proof: proven.Proven | None = None
@@ -85,10 +132,18 @@ def plan_routine_imports(paths: ProjectPaths) -> RoutineImports:
     bytes, the ledger's identity and chain head) is ours, and so is one whose bytes equal the
     full fold; any other is compared with the full fold (another tool may have rewritten it in
     our shape) and its newer entries are imported."""
-    data = _read(paths.routine_state)
+    data, unreadable = _look(paths.routine_state, "routines")
     found = proven.prove(paths.routine_ledger, paths.routine_state, paths.routine_snapshot)
     document = found.document()
     ours = RoutineView(document=document, torn_line=found.tail.torn_line)
+    if unreadable is not None:
+        if paths.routine_ledger.exists():
+            return RoutineImports(events=[], conflicts=[], view=ours, foreign=True,
+                                  unreadable=unreadable, proof=found)
+        return RoutineImports(events=[], conflicts=[
+            f"conflict: {paths.rel(paths.routine_state)} is not a routine state document "
+            f"({unreadable}); move it aside or fix it, then run `import` again"],
+            view=ours, foreign=True)
     if data is None or found.resumed_at > 0 or data == views.render(document):
         return RoutineImports(events=[], conflicts=[], view=ours, foreign=False, proof=found)
     events, conflicts = _routine_entries(paths, data, document["routines"])
@@ -107,11 +162,7 @@ def _routine_entries(
     paths: ProjectPaths, data: bytes, ours: Mapping[str, Any]
 ) -> tuple[list[ev.RoutineStateImported], list[str]]:
     source = paths.rel(paths.routine_state)
-    doc = _parse(data)
-    routines = doc.get("routines") if isinstance(doc, dict) else None
-    if not isinstance(routines, dict):
-        return [], [f"conflict: {source} is not a routine state document (no \"routines\" "
-                    "object); move it aside or fix it, then run `import` again"]
+    routines = _parse(data)["routines"]  # a dict: _look found the document readable
     found, conflicts, sha = [], [], _sha256(data)
     for routine_id, record in routines.items():
         verdict = rules.routine_entry_verdict(record, ours.get(routine_id))
@@ -128,16 +179,20 @@ def _routine_entries(
 def apply_routine_imports(
     paths: ProjectPaths, plan: RoutineImports, clock: Callable[[], datetime]
 ) -> None:
-    """Append the planned events; publish the view unless a conflict keeps the file.
+    """Move an unreadable file aside, append the planned events, and publish the view
+    unless a conflict keeps the file.
 
     A fold proven from scratch while planning is published as it is (with its snapshot), so
     the command's next refresh continues from it instead of verifying the chain again."""
+    if plan.unreadable is not None:
+        _move_aside(paths, paths.routine_state, plan.unreadable,
+                    paths.rel(paths.routine_ledger), clock)
     if plan.events:
         ledger.Ledger(paths.routine_ledger, clock=clock).append_many(plan.events)
         if not plan.conflicts:
             views.refresh_routine_view(paths)  # the foreign file is unproven: from scratch
-    elif (plan.proof is not None and plan.proof.resumed_at == 0 and not plan.conflicts
-          and paths.routine_ledger.exists()):
+    elif (plan.proof is not None and not plan.conflicts and paths.routine_ledger.exists()
+          and (plan.foreign or plan.proof.resumed_at == 0)):
         plan.proof.publish(paths.routine_state, paths.routine_snapshot)
 
 
@@ -160,6 +215,8 @@ class JobImports:
     events: dict[str, list[ev.JobEvent]]  # per run ledger, in order
     conflicts: dict[str, str]  # run id (or "job-state") -> message
     folds: dict[str, jobfold.RunFold]  # every run's fold, with the planned events applied
+    #: run id (or "job-state") -> why the file holds no facts (SPEC §10 rule 8): move it aside
+    unreadable: dict[str, str] = attrs.field(factory=dict)
 
     def document(self, run_id: str) -> jobfold.JobRunDoc | None:
         """The run's view as it is after the import (None: no such run)."""
@@ -218,18 +275,29 @@ def checkpoint(paths: ProjectPaths, job_id: str) -> dict[str, Any] | None:
 
 
 def _plan_run(paths: ProjectPaths, plan: JobImports, run_id: str, fold: jobfold.RunFold) -> None:
-    data = _read(paths.run_view(run_id))
+    data, unreadable = _look(paths.run_view(run_id), None)
     ours = jobfold.run_document(fold)
+    if unreadable is not None:
+        if paths.run_ledger(run_id).exists():
+            plan.unreadable[run_id] = unreadable
+        else:  # no ledger: it may be the only record of another tool's run
+            plan.conflicts[run_id] = _run_conflict(paths, run_id, None, ours)
+        return
     if data is None or (ours is not None and data == views.render(ours)):
         return
     record = _parse(data)
     verdict = rules.run_record_verdict(record, ours)
     if verdict == "conflict":
-        plan.conflicts[run_id] = rules.conflict_message(
-            paths.rel(paths.run_view(run_id)), record, paths.rel(paths.run_ledger(run_id)), ours)
+        plan.conflicts[run_id] = _run_conflict(paths, run_id, record, ours)
     elif verdict == "import":
         event = ev.RunImported(run_id=run_id, record=record, source_sha256=_sha256(data))
         _add(plan, run_id, event)
+
+
+def _run_conflict(paths: ProjectPaths, run_id: str, record: Any,
+                  ours: jobfold.JobRunDoc | None) -> str:
+    return rules.conflict_message(paths.rel(paths.run_view(run_id)), record,
+                                  paths.rel(paths.run_ledger(run_id)), ours)
 
 
 def _add(plan: JobImports, run_id: str, event: ev.JobEvent) -> None:
@@ -239,16 +307,18 @@ def _add(plan: JobImports, run_id: str, event: ev.JobEvent) -> None:
 
 
 def _plan_checkpoints(paths: ProjectPaths, plan: JobImports, job_id: str | None) -> JobImports:
-    data = _read(paths.job_state)
+    data, unreadable = _look(paths.job_state, "jobs")
+    if unreadable is not None:
+        if any(paths.runs_dir.glob("*.jsonl")):
+            plan.unreadable["job-state"] = unreadable
+        else:
+            plan.conflicts["job-state"] = (f"conflict: {paths.rel(paths.job_state)} is not a "
+                                           f"job state document ({unreadable})")
+        return plan
     ours = plan.jobs()
     if data is None or data == views.render(jobfold.job_state_document(ours)):
         return plan
-    doc = _parse(data)
-    entries = doc.get("jobs") if isinstance(doc, dict) else None
-    if not isinstance(entries, dict):
-        plan.conflicts["job-state"] = (f"conflict: {paths.rel(paths.job_state)} is not a "
-                                       "job state document (no \"jobs\" object)")
-        return plan
+    entries = _parse(data)["jobs"]  # a dict: _look found the document readable
     sha = _sha256(data)
     for jid, entry in entries.items():
         if job_id is not None and jid != job_id:
@@ -267,14 +337,21 @@ def _plan_checkpoints(paths: ProjectPaths, plan: JobImports, job_id: str | None)
 def apply_job_imports(
     paths: ProjectPaths, plan: JobImports, clock: Callable[[], datetime]
 ) -> list[str]:
-    """Append the planned events (the caller holds the exec lock), then publish the views of
-    the runs they touch and ``job-state.json``, except files a conflict keeps; returns the
-    runs whose ledgers grew."""
+    """Move unreadable files aside and append the planned events (the caller holds the exec
+    lock), then publish the views of the runs they touch (and of the runs moved aside) and
+    ``job-state.json``, except files a conflict keeps; returns the runs whose ledgers grew."""
+    for key, reason in sorted(plan.unreadable.items()):
+        if key == "job-state":
+            _move_aside(paths, paths.job_state, reason, "the Job Run ledgers", clock)
+        else:
+            _move_aside(paths, paths.run_view(key), reason, paths.rel(paths.run_ledger(key)),
+                        clock)
     touched = sorted(plan.events)
     for run_id in touched:
         ledger.Ledger(paths.run_ledger(run_id), clock=clock).append_many(plan.events[run_id])
-    publish = [r for r in touched if r not in plan.conflicts]
-    if publish and "job-state" not in plan.conflicts:
+    rebuilt = {k for k in plan.unreadable if k != "job-state"}
+    publish = sorted({r for r in touched if r not in plan.conflicts} | rebuilt)
+    if (publish or "job-state" in plan.unreadable) and "job-state" not in plan.conflicts:
         views.refresh_job_views(paths, publish)
     return touched
 
