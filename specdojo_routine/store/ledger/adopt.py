@@ -182,8 +182,11 @@ def apply_routine_imports(
     """Move an unreadable file aside, append the planned events, and publish the view
     unless a conflict keeps the file.
 
-    A fold proven from scratch while planning is published as it is (with its snapshot), so
-    the command's next refresh continues from it instead of verifying the chain again."""
+    A fold proven from scratch while planning is published as it is, so the command's next
+    refresh continues from it instead of verifying the chain again: a foreign file is replaced,
+    and our own view (its bytes already right) gets the snapshot it lacked. A missing view is
+    left to the caller (``fold`` reports what it rebuilds; ``import`` writes no view it did
+    not import into)."""
     if plan.unreadable is not None:
         _move_aside(paths, paths.routine_state, plan.unreadable,
                     paths.rel(paths.routine_ledger), clock)
@@ -191,8 +194,8 @@ def apply_routine_imports(
         ledger.Ledger(paths.routine_ledger, clock=clock).append_many(plan.events)
         if not plan.conflicts:
             views.refresh_routine_view(paths)  # the foreign file is unproven: from scratch
-    elif (plan.proof is not None and not plan.conflicts and paths.routine_ledger.exists()
-          and (plan.foreign or plan.proof.resumed_at == 0)):
+    elif plan.proof is not None and not plan.conflicts and paths.routine_ledger.exists() and (
+            plan.foreign or (plan.proof.resumed_at == 0 and paths.routine_state.exists())):
         plan.proof.publish(paths.routine_state, paths.routine_snapshot)
 
 
