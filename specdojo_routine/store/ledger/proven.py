@@ -102,7 +102,8 @@ class Snapshot:
         if not isinstance(doc, dict):
             return None
         try:
-            ok = (tuple(doc) == _SNAPSHOT_KEYS and doc["version"] == _SNAPSHOT_VERSION
+            ok = (tuple(doc) == _SNAPSHOT_KEYS and type(doc["version"]) is int
+                  and doc["version"] == _SNAPSHOT_VERSION
                   and tuple(doc["ledger_file"]) == _FILE_KEYS
                   and all(type(doc["ledger_file"][k]) is int for k in _FILE_KEYS)
                   and type(doc["seq"]) is int and type(doc["offset"]) is int
