@@ -136,18 +136,19 @@ class Proven:
         doc["ledger"]["head"] = self.tail.head
         return doc
 
-    def publish(self, view_path: Path, snapshot_path: Path) -> bool:
+    def publish(self, view_path: Path, snapshot_path: Path) -> RoutineStateDoc:
         """Write the view (unless those bytes are there already), then the snapshot that lets
-        the next command continue from it; True if the view was written.
+        the next command continue from it; returns the document published.
 
         The view goes first: a crash between the two leaves a snapshot whose ``view_sha256``
         does not match, which costs one full fold and nothing else."""
-        data = render(self.document())
-        written = stamps.replace(view_path, data)
+        document = self.document()
+        data = render(document)
+        stamps.replace(view_path, data)
         snapshot = Snapshot(stamp=self.tail.stamp, seq=self.state.seq, offset=self.tail.end,
                             head=self.tail.head, view_sha256=hashlib.sha256(data).hexdigest())
         stamps.replace(snapshot_path, snapshot.to_bytes(), follow=False)
-        return written
+        return document
 
 
 def prove(path: Path, view_path: Path | None = None,

@@ -107,8 +107,10 @@ def refresh_routine_view(paths: ProjectPaths) -> RoutineView:
     snapshot that proves it to the next command."""
     found = _proven(paths, incremental=True)
     if paths.routine_ledger.exists():
-        found.publish(paths.routine_state, paths.routine_snapshot)
-    return RoutineView(document=found.document(), torn_line=found.tail.torn_line)
+        document = found.publish(paths.routine_state, paths.routine_snapshot)
+    else:
+        document = found.document()
+    return RoutineView(document=document, torn_line=found.tail.torn_line)
 
 
 def load_routine_view(paths: ProjectPaths) -> RoutineView:
@@ -219,7 +221,9 @@ def fold_all(
     paths: ProjectPaths, *, check: bool = False, repair: bool = False,
     keep: Iterable[Path] = (),
 ) -> list[str]:
-    """Rebuild every view from scratch; returns the views that differed (root-relative).
+    """Rebuild every view from scratch; returns the views that differed (root-relative). The
+    routine view's snapshot is written too, also when the view was right (after a copy or a
+    restore the view is, and the snapshot names another file).
 
     ``check``: write nothing (not even a repair), only report. ``repair``: first move every
     ledger's torn tail aside (``<ledger>.torn-<seq>``); without it a torn tail raises
