@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Mapping
@@ -27,14 +28,25 @@ class NotRegularFile(OSError):
         self.path, self.kind = path, kind
 
 
-def read_regular(path: Path) -> bytes:
+def read_regular(path: Path, *, follow: bool = True) -> bytes:
     """The bytes of ``path``, which must be a regular file (:class:`NotRegularFile`).
 
     The file is opened non-blocking and checked with ``fstat`` before anything is read: a
     FIFO, socket or device left at a path we read would otherwise block the command forever
-    (a FIFO with no writer) or never end. Other errors (``FileNotFoundError`` ...) propagate.
+    (a FIFO with no writer) or never end. ``follow=False``: a symbolic link at ``path`` is
+    not followed (``O_NOFOLLOW``) but refused like any other non-regular file - for a private
+    file of ours, which a link could point anywhere. Other errors (``FileNotFoundError`` ...)
+    propagate.
     """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow and os.path.islink(path):
+            raise NotRegularFile(path, "a symbolic link") from None
+        if exc.errno == errno.ENXIO and stat.S_ISSOCK(os.lstat(path).st_mode):
+            raise NotRegularFile(path, "a socket") from None
+        raise
     with os.fdopen(fd, "rb") as handle:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):

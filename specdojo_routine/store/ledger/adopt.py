@@ -37,8 +37,8 @@ from specdojo_routine.core import events as ev
 from specdojo_routine.core import jobfold
 from specdojo_routine.core.errors import RoutineError
 from specdojo_routine.core.fold import RoutineView, apply_all
-from specdojo_routine.store.config import ProjectPaths
-from specdojo_routine.store.ledger import codec, proven, stamps, views
+from specdojo_routine.store.config import NotRegularFile, ProjectPaths, read_regular
+from specdojo_routine.store.ledger import codec, proven, views
 from specdojo_routine.store.ledger import journal as ledger
 
 __all__ = ["ImportConflict", "JobImports", "RoutineImports", "apply_job_imports",
@@ -69,11 +69,11 @@ def _look(path: Path, member: str | None) -> tuple[bytes | None, str | None]:
     (SPEC §10 rule 8), why: not a regular file, empty, not JSON, not a JSON object, or (with
     ``member``) no ``member`` object in it."""
     try:
-        data = stamps.read_regular(path)
-    except stamps.NotRegularFile:
-        return None, "not a regular file"
-    if data is None:
+        data = read_regular(path)
+    except FileNotFoundError:
         return None, None
+    except NotRegularFile:  # a FIFO is checked with fstat, never read
+        return None, "not a regular file"
     if not data:
         return data, "empty"
     doc = _parse(data)

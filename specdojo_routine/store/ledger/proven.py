@@ -52,6 +52,7 @@ from specdojo_routine.core.fold import (
     fold_from_document,
     routine_document,
 )
+from specdojo_routine.store.config import read_regular
 from specdojo_routine.store.ledger import chain, codec, stamps
 from specdojo_routine.store.ledger import journal as ledger
 
@@ -95,9 +96,8 @@ class Snapshot:
         """The snapshot at ``path``, or None (none there, not a regular file, not readable,
         not exactly what :meth:`to_bytes` writes)."""
         try:
-            data = stamps.read_regular(path, follow=False)
-            doc: Any = orjson.loads(data) if data is not None else None
-        except (OSError, orjson.JSONDecodeError):
+            doc: Any = orjson.loads(read_regular(path, follow=False))
+        except (OSError, orjson.JSONDecodeError):  # none, not a regular file, not ours
             return None
         if not isinstance(doc, dict):
             return None
@@ -222,10 +222,10 @@ def _published_state(view_path: Path, snapshot: Snapshot) -> RoutineFold | None:
     """The fold state the view holds, if its bytes are the ones published with ``snapshot``
     and it covers the position the snapshot names."""
     try:
-        data = stamps.read_regular(view_path)
-    except OSError:
+        data = read_regular(view_path)
+    except OSError:  # none, or not a regular file (a FIFO is never waited on)
         return None
-    if data is None or hashlib.sha256(data).hexdigest() != snapshot.view_sha256:
+    if hashlib.sha256(data).hexdigest() != snapshot.view_sha256:
         return None
     try:
         doc = orjson.loads(data)

@@ -1,5 +1,5 @@
 """What a ledger file looked like, which changes this process made to it itself, and how the
-small files beside a ledger (views, the proof snapshot) are read and replaced.
+small files beside a ledger (views, the proof snapshot) are replaced.
 
 A :class:`Stamp` is a file's identity (device, inode), size and change time at one moment. Every
 append and repair this process makes records the stamp before and after it; :func:`only_grew`
@@ -9,23 +9,24 @@ change time and breaks the walk). Change times have the file system's granularit
 on ext4, xfs, btrfs and tmpfs): an edit in the same clock tick as our last look, keeping the
 size, is the one change this cannot see.
 
-:func:`read_regular` reads a file only if it is a regular one: it opens without blocking (a
-FIFO put where a view belongs would otherwise hang every command) and, when asked, without
-following a symlink. :func:`replace` writes a file whole or not at all (a temp file beside it,
-moved into place with ``os.replace``, which replaces a symlink rather than writing through it)
-and leaves a file that already holds the bytes alone.
+:func:`replace` writes a file whole or not at all (a temp file beside it, moved into place
+with ``os.replace``, which replaces a symlink rather than writing through it) and leaves a file
+that already holds the bytes alone. Such files are read with :func:`config.read_regular`: a
+regular file only, opened without blocking (a FIFO put where a view belongs would otherwise
+hang every command) and, for the snapshot, without following a symlink.
 """
 
 from __future__ import annotations
 
 import os
-import stat
 import tempfile
 from pathlib import Path
 
 import attrs
 
-__all__ = ["NotRegularFile", "Stamp", "only_grew", "read_regular", "remember", "replace"]
+from specdojo_routine.store.config import NotRegularFile, read_regular
+
+__all__ = ["Stamp", "only_grew", "remember", "replace"]
 
 
 @attrs.frozen(kw_only=True)
@@ -74,38 +75,9 @@ def only_grew(since: Stamp, now: Stamp) -> bool:
 # --- small files beside a ledger -------------------------------------------------------------
 
 
-class NotRegularFile(OSError):
-    """Something other than a regular file (a FIFO, a directory, a socket, a symlink when
-    symlinks are not followed) is where a file should be."""
-
-
-def read_regular(path: Path, *, follow: bool = True) -> bytes | None:
-    """The bytes of the regular file at ``path`` (None: nothing there).
-
-    Opened with ``O_NONBLOCK`` and checked with ``fstat`` before anything is read, so a FIFO
-    is never waited on; ``follow=False`` adds ``O_NOFOLLOW`` (a symlink is not a file of
-    ours). Anything that is not a regular file raises :class:`NotRegularFile`."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:  # ELOOP (a symlink, not followed), ENXIO (a socket), ...
-        if os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode):
-            raise NotRegularFile(exc.errno, "not a regular file", str(path)) from None
-        raise
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotRegularFile(0, "not a regular file", str(path))
-        with open(fd, "rb", closefd=False) as f:
-            return f.read()
-    finally:
-        os.close(fd)
-
-
 def replace(path: Path, data: bytes, *, follow: bool = True, mode: int = 0o644) -> bool:
     """Make ``data`` the file ``path``, atomically, unless it already holds exactly those
-    bytes (``follow``: as :func:`read_regular` reads it); True if written.
+    bytes (read as :func:`config.read_regular` reads, ``follow`` passed on); True if written.
 
     Readers see the old file or the new one, never part of it: a temp file in the same
     directory, moved into place with ``os.replace`` (which replaces a symlink or a FIFO there
@@ -113,7 +85,7 @@ def replace(path: Path, data: bytes, *, follow: bool = True, mode: int = 0o644) 
     try:
         if read_regular(path, follow=follow) == data:
             return False
-    except NotRegularFile:
+    except (FileNotFoundError, NotRegularFile):
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

@@ -39,7 +39,7 @@ from specdojo_routine.core.jobfold import (
     merge_checkpoints,
     run_document,
 )
-from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.config import NotRegularFile, ProjectPaths, read_regular
 from specdojo_routine.store.ledger import chain, codec, proven, stamps
 from specdojo_routine.store.ledger import journal as ledger
 
@@ -86,8 +86,8 @@ def _stored(path: Path) -> bytes | None:
     """A view's bytes as stored; None when there is none or it is not a regular file (a FIFO
     is never waited on)."""
     try:
-        return stamps.read_regular(path)
-    except stamps.NotRegularFile:
+        return read_regular(path)
+    except (FileNotFoundError, NotRegularFile):
         return None
 
 
