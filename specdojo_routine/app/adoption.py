@@ -19,7 +19,7 @@ import attrs
 
 from specdojo_routine.core.events import CheckpointImported, RunImported
 from specdojo_routine.core.jobfold import job_state_document
-from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.config import ProjectPaths, read_regular
 from specdojo_routine.store.ledger import adopt, views
 from specdojo_routine.store.ledger import journal as ledger
 from specdojo_routine.store.locks import execlock
@@ -149,6 +149,15 @@ def _view_stamps(paths: ProjectPaths) -> dict[Path, tuple[int, int, int, int]]:
     return stamps
 
 
+def _published(path: Path) -> bytes | None:
+    """The bytes of a view file, or None when there is none or it is not a regular file (a
+    FIFO there must not hang the check)."""
+    try:
+        return read_regular(path)
+    except OSError:  # missing, or not a regular file (NotRegularFile)
+        return None
+
+
 def _check(paths: ProjectPaths) -> FoldReport:
     """Drift after an in-memory import: files that would import cleanly are not drift."""
     routine = adopt.plan_routine_imports(paths)
@@ -158,8 +167,7 @@ def _check(paths: ProjectPaths) -> FoldReport:
         clean.add(paths.rel(paths.routine_state))
     clean |= {paths.rel(paths.run_view(r)) for r in jobs.events if r not in jobs.conflicts}
     expected_jobs = views.render(job_state_document(jobs.jobs()))
-    if jobs.events and paths.job_state.exists() and \
-            paths.job_state.read_bytes() == expected_jobs:
+    if jobs.events and _published(paths.job_state) == expected_jobs:
         clean.add(paths.rel(paths.job_state))
     drifted = [d for d in views.fold_all(paths, check=True) if d not in clean]
     return FoldReport(drifted=drifted, moved=[],

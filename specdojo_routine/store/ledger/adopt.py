@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import orjson
 
 from specdojo_routine.core import adopt as rules
 from specdojo_routine.core import events as ev
@@ -38,7 +37,7 @@ from specdojo_routine.core import jobfold
 from specdojo_routine.core.errors import RoutineError
 from specdojo_routine.core.fold import RoutineView, apply_all
 from specdojo_routine.store.config import NotRegularFile, ProjectPaths, read_regular
-from specdojo_routine.store.ledger import codec, proven, views
+from specdojo_routine.store.ledger import codec, documents, proven, views
 from specdojo_routine.store.ledger import journal as ledger
 
 __all__ = ["ImportConflict", "JobImports", "RoutineImports", "apply_job_imports",
@@ -57,13 +56,6 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _parse(data: bytes) -> Any:
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return None
-
-
 def _look(path: Path, member: str | None) -> tuple[bytes | None, str | None]:
     """The bytes of a view file (None: no regular file there) and, when it holds no facts
     (SPEC §10 rule 8), why: not a regular file, empty, not JSON, not a JSON object, or (with
@@ -76,7 +68,7 @@ def _look(path: Path, member: str | None) -> tuple[bytes | None, str | None]:
         return None, "not a regular file"
     if not data:
         return data, "empty"
-    doc = _parse(data)
+    doc = documents.parse(data)
     if doc is None and data.strip() != b"null":
         return data, "not JSON"
     if not isinstance(doc, dict):
@@ -162,7 +154,7 @@ def _routine_entries(
     paths: ProjectPaths, data: bytes, ours: Mapping[str, Any]
 ) -> tuple[list[ev.RoutineStateImported], list[str]]:
     source = paths.rel(paths.routine_state)
-    routines = _parse(data)["routines"]  # a dict: _look found the document readable
+    routines = documents.parse(data)["routines"]  # a dict: _look found the document readable
     found, conflicts, sha = [], [], _sha256(data)
     for routine_id, record in routines.items():
         verdict = rules.routine_entry_verdict(record, ours.get(routine_id))
@@ -288,7 +280,7 @@ def _plan_run(paths: ProjectPaths, plan: JobImports, run_id: str, fold: jobfold.
         return
     if data is None or (ours is not None and data == views.render(ours)):
         return
-    record = _parse(data)
+    record = documents.parse(data)
     verdict = rules.run_record_verdict(record, ours)
     if verdict == "conflict":
         plan.conflicts[run_id] = _run_conflict(paths, run_id, record, ours)
@@ -321,7 +313,7 @@ def _plan_checkpoints(paths: ProjectPaths, plan: JobImports, job_id: str | None)
     ours = plan.jobs()
     if data is None or data == views.render(jobfold.job_state_document(ours)):
         return plan
-    entries = _parse(data)["jobs"]  # a dict: _look found the document readable
+    entries = documents.parse(data)["jobs"]  # a dict: _look found the document readable
     sha = _sha256(data)
     for jid, entry in entries.items():
         if job_id is not None and jid != job_id:

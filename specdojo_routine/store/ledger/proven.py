@@ -53,7 +53,7 @@ from specdojo_routine.core.fold import (
     routine_document,
 )
 from specdojo_routine.store.config import read_regular
-from specdojo_routine.store.ledger import chain, codec, stamps
+from specdojo_routine.store.ledger import chain, codec, documents, stamps
 from specdojo_routine.store.ledger import journal as ledger
 
 __all__ = ["Proven", "Snapshot", "from_scratch", "prove", "render"]
@@ -221,17 +221,14 @@ def _resumable(
 def _published_state(view_path: Path, snapshot: Snapshot) -> RoutineFold | None:
     """The fold state the view holds, if its bytes are the ones published with ``snapshot``
     and it covers the position the snapshot names."""
-    try:
-        data = read_regular(view_path)
-    except OSError:  # none, or not a regular file (a FIFO is never waited on)
-        return None
-    if hashlib.sha256(data).hexdigest() != snapshot.view_sha256:
+    data = documents.stored(view_path)
+    if data is None or hashlib.sha256(data).hexdigest() != snapshot.view_sha256:
         return None
     try:
-        doc = orjson.loads(data)
+        doc = documents.parse(data)
         position = {"seq": snapshot.seq, "offset": snapshot.offset}
         if doc["ledger"] != {**position, "head": snapshot.head}:
             return None
         return fold_from_document({**doc, "ledger": position})
-    except (orjson.JSONDecodeError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         return None

@@ -39,8 +39,8 @@ from specdojo_routine.core.jobfold import (
     merge_checkpoints,
     run_document,
 )
-from specdojo_routine.store.config import NotRegularFile, ProjectPaths, read_regular
-from specdojo_routine.store.ledger import chain, codec, proven, stamps
+from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.ledger import chain, codec, documents, proven, stamps
 from specdojo_routine.store.ledger import journal as ledger
 
 __all__ = [
@@ -80,15 +80,6 @@ render = proven.render
 def publish(path: Path, data: bytes) -> bool:
     """Write ``data`` to ``path`` atomically unless it is already there; True if written."""
     return stamps.replace(path, data)
-
-
-def _stored(path: Path) -> bytes | None:
-    """A view's bytes as stored; None when there is none or it is not a regular file (a FIFO
-    is never waited on)."""
-    try:
-        return read_regular(path)
-    except (FileNotFoundError, NotRegularFile):
-        return None
 
 
 # --- the routine view ------------------------------------------------------------------------
@@ -162,13 +153,12 @@ def load_job_state(paths: ProjectPaths) -> dict[str, JobCheckpointDoc]:
 
 def _published_job_state(paths: ProjectPaths) -> dict[str, JobCheckpointDoc] | None:
     """``job-state.json`` as this module writes it, or None."""
-    data = _stored(paths.job_state)
+    data = documents.stored(paths.job_state)
     if data is None:
         return None
     try:
-        doc = orjson.loads(data)
-        jobs: dict[str, JobCheckpointDoc] = dict(doc["jobs"])
-    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        jobs: dict[str, JobCheckpointDoc] = dict(documents.parse(data)["jobs"])
+    except (KeyError, TypeError, ValueError):
         return None
     return jobs if render(job_state_document(jobs)) == data else None
 
@@ -236,7 +226,7 @@ def fold_all(
             ledger.repair(path)
     drifted = []
     for path, data, found in _expected_views(paths):
-        differs = _stored(path) != data
+        differs = documents.stored(path) != data
         if differs:
             drifted.append(paths.rel(path))
         if check or path in kept:
