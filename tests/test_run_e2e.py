@@ -119,6 +119,35 @@ def test_missing_executable_is_a_failure_with_reason(project: Project) -> None:
     assert "Traceback" not in proc.stderr
 
 
+GHP = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+
+
+@pytest.mark.parametrize(("cli", "extra", "secret"), [
+    (f"/nonexistent/{GHP}/specdojo", {}, GHP),
+    ("/nonexistent/s3cr3t-VALUE-42/specdojo", {"DEPLOY_TOKEN": "s3cr3t-VALUE-42"},
+     "s3cr3t-VALUE-42"),
+], ids=["token-in-path", "value-of-a-TOKEN-variable"])
+def test_a_failure_reason_is_redacted_everywhere_it_is_shown(
+    project: Project, cli: str, extra: dict[str, str], secret: str,
+) -> None:
+    """SPEC §7.5: no secret reaches a ledger, view or console. A failure reason comes from
+    outside (here an executable path holding a token, or the value of a *TOKEN variable):
+    it is redacted where it is recorded, so the ledger, the views, the run's own lines and
+    what `list` and `history` show later name the failure without the secret."""
+    project.routine("rtn-missing", "interval: 1h\naction: [{kind: exec-resume}]\n")
+    env = project.env(SPECDOJO_CLI=cli, **extra)
+    proc = project.cli("run", "--id", "rtn-missing", env=env)
+    assert 1 == proc.returncode, proc.stderr
+    assert "failure - action 1 (exec-resume): executable not found: /nonexistent/" in proc.stdout
+    shown = [proc, project.cli("list", env=env), project.cli("history", "rtn-missing", env=env),
+             project.cli("list", "--json", env=env)]
+    assert [] == [p.args[3] for p in shown if secret in p.stdout + p.stderr]
+    generated = sorted((project.root / "routines" / "generated").iterdir())
+    assert [] == [p.name for p in generated if secret.encode() in p.read_bytes()]
+    ended = [e for e in project.events() if e["type"] in ("action_ended", "attempt_ended")]
+    assert 2 == len(ended) and all("[REDACTED]" in e["reason"] for e in ended)
+
+
 def test_attempt_is_recorded_before_delegation(project: Project) -> None:
     """attempt_started is on disk before the delegated command starts (T-02)."""
     project.routine("rtn-order", "interval: 1h\naction: {kind: specdojo, args: [peek]}\n")

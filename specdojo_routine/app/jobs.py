@@ -23,9 +23,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 import attrs
 
@@ -42,6 +42,7 @@ from specdojo_routine.core.events import (
     RunAttemptEnded,
     RunAttemptStarted,
     RunCreated,
+    redacted,
 )
 from specdojo_routine.core.jobplan import JobRunOutcome, Trigger, Verdict
 from specdojo_routine.core.model import InputValue, JobDefinition, Result
@@ -116,6 +117,30 @@ def _from_record(prep: Prepared, view: Mapping[str, Any], secrets: list[str]) ->
         fresh = None
     task = jobplan.task_for_retry(prep.job, recorded, fresh, secrets, prep.run_id)
     return attrs.evolve(base, task=task)
+
+
+_JE = TypeVar("_JE", bound=JobEvent)
+
+
+@attrs.frozen
+class _RunLog:
+    """A Job Run's ledger as this module appends to it: every event with its free text
+    redacted first (:func:`events.redacted`), so a failure reason or a review's reason,
+    whatever produced it, reaches the run ledger and the views folded from it redacted
+    (SPEC §7.5). Gives back the events as recorded, for the outcome the console shows."""
+
+    ledger: ledger.Ledger
+    secrets: Sequence[str]
+
+    def append(self, event: _JE) -> _JE:
+        recorded = redacted(event, self.secrets)
+        self.ledger.append(recorded)
+        return recorded
+
+    def append_many(self, batch: Sequence[JobEvent]) -> list[JobEvent]:
+        recorded = [redacted(event, self.secrets) for event in batch]
+        self.ledger.append_many(recorded)
+        return recorded
 
 
 # --- running -----------------------------------------------------------------------------------
@@ -195,7 +220,8 @@ def _locked(
     view = views.load_job_run(ctx.paths, prep.run_id)
     decision = jobplan.existing_run(view, run_id=prep.run_id, job_id=prep.job.id,
                                     key=prep.recorded_key)
-    log = ledger.Ledger(ctx.paths.run_ledger(prep.run_id), clock=ctx.clock)
+    log = _RunLog(ledger.Ledger(ctx.paths.run_ledger(prep.run_id), clock=ctx.clock),
+                  ctx.secrets)
     if decision.action == "duplicate" and view is not None:
         return _repair_checkpoint(ctx, prep, view, log)
     if decision.action == "new":
@@ -218,7 +244,7 @@ def _locked(
     return _attempt(ctx, prep, handle, log, decision.attempt)
 
 
-def _create(ctx: _Env, prep: Prepared, log: ledger.Ledger) -> None:
+def _create(ctx: _Env, prep: Prepared, log: _RunLog) -> None:
     log.append(RunCreated(
         run_id=prep.run_id, job_id=prep.job.id, idempotency_key=prep.recorded_key,
         project_id=prep.project_id, trigger=prep.trigger, scheduled_at=prep.scheduled_at,
@@ -244,7 +270,7 @@ def _still_running(ctx: _Env, prep: Prepared, attempt: int) -> str | None:
 
 
 def _close_interrupted(
-    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, log: ledger.Ledger, attempt: int
+    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, log: _RunLog, attempt: int
 ) -> None:
     """Close the open attempt of a dead runner as failed/interrupted."""
     owner = jobfiles.attempt_owner(ctx.paths, prep.run_id, attempt)
@@ -256,7 +282,7 @@ def _close_interrupted(
 
 
 def _repair_checkpoint(
-    ctx: _Env, prep: Prepared, view: Mapping[str, Any], log: ledger.Ledger
+    ctx: _Env, prep: Prepared, view: Mapping[str, Any], log: _RunLog
 ) -> JobRunOutcome:
     """Duplicate complete; a checkpoint lost to a crash after ``attempt_ended`` is recorded."""
     if jobplan.missing_checkpoint(view, prep.job):
@@ -269,7 +295,7 @@ def _repair_checkpoint(
 
 
 def _attempt(
-    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, log: ledger.Ledger, attempt: int
+    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, log: _RunLog, attempt: int
 ) -> JobRunOutcome:
     log.append(RunAttemptStarted(run_id=prep.run_id, attempt=attempt,
                                  owner=jobfiles.current_owner()))
@@ -292,7 +318,11 @@ def _attempt(
     if values is not None and review_rules.integrated(record):
         batch.append(CheckpointAdvanced(run_id=prep.run_id, job_id=prep.job.id, values=values))
     _still_open(ctx.paths, prep.run_id, attempt)
-    log.append_many(batch)  # the outcome first: files around it are side effects
+    recorded = log.append_many(batch)  # the outcome first: files around it are side effects
+    if record is not None:  # the review's reason as recorded (redacted), for the outcome
+        review_ended = recorded[1]
+        assert isinstance(review_ended, ReviewEnded)
+        record = attrs.evolve(record, reason=review_ended.reason)
     if done.result_written:
         _side_effect(notes, "result not stamped", agentflow.stamp_result,
                      jobfiles.result_path(ctx.paths, prep.run_id), verdict.status, reason,
