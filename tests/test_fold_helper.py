@@ -28,7 +28,8 @@ def _history(routines: int, rounds: int, held: set[int] = frozenset()) -> Iterat
     """Rounds of attempts (start, action, end) of every routine; routine n fails under
     ``on_failure: hold`` in round 1 when n is in ``held``, and stays held (an occurrence held
     every round, and one backfill at five eighths) until the last quarter, when it is
-    released."""
+    released. Interval routines: the start of a cron attempt reads the cursor before it (it
+    never moves back), so a helper cannot speculate past one."""
     state = {n: "never" for n in range(routines)}
     label = {"never": "T-02", "success": "T-06", "failure": "T-07", "skipped": "T-08"}
     for n in range(routines):
@@ -40,7 +41,7 @@ def _history(routines: int, rounds: int, held: set[int] = frozenset()) -> Iterat
             backfill = n in held and r == rounds * 5 // 8
             if n in held and 1 < r < rounds * 3 // 4 and not backfill:
                 yield ev.OccurrenceHeld(routine_id=rid, scheduled_for=T, reason="held",
-                                        passed_over_since=None, schedule="cron")
+                                        passed_over_since=None, schedule="interval")
                 continue
             if n in held and r == rounds * 3 // 4:
                 yield ev.RoutineReleased(routine_id=rid, run="none", note=None,
@@ -51,7 +52,7 @@ def _history(routines: int, rounds: int, held: set[int] = frozenset()) -> Iterat
                                     trigger="backfill" if backfill else "due",
                                     scheduled_for=T,
                                     last_run="2026-08-07T08:00:03Z", passed_over_since=None,
-                                    owner=OWNER, schedule="cron",
+                                    owner=OWNER, schedule="interval",
                                     on_failure="hold" if n in held else None)
             yield ev.ActionEnded(routine_id=rid, attempt_id=aid, index=1, kind="job",
                                  result=result)  # type: ignore[arg-type]

@@ -1,8 +1,10 @@
 """The fold in two parts (core/fold_parts.py): a speculative fold of the second part, joined
 to the first only when proven. Held to the fold in one piece on generated ledgers, at every
 cut: a join is exactly the fold in one piece; it is refused exactly when a routine is held
-where the second part anchors it; a refused join leaves the first part's state untouched; and
-it never takes a ledger that the fold in one piece refuses."""
+where the second part anchors it, or when from the anchor on a line reads the cron cursor,
+which the second part cannot know (it never moves back, so moving it reads it); a refused join
+leaves the first part's state untouched; and it never takes a ledger that the fold in one
+piece refuses."""
 
 from __future__ import annotations
 
@@ -146,28 +148,39 @@ def _split(lines: list[dict[str, Any]], cut: int) -> tuple[RoutineFold, bool]:
 
 
 def _held_at_an_anchor(lines: list[dict[str, Any]], cut: int) -> bool:
-    """Whether a routine is held just before its first ``attempt_started`` after ``cut``: the
-    one case in which a join must be refused on a legal ledger."""
-    state, anchored = _fold(lines[:cut]), set()
+    """Whether a join must be refused on a legal ledger: a routine is held just before its
+    first ``attempt_started`` after ``cut`` (its anchor), or from its anchor on a line reads
+    the cron cursor (a cron run, hold or miss: the cursor never moves back, SPEC §4) before
+    an imported record has set it."""
+    state, anchored, known = _fold(lines[:cut]), set(), set()
     for n in range(cut, len(lines)):
         line = lines[n]
-        if line.get("type") == "attempt_started" and line["routine_id"] not in anchored:
-            anchored.add(line["routine_id"])
-            entry = state.routines.get(line["routine_id"])
+        rid = line["routine_id"]
+        if line.get("type") == "attempt_started" and rid not in anchored:
+            anchored.add(rid)
+            entry = state.routines.get(rid)
             if entry is not None and entry["held"]:
                 return True
+        if rid in anchored and rid not in known:
+            if line.get("schedule") == "cron" and (
+                    line["type"] in ("occurrence_held", "occurrence_missed")
+                    or (line["type"] == "attempt_started" and line["trigger"] in ("due", "id"))):
+                return True
+            if line.get("type") in (None, "routine_state_imported"):
+                known.add(rid)
         _fold([line], state)
     return False
 
 
 @settings(max_examples=300, deadline=None)
 @given(lines=ledgers(), data=st.data())
-def test_a_join_is_the_fold_in_one_piece_and_refused_only_for_a_hold(
+def test_a_join_is_the_fold_in_one_piece_and_refused_only_for_a_hold_or_a_cursor(
     lines: list[dict[str, Any]], data: st.DataObject
 ) -> None:
-    """At any cut of a legal ledger the join is made unless a routine is held at its anchor,
-    and a join gives exactly the fold in one piece: every entry, their order, the seq. A
-    refused join leaves the first part's state as it was."""
+    """At any cut of a legal ledger the join is made unless a routine is held at its anchor
+    (or the cron cursor is read after it), and a join gives exactly the fold in one piece:
+    every entry, their order, the seq. A refused join leaves the first part's state as it
+    was."""
     cut = data.draw(st.integers(0, len(lines)))
     whole = _fold(lines)
     state, joined = _split(lines, cut)

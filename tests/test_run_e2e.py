@@ -148,6 +148,28 @@ def test_a_failure_reason_is_redacted_everywhere_it_is_shown(
     assert 2 == len(ended) and all("[REDACTED]" in e["reason"] for e in ended)
 
 
+def test_an_explicit_run_in_the_past_does_not_move_the_cursor_back(project: Project) -> None:
+    """SPEC §4: the cron cursor never moves back. `run --id` with a `--now` before the cursor
+    (a clock that went back) runs and records last_run, but the next `run --due` selects
+    nothing already run: every occurrence runs once."""
+    project.routine("rtn-hourly", 'trigger: {cron: "0 * * * *", timezone: UTC}\n'
+                                  "action: {kind: exec-resume}\n")
+    steps = [("--due", "2026-08-07T10:30:00Z"), ("--due", "2026-08-07T12:30:00Z"),
+             ("--id", "2026-08-07T09:00:00Z"), ("--due", "2026-08-07T12:40:00Z"),
+             ("--due", "2026-08-07T13:05:00Z")]
+    for how, now in steps:
+        args = ["run", "--due"] if how == "--due" else ["run", "--id", "rtn-hourly"]
+        proc = project.cli(*args, "--now", now)
+        assert 0 == proc.returncode, proc.stderr
+    due = [e["scheduled_for"] for e in project.events()
+           if e["type"] == "attempt_started" and e["trigger"] == "due"]
+    assert ["2026-08-07T10:00:00.000Z", "2026-08-07T12:00:00.000Z",
+            "2026-08-07T13:00:00.000Z"] == due
+    assert 4 == len(project.calls())  # three due runs and the explicit one
+    state = project.state()["routines"]["rtn-hourly"]
+    assert "2026-08-07T13:00:00.000Z" == state["last_scheduled_for"]
+
+
 def test_attempt_is_recorded_before_delegation(project: Project) -> None:
     """attempt_started is on disk before the delegated command starts (T-02)."""
     project.routine("rtn-order", "interval: 1h\naction: {kind: specdojo, args: [peek]}\n")
