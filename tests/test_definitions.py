@@ -347,10 +347,22 @@ def test_placeholder_column_inside_a_plain_scalar(tmp_path: Path) -> None:
     assert [expected] == messages(load(tmp_path, {"jobs/job-p.yaml": text}))
 
 
-def test_placeholder_in_a_block_scalar_points_at_the_scalar(tmp_path: Path) -> None:
-    """For multi-line scalars the scalar's start is reported."""
+def test_placeholder_in_a_literal_block_points_at_the_placeholder(tmp_path: Path) -> None:
+    """In a literal block (``|``) the content lines are the source lines, so a template
+    problem points at the placeholder itself (multi-line commands are written this way)."""
     text = (
-        "id: job-b\nname: B\ntask:\n  mode: command\n  command: |\n    echo one\n"
+        "id: job-b\nname: B\ntask:\n  mode: command\n  command: |\n    echo one\n\n"
+        "      echo {{inputs.x}}\nrun: {idempotency_key: k}\n"
+    )
+    assert ["jobs/job-b.yaml:8:12: task.command: {{inputs.x}} names no declared input "
+            "(declared: none)"] == messages(load(tmp_path, {"jobs/job-b.yaml": text}))
+
+
+def test_placeholder_in_a_folded_block_points_at_the_scalar(tmp_path: Path) -> None:
+    """A folded block (``>``) joins its lines, so offsets are not source columns: the
+    scalar's start is reported."""
+    text = (
+        "id: job-b\nname: B\ntask:\n  mode: command\n  command: >\n    echo one\n"
         "    echo {{inputs.x}}\nrun: {idempotency_key: k}\n"
     )
     assert ["jobs/job-b.yaml:5:12: task.command: {{inputs.x}} names no declared input "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import attrs
 import orjson
 import pytest
 from hypothesis import given, settings
@@ -181,6 +182,26 @@ def test_encode_decode_round_trip(cls: type[Any], data: st.DataObject, seq: int,
     kind = ev.ledger_kind_of(event)
     recorded = codec.decode_record(codec.encode(event, seq, at), ledger=kind)
     assert (event, seq, format_ms(at)) == (recorded.event, recorded.seq, recorded.at)
+
+
+@pytest.mark.parametrize("cls", ALL_CLASSES, ids=lambda c: c.__name__)
+@settings(deadline=None, max_examples=30)
+@given(data=st.data(), before=texts, after=texts)
+def test_redacted_clears_the_free_text_and_nothing_else(
+    cls: type[Any], data: st.DataObject, before: str, after: str,
+) -> None:
+    """events.redacted, which every event passes before it is appended, redacts the reasons
+    and notes of any event class (a token, the value of a secret variable) and leaves every
+    other field as it was."""
+    event = data.draw(STRATEGIES[cls])
+    names = [f.name for f in attrs.fields(cls) if f.name in ev.FREE_TEXT_FIELDS]
+    text = f"{before} ghp_abcdefghijklmnop /opt/s3cr3t-VALUE/bin {after}"
+    event = attrs.evolve(event, **dict.fromkeys(names, text))
+    clean = ev.redacted(event, ["s3cr3t-VALUE"])
+    for name in names:
+        assert "ghp_abcdefghijklmnop" not in getattr(clean, name)
+        assert "s3cr3t-VALUE" not in getattr(clean, name)
+    assert attrs.evolve(clean, **{n: getattr(event, n) for n in names}) == event
 
 
 @pytest.mark.parametrize("cls", ALL_CLASSES, ids=lambda c: c.__name__)

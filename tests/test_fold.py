@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import itertools
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import attrs
 import orjson
 import pytest
 from hypothesis import given, settings
@@ -32,6 +34,7 @@ from specdojo_routine.core.jobfold import (
     merge_checkpoints,
     run_document,
 )
+from specdojo_routine.core.timefmt import format_ms
 from specdojo_routine.store.ledger import codec
 
 REPO = Path(__file__).resolve().parent.parent
@@ -233,6 +236,53 @@ def test_explicit_run_moves_last_scheduled_for_to_now() -> None:
     state = folded(*SETUP["success"], started(aid="a2", transition="T-06", trigger="id",
                                               scheduled_for="2026-08-07T09:31:07.250Z"))
     assert "2026-08-07T09:31:07.250Z" == entry(state)["last_scheduled_for"]
+
+
+def test_an_explicit_run_before_the_cursor_leaves_it_where_it_was() -> None:
+    """SPEC §4: the cron cursor never moves back. An explicit run whose now is earlier than
+    the cursor (a clock that went back, --now in the past) records last_run but not the
+    cursor, whatever form the cursor was stored in; a later one moves it."""
+    base = folded(*SETUP["success"])  # cursor 08:00
+    back = started(aid="a2", transition="T-06", trigger="id",
+                   scheduled_for="2026-08-07T07:12:00.500Z")
+    state = folded(back, state=base)
+    assert ("2026-08-07T08:00:00.000Z", "2026-08-07T08:00:03Z") == (
+        entry(state)["last_scheduled_for"], entry(state)["last_run"])
+    later = started(aid="a3", transition="T-06", trigger="id",
+                    scheduled_for="2026-08-07T08:00:00.001Z")
+    state = folded(later, state=folded(*SETUP["success"]))
+    assert "2026-08-07T08:00:00.001Z" == entry(state)["last_scheduled_for"]
+
+
+@pytest.mark.parametrize("event", ["occurrence_held", "occurrence_missed"])
+def test_a_hold_or_a_miss_before_the_cursor_leaves_it_where_it_was(event: str) -> None:
+    """Whatever records the cursor - a run, a hold, a miss - takes the later of the two."""
+    kind: Any = ev.OccurrenceHeld if event == "occurrence_held" else ev.OccurrenceMissed
+    more = {"deadline_s": 60, "late_by_s": 120} if event == "occurrence_missed" else {}
+    early = kind(routine_id="rtn-a", scheduled_for="2026-08-07T07:00:00.000Z", reason="r",
+                 passed_over_since=None, schedule="cron", **more)
+    setup = [registered(), attrs.evolve(started(), on_failure="hold"), ended(result="failure")]
+    state = folded(*(setup if event == "occurrence_held" else SETUP["success"]))
+    assert "2026-08-07T08:00:00.000Z" == entry(folded(early, state=state))["last_scheduled_for"]
+
+
+@settings(max_examples=80, deadline=None)
+@given(stamps=st.lists(st.datetimes(min_value=datetime(2000, 1, 1),
+                                    max_value=datetime(2100, 1, 1)), min_size=1, max_size=8),
+       triggers=st.lists(st.sampled_from(["due", "id"]), min_size=8, max_size=8))
+def test_the_cursor_is_the_latest_run_whatever_the_order(
+    stamps: list[datetime], triggers: list[str],
+) -> None:
+    """Attempts of a cron routine started in any order of scheduled_for (a clock that goes
+    back and forth): the cursor is the latest of them."""
+    events: list[ev.Event] = [registered()]
+    status = "never"
+    for n, (at, trigger) in enumerate(zip(stamps, triggers, strict=False), 1):
+        label = {"never": "T-02", "success": "T-06"}[status]
+        events += [started(aid=f"a{n}", transition=label, trigger=trigger,
+                           scheduled_for=format_ms(at)), ended(aid=f"a{n}")]
+        status = "success"
+    assert format_ms(max(stamps)) == entry(folded(*events))["last_scheduled_for"]
 
 
 def test_interval_routines_have_no_last_scheduled_for() -> None:

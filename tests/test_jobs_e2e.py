@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import Project
+from conftest import Project, period_job
 from jobhelper import HELPER
 
 JOB = """\
@@ -318,3 +318,35 @@ def test_an_input_named_like_a_secret_is_a_validation_error(project: Project) ->
     assert lines[0].startswith("jobs/job-deploy.yaml:5:3: inputs.db_password is named like a "
                                "secret, but input values are recorded in the run ledger")
     assert lines[1].startswith("jobs/job-deploy.yaml:6:3: inputs.api_key is named like")
+
+
+def test_a_line_continuation_cannot_turn_an_input_into_code(project: Project) -> None:
+    """SPEC §7.2: a backslash-newline joins the lines before the shell reads them, so after
+    ``start \\<newline>`` the ``#`` starts a comment and the input stays inside it: the newline
+    in the value does not end the comment, nothing is run."""
+    project.job("job-note", period_job("Note", "|\n    printf start \\\n    #{{inputs.period}}"))
+    done = project.cli("job", "run", "--job", "job-note", "--input",
+                       "period=x\ntouch PWNED\n#", env=env(project))
+    assert (0, False) == (done.returncode, (project.root / "PWNED").exists()), done.stderr
+
+
+@pytest.mark.parametrize(("command", "where"), [
+    ("cat <\\\n    <EOF\n    {{inputs.period}}\n    EOF", "10:5: task.command: placeholder "
+     "{{inputs.period}} cannot be used safely inside a here-document body"),
+    ('echo "$\\\n    {X:-{{inputs.period}}}"', "9:9: task.command: placeholder "
+     "{{inputs.period}} cannot be used safely inside a ${...} expansion"),
+])
+def test_a_placeholder_hidden_by_a_line_continuation_is_refused(
+    project: Project, command: str, where: str,
+) -> None:
+    """Where a line continuation puts a placeholder in a context no quoting makes safe (a
+    here-document body after ``<\\<newline><``, a ``${...}`` after ``$\\<newline>{``), validate
+    reports it at its line and column inside the literal block, and the Job never runs."""
+    project.job("job-note", period_job("Note", "|\n    " + command))
+    checked = project.cli("validate", env=env(project))
+    assert 1 == checked.returncode, checked.stderr
+    assert f"jobs/job-note.yaml:{where}" in checked.stderr
+    done = project.cli("job", "run", "--job", "job-note", "--input", "period=$(touch PWNED)",
+                       env=env(project))
+    assert (1, False) == (done.returncode, (project.root / "PWNED").exists()), done.stderr
+    assert 1 == len(done.stderr.splitlines()) and "Traceback" not in done.stderr

@@ -1,12 +1,13 @@
-"""Hypothesis: every occurrence that becomes due is accounted for exactly once (SPEC §9).
+"""Hypothesis: every occurrence that becomes due is accounted for exactly once (SPEC §4, §9).
 
 Random cron expressions and zones (``--now`` sequences around DST transitions, with long gaps),
 random policies (``missed_run`` latest|all, ``on_failure`` continue|hold, a starting deadline or
-none), random failure patterns and releases drive the real run and release handlers on a
+none), random failure patterns, releases and explicit runs at a ``--now`` in the past (a clock
+gone back: the cursor never moves back) drive the real run and release handlers on a
 temporary project. Then the ledger must account for every occurrence between the first call's
-occurrence and the last call — as run, coalesced (inside a ``passed_over_since`` span), held or
-missed — exactly once, compared with the independent minute-scan reference of
-``test_schedule_properties``.
+occurrence and the last call — as run, coalesced (inside a ``passed_over_since`` span), held,
+missed or consumed by an explicit run — exactly once, compared with the independent
+minute-scan reference of ``test_schedule_properties``.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
     steps = draw(st.lists(st.one_of(
         st.tuples(st.just("run"), gaps, st.sampled_from([0, 1, 30, 59])),
         st.tuples(st.just("release"), st.sampled_from(["none", "latest", "all"]), st.just(0)),
+        # `run --id` at a --now up to a day and a half before the last one (a clock gone back)
+        st.tuples(st.just("explicit"), st.integers(0, 36 * 60), st.sampled_from([0, 30])),
     ), min_size=1, max_size=7))
     return {"expr": draw(EXPRESSIONS), "zone": zone, "missed_run": missed_run,
             "on_failure": draw(st.sampled_from(["continue", "hold"])),
@@ -97,6 +100,9 @@ def _drive(root: Path, sc: dict[str, Any]) -> datetime:
         if kind == "run":
             now = now.replace(second=0) + amount * MINUTE + timedelta(seconds=seconds)
             handlers.run(paths, now=now, job_runner=outcomes)
+        elif kind == "explicit":
+            handlers.run(paths, routine_id="rtn-prop", job_runner=outcomes,
+                         now=now - amount * MINUTE - timedelta(seconds=seconds))
         elif orjson.loads(paths.routine_state.read_bytes())["routines"]["rtn-prop"]["held"]:
             release.release(paths, "rtn-prop", run=amount, by="prop", now=now,
                             job_runner=outcomes)
@@ -121,6 +127,11 @@ def _accounted(lines: list[dict[str, Any]], sc: dict[str, Any],
             since = parse_instant(e["passed_over_since"])
             assert since in ref, "a coalesced span starts at a real occurrence"
             found.extend(u for u in ref if since <= u < at)
+    for e in lines:  # an explicit run consumes the occurrences since the cursor (SPEC §4)
+        if e["type"] == "attempt_started" and e["trigger"] == "id" and e["passed_over_since"]:
+            since, at = parse_instant(e["passed_over_since"]), parse_instant(e["scheduled_for"])
+            assert since in ref, "an explicit run's span starts at a real occurrence"
+            found.extend(u for u in ref if since <= u <= at)
     return found, ref
 
 

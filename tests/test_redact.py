@@ -10,6 +10,7 @@ from specdojo_routine.core.redact import (
     REDACTED,
     LineRedactor,
     bound,
+    cut_is_clean,
     names_a_credential,
     redact,
     secret_values,
@@ -193,3 +194,54 @@ def test_a_name_names_a_credential_by_its_last_word(name: str, credential: bool)
     """Judging a name itself (a Job input's, SPEC §7.5): its last word, or last two, is a
     credential key word; a credential word earlier in it (``token_count``) is not enough."""
     assert credential == names_a_credential(name)
+
+
+TAIL = "x" * 64  # what has arrived after the cut: more than any pattern's bounded part
+
+
+@pytest.mark.parametrize(
+    ("head", "tail", "clean"),
+    [
+        ("words ", "token: hunter2hunter2 " + TAIL, True),
+        ("words token: ", "hunter2hunter2 " + TAIL, False),  # a value cut from its key
+        ("words TOKEN= ", "hunter2hunter2" + TAIL, False),
+        ("Authorization: Bearer ", "eyJhbGciOi.payload" + TAIL, False),
+        ("words token:", " " * 64, False),  # only blanks after the key: its value may follow
+        ("words token ", " " * 60 + "= ", False),
+        ('words token: "a b ', "c d " + TAIL, False),  # a quoted value still open
+        ('words token: "a b ', 'c d" ' + TAIL, False),  # ... or closed after the cut
+        ('words msg: "a b ', "c d " + TAIL, True),  # a quoted string that is no credential
+        ("words token: 'a b ", "c d " + TAIL, False),
+        ("see https://us;", "er:pass" + TAIL, False),  # inside user:password@
+        ("see https://user:pa;", "ss" + TAIL, False),
+        ("see https://host/a;", "b " + TAIL, True),
+        ("-----BEGIN RSA ", "PRIVATE KEY----- body " + TAIL, False),
+    ],
+)
+def test_cut_is_clean(head: str, tail: str, clean: bool) -> None:
+    """A long line is echoed in pieces only at a cut where redacting the two sides apart
+    shows no more than redacting the line, now or once the rest of the line arrives."""
+    assert clean == cut_is_clean(head + tail, len(head), ["env-secret-value"])
+
+
+def test_cut_is_clean_through_a_secret_value() -> None:
+    """A cut inside a secret of the environment (it may hold separators) is not clean."""
+    secret = "open sesame, 42"
+    text = "say " + secret + " " + TAIL
+    assert [False, True] == [cut_is_clean(text, text.index(s) + len(s), [secret])
+                             for s in ("open ", "42 ")]
+
+
+HEAD_PARTS = ["word", " ", ",", ";", "token", ": ", "=", "Bearer ", '"', "'", "://u:p", "@",
+              "ghp_abcdefgh1234", "-----BEGIN RSA PRIVATE KEY-----", "env-secret-value", "\\"]
+
+
+@given(st.lists(st.sampled_from(HEAD_PARTS), max_size=30).map("".join))
+def test_a_probe_left_intact_leaves_the_head_redacted_as_alone(head: str) -> None:
+    """cut_is_clean reads redact(head) off redact(head + probe) when the probe comes out
+    intact: then no match reached into it, and nothing before it changed."""
+    from specdojo_routine.core.redact import _PROBE
+
+    probed = redact(head + _PROBE, ["env-secret-value"])
+    if probed.endswith(_PROBE):
+        assert redact(head, ["env-secret-value"]) == probed[: -len(_PROBE)]

@@ -119,6 +119,57 @@ def test_missing_executable_is_a_failure_with_reason(project: Project) -> None:
     assert "Traceback" not in proc.stderr
 
 
+GHP = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+
+
+@pytest.mark.parametrize(("cli", "extra", "secret"), [
+    (f"/nonexistent/{GHP}/specdojo", {}, GHP),
+    ("/nonexistent/s3cr3t-VALUE-42/specdojo", {"DEPLOY_TOKEN": "s3cr3t-VALUE-42"},
+     "s3cr3t-VALUE-42"),
+], ids=["token-in-path", "value-of-a-TOKEN-variable"])
+def test_a_failure_reason_is_redacted_everywhere_it_is_shown(
+    project: Project, cli: str, extra: dict[str, str], secret: str,
+) -> None:
+    """SPEC §7.5: no secret reaches a ledger, view or console. A failure reason comes from
+    outside (here an executable path holding a token, or the value of a *TOKEN variable):
+    it is redacted where it is recorded, so the ledger, the views, the run's own lines and
+    what `list` and `history` show later name the failure without the secret."""
+    project.routine("rtn-missing", "interval: 1h\naction: [{kind: exec-resume}]\n")
+    env = project.env(SPECDOJO_CLI=cli, **extra)
+    proc = project.cli("run", "--id", "rtn-missing", env=env)
+    assert 1 == proc.returncode, proc.stderr
+    assert "failure - action 1 (exec-resume): executable not found: /nonexistent/" in proc.stdout
+    shown = [proc, project.cli("list", env=env), project.cli("history", "rtn-missing", env=env),
+             project.cli("list", "--json", env=env)]
+    assert [] == [p.args[3] for p in shown if secret in p.stdout + p.stderr]
+    generated = sorted((project.root / "routines" / "generated").iterdir())
+    assert [] == [p.name for p in generated if secret.encode() in p.read_bytes()]
+    ended = [e for e in project.events() if e["type"] in ("action_ended", "attempt_ended")]
+    assert 2 == len(ended) and all("[REDACTED]" in e["reason"] for e in ended)
+
+
+def test_an_explicit_run_in_the_past_does_not_move_the_cursor_back(project: Project) -> None:
+    """SPEC §4: the cron cursor never moves back. `run --id` with a `--now` before the cursor
+    (a clock that went back) runs and records last_run, but the next `run --due` selects
+    nothing already run: every occurrence runs once."""
+    project.routine("rtn-hourly", 'trigger: {cron: "0 * * * *", timezone: UTC}\n'
+                                  "action: {kind: exec-resume}\n")
+    steps = [("--due", "2026-08-07T10:30:00Z"), ("--due", "2026-08-07T12:30:00Z"),
+             ("--id", "2026-08-07T09:00:00Z"), ("--due", "2026-08-07T12:40:00Z"),
+             ("--due", "2026-08-07T13:05:00Z")]
+    for how, now in steps:
+        args = ["run", "--due"] if how == "--due" else ["run", "--id", "rtn-hourly"]
+        proc = project.cli(*args, "--now", now)
+        assert 0 == proc.returncode, proc.stderr
+    due = [e["scheduled_for"] for e in project.events()
+           if e["type"] == "attempt_started" and e["trigger"] == "due"]
+    assert ["2026-08-07T10:00:00.000Z", "2026-08-07T12:00:00.000Z",
+            "2026-08-07T13:00:00.000Z"] == due
+    assert 4 == len(project.calls())  # three due runs and the explicit one
+    state = project.state()["routines"]["rtn-hourly"]
+    assert "2026-08-07T13:00:00.000Z" == state["last_scheduled_for"]
+
+
 def test_attempt_is_recorded_before_delegation(project: Project) -> None:
     """attempt_started is on disk before the delegated command starts (T-02)."""
     project.routine("rtn-order", "interval: 1h\naction: {kind: specdojo, args: [peek]}\n")

@@ -270,10 +270,31 @@ def test_render_shell_after_a_heredoc(tmp_path: Path) -> None:
     )
 
 
+def test_render_shell_a_line_continuation_joins_the_lines(tmp_path: Path) -> None:
+    """A backslash-newline is removed by the shell before it reads the line: after
+    ``start \\<newline>`` a ``#`` starts a comment, so the value is quoted for a comment and
+    its newlines cannot end it."""
+    command = render_shell("printf start \\\n#{{inputs.x}}", {"inputs.x": "x\ntouch PWNED\n#"})
+    assert ("start", []) == (_run(command, tmp_path), sorted(os.listdir(tmp_path)))
+
+
+def test_render_shell_a_line_continuation_in_single_quotes_is_literal(tmp_path: Path) -> None:
+    """Inside single quotes a backslash-newline stays two characters, and the quoting goes on."""
+    command = render_shell("printf '%s' 'a\\\n{{inputs.x}}'", {"inputs.x": "'$(touch PWNED)"})
+    assert ("a\\\n'$(touch PWNED)", []) == (_run(command, tmp_path), sorted(os.listdir(tmp_path)))
+
+
 @pytest.mark.parametrize(
     ("template", "message"),
     [
         ("cat <<EOF\n{{inputs.x}}\nEOF", "inside a here-document body"),
+        ("cat <\\\n<EOF\n{{inputs.x}}\nEOF", "inside a here-document body"),
+        ("cat <<\\\n-EOF\n\t{{inputs.x}}\n\tEOF", "inside a here-document body"),
+        ('echo "$\\\n{X:-{{inputs.x}}}"', "inside a \\$\\{...\\} expansion"),
+        ("echo $\\\n(\\\n( 1 + {{inputs.x}} ))", "inside an arithmetic expansion"),
+        ("cat <<E\\\nOF\nx\nEOF\necho {{inputs.x}}", "here-document operator"),
+        ("cat <<EOF\na\\\nEOF\nEOF\necho {{inputs.x}}", "backslash-newline inside a here-doc"),
+        ("echo $\\\n{{inputs.x}}", "right after '\\$'"),
         ("cat <<-EOF\n\tline\n\t{{inputs.x}}\n\tEOF", "inside a here-document body"),
         ("cat <<{{inputs.x}}\nbody\n", "here-document operator"),
         ('echo "${HOME:-{{inputs.x}}}"', "inside a \\$\\{...\\} expansion"),

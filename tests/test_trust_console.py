@@ -4,8 +4,16 @@ never shows a secret, whatever the line length or how the writes fall."""
 from __future__ import annotations
 
 import io
+import itertools
 import os
+import sys
 from pathlib import Path
+from unittest import mock
+
+import pytest
+from conftest import Project, period_job
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from specdojo_routine.execute import runner
 
@@ -105,3 +113,62 @@ def test_a_separator_after_a_long_bare_start_is_still_a_cut() -> None:
     assert SECRET not in text and SECRET[:8] not in text
     assert text.startswith("x" * (2 << 20) + " word") and text.endswith("[REDACTED] end\n")
     assert text.count(" word") == 300_000
+
+
+@pytest.mark.parametrize("key", ["token: ", "TOKEN= ", "db_password = "])
+def test_a_secret_value_past_the_first_mib_of_a_line_is_not_echoed_by_the_cli(
+    project: Project, key: str,
+) -> None:
+    """A key and its value with a separator between them (``token: v``), the value starting at
+    byte 1,048,579 of a line over 1 MiB: the long line is echoed in pieces, and no piece may
+    end between the key and its value, which redacted alone would show in clear. Through the
+    real CLI, the console (its stdout and stderr) never shows the value; the evidence does not
+    either."""
+    value = "s3cr3tVALUE" * 12_000
+    line = "A" * (1_048_577 - len(key)) + " " + key + value + " tail"
+    assert 1_048_578 == line.index(value)  # 0-based: the 1,048,579th byte
+    (project.root / "long.py").write_text(f"import sys\nsys.stdout.write({line!r} + '\\n')\n")
+    project.job("job-long", period_job("Long", f"{sys.executable} long.py"))
+    done = project.cli("job", "run", "--job", "job-long", "--input", "period=p",
+                       env=project.env())
+    assert 0 == done.returncode, done.stderr[-2000:]
+    console = done.stdout + done.stderr
+    assert "A" * 1000 in console and "tail" in console  # the line was echoed
+    assert "s3cr3t" not in console
+    for path in project.root.rglob("*"):
+        if path.is_file() and path.name != "long.py":
+            assert b"s3cr3t" not in path.read_bytes(), path
+
+
+FRAGMENTS = ["word", " ", "  ", ",", ";", "\t", "token: ", "TOKEN=", "db_password = ", "key",
+             "password", ":", "=", "Bearer ", "Authorization: Basic ", "Basic", '"', "'", "\\",
+             "https://us;er:pa,ss@h ", "://", "@", "/", "ghp_abcdefgh1234", SECRET, "s3cr3tVALUE",
+             "s3cr3tVALUE" * 9, " " * 40, "xoxb-", "sk-", "[REDACTED]", "open sesame; 42"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(st.sampled_from(FRAGMENTS), max_size=60),
+       reads=st.lists(st.integers(1, 90), min_size=1, max_size=40))
+def test_a_long_line_echoed_in_pieces_reads_as_the_line_redacted(
+    parts: list[str], reads: list[int],
+) -> None:
+    """With the limits made small (a line is long past 64 characters), a line of keys, values,
+    quotes, URLs and secrets, read in any pieces, is echoed exactly as the whole line
+    redacted: no piece ends where redacting the two sides apart would show more."""
+    from specdojo_routine.core.redact import LineRedactor
+    from specdojo_routine.execute import echo as echo_module
+
+    line = "".join(parts)
+    data = (line + "\n").encode()
+    out = io.StringIO()
+    with mock.patch.multiple(echo_module, ECHO_LINE_LIMIT=64, ECHO_HOLD=48,
+                             ECHO_WITHHOLD_LIMIT=1 << 30):
+        stream = echo_module.Stream(out, LineRedactor([SECRET, "open sesame; 42"]))
+        start = 0
+        for size in itertools.cycle(reads):
+            if start >= len(data):
+                break
+            stream.feed(data[start:start + size])
+            start += size
+        stream.close()
+    assert LineRedactor([SECRET, "open sesame; 42"]).line(line + "\n") == out.getvalue()

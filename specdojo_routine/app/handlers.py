@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 import attrs
 
@@ -38,6 +38,7 @@ from specdojo_routine.core.errors import (
     UsageError,
 )
 from specdojo_routine.core.model import OnInterrupted, Result, Routine, aggregate
+from specdojo_routine.core.redact import secret_values
 from specdojo_routine.core.timefmt import format_ms, format_s, to_utc
 from specdojo_routine.execute import groups, runner, stop
 from specdojo_routine.store.config import ProjectPaths
@@ -100,6 +101,9 @@ class RunReport:
         return EXIT_FAILURE if failed or self.interrupted or self.errors else EXIT_OK
 
 
+_E = TypeVar("_E", bound="events.RoutineEvent")
+
+
 @attrs.frozen(kw_only=True)
 class _Context:
     paths: ProjectPaths
@@ -108,9 +112,20 @@ class _Context:
     env: Mapping[str, str]
     echo: TextIO | None
     job_runner: JobActionRunner | None
-    append: Callable[[events.RoutineEvent], int]
+    _append: Callable[[events.RoutineEvent], int]  # the ledger's: use record()
     #: None while the routine lock is held, else how it was lost (see ``locks.LockInfo``)
     lock_lost: Callable[[], str | None] = lambda: None
+    secrets: tuple[str, ...] = attrs.field(
+        init=False, default=attrs.Factory(lambda self: tuple(secret_values(self.env)),
+                                          takes_self=True))
+
+    def record(self, event: _E) -> _E:
+        """Append ``event`` to the routine ledger with its free text redacted; the event as
+        recorded. Every routine event goes through here, so a failure reason - whatever
+        produced it - reaches the ledger, the views and the run's report redacted (§7.5)."""
+        recorded = events.redacted(event, self.secrets)
+        self._append(recorded)
+        return recorded
 
 
 def _stop_if_lock_lost(ctx: _Context, report: RunReport) -> bool:
@@ -264,7 +279,7 @@ def _run_routine(
             break
         chosen = _choose(report, routine, state, occ, ctx.now, ctx.paths.project_id)
         if isinstance(chosen, policy.Decision):  # held or missed: the cursor moves past it
-            ctx.append(policy.record(routine, chosen))
+            ctx.record(policy.record(routine, chosen))
             accounted = True
             continue
         if accounted:
@@ -299,7 +314,7 @@ def _register(ctx: _Context, defs: Definitions, view: views.RoutineView) -> view
     """T-01: record every valid definition seen for the first time or with a new digest."""
     changed = [r for r in defs.routines if view.get(r.id).get("digest") != r.digest]
     for routine in changed:
-        ctx.append(events.RoutineRegistered(
+        ctx.record(events.RoutineRegistered(
             routine_id=routine.id, digest=routine.digest, path=routine.path))
     return views.refresh_routine_view(ctx.paths) if changed else view
 
@@ -326,7 +341,7 @@ def _record_attempt(
     routine, occ = chosen.routine, chosen.occurrence
     attempt_id = _new_attempt_id(ctx.now)
     started_at = format_s(ctx.now)
-    ctx.append(events.AttemptStarted(
+    ctx.record(events.AttemptStarted(
         routine_id=routine.id, attempt_id=attempt_id,
         transition=decide.start_transition((state or {}).get("status") or "never"),
         trigger=occ.trigger, scheduled_for=format_ms(occ.scheduled_for), last_run=started_at,
@@ -345,17 +360,17 @@ def _record_attempt(
         if stop.requested() is not None:
             break  # stopped: every action runs after a failure, none after a stop
         if ctx.lock_lost() is not None:  # another runner may hold it: start nothing more
-            ctx.append(events.ActionEnded(
+            ctx.record(events.ActionEnded(
                 routine_id=routine.id, attempt_id=attempt_id, index=planned.index,
                 kind=planned.kind, result=Result.SKIPPED.value, reason=LOCK_LOST_REASON))
             outcomes.append((planned.index, planned.kind, Result.SKIPPED, LOCK_LOST_REASON))
             continue
-        ctx.append(events.ActionStarted(routine_id=routine.id, attempt_id=attempt_id,
+        ctx.record(events.ActionStarted(routine_id=routine.id, attempt_id=attempt_id,
                                         index=planned.index, kind=planned.kind))
         result, reason, run_id, code = _execute(ctx, planned, occ.scheduled_for, attempt_id)
         if run_id:
             job_run_ids.append(run_id)
-        ctx.append(events.ActionEnded(
+        ctx.record(events.ActionEnded(
             routine_id=routine.id, attempt_id=attempt_id, index=planned.index,
             kind=planned.kind, result=result.value, reason=reason, job_run_id=run_id,
             exit_code=code))
@@ -375,7 +390,7 @@ def _end_attempt(
     reason = reason_override or decide.failure_reason(outcomes)
     scheduled = scheduled_for if isinstance(scheduled_for, str) else format_ms(scheduled_for)
     action_results = decide.action_results_payload(routine, [o[:3] for o in outcomes])
-    ctx.append(events.AttemptEnded(
+    ended = ctx.record(events.AttemptEnded(
         routine_id=routine.id, attempt_id=attempt_id,
         transition=decide.END_TRANSITIONS[result], result=result.value, reason=reason,
         action_results=_action_results(action_results), scheduled_for=scheduled,
@@ -383,7 +398,7 @@ def _end_attempt(
     ))
     return AttemptReport(routine_id=routine.id, attempt_id=attempt_id,
                          scheduled_for=scheduled, result=result.value,
-                         reason=reason, action_results=action_results)
+                         reason=ended.reason, action_results=action_results)
 
 
 def _action_results(

@@ -23,9 +23,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 import attrs
 
@@ -41,6 +41,7 @@ from specdojo_routine.core.events import (
     RunAttemptEnded,
     RunAttemptStarted,
     RunCreated,
+    redacted,
 )
 from specdojo_routine.core.jobplan import JobRunOutcome, Trigger, Verdict
 from specdojo_routine.core.model import InputValue, JobDefinition, Result
@@ -120,6 +121,30 @@ def _from_record(prep: Prepared, view: Mapping[str, Any], secrets: list[str]) ->
     return attrs.evolve(base, task=task)
 
 
+_JE = TypeVar("_JE", bound=JobEvent)
+
+
+@attrs.frozen
+class _RunLog:
+    """A Job Run's ledger as this module appends to it: every event with its free text
+    redacted first (:func:`events.redacted`), so a failure reason or a review's reason,
+    whatever produced it, reaches the run ledger and the views folded from it redacted
+    (SPEC §7.5). Gives back the events as recorded, for the outcome the console shows."""
+
+    ledger: ledger.Ledger
+    secrets: Sequence[str]
+
+    def append(self, event: _JE) -> _JE:
+        recorded = redacted(event, self.secrets)
+        self.ledger.append(recorded)
+        return recorded
+
+    def append_many(self, batch: Sequence[JobEvent]) -> list[JobEvent]:
+        recorded = [redacted(event, self.secrets) for event in batch]
+        self.ledger.append_many(recorded)
+        return recorded
+
+
 # --- running -----------------------------------------------------------------------------------
 
 
@@ -194,7 +219,8 @@ def _locked(
     """Under the exec lock: import first (SPEC §10), then create or reuse the run, run one
     attempt, record it."""
     adopt.import_job_runs(ctx.paths, ctx.clock, job_id=prep.job.id, needed=prep.run_id)
-    log = ledger.Ledger(ctx.paths.run_ledger(prep.run_id), clock=ctx.clock)  # before the fold
+    log = _RunLog(ledger.Ledger(ctx.paths.run_ledger(prep.run_id), clock=ctx.clock),
+                  ctx.secrets)  # before the fold: it appends only to the file it folded
     view = views.load_job_run(ctx.paths, prep.run_id)
     decision = jobplan.existing_run(view, run_id=prep.run_id, job_id=prep.job.id,
                                     key=prep.recorded_key)
@@ -220,7 +246,7 @@ def _locked(
     return _attempt(ctx, prep, handle, log, decision.attempt)
 
 
-def _create(ctx: _Env, prep: Prepared, log: ledger.Ledger) -> None:
+def _create(ctx: _Env, prep: Prepared, log: _RunLog) -> None:
     log.append(RunCreated(
         run_id=prep.run_id, job_id=prep.job.id, idempotency_key=prep.recorded_key,
         project_id=prep.project_id, trigger=prep.trigger, scheduled_at=prep.scheduled_at,
@@ -246,7 +272,7 @@ def _still_running(ctx: _Env, prep: Prepared, attempt: int) -> str | None:
 
 
 def _close_interrupted(
-    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, log: ledger.Ledger, attempt: int
+    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, log: _RunLog, attempt: int
 ) -> None:
     """Close the open attempt of a dead runner as failed/interrupted."""
     owner = jobfiles.attempt_owner(ctx.paths, prep.run_id, attempt)
@@ -258,7 +284,7 @@ def _close_interrupted(
 
 
 def _repair_checkpoint(
-    ctx: _Env, prep: Prepared, view: Mapping[str, Any], log: ledger.Ledger
+    ctx: _Env, prep: Prepared, view: Mapping[str, Any], log: _RunLog
 ) -> JobRunOutcome:
     """Duplicate complete; a checkpoint lost to a crash after ``attempt_ended`` is recorded."""
     if jobplan.missing_checkpoint(view, prep.job):
@@ -271,7 +297,7 @@ def _repair_checkpoint(
 
 
 def _attempt(
-    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, log: ledger.Ledger, attempt: int
+    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, log: _RunLog, attempt: int
 ) -> JobRunOutcome:
     """One attempt, recorded whole (SPEC §6.5): a SIGINT or SIGTERM while it runs stops its
     command, which fails the attempt with the stop as reason; the end is recorded before the
@@ -282,7 +308,7 @@ def _attempt(
 
 
 def _record_attempt(
-    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, log: ledger.Ledger, attempt: int
+    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, log: _RunLog, attempt: int
 ) -> JobRunOutcome:
     log.append(RunAttemptStarted(run_id=prep.run_id, attempt=attempt,
                                  owner=jobfiles.current_owner()))
@@ -305,7 +331,11 @@ def _record_attempt(
     if values is not None and review_rules.integrated(record):
         batch.append(CheckpointAdvanced(run_id=prep.run_id, job_id=prep.job.id, values=values))
     _still_open(ctx.paths, prep.run_id, attempt)
-    log.append_many(batch)  # the outcome first: files around it are side effects
+    recorded = log.append_many(batch)  # the outcome first: files around it are side effects
+    if record is not None:  # the review's reason as recorded (redacted), for the outcome
+        review_ended = recorded[1]
+        assert isinstance(review_ended, ReviewEnded)
+        record = attrs.evolve(record, reason=review_ended.reason)
     if done.result_written:
         _side_effect(notes, "result not stamped", agentflow.stamp_result,
                      jobfiles.result_path(ctx.paths, prep.run_id), verdict.status, reason,

@@ -71,7 +71,7 @@ def release(
         if handlers._is_open(state):
             raise RoutineError(f"routine {routine_id} has an open attempt; `resolve` it first")
         held = list(state["held_occurrences"])
-        ctx.append(events.RoutineReleased(routine_id=routine_id, run=run, note=note,
+        ctx.record(events.RoutineReleased(routine_id=routine_id, run=run, note=note,
                                           released_by=who))
         chosen = {"none": [], "latest": held[-1:], "all": held}[run]
         _run_each(ctx, report, routine, [parse_instant(t) for t in chosen], "release")

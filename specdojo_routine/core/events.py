@@ -13,8 +13,8 @@ Timestamps are strings in their stored form: ``scheduled_for``-style stamps with
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, TypeVar
 
 import attrs
 
@@ -32,6 +32,7 @@ from specdojo_routine.core.event_checks import (
     _text,
 )
 from specdojo_routine.core.model import ACTION_KINDS
+from specdojo_routine.core.redact import redact
 
 _Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
 
@@ -403,3 +404,27 @@ def tag_of(event: Event) -> str:
 def ledger_kind_of(event: Event) -> LedgerKind:
     """Which ledger ``event`` belongs in."""
     return TAGS[type(event)][0]
+
+
+#: The fields of events that hold free text from outside the program: failure reasons (a
+#: command's message, a path, an exception, what a review said) and operator notes.
+FREE_TEXT_FIELDS = ("reason", "note")
+_E = TypeVar("_E", bound=Event)
+
+
+def redacted(event: _E, secrets: Sequence[str]) -> _E:
+    """``event`` with its free text (:data:`FREE_TEXT_FIELDS`) redacted (SPEC §7.5).
+
+    What an event records from the world outside can hold a secret - an executable path with
+    a token in it, a message quoting a variable's value - and ledgers, the views folded from
+    them and the console all show it; so every event is passed through here before it is
+    appended, whatever produced its text.
+    """
+    changes: dict[str, Any] = {}
+    for name in FREE_TEXT_FIELDS:
+        text = getattr(event, name, None)
+        if isinstance(text, str):
+            clean = redact(text, secrets)
+            if clean != text:
+                changes[name] = clean
+    return attrs.evolve(event, **changes) if changes else event

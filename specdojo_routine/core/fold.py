@@ -132,7 +132,8 @@ def _started(routines: dict[str, Raw], raw: Raw) -> None:
     entry["last_run"] = raw["last_run"]
     entry["attempt_id"] = raw["attempt_id"]
     if raw["trigger"] in ("due", "id") and raw["schedule"] == "cron":  # due and explicit runs
-        entry["last_scheduled_for"] = raw["scheduled_for"]  # alike (SPEC §4, seed 000 T-02)
+        # alike (SPEC §4, seed 000 T-02); the cursor never moves back
+        holdfold.advance_cursor(entry, raw["scheduled_for"])
     if raw["trigger"] in ("due", "id"):
         entry["last_accounted_for"] = raw["scheduled_for"]
     entry["open"] = raw

@@ -7,11 +7,15 @@ in an entry. The table here is drawn into docs/state-diagram.md with the status 
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 import attrs
 
+from specdojo_routine.core.timefmt import try_parse_instant
+
 Raw = dict[str, Any]
+_MS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")  # timefmt.format_ms
 
 HoldState = Literal["free", "held"]
 
@@ -63,10 +67,30 @@ def settle(entry: Raw, result: str) -> None:
         entry["held_occurrences"] = []
 
 
-def account(entry: Raw, event: str, scheduled: str, kind: str, reason: str) -> None:
-    """A held or missed occurrence: the cursor moves past it (SPEC §9.5)."""
-    if kind == "cron":
+def advance_cursor(entry: Raw, scheduled: str) -> None:
+    """Move the cron cursor (``last_scheduled_for``) to ``scheduled``, never back (SPEC §4):
+    it becomes the later of the two, so an explicit run whose ``now`` is earlier than the
+    cursor (a clock that went back, ``--now`` in the past) leaves it where it was, and no
+    occurrence after it is selected twice. A cursor that is missing or unreadable is
+    replaced. Moving the cursor therefore reads it: a fold of a ledger's second part, which
+    does not know it, cannot go past this."""
+    current = entry.get("last_scheduled_for")
+    if not current:  # none yet (a look at the value: a speculating fold stops here)
         entry["last_scheduled_for"] = scheduled
+        return
+    if isinstance(current, str) and _MS.fullmatch(current) and _MS.fullmatch(scheduled):
+        later = scheduled > current  # the stored form sorts as it reads: no parsing in a fold
+    else:
+        old, new = try_parse_instant(current), try_parse_instant(scheduled)
+        later = old is None or new is None or new > old
+    if later:
+        entry["last_scheduled_for"] = scheduled
+
+
+def account(entry: Raw, event: str, scheduled: str, kind: str, reason: str) -> None:
+    """A held or missed occurrence: the cursor moves past it (SPEC §9.5), never back."""
+    if kind == "cron":
+        advance_cursor(entry, scheduled)
     entry["last_accounted_for"] = scheduled
     if event == "occurrence_held":
         entry["held_occurrences"] = [*entry["held_occurrences"], scheduled]

@@ -192,6 +192,51 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     return text
 
 
+# What may stand between a credential key (or ``Bearer``) and its value: blanks, a ``:``/``=``
+# and (the start of) a scheme word such as ``Basic``. A tail of nothing else may be followed by
+# the value of a key before it.
+_BLANKS_TO_END = re.compile(r"\s*(?:[:=]\s*)?(?:[A-Za-z]{1,6}\s*)?\Z")
+_USERINFO_TO_END = re.compile(r"[^/\s@]*")
+# A separator, a value, both closing quotes: appended to a head that ends with a key (with or
+# without its ``:``/``=``), with ``Bearer`` or inside a quoted value, it is redacted with what
+# comes before it.
+_PROBE = "=x\"'"
+
+
+def cut_is_clean(
+    text: str, cut: int, secrets: Iterable[str] = (), whole: str | None = None
+) -> bool:
+    """Whether ``text[:cut]`` can be redacted and shown before its line is complete.
+
+    ``text`` is what has arrived of a line, ``cut`` a position after a separator, and
+    ``text[cut:]`` longer than any secret's (JSON-escaped) form and any PEM header. True when
+    redacting ``text[:cut]`` and ``text[cut:]`` apart gives what redacting ``text`` gives, and
+    no match can come to span the cut when more text follows: ``text[:cut]`` does not end with
+    a key (with or without its ``:``/``=``) or ``Bearer``, whose value would follow the cut,
+    nor inside a quoted value or ``user:password@``. Otherwise the text after the cut,
+    redacted alone, could show a secret in clear. Comparing the two redactions is not enough
+    by itself: ``token: ghp_...`` cut after the key redacts the same both ways, but the value
+    may go on past what has arrived. ``whole`` is ``redact(text, secrets)``, if the caller
+    has it.
+    """
+    secrets = tuple(secrets)
+    head, tail = text[:cut], text[cut:]
+    probed = redact(head + _PROBE, secrets)
+    if not probed.endswith(_PROBE):
+        return False  # what follows the cut is redacted with what comes before it
+    # no match touched the probe, so the rest is redact(head) (one pass over head, not two)
+    shown = probed[: -len(_PROBE)]
+    if shown + redact(tail, secrets) != (redact(text, secrets) if whole is None else whole):
+        return False  # a match spans the cut
+    if _BLANKS_TO_END.match(tail):
+        return False  # only blanks since a key in head: its value may still come
+    if head[-1:] in (",", ";"):
+        scheme = head.rfind("://")
+        if scheme >= 0 and _USERINFO_TO_END.fullmatch(head, scheme + 3):
+            return False  # inside ``user:password@`` whose ``@`` has not come
+    return True
+
+
 class LineRedactor:
     """Redacts a stream line by line, remembering when it is inside a PEM private key block."""
 

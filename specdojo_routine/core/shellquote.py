@@ -5,6 +5,11 @@ tracks the POSIX quoting state of the literal text before each placeholder, and 
 inserted so that the shell reads exactly the value, as part of the current word. Where the state
 cannot be known for sure, :meth:`ShellScanner.unsafe` says why and the caller refuses instead of
 guessing. This module knows nothing of templates (:mod:`templates` imports it, not the reverse).
+
+A backslash-newline outside single quotes, comments and here-document bodies is a line
+continuation: the shell removes it before it reads anything else, so the scanner skips it and
+keeps its state, as if the two lines were one: in ``printf a \\<newline>#x`` the ``#`` starts a
+comment, ``<\\<newline><EOF`` is a here-document and ``"$\\<newline>{X}"`` an expansion.
 """
 
 from __future__ import annotations
@@ -17,6 +22,12 @@ _DQ_SPECIAL = re.compile(r'[$`"\\]')
 _HEREDOC_OP = re.compile(r"<<(-?)[ \t]*")
 _HEREDOC_WORD = re.compile(r"""(?:[^\s;&|<>()'"\\]|'[^']*'|"(?:[^"\\]|\\.)*"|\\.)+""")
 _UNQUOTE = re.compile(r"""\\(.)|['"]""")
+_CONTINUATION = "\\\n"
+# Characters whose meaning depends on the ones after them, and which of those may follow in
+# turn (`$((`, `<<-`, `))`): the line continuations among them are removed before looking ahead.
+_LOOKAHEAD = {"$": "({", "<": "<-\t ", ")": ")"}
+_WORD_END = " \t\n;&|<>()"
+_RAW = ("sq", "comment", "heredoc")  # where a backslash-newline is not removed
 _INSIDE = {
     "heredoc": "a here-document body (pass the value as an argument instead)",
     "param": "a ${...} expansion",
@@ -30,10 +41,24 @@ class _Frame:
     depth: int = 0  # open parentheses inside $( ) and $(( ))
     strip_tabs: bool = False  # here-document of `<<-`
     delimiter: str = ""  # here-document delimiter
+    quoted: bool = False  # here-document whose delimiter is quoted (its body is not expanded)
 
 
 def _single_quoted(value: str) -> str:
     return "'" + value.replace("'", "'\\''") + "'"
+
+
+def _joined(text: str, i: int, follow: str) -> str:
+    """``text`` without the line continuations right after ``text[i]``, nor after each next
+    character in ``follow``: the shell joins those lines before it reads the operator that
+    ``text[i]`` starts, so the scanner must look ahead on the joined text too."""
+    j = i + 1
+    while True:
+        while text.startswith(_CONTINUATION, j):
+            text = text[:j] + text[j + 2 :]
+        if j >= len(text) or text[j] not in follow:
+            return text
+        j += 1
 
 
 class ShellScanner:
@@ -67,6 +92,8 @@ class ShellScanner:
         self.hazard = None
         i = 0
         while i < len(text):
+            if text[i] in _LOOKAHEAD and self.top.kind not in _RAW:
+                text = _joined(text, i, _LOOKAHEAD[text[i]])
             if text[i] == "`" and self.top.kind != "backtick" and self._ticks():
                 self.uncertain = "a backquote nested inside `...` (use $( ) instead)"
             i = self._step(text, i)
@@ -101,6 +128,8 @@ class ShellScanner:
             self.hazard = "a backslash"
             return i + 1
         nxt, kinds = text[i + 1], [frame.kind for frame in self.stack]
+        if nxt == "\n":
+            return i + 2  # a line continuation: removed by the shell, the state goes on
         if "backtick" in kinds and (
             nxt in "`\\$" or (nxt == '"' and "dq" in kinds[: kinds.index("backtick")])
         ):
@@ -182,11 +211,12 @@ class ShellScanner:
         op = _HEREDOC_OP.match(text, i)
         assert op is not None
         word = _HEREDOC_WORD.match(text, op.end())
-        if word is None or word.end() == len(text):
+        if word is None or word.end() == len(text) or text[word.end()] not in _WORD_END:
             self.uncertain = "a here-document operator without a literal delimiter"
             return op.end()
         delimiter = _UNQUOTE.sub(lambda m: m.group(1) or "", word[0])
-        self.pending.append(_Frame("heredoc", strip_tabs=op[1] == "-", delimiter=delimiter))
+        self.pending.append(_Frame("heredoc", strip_tabs=op[1] == "-", delimiter=delimiter,
+                                   quoted=delimiter != word[0]))
         self.word_start = False
         return word.end()
 
@@ -197,6 +227,9 @@ class ShellScanner:
         frame = self.top
         line = self.line.lstrip("\t") if frame.strip_tabs else self.line
         self.line = ""
+        if not frame.quoted and line.endswith("\\"):
+            # dash and bash disagree on whether the joined line can be the delimiter
+            self.uncertain = "a backslash-newline inside a here-document body"
         if line == frame.delimiter:
             self.stack.pop()
             if self.pending:

@@ -293,19 +293,38 @@ def check_id(
 
 def template_pos(r: Report, node: Node, offset: int) -> Pos:
     """Where character ``offset`` of the string in ``node`` is: exact for a one-line plain or
-    quoted scalar written without escapes, else the scalar's start."""
+    quoted scalar written without escapes and for a literal block (``|``), whose lines are the
+    source lines after it, else the scalar's start."""
     line, col = node.pos
     value = node.value
     if not isinstance(value, str) or not 0 < line <= len(r.lines):
         return node.pos
     source = r.lines[line - 1]
     start = col - 1
+    if source[start : start + 1] == "|":
+        return _literal_block_pos(r.lines, line, value, offset) or node.pos
     if source[start : start + len(value)] == value:
         return (line, col + offset)
     quoted = source[start + 1 : start + 1 + len(value)] == value
     if source[start : start + 1] in ("'", '"') and quoted:
         return (line, col + 1 + offset)
     return node.pos
+
+
+def _literal_block_pos(lines: list[str], line: int, value: str, offset: int) -> Pos | None:
+    """``offset`` of ``value`` in the literal block scalar whose ``|`` is on ``line``; ``None``
+    unless the source lines up to it read as the value (the content is not simply indented)."""
+    index = value.count("\n", 0, offset)
+    col = offset - value.rfind("\n", 0, offset) - 1
+    block = lines[line : line + index + 1]
+    first = next((text for text in block if text.strip()), "")
+    indent = len(first) - len(first.lstrip(" "))
+    wanted = value.split("\n")[: index + 1]
+    if indent == 0 or len(block) != len(wanted) or any(
+        text[indent:] != want for text, want in zip(block, wanted, strict=True)
+    ):
+        return None
+    return (line + 1 + index, indent + 1 + col)
 
 
 def placeholders(r: Report, node: Node) -> list[Placeholder]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import codecs
 from typing import TextIO
 
-from specdojo_routine.core.redact import LineRedactor, redact
+from specdojo_routine.core.redact import LineRedactor, cut_is_clean, redact
 
 __all__ = ["CAPTURE_LIMIT_BYTES", "ECHO_HOLD", "ECHO_LINE_LIMIT", "ECHO_WITHHOLD_LIMIT", "Stream"]
 
@@ -21,9 +21,11 @@ class Stream:
 
     A line is echoed once complete. A line longer than ``ECHO_LINE_LIMIT`` is echoed in pieces,
     each cut after a separator (whitespace, ``,`` or ``;``) at least ``ECHO_HOLD`` characters
-    before the end of what has arrived, and only when redacting the piece alone gives exactly
-    the start of redacting everything held: so no secret is ever shown cut in two, whatever
-    the line length or how the writes fall."""
+    (and the longest secret) before the end of what has arrived, and only where
+    :func:`~specdojo_routine.core.redact.cut_is_clean` says no redaction spans the cut, now or
+    once the rest arrives: so no secret is ever shown cut in two, nor a value cut from its key,
+    whatever the line length or how the writes fall. A line without such a cut is held, and
+    past ``ECHO_WITHHOLD_LIMIT`` replaced by a note."""
 
     def __init__(self, echo: TextIO | None, redactor: LineRedactor) -> None:
         self.head = bytearray()
@@ -32,8 +34,10 @@ class Stream:
         self.redactor = redactor
         self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self.partial = ""
-        self.bare = 0  # a start of ``partial`` known to hold no separator: not searched again
-        self.hold = ECHO_HOLD + max((len(x) for x in redactor.secrets), default=0)
+        self.searched = 0  # a start of ``partial`` already searched for a cut: not searched again
+        self.retry_at = 0  # after a search without a clean cut, the length to search again at
+        # a secret may arrive in its JSON-escaped form (up to 12 characters for one)
+        self.hold = ECHO_HOLD + 12 * max((len(x) for x in redactor.secrets), default=0)
 
     def feed(self, data: bytes) -> None:
         room = CAPTURE_LIMIT_BYTES - len(self.head)
@@ -49,7 +53,7 @@ class Stream:
     def _echo(self, text: str, final: bool = False) -> None:
         if "\n" in text:
             *lines, self.partial = (self.partial + text).split("\n")
-            self.bare = 0
+            self.searched, self.retry_at = 0, 0
         else:  # the line goes on: only the new text is new (a long line costs linear time)
             lines, self.partial = [], self.partial + text
         out = [self.redactor.line(line + "\n") for line in lines]
@@ -69,21 +73,25 @@ class Stream:
     def _safe_piece(self) -> str:
         """Redacted start of an over-long line that can be shown now ("" to keep holding)."""
         held, secrets = self.partial, self.redactor.secrets
-        whole = None
-        cut = end = len(held) - self.hold
-        for tries in range(4):
-            cut = max(held.rfind(sep, self.bare, cut) for sep in " \t,;") + 1
-            if cut <= 0:
-                if tries == 0:  # no separator before `end`: the next search starts there
-                    self.bare = max(self.bare, end)
-                break
-            whole = redact(held, secrets) if whole is None else whole
-            if whole.startswith(redact(held[:cut], secrets)):
-                self.partial, self.bare = held[cut:], 0
-                return self.redactor.line(held[:cut])
-            cut -= 1
-        if len(held) > ECHO_WITHHOLD_LIMIT:  # no safe cut in sight: never show it
-            self.partial, self.bare = "", 0
+        end = len(held) - self.hold
+        if len(held) >= self.retry_at:
+            whole = None
+            cut = end
+            for _ in range(4):
+                cut = max(held.rfind(sep, self.searched, cut) for sep in " \t,;") + 1
+                if cut <= 0:
+                    break
+                whole = redact(held, secrets) if whole is None else whole
+                if cut_is_clean(held, cut, secrets, whole):
+                    self.partial, self.searched, self.retry_at = held[cut:], 0, 0
+                    return self.redactor.line(held[:cut])
+                cut -= 1
+            # a later read searches only the new text (a long line costs linear time) ...
+            self.searched = max(self.searched, end)
+            if whole is not None:  # ... and, after redacting all held in vain, a MiB later
+                self.retry_at = len(held) + ECHO_LINE_LIMIT
+        if len(held) > ECHO_WITHHOLD_LIMIT:  # no clean cut in sight: never show it
+            self.partial, self.searched, self.retry_at = "", 0, 0
             return f"[REDACTED: {len(held)} characters of one output line not echoed]"
         return ""
 
