@@ -29,7 +29,7 @@ from specdojo_routine.app.routine_commands import resolve as resolve
 from specdojo_routine.app.run_owner import _is_open as _is_open
 from specdojo_routine.app.run_owner import live_owner as live_owner
 from specdojo_routine.app.run_owner import refuse_if_owner_lives as refuse_if_owner_lives
-from specdojo_routine.core import decide, errors, events, policy, schedule
+from specdojo_routine.core import decide, errors, events, policy, schedule, tail
 from specdojo_routine.core.errors import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -38,8 +38,9 @@ from specdojo_routine.core.errors import (
     UsageError,
 )
 from specdojo_routine.core.model import OnInterrupted, Result, Routine, aggregate
+from specdojo_routine.core.redact import secret_values
 from specdojo_routine.core.timefmt import format_ms, format_s, to_utc
-from specdojo_routine.execute import groups, runner
+from specdojo_routine.execute import evidence, groups, runner
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import load as definitions
 from specdojo_routine.store.definitions.load import Definitions
@@ -54,6 +55,20 @@ FOLD_ACTOR = "specdojo_routine fold"
 
 
 @attrs.frozen(kw_only=True)
+class ActionReport:
+    """What one action did, as ``run`` shows it under a failed or skipped attempt."""
+
+    index: int
+    kind: str
+    result: Result
+    reason: str | None = None
+    job_run_id: str | None = None
+    exit_code: int | None = None
+    evidence_ref: str | None = None
+    stderr_tail: tuple[str, ...] = ()  # the last lines of its stderr, redacted (SPEC §14)
+
+
+@attrs.frozen(kw_only=True)
 class AttemptReport:
     routine_id: str
     attempt_id: str
@@ -61,10 +76,13 @@ class AttemptReport:
     result: str
     reason: str | None
     action_results: list[dict[str, Any]] | None
+    job_run_ids: tuple[str, ...] = ()
+    actions: tuple[ActionReport, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"routine_id": self.routine_id, "attempt_id": self.attempt_id,
                 "scheduled_for": self.scheduled_for, "result": self.result,
+                "reason": self.reason, "job_run_ids": list(self.job_run_ids),
                 "action_results": self.action_results}
 
 
@@ -302,22 +320,23 @@ def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -
     ))
     views.refresh_routine_view(ctx.paths)  # before delegating: readers see running (§6, §10)
     t0 = time.monotonic()
-    outcomes: list[tuple[int, str, Result, str | None]] = []
-    job_run_ids: list[str] = []
+    done: list[ActionReport] = []
     for planned in chosen.actions:
         ctx.append(events.ActionStarted(routine_id=routine.id, attempt_id=attempt_id,
                                         index=planned.index, kind=planned.kind))
-        result, reason, run_id, code = _execute(ctx, planned, occ.scheduled_for, attempt_id)
-        if run_id:
-            job_run_ids.append(run_id)
+        action = _execute(ctx, planned, occ.scheduled_for, attempt_id, routine.id)
         ctx.append(events.ActionEnded(
             routine_id=routine.id, attempt_id=attempt_id, index=planned.index,
-            kind=planned.kind, result=result.value, reason=reason, job_run_id=run_id,
-            exit_code=code))
-        outcomes.append((planned.index, planned.kind, result, reason))
+            kind=planned.kind, result=action.result.value, reason=action.reason,
+            job_run_id=action.job_run_id, exit_code=action.exit_code,
+            evidence_ref=action.evidence_ref))
+        done.append(action)
     completed = ctx.now + timedelta(seconds=time.monotonic() - t0)
-    return _end_attempt(ctx, routine, attempt_id, occ.scheduled_for, started_at,
-                        format_s(completed), outcomes, job_run_ids)
+    report = _end_attempt(
+        ctx, routine, attempt_id, occ.scheduled_for, started_at, format_s(completed),
+        [(a.index, a.kind, a.result, a.reason) for a in done],
+        [a.job_run_id for a in done if a.job_run_id])
+    return attrs.evolve(report, actions=tuple(done))
 
 
 def _end_attempt(
@@ -337,7 +356,8 @@ def _end_attempt(
     ))
     return AttemptReport(routine_id=routine.id, attempt_id=attempt_id,
                          scheduled_for=scheduled, result=result.value,
-                         reason=reason, action_results=action_results)
+                         reason=reason, action_results=action_results,
+                         job_run_ids=tuple(job_run_ids))
 
 
 def _action_results(
@@ -349,10 +369,10 @@ def _action_results(
 
 
 def _execute(
-    ctx: _Context, planned: decide.PlannedAction, scheduled_for: datetime, attempt_id: str
-) -> tuple[Result, str | None, str | None, int | None]:
-    """Run one action; returns (result, reason, job_run_id, exit_code). Never raises for the
-    action's own failures - they are results."""
+    ctx: _Context, planned: decide.PlannedAction, scheduled_for: datetime, attempt_id: str,
+    routine_id: str,
+) -> ActionReport:
+    """Run one action. Never raises for the action's own failures - they are results."""
     if planned.argv is None:
         return _execute_job(ctx, planned, scheduled_for)
     argv = [*runner.specdojo_prefix(ctx.env), *planned.argv]
@@ -361,29 +381,55 @@ def _execute(
         argv, cwd=ctx.paths.root, env=runner.child_env(ctx.env, extra), echo=ctx.echo,
         on_start=lambda pgid: groups.record_action(ctx.paths, pgid, attempt_id=attempt_id,
                                                    index=planned.index))
-    result = decide.exit_code_result(outcome.exit_code)
+    secrets = secret_values(ctx.env)
+    base = ActionReport(index=planned.index, kind=planned.kind, result=Result.FAILURE,
+                        exit_code=outcome.exit_code,
+                        evidence_ref=_action_evidence(ctx, routine_id, attempt_id, planned,
+                                                      argv, outcome, secrets),
+                        stderr_tail=tuple(tail.last_lines(outcome.stderr, secrets)))
     if outcome.error is not None:
-        return Result.FAILURE, outcome.error, None, None
+        return attrs.evolve(base, reason=outcome.error, exit_code=None)
+    result = decide.exit_code_result(outcome.exit_code)
     reason = None
     if result is Result.SKIPPED:
         reason = "project busy (exit 75)"
     elif result is Result.FAILURE:
         reason = f"command exited with code {outcome.exit_code}"
-    return result, reason, None, outcome.exit_code
+    return attrs.evolve(base, result=result, reason=reason)
+
+
+def _action_evidence(
+    ctx: _Context, routine_id: str, attempt_id: str, planned: decide.PlannedAction,
+    argv: list[str], outcome: runner.CommandOutcome, secrets: list[str],
+) -> str | None:
+    """Keep a delegated call's output as evidence (SPEC §14); a full disk costs the evidence,
+    never the action's result."""
+    try:
+        return evidence.write_action_evidence(
+            ctx.paths.evidence_dir, routine_id=routine_id, attempt_id=attempt_id,
+            index=planned.index, kind=planned.kind, argv=argv, outcome=outcome,
+            secrets=secrets, root=ctx.paths.root)
+    except (OSError, errors.JobError):
+        return None
 
 
 def _execute_job(
     ctx: _Context, planned: decide.PlannedAction, scheduled_for: datetime
-) -> tuple[Result, str | None, str | None, int | None]:
+) -> ActionReport:
     job_id = planned.job or ""
+    failed = ActionReport(index=planned.index, kind=planned.kind, result=Result.FAILURE)
     if job_id in ctx.defs.invalid_job_ids or ctx.defs.job(job_id) is None:
-        return Result.FAILURE, f"invalid Job Definition: {job_id}", None, None
+        return attrs.evolve(failed, reason=f"invalid Job Definition: {job_id}")
     if ctx.job_runner is None:
-        return Result.FAILURE, "no Job runner configured", None, None
+        return attrs.evolve(failed, reason="no Job runner configured")
     legacy = {"worktree": True} if planned.commit else {}  # commit: true (SPEC §11.3)
     out = ctx.job_runner(ctx.paths, ctx.defs, job_id=job_id, inputs=dict(planned.inputs or {}),
                          scheduled_at=scheduled_for, echo=ctx.echo, **legacy)
-    return out.result, out.reason, out.job_run_id, out.exit_code
+    ref = getattr(out, "evidence_ref", None)  # a runner written before it had one
+    return attrs.evolve(failed, result=out.result, reason=out.reason, job_run_id=out.job_run_id,
+                        exit_code=out.exit_code, evidence_ref=ref,
+                        stderr_tail=tuple(evidence.stderr_tail(ctx.paths.root, ref))
+                        if out.result is not Result.SUCCESS else ())
 
 
 def _close_interrupted(ctx: _Context, routine: Routine, state: Mapping[str, Any]) -> None:

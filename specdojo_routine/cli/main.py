@@ -286,8 +286,7 @@ def cmd_job_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     shown = listing.list_routines(_paths(args), now=args.now)
     render.listing(shown, out, err, as_json=args.json)
-    attention = shown.problems or any(row.interrupted or row.attention for row in shown.rows)
-    return EXIT_FAILURE if attention else EXIT_OK  # usable as a health check (SPEC §8)
+    return shown.exit_code  # the health check that `status` shares (SPEC §14)
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
