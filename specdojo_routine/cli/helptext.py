@@ -156,6 +156,17 @@ COMMANDS: dict[str, CommandHelp] = {
         ("{prog} history", "{prog} history rtn-nightly --limit 20",
          "{prog} history --json | jq .type"),
         ((0, "printed (also when there are no events)"), _DAMAGED, _USAGE)),
+    "status": CommandHelp(
+        "Is everything healthy? One line per routine, worst first; with ids, one block per "
+        "routine: schedule in words and in its time zone, policy, state, the next 3 "
+        "occurrences, the last 5 attempts and, for a failure, the stderr tail and the "
+        "evidence path. Writes nothing.",
+        ("{prog} status", "{prog} status rtn-nightly", "{prog} status --json",
+         "{prog} status rtn-nightly --now 2026-08-07T08:00:00Z"),
+        ((0, "every enabled routine is healthy (a paused one counts as healthy)"),
+         (1, "an enabled routine's last result is a failure, or it is interrupted, held or "
+             "missed an occurrence since its last success; or a definition is invalid"),
+         _DAMAGED, (2, "an unknown routine id, or usage error"))),
     "job": CommandHelp(
         "Job Definitions (job-*.yaml) and their Job Runs.",
         ("{prog} job list", "{prog} job run --job job-weekly-report --input period=2026-W31"),

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import orjson
 
@@ -206,8 +206,15 @@ _SUBCOMMANDS: dict[str, Callable[[Subparsers, _Parser], None]] = {
     "release": lambda sub, common: policycli.add_release(sub, common, _instant),
     "next": lambda sub, common: policycli.add_next(sub, common, _instant, _positive),
     "import": _add_import,
+    "status": lambda sub, common: _statuscli().add_status(sub, common, _instant),
     "job": _add_job_commands,
 }
+
+
+def _statuscli() -> Any:
+    from specdojo_routine.cli import statuscli
+
+    return statuscli
 
 
 def _dispatch(args: argparse.Namespace) -> Command:
@@ -377,6 +384,7 @@ _COMMANDS: dict[str, Command] = {
     "release": lambda a, o, e: policycli.cmd_release(a, _paths(a), o, e, _run_job_action),
     "next": lambda a, o, e: policycli.cmd_next(a, lambda: _paths(a), o, e),
     "import": cmd_import,
+    "status": lambda a, o, e: int(_statuscli().cmd_status(a, _paths(a), o, e)),
 }
 def _job_command(name: str) -> Command:
     def command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
