@@ -167,6 +167,13 @@ COMMANDS: dict[str, CommandHelp] = {
          (1, "an enabled routine's last result is a failure, or it is interrupted, held or "
              "missed an occurrence since its last success; or a definition is invalid"),
          _DAMAGED, (2, "an unknown routine id, or usage error"))),
+    "logs": CommandHelp(
+        "Print the output (stdout and stderr, redacted) that a routine's last attempt, or a "
+        "given one, kept as evidence: a SpecDojo call's own, or its Job Run's.",
+        ("{prog} logs rtn-nightly", "{prog} logs rtn-nightly --action 2",
+         "{prog} logs rtn-nightly --attempt att-20260807T020000Z-1a2b3c4d --json"),
+        ((0, "printed"), (1, "the routine has no attempt yet"), _DAMAGED,
+         (2, "an unknown routine, attempt or action, or usage error"))),
     "job": CommandHelp(
         "Job Definitions (job-*.yaml) and their Job Runs.",
         ("{prog} job list", "{prog} job run --job job-weekly-report --input period=2026-W31"),
@@ -185,6 +192,13 @@ COMMANDS: dict[str, CommandHelp] = {
         ("{prog} job show JBR-weekly-report-0123456789ab",
          "{prog} job show JBR-weekly-report-0123456789ab --json"),
         ((0, "printed"), _DAMAGED, (2, "no such Job Run, or an invalid id"))),
+    "job logs": CommandHelp(
+        "Print the output (stdout and stderr, redacted, and an agent's logs) that a Job "
+        "Run's last attempt, or a given one, kept as evidence.",
+        ("{prog} job logs JBR-weekly-report-0123456789ab",
+         "{prog} job logs JBR-weekly-report-0123456789ab --attempt 1"),
+        ((0, "printed"), (1, "the run has no attempt yet"), _DAMAGED,
+         (2, "no such Job Run or attempt, an invalid id, or usage error"))),
     "job run": CommandHelp(
         "Create (or retry) the Job Run of a Job Definition for the given inputs and run it. "
         "The same inputs give the same run id: a complete run is not run twice.",

@@ -192,6 +192,7 @@ def _add_job_commands(sub: Subparsers, common: _Parser) -> None:
     p.add_argument("--review-by", metavar="NICK", help="the review executor (a roster member)")
     p.add_argument("--reporter-by", metavar="NICK",
                    help="the reporter of the task and of the review (a roster member)")
+    _logscli().add_job_logs(jsub, common)
 
 
 # In the order `--help` lists them.
@@ -207,6 +208,7 @@ _SUBCOMMANDS: dict[str, Callable[[Subparsers, _Parser], None]] = {
     "next": lambda sub, common: policycli.add_next(sub, common, _instant, _positive),
     "import": _add_import,
     "status": lambda sub, common: _statuscli().add_status(sub, common, _instant),
+    "logs": lambda sub, common: _logscli().add_logs(sub, common),
     "job": _add_job_commands,
 }
 
@@ -215,6 +217,12 @@ def _statuscli() -> Any:
     from specdojo_routine.cli import statuscli
 
     return statuscli
+
+
+def _logscli() -> Any:
+    from specdojo_routine.cli import logscli
+
+    return logscli
 
 
 def _dispatch(args: argparse.Namespace) -> Command:
@@ -385,6 +393,7 @@ _COMMANDS: dict[str, Command] = {
     "next": lambda a, o, e: policycli.cmd_next(a, lambda: _paths(a), o, e),
     "import": cmd_import,
     "status": lambda a, o, e: int(_statuscli().cmd_status(a, _paths(a), o, e)),
+    "logs": lambda a, o, e: int(_logscli().cmd_logs(a, _paths(a), o, e)),
 }
 def _job_command(name: str) -> Command:
     def command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -401,4 +410,5 @@ _JOB_COMMANDS: dict[str, Command] = {
     "run": _job_command("cmd_job_run"),
     "list": _job_command("cmd_job_list"),
     "show": _job_command("cmd_job_show"),
+    "logs": lambda a, o, e: int(_logscli().cmd_job_logs(a, _paths(a), o, e)),
 }
