@@ -211,3 +211,32 @@ def _json(shown: status_app.Status) -> dict[str, Any]:
             "problems": shown.listing.problems, "routines": routines,
             "lock": {"held": lock.held, "pid": lock.pid, "host": lock.host,
                      "acquired_at": lock.acquired_at, "suspicious": lock.suspicious}}
+
+
+# --- next without an id: the agenda --------------------------------------------------------------
+
+
+def cmd_agenda(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err: TextIO) -> int:
+    """``next`` without an id: every enabled routine's next occurrence(s), soonest first."""
+    from specdojo_routine.app import agenda
+
+    now, entries = agenda.agenda(paths, count=args.count or 1, now=args.now)
+    if args.json:
+        out.write(render.dumps({"now": format_s(now), "occurrences": [
+            {"routine_id": e.routine_id, "timezone": e.timezone, **e.upcoming.to_json()}
+            for e in entries]}))
+        return 0
+    if not entries:
+        out.write("no upcoming occurrences (no enabled routine)\n")
+        return 0
+    rows = [[render.relative(e.upcoming.utc, now), _stamp(e.upcoming.utc)[:16],
+             _stamp(e.upcoming.utc, e.timezone) if e.timezone != "UTC" else "-", e.routine_id]
+            for e in entries]
+    lines = render.table(["IN", "UTC", "LOCAL", "ROUTINE"], rows).splitlines(keepends=True)
+    text = [lines[0]]
+    for line, e in zip(lines[1:], entries, strict=True):
+        text.append(line)
+        if e.upcoming.note:
+            text.append(f"  note: {e.upcoming.note}\n")
+    out.write("".join(text))
+    return 0
