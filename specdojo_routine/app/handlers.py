@@ -29,7 +29,7 @@ from specdojo_routine.app.routine_commands import resolve as resolve
 from specdojo_routine.app.run_owner import _is_open as _is_open
 from specdojo_routine.app.run_owner import live_owner as live_owner
 from specdojo_routine.app.run_owner import refuse_if_owner_lives as refuse_if_owner_lives
-from specdojo_routine.core import decide, errors, events, policy, schedule, tail
+from specdojo_routine.core import decide, errors, events, policy, schedule, suggest, tail
 from specdojo_routine.core.errors import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -132,7 +132,8 @@ def _routines_to_consider(defs: Definitions, routine_id: str | None) -> list[Rou
         return [found]
     if any(p.path.rsplit("/", 1)[-1].split(".")[0] == routine_id for p in defs.errors):
         raise RoutineError(f"routine {routine_id} is invalid; run `validate` and fix it first")
-    raise UsageError(f'unknown routine "{routine_id}" (see `list`)')
+    raise UsageError(suggest.unknown("routine", routine_id, (r.id for r in defs.routines),
+                                     "list"))
 
 
 def _occurrences(

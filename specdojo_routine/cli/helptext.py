@@ -152,10 +152,15 @@ COMMANDS: dict[str, CommandHelp] = {
          (1, "a foreign record contradicts the ledger (a conflict): nothing was overwritten"),
          _USAGE, (75, "a run holds the routine lock or the exec lock"))),
     "history": CommandHelp(
-        "Show the routine ledger's events, oldest first, for every routine or one.",
+        "Show the routine ledger's events, oldest first, for every routine or one; or, with "
+        "--attempts, one line per attempt. --limit and --since read from the end of the "
+        "ledger, so they cost what they show.",
         ("{prog} history", "{prog} history rtn-nightly --limit 20",
+         "{prog} history rtn-nightly --attempts --since 2026-08-01T00:00:00Z",
+         "{prog} history --attempts --result failure --limit 10",
          "{prog} history --json | jq .type"),
-        ((0, "printed (also when there are no events)"), _DAMAGED, _USAGE)),
+        ((0, "printed (also when there are no events)"), _DAMAGED,
+         (2, "an unknown routine id, or usage error"))),
     "status": CommandHelp(
         "Is everything healthy? One line per routine, worst first; with ids, one block per "
         "routine: schedule in words and in its time zone, policy, state, the next 3 "

@@ -145,15 +145,6 @@ def _add_fold(sub: Subparsers, common: _Parser) -> None:
                    help="first move a torn last ledger line aside to <ledger>.torn-<seq>")
 
 
-def _add_history(sub: Subparsers, common: _Parser) -> None:
-    p = sub.add_parser("history", parents=[common], help="routine ledger events")
-    p.add_argument("routine_id", nargs="?", metavar="ID",
-                   help="only this routine's events (default: every routine)")
-    p.add_argument("--json", action="store_true",
-                   help="print the ledger lines as stored, one JSON object per line")
-    p.add_argument("--limit", type=_positive, metavar="N", help="only the last N events")
-
-
 def _add_import(sub: Subparsers, common: _Parser) -> None:
     p = sub.add_parser("import", parents=[common],
                        help="import the state another SpecDojo tool wrote")
@@ -203,7 +194,7 @@ _SUBCOMMANDS: dict[str, Callable[[Subparsers, _Parser], None]] = {
     "run": _add_run,
     "resolve": _add_resolve,
     "fold": _add_fold,
-    "history": _add_history,
+    "history": lambda sub, common: _historycli().add_history(sub, common, _instant, _positive),
     "release": lambda sub, common: policycli.add_release(sub, common, _instant),
     "next": lambda sub, common: policycli.add_next(sub, common, _instant, _positive),
     "import": _add_import,
@@ -217,6 +208,12 @@ def _statuscli() -> Any:
     from specdojo_routine.cli import statuscli
 
     return statuscli
+
+
+def _historycli() -> Any:
+    from specdojo_routine.cli import historycli
+
+    return historycli
 
 
 def _logscli() -> Any:
@@ -371,16 +368,6 @@ def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return report.exit_code
 
 
-def cmd_history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    lines = handlers.history(_paths(args), args.routine_id, args.limit)
-    if args.json:
-        for raw, _event in lines:
-            out.write(raw.decode("utf-8") + "\n")
-    else:
-        out.write(render.history([event for _raw, event in lines]))
-    return EXIT_OK
-
-
 _COMMANDS: dict[str, Command] = {
     "where": cmd_where,
     "validate": cmd_validate,
@@ -388,7 +375,7 @@ _COMMANDS: dict[str, Command] = {
     "run": cmd_run,
     "resolve": cmd_resolve,
     "fold": cmd_fold,
-    "history": cmd_history,
+    "history": lambda a, o, e: int(_historycli().cmd_history(a, _paths(a), o, e)),
     "release": lambda a, o, e: policycli.cmd_release(a, _paths(a), o, e, _run_job_action),
     "next": lambda a, o, e: policycli.cmd_next(a, lambda: _paths(a), o, e),
     "import": cmd_import,
