@@ -40,7 +40,7 @@ from specdojo_routine.core.errors import (
 from specdojo_routine.core.model import OnInterrupted, Result, Routine, aggregate
 from specdojo_routine.core.redact import secret_values
 from specdojo_routine.core.timefmt import format_ms, format_s, to_utc
-from specdojo_routine.execute import evidence, groups, runner
+from specdojo_routine.execute import evidence, groups, prefix, runner
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import load as definitions
 from specdojo_routine.store.definitions.load import Definitions
@@ -320,6 +320,7 @@ def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -
         on_failure=policy.on_failure_marker(routine),
     ))
     views.refresh_routine_view(ctx.paths)  # before delegating: readers see running (§6, §10)
+    ctx = attrs.evolve(ctx, echo=prefix.prefixed(ctx.echo, routine.id))  # whose output it is
     t0 = time.monotonic()
     done: list[ActionReport] = []
     for planned in chosen.actions:

@@ -57,6 +57,8 @@ ENVIRONMENT_READ: tuple[tuple[str, str], ...] = (
                                            "does not start a second review"),
     ("SPECDOJO_ROUTINE_LOCK_URL", "redis://host:port/db: also take the routine lock in Redis, "
                                   "so several hosts can share one project"),
+    ("SPECDOJO_ROUTINE_QUIET", "1: run, list and status print nothing unless something failed "
+                               "(as --quiet; for cron, so MAILTO mails only failures)"),
     ("SPECDOJO_ROUTINE_PURE_YAML", "1: read every definition with the located (slow) YAML "
                                    "parser instead of the libyaml fast path"),
     ("USER", "the default of `resolve --by` and `release --by`"),

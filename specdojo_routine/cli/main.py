@@ -15,12 +15,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-import orjson
-
 from specdojo_routine.app import handlers, listing, project
-from specdojo_routine.cli import helptext, policycli, render
+from specdojo_routine.cli import conventions, helptext, policycli, render
 from specdojo_routine.core import errors
 from specdojo_routine.core.errors import (
+    EXIT_BUSY,
     EXIT_FAILURE,
     EXIT_OK,
     EXIT_USAGE,
@@ -56,7 +55,13 @@ def _positive(text: str) -> int:
 
 
 class _Parser(helptext.Parser):
-    """argparse that raises instead of exiting, so ``main`` stays in control."""
+    """argparse that raises instead of exiting, so ``main`` stays in control, and takes no
+    abbreviation of an option (``--js`` is not ``--json``: a script that relied on one would
+    break the day a second option shares the prefix)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise errors.UsageError(f"{self.prog}: {message} (see `{self.prog} --help`)")
@@ -98,17 +103,24 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 
 def _add_where(sub: Subparsers, common: _Parser) -> None:
-    sub.add_parser("where", parents=[common], help="resolved root, project and paths")
+    p = sub.add_parser("where", parents=[common], help="resolved root, project and paths")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
 
 
 def _add_validate(sub: Subparsers, common: _Parser) -> None:
-    sub.add_parser("validate", parents=[common], help="validate routines and jobs")
+    p = sub.add_parser("validate", parents=[common], help="validate routines and jobs")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON document with every problem (nothing on stderr)")
+
+
+_QUIET_HELP = "print nothing unless it failed (for cron; also SPECDOJO_ROUTINE_QUIET=1)"
 
 
 def _add_list(sub: Subparsers, common: _Parser) -> None:
     p = sub.add_parser("list", parents=[common], help="routines, status and due")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.add_argument("--now", type=_instant, metavar="T", help=_NOW_HELP)
+    p.add_argument("--quiet", action="store_true", help=_QUIET_HELP)
 
 
 def _add_run(sub: Subparsers, common: _Parser) -> None:
@@ -123,6 +135,7 @@ def _add_run(sub: Subparsers, common: _Parser) -> None:
     p.add_argument("--json", action="store_true",
                    help="print one JSON document (delegated output goes to stderr)")
     p.add_argument("--now", type=_instant, metavar="T", help=_NOW_HELP)
+    p.add_argument("--quiet", action="store_true", help=_QUIET_HELP)
     policycli.add_backfill_options(p, _instant)
 
 
@@ -143,6 +156,7 @@ def _add_fold(sub: Subparsers, common: _Parser) -> None:
                    help="write nothing; exit 1 if a view differs from its ledger")
     p.add_argument("--repair", action="store_true",
                    help="first move a torn last ledger line aside to <ledger>.torn-<seq>")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
 
 
 def _add_import(sub: Subparsers, common: _Parser) -> None:
@@ -230,12 +244,21 @@ def _dispatch(args: argparse.Namespace) -> Command:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit code. Never raises for user mistakes."""
-    out, err = sys.stdout, sys.stderr
+    out, err = conventions.guarded(sys.stdout, _silence), sys.stderr
+    args: argparse.Namespace | None = None
     try:
         words = list(sys.argv[1:] if argv is None else argv)
         args = build_parser(words).parse_args(words)
-        return _dispatch(args)(args, out, err)
+        command = _dispatch(args)
+        if conventions.quiet_requested(args):
+            code = conventions.run_quietly(lambda o, e: command(args, o, e), out, err)
+        else:
+            code = command(args, out, err)
+        out.flush()  # a reader that went away is noticed here, not by the interpreter's exit
+        return code
     except RoutineError as exc:
+        if conventions.quiet_requested(args) and exc.exit_code == EXIT_BUSY:
+            return exc.exit_code  # busy is not a failure: the run holding the lock reports
         err.write(f"error: {one_line(str(exc))}\n")
         return exc.exit_code
     except BrokenPipeError:  # the reader went away (`history | head`): stop quietly
@@ -281,12 +304,22 @@ def _paths(args: argparse.Namespace) -> ProjectPaths:
 
 
 def cmd_where(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.json:
+        from specdojo_routine.cli import jsonviews
+
+        out.write(render.dumps(jsonviews.where(_paths(args))))
+        return 0
     out.write(render.where(_paths(args)))
     return 0
 
 
 def cmd_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     report = project.validate(_paths(args))
+    if args.json:
+        from specdojo_routine.cli import jsonviews
+
+        out.write(render.dumps(jsonviews.validation(report)))
+        return EXIT_FAILURE if report.errors else EXIT_OK
     return render.validation(report, out, err)
 
 
@@ -333,6 +366,12 @@ def cmd_fold(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from specdojo_routine.app import adoption
 
     report = adoption.fold(_paths(args), check=args.check, repair=args.repair)
+    if args.json:
+        from specdojo_routine.cli import jsonviews
+
+        out.write(render.dumps(jsonviews.fold(report, check=args.check)))
+        failed = report.conflicts or (args.check and report.drifted)
+        return EXIT_FAILURE if failed else EXIT_OK
     drifted, moved = report.drifted, report.moved
     for conflict in report.conflicts:
         err.write(conflict + "\n")
@@ -360,7 +399,7 @@ def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     report = adoption.import_project(_paths(args), dry_run=args.dry_run)
     if args.json:
-        out.write(orjson.dumps(report.to_json()).decode() + "\n")
+        out.write(render.dumps(report.to_json()))
     else:
         for conflict in report.conflicts:
             err.write(conflict + "\n")

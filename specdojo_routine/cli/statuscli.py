@@ -32,6 +32,8 @@ def add_status(sub: Any, common: argparse.ArgumentParser, instant: Callable[[str
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.add_argument("--now", type=instant, metavar="T",
                    help="judge at time T (ISO 8601, e.g. 2026-08-07T08:02:00Z), not the clock")
+    p.add_argument("--quiet", action="store_true",
+                   help="print nothing unless unhealthy (for cron; also SPECDOJO_ROUTINE_QUIET=1)")
 
 
 def cmd_status(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err: TextIO) -> int:
