@@ -167,7 +167,8 @@ def _block(detail: status_app.Detail, now: datetime) -> str:
     lines += _attempt_rows(detail.attempts)
     if detail.failed_action is not None:
         failed = detail.failed_action
-        lines.append(f"  failed    action {failed.index} ({failed.kind}): "
+        label = "failed" if failed.result == "failure" else str(failed.result)
+        lines.append(f"  {label:8}  action {failed.index} ({failed.kind}): "
                      f"{failed.reason or failed.result}")
         lines += [_cut(f"    | {line}", WIDTH) for line in detail.stderr_tail]
         if failed.evidence_ref:

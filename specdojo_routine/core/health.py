@@ -6,13 +6,10 @@ it is held, or it missed an occurrence since its last success. A paused routine 
 operator's decision and stays healthy; a disabled one is never judged.
 
 States are named in :data:`STATES`, worst first; a new state (say ``retrying``) is one row
-there, plus the line of :func:`state_of` that recognises it.
+there, a field of :class:`Facts`, and the line of :func:`state_of` that recognises it.
 """
 
 from __future__ import annotations
-
-from collections.abc import Mapping
-from typing import Any
 
 import attrs
 
@@ -47,15 +44,6 @@ class Facts:
     missed: bool = False  # a miss since the last success
     paused: bool = False
     retrying: bool = False
-
-
-def facts_from_entry(entry: Mapping[str, Any], *, enabled: bool, interrupted: bool) -> Facts:
-    """:class:`Facts` of a ``routine-state.json`` entry (keys this fold does not know, such
-    as a pause recorded by a newer version, are read when present)."""
-    return Facts(enabled=enabled, status=str(entry.get("status") or "never"),
-                 last_result=entry.get("last_result"), interrupted=interrupted,
-                 held=bool(entry.get("held")), missed=entry.get("last_missed") is not None,
-                 paused=bool(entry.get("paused")), retrying=bool(entry.get("retrying")))
 
 
 def state_of(facts: Facts) -> str:
