@@ -2,6 +2,7 @@
 
 Business rules live in :mod:`decide`, :mod:`schedule` and :mod:`fold`; this module only wires
 them to the ledger, the locks, the definitions and the runner.
+Running one action is :mod:`.actions`;
 ``resolve``, ``history`` and ``fold`` are :mod:`.routine_commands`, the open-attempt checks
 :mod:`.run_owner`, the job action seam :mod:`.job_seam`, ``project`` and ``validate``
 :mod:`.project`; all re-exported here.
@@ -18,6 +19,8 @@ from typing import Any, TextIO
 
 import attrs
 
+from specdojo_routine.app import actions
+from specdojo_routine.app.actions import ActionReport as ActionReport
 from specdojo_routine.app.job_seam import JobActionOutcome as JobActionOutcome
 from specdojo_routine.app.job_seam import JobActionRunner as JobActionRunner
 from specdojo_routine.app.project import project as project
@@ -29,7 +32,7 @@ from specdojo_routine.app.routine_commands import resolve as resolve
 from specdojo_routine.app.run_owner import _is_open as _is_open
 from specdojo_routine.app.run_owner import live_owner as live_owner
 from specdojo_routine.app.run_owner import refuse_if_owner_lives as refuse_if_owner_lives
-from specdojo_routine.core import decide, errors, events, policy, schedule, suggest, tail
+from specdojo_routine.core import decide, errors, events, policy, schedule, suggest
 from specdojo_routine.core.errors import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -38,9 +41,8 @@ from specdojo_routine.core.errors import (
     UsageError,
 )
 from specdojo_routine.core.model import OnInterrupted, Result, Routine, aggregate
-from specdojo_routine.core.redact import secret_values
 from specdojo_routine.core.timefmt import format_ms, format_s, to_utc
-from specdojo_routine.execute import evidence, groups, prefix, runner
+from specdojo_routine.execute import groups, prefix, runner
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import load as definitions
 from specdojo_routine.store.definitions.load import Definitions
@@ -52,20 +54,6 @@ FOLD_ACTOR = "specdojo_routine fold"
 
 
 # --- run -----------------------------------------------------------------------------------------
-
-
-@attrs.frozen(kw_only=True)
-class ActionReport:
-    """What one action did, as ``run`` shows it under a failed or skipped attempt."""
-
-    index: int
-    kind: str
-    result: Result
-    reason: str | None = None
-    job_run_id: str | None = None
-    exit_code: int | None = None
-    evidence_ref: str | None = None
-    stderr_tail: tuple[str, ...] = ()  # the last lines of its stderr, redacted (SPEC §14)
 
 
 @attrs.frozen(kw_only=True)
@@ -326,7 +314,10 @@ def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -
     for planned in chosen.actions:
         ctx.append(events.ActionStarted(routine_id=routine.id, attempt_id=attempt_id,
                                         index=planned.index, kind=planned.kind))
-        action = _execute(ctx, planned, occ.scheduled_for, attempt_id, routine.id)
+        action = actions.execute(
+            actions.Where(paths=ctx.paths, defs=ctx.defs, env=ctx.env, echo=ctx.echo,
+                          job_runner=ctx.job_runner, routine_id=routine.id,
+                          attempt_id=attempt_id), planned, occ.scheduled_for)
         ctx.append(events.ActionEnded(
             routine_id=routine.id, attempt_id=attempt_id, index=planned.index,
             kind=planned.kind, result=action.result.value, reason=action.reason,
@@ -368,70 +359,6 @@ def _action_results(
     if payload is None:
         return None
     return tuple(events.ActionResult(**item) for item in payload)
-
-
-def _execute(
-    ctx: _Context, planned: decide.PlannedAction, scheduled_for: datetime, attempt_id: str,
-    routine_id: str,
-) -> ActionReport:
-    """Run one action. Never raises for the action's own failures - they are results."""
-    if planned.argv is None:
-        return _execute_job(ctx, planned, scheduled_for)
-    argv = [*runner.specdojo_prefix(ctx.env), *planned.argv]
-    extra = {"SPECDOJO_PROJECT": ctx.paths.project_id, "SPECDOJO_ROUTINE_EXEC": "1"}
-    outcome = runner.run_argv(
-        argv, cwd=ctx.paths.root, env=runner.child_env(ctx.env, extra), echo=ctx.echo,
-        on_start=lambda pgid: groups.record_action(ctx.paths, pgid, attempt_id=attempt_id,
-                                                   index=planned.index))
-    secrets = secret_values(ctx.env)
-    base = ActionReport(index=planned.index, kind=planned.kind, result=Result.FAILURE,
-                        exit_code=outcome.exit_code,
-                        evidence_ref=_action_evidence(ctx, routine_id, attempt_id, planned,
-                                                      argv, outcome, secrets),
-                        stderr_tail=tuple(tail.last_lines(outcome.stderr, secrets)))
-    if outcome.error is not None:
-        return attrs.evolve(base, reason=outcome.error, exit_code=None)
-    result = decide.exit_code_result(outcome.exit_code)
-    reason = None
-    if result is Result.SKIPPED:
-        reason = "project busy (exit 75)"
-    elif result is Result.FAILURE:
-        reason = f"command exited with code {outcome.exit_code}"
-    return attrs.evolve(base, result=result, reason=reason)
-
-
-def _action_evidence(
-    ctx: _Context, routine_id: str, attempt_id: str, planned: decide.PlannedAction,
-    argv: list[str], outcome: runner.CommandOutcome, secrets: list[str],
-) -> str | None:
-    """Keep a delegated call's output as evidence (SPEC §14); a full disk costs the evidence,
-    never the action's result."""
-    try:
-        return evidence.write_action_evidence(
-            ctx.paths.evidence_dir, routine_id=routine_id, attempt_id=attempt_id,
-            index=planned.index, kind=planned.kind, argv=argv, outcome=outcome,
-            secrets=secrets, root=ctx.paths.root)
-    except (OSError, errors.JobError):
-        return None
-
-
-def _execute_job(
-    ctx: _Context, planned: decide.PlannedAction, scheduled_for: datetime
-) -> ActionReport:
-    job_id = planned.job or ""
-    failed = ActionReport(index=planned.index, kind=planned.kind, result=Result.FAILURE)
-    if job_id in ctx.defs.invalid_job_ids or ctx.defs.job(job_id) is None:
-        return attrs.evolve(failed, reason=f"invalid Job Definition: {job_id}")
-    if ctx.job_runner is None:
-        return attrs.evolve(failed, reason="no Job runner configured")
-    legacy = {"worktree": True} if planned.commit else {}  # commit: true (SPEC §11.3)
-    out = ctx.job_runner(ctx.paths, ctx.defs, job_id=job_id, inputs=dict(planned.inputs or {}),
-                         scheduled_at=scheduled_for, echo=ctx.echo, **legacy)
-    ref = getattr(out, "evidence_ref", None)  # a runner written before it had one
-    return attrs.evolve(failed, result=out.result, reason=out.reason, job_run_id=out.job_run_id,
-                        exit_code=out.exit_code, evidence_ref=ref,
-                        stderr_tail=tuple(evidence.stderr_tail(ctx.paths.root, ref))
-                        if out.result is not Result.SUCCESS else ())
 
 
 def _close_interrupted(ctx: _Context, routine: Routine, state: Mapping[str, Any]) -> None:
