@@ -16,7 +16,7 @@ import attrs
 from specdojo_routine.app.job_seam import JobActionRunner
 from specdojo_routine.core import decide, errors, tail
 from specdojo_routine.core.model import Result
-from specdojo_routine.core.redact import secret_values
+from specdojo_routine.core.redact import redact, secret_values
 from specdojo_routine.execute import evidence, groups, runner
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions.load import Definitions
@@ -65,7 +65,8 @@ def execute(ctx: Where, planned: decide.PlannedAction, scheduled_for: datetime) 
                         evidence_ref=_action_evidence(ctx, planned, argv, outcome, secrets),
                         stderr_tail=tuple(tail.last_lines(outcome.stderr, secrets)))
     if outcome.error is not None:
-        return attrs.evolve(base, reason=outcome.error, exit_code=None)
+        # the reason reaches the ledger and every answer: never a secret (SPEC §7.5)
+        return attrs.evolve(base, reason=redact(outcome.error, secrets), exit_code=None)
     result = decide.exit_code_result(outcome.exit_code)
     reason = None
     if result is Result.SKIPPED:
