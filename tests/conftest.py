@@ -230,3 +230,7 @@ class Project:
 @pytest.fixture
 def project(tmp_path: Path) -> Iterator[Project]:
     yield Project(tmp_path / "proj")
+
+
+# The week of history of SPEC §14's tests (tests/weekhistory.py): its fixtures, for every module.
+from tests.weekhistory import week, week_built, week_copy  # noqa: E402, F401

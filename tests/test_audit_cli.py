@@ -223,13 +223,13 @@ def test_history_without_a_ledger_says_no_events(project: Project) -> None:
 
 def test_list_json_has_exactly_the_documented_keys(project: Project) -> None:
     """`list --json`: {now, routines: [...], lock: {...}} with exactly the SPEC §8 keys (plus
-    §9.5's held, held_occurrences, last_missed)."""
+    §14's last_reason and §9.5's held, held_occurrences, last_missed)."""
     project.routine("rtn-a", "interval: 1h\naction: {kind: exec-resume}\n")
     doc = orjson.loads(project.cli("list", "--json").stdout)
     assert (
         ["now", "routines", "lock"],
         ["id", "enabled", "schedule", "kinds", "status", "interrupted", "last_run",
-         "last_result", "last_scheduled_for", "due", "next_occurrence", "held",
+         "last_result", "last_scheduled_for", "last_reason", "due", "next_occurrence", "held",
          "held_occurrences", "last_missed"],
         ["held", "pid", "host", "acquired_at", "suspicious"],
     ) == (list(doc), list(doc["routines"][0]), list(doc["lock"]))
@@ -250,15 +250,15 @@ def test_a_time_without_offset_is_utc(project: Project) -> None:
 
 
 def test_list_table_has_the_documented_columns(project: Project) -> None:
-    """The table's columns are ID ENABLED SCHEDULE KINDS STATUS LAST RUN RESULT DUE NEXT."""
+    """The table's columns are ID STATUS LAST RUN RESULT DUE NEXT: narrow enough for 80
+    columns; schedule and kinds are in `list --json` and `status`."""
     project.routine("rtn-a", """\
         trigger: {cron: "0 17 * * 5", timezone: Asia/Tokyo}
         action: [{kind: exec-resume}, {kind: register}]
         """)
     lines = project.cli("list", "--now", "2026-08-07T08:02:00Z").stdout.splitlines()
-    assert (["ID", "ENABLED", "SCHEDULE", "KINDS", "STATUS", "LAST", "RUN", "RESULT", "DUE",
-             "NEXT"], ["rtn-a", "yes", "cron", "0", "17", "*", "*", "5", "(Asia/Tokyo)",
-                       "exec-resume,register", "never", "-", "-", "yes", "in", "6d"]) == (
+    assert (["ID", "STATUS", "LAST", "RUN", "RESULT", "DUE", "NEXT"],
+            ["rtn-a", "never", "-", "-", "yes", "in", "6d"]) == (
         lines[0].split(), lines[1].split())
 
 
@@ -278,7 +278,8 @@ def test_run_json_is_one_document_while_actions_print(project: Project) -> None:
     proc = project.cli("run", "--due", "--json", "--now", "2026-08-07T08:02:00Z")
     doc = orjson.loads(proc.stdout)
     assert (0, ["routine_id", "scheduled_for", "trigger", "actions"],
-            ["routine_id", "attempt_id", "scheduled_for", "result", "action_results"],
+            ["routine_id", "attempt_id", "scheduled_for", "result", "reason", "job_run_ids",
+             "action_results"],
             {"index": 2, "kind": "job", "job": "job-report", "inputs": {"period": "2026-W32"}},
             True, True) == (
         proc.returncode, list(doc["selected"][0]), list(doc["results"][0]),
@@ -287,15 +288,19 @@ def test_run_json_is_one_document_while_actions_print(project: Project) -> None:
 
 
 def test_run_text_prints_each_attempt_and_the_counts(project: Project) -> None:
-    """Text mode: `<id>  <scheduled_for>  <result> - <reason>` then the summary; exit 1."""
+    """Text mode: `<id>  <scheduled_for>  <result> - <reason>`, the failed action with its
+    evidence (SPEC §14), then the summary; exit 1."""
     project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [broken]}\n")
     project.exit_codes({"broken": 3})
     proc = project.cli("run", "--due", "--now", "2026-08-07T08:02:00Z")
+    lines = proc.stdout.splitlines()
     assert (1, [
         "rtn-a  2026-08-07T08:02:00.000Z  failure - action 1 (specdojo): command exited "
         "with code 3",
+        "  action 1 (specdojo) failure: command exited with code 3",
         "Ran 1 attempt(s): 0 success, 1 failure, 0 skipped",
-    ]) == (proc.returncode, proc.stdout.splitlines()[-2:])
+    ]) == (proc.returncode, [*lines[-4:-2], lines[-1]])
+    assert lines[-2].startswith("    evidence: execution/exec/evidence/routines/att-")
 
 
 def test_dry_run_text_shows_command_lines_and_rendered_inputs(project: Project) -> None:

@@ -2,6 +2,7 @@
 
 Business rules live in :mod:`decide`, :mod:`schedule` and :mod:`fold`; this module only wires
 them to the ledger, the locks, the definitions and the runner.
+Running one action is :mod:`.actions`;
 ``resolve``, ``history`` and ``fold`` are :mod:`.routine_commands`, the open-attempt checks
 :mod:`.run_owner`, the job action seam :mod:`.job_seam`, ``project`` and ``validate``
 :mod:`.project`; all re-exported here.
@@ -18,6 +19,8 @@ from typing import Any, TextIO, TypeVar
 
 import attrs
 
+from specdojo_routine.app import actions
+from specdojo_routine.app.actions import ActionReport as ActionReport
 from specdojo_routine.app.job_seam import JobActionOutcome as JobActionOutcome
 from specdojo_routine.app.job_seam import JobActionRunner as JobActionRunner
 from specdojo_routine.app.project import project as project
@@ -29,7 +32,7 @@ from specdojo_routine.app.routine_commands import resolve as resolve
 from specdojo_routine.app.run_owner import _is_open as _is_open
 from specdojo_routine.app.run_owner import live_owner as live_owner
 from specdojo_routine.app.run_owner import refuse_if_owner_lives as refuse_if_owner_lives
-from specdojo_routine.core import decide, errors, events, policy, schedule
+from specdojo_routine.core import decide, errors, events, policy, schedule, suggest
 from specdojo_routine.core.errors import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -40,7 +43,7 @@ from specdojo_routine.core.errors import (
 from specdojo_routine.core.model import OnInterrupted, Result, Routine, aggregate
 from specdojo_routine.core.redact import secret_values
 from specdojo_routine.core.timefmt import format_ms, format_s, to_utc
-from specdojo_routine.execute import groups, runner, stop
+from specdojo_routine.execute import groups, prefix, runner, stop
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import load as definitions
 from specdojo_routine.store.definitions.load import Definitions
@@ -64,10 +67,13 @@ class AttemptReport:
     result: str
     reason: str | None
     action_results: list[dict[str, Any]] | None
+    job_run_ids: tuple[str, ...] = ()
+    actions: tuple[ActionReport, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"routine_id": self.routine_id, "attempt_id": self.attempt_id,
                 "scheduled_for": self.scheduled_for, "result": self.result,
+                "reason": self.reason, "job_run_ids": list(self.job_run_ids),
                 "action_results": self.action_results}
 
 
@@ -147,7 +153,8 @@ def _routines_to_consider(defs: Definitions, routine_id: str | None) -> list[Rou
         return [found]
     if any(p.path.rsplit("/", 1)[-1].split(".")[0] == routine_id for p in defs.errors):
         raise RoutineError(f"routine {routine_id} is invalid; run `validate` and fix it first")
-    raise UsageError(f'unknown routine "{routine_id}" (see `list`)')
+    raise UsageError(suggest.unknown("routine", routine_id, (r.id for r in defs.routines),
+                                     "list"))
 
 
 def _occurrences(
@@ -353,9 +360,9 @@ def _record_attempt(
         on_failure=policy.on_failure_marker(routine),
     ))
     views.refresh_routine_view(ctx.paths)  # before delegating: readers see running (§6, §10)
+    ctx = attrs.evolve(ctx, echo=prefix.prefixed(ctx.echo, routine.id))  # whose output it is
     t0 = time.monotonic()
-    outcomes: list[tuple[int, str, Result, str | None]] = []
-    job_run_ids: list[str] = []
+    done: list[ActionReport] = []
     for planned in chosen.actions:
         if stop.requested() is not None:
             break  # stopped: every action runs after a failure, none after a stop
@@ -363,22 +370,27 @@ def _record_attempt(
             ctx.record(events.ActionEnded(
                 routine_id=routine.id, attempt_id=attempt_id, index=planned.index,
                 kind=planned.kind, result=Result.SKIPPED.value, reason=LOCK_LOST_REASON))
-            outcomes.append((planned.index, planned.kind, Result.SKIPPED, LOCK_LOST_REASON))
+            done.append(actions.ActionReport(index=planned.index, kind=planned.kind,
+                                             result=Result.SKIPPED, reason=LOCK_LOST_REASON))
             continue
         ctx.record(events.ActionStarted(routine_id=routine.id, attempt_id=attempt_id,
                                         index=planned.index, kind=planned.kind))
-        result, reason, run_id, code = _execute(ctx, planned, occ.scheduled_for, attempt_id)
-        if run_id:
-            job_run_ids.append(run_id)
-        ctx.record(events.ActionEnded(
+        action = actions.execute(
+            actions.Where(paths=ctx.paths, defs=ctx.defs, env=ctx.env, echo=ctx.echo,
+                          job_runner=ctx.job_runner, routine_id=routine.id,
+                          attempt_id=attempt_id), planned, occ.scheduled_for)
+        ended = ctx.record(events.ActionEnded(
             routine_id=routine.id, attempt_id=attempt_id, index=planned.index,
-            kind=planned.kind, result=result.value, reason=reason, job_run_id=run_id,
-            exit_code=code))
-        outcomes.append((planned.index, planned.kind, result, reason))
+            kind=planned.kind, result=action.result.value, reason=action.reason,
+            job_run_id=action.job_run_id, exit_code=action.exit_code,
+            evidence_ref=action.evidence_ref))
+        done.append(attrs.evolve(action, reason=ended.reason))  # as recorded: redacted
     completed = ctx.now + timedelta(seconds=time.monotonic() - t0)
-    return _end_attempt(ctx, routine, attempt_id, occ.scheduled_for, started_at,
-                        format_s(completed), outcomes, job_run_ids,
-                        reason_override=stop.reason())
+    report = _end_attempt(
+        ctx, routine, attempt_id, occ.scheduled_for, started_at, format_s(completed),
+        [(a.index, a.kind, a.result, a.reason) for a in done],
+        [a.job_run_id for a in done if a.job_run_id], reason_override=stop.reason())
+    return attrs.evolve(report, actions=tuple(done))
 
 
 def _end_attempt(
@@ -398,7 +410,8 @@ def _end_attempt(
     ))
     return AttemptReport(routine_id=routine.id, attempt_id=attempt_id,
                          scheduled_for=scheduled, result=result.value,
-                         reason=ended.reason, action_results=action_results)
+                         reason=ended.reason, action_results=action_results,
+                         job_run_ids=tuple(job_run_ids))
 
 
 def _action_results(
@@ -407,44 +420,6 @@ def _action_results(
     if payload is None:
         return None
     return tuple(events.ActionResult(**item) for item in payload)
-
-
-def _execute(
-    ctx: _Context, planned: decide.PlannedAction, scheduled_for: datetime, attempt_id: str
-) -> tuple[Result, str | None, str | None, int | None]:
-    """Run one action; returns (result, reason, job_run_id, exit_code). Never raises for the
-    action's own failures - they are results."""
-    if planned.argv is None:
-        return _execute_job(ctx, planned, scheduled_for)
-    argv = [*runner.specdojo_prefix(ctx.env), *planned.argv]
-    extra = {"SPECDOJO_PROJECT": ctx.paths.project_id, "SPECDOJO_ROUTINE_EXEC": "1"}
-    outcome = runner.run_argv(
-        argv, cwd=ctx.paths.root, env=runner.child_env(ctx.env, extra), echo=ctx.echo,
-        on_start=lambda pgid: groups.record_action(ctx.paths, pgid, attempt_id=attempt_id,
-                                                   index=planned.index))
-    result = decide.exit_code_result(outcome.exit_code)
-    if outcome.error is not None:
-        return Result.FAILURE, outcome.error, None, None
-    reason = None
-    if result is Result.SKIPPED:
-        reason = "project busy (exit 75)"
-    elif result is Result.FAILURE:
-        reason = f"command exited with code {outcome.exit_code}"
-    return result, reason, None, outcome.exit_code
-
-
-def _execute_job(
-    ctx: _Context, planned: decide.PlannedAction, scheduled_for: datetime
-) -> tuple[Result, str | None, str | None, int | None]:
-    job_id = planned.job or ""
-    if job_id in ctx.defs.invalid_job_ids or ctx.defs.job(job_id) is None:
-        return Result.FAILURE, f"invalid Job Definition: {job_id}", None, None
-    if ctx.job_runner is None:
-        return Result.FAILURE, "no Job runner configured", None, None
-    legacy = {"worktree": True} if planned.commit else {}  # commit: true (SPEC §11.3)
-    out = ctx.job_runner(ctx.paths, ctx.defs, job_id=job_id, inputs=dict(planned.inputs or {}),
-                         scheduled_at=scheduled_for, echo=ctx.echo, **legacy)
-    return out.result, out.reason, out.job_run_id, out.exit_code
 
 
 def _close_interrupted(ctx: _Context, routine: Routine, state: Mapping[str, Any]) -> None:

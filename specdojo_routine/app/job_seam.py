@@ -23,6 +23,9 @@ class JobActionOutcome:
     reason: str | None = None
     job_run_id: str | None = None
     exit_code: int | None = None
+    #: the evidence of the Job Run attempt this action ran (None: nothing ran, e.g. a
+    #: duplicate complete or a busy skip)
+    evidence_ref: str | None = None
 
 
 class JobActionRunner(Protocol):

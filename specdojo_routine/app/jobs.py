@@ -405,8 +405,10 @@ class RoutineJobRunner:
             message = redact(str(exc), secrets).replace("\n", " ")[:REASON_LIMIT]
             return JobActionOutcome(result=Result.FAILURE, reason=message)
         result, reason = jobplan.routine_result(outcome)
+        ran = outcome.attempt is not None and not outcome.duplicate_complete
         return JobActionOutcome(result=result, reason=reason, job_run_id=outcome.run_id,
-                                exit_code=outcome.exit_code)
+                                exit_code=outcome.exit_code,
+                                evidence_ref=outcome.evidence_ref if ran else None)
 
 
 #: The CLI's runner: no agent executor, the process environment.

@@ -8,8 +8,8 @@ from typing import Any
 
 import attrs
 
-from specdojo_routine.core import policy, schedule
-from specdojo_routine.core.errors import TooManyMissedOccurrences
+from specdojo_routine.core import health, policy, schedule
+from specdojo_routine.core.errors import EXIT_FAILURE, EXIT_OK, TooManyMissedOccurrences
 from specdojo_routine.core.model import Routine
 from specdojo_routine.core.timefmt import format_ms, format_s, to_utc, try_parse_instant
 from specdojo_routine.store.config import ProjectPaths
@@ -39,13 +39,25 @@ class RoutineRow:
 
     def to_json(self) -> dict[str, Any]:
         data = attrs.asdict(self)
-        del data["last_reason"], data["hold_reason"]
+        del data["hold_reason"]
         return data
 
     @property
-    def attention(self) -> bool:
-        """Held, or missed since the last success: ``list`` exits 1 (a health check)."""
-        return self.held or self.last_missed is not None
+    def facts(self) -> health.Facts:
+        """What the health rule of ``status`` and ``list`` looks at."""
+        return health.Facts(enabled=self.enabled, status=self.status,
+                            last_result=self.last_result, interrupted=self.interrupted,
+                            held=self.held, missed=self.last_missed is not None)
+
+    @property
+    def problems(self) -> list[str]:
+        """Why this routine is unhealthy (empty: healthy); :mod:`health` decides."""
+        return health.problems(self.facts)
+
+    @property
+    def state(self) -> str:
+        """The one word ``status`` shows (:func:`health.state_of`)."""
+        return health.state_of(self.facts)
 
 
 @attrs.frozen(kw_only=True)
@@ -54,6 +66,17 @@ class Listing:
     rows: list[RoutineRow]
     lock: locks.LockInfo
     problems: list[str]
+
+    @property
+    def unhealthy(self) -> list[RoutineRow]:
+        """The routines the health rule counts, in listing order."""
+        return [row for row in self.rows if row.problems]
+
+    @property
+    def exit_code(self) -> int:
+        """1 when a definition is invalid or any enabled routine is unhealthy, else 0: the
+        health check ``list`` and ``status`` share."""
+        return EXIT_FAILURE if self.problems or self.unhealthy else EXIT_OK
 
 
 def list_routines(

@@ -30,6 +30,9 @@ def resolve(
     who = by or os.environ.get("USER") or _login_name()
     if not note.strip():
         raise UsageError("resolve needs a --note saying what was checked (got an empty note)")
+    from specdojo_routine.app.recent import check_routine_id
+
+    check_routine_id(paths, routine_id)  # a typo: exit 2 with did you mean (SPEC §14)
     with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id):
         adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
         log = ledger.Ledger(paths.routine_ledger, clock=wall)  # before the fold: pinned to it

@@ -57,6 +57,8 @@ ENVIRONMENT_READ: tuple[tuple[str, str], ...] = (
                                            "does not start a second review"),
     ("SPECDOJO_ROUTINE_LOCK_URL", "redis://host:port/db: also take the routine lock in Redis, "
                                   "so several hosts can share one project"),
+    ("SPECDOJO_ROUTINE_QUIET", "1: run, list and status print nothing unless something failed "
+                               "(as --quiet; for cron, so MAILTO mails only failures)"),
     ("SPECDOJO_ROUTINE_PURE_YAML", "1: read every definition with the located (slow) YAML "
                                    "parser instead of the libyaml fast path"),
     ("USER", "the default of `resolve --by` and `release --by`"),
@@ -166,10 +168,33 @@ COMMANDS: dict[str, CommandHelp] = {
          (1, "a foreign record contradicts the ledger (a conflict): nothing was overwritten"),
          _USAGE, (75, "a run holds the routine lock or the exec lock"))),
     "history": CommandHelp(
-        "Show the routine ledger's events, oldest first, for every routine or one.",
+        "Show the routine ledger's events, oldest first, for every routine or one; or, with "
+        "--attempts, one line per attempt. --limit and --since read from the end of the "
+        "ledger, so they cost what they show.",
         ("{prog} history", "{prog} history rtn-nightly --limit 20",
+         "{prog} history rtn-nightly --attempts --since 2026-08-01T00:00:00Z",
+         "{prog} history --attempts --result failure --limit 10",
          "{prog} history --json | jq .type"),
-        ((0, "printed (also when there are no events)"), _DAMAGED, _USAGE)),
+        ((0, "printed (also when there are no events)"), _DAMAGED,
+         (2, "an unknown routine id, or usage error"))),
+    "status": CommandHelp(
+        "Is everything healthy? One line per routine, worst first; with ids, one block per "
+        "routine: schedule in words and in its time zone, policy, state, the next 3 "
+        "occurrences, the last 5 attempts and, for a failure, the stderr tail and the "
+        "evidence path. Writes nothing.",
+        ("{prog} status", "{prog} status rtn-nightly", "{prog} status --json",
+         "{prog} status rtn-nightly --now 2026-08-07T08:00:00Z"),
+        ((0, "every enabled routine is healthy (a paused one counts as healthy)"),
+         (1, "an enabled routine's last result is a failure, or it is interrupted, held or "
+             "missed an occurrence since its last success; or a definition is invalid"),
+         _DAMAGED, (2, "an unknown routine id, or usage error"))),
+    "logs": CommandHelp(
+        "Print the output (stdout and stderr, redacted) that a routine's last attempt, or a "
+        "given one, kept as evidence: a SpecDojo call's own, or its Job Run's.",
+        ("{prog} logs rtn-nightly", "{prog} logs rtn-nightly --action 2",
+         "{prog} logs rtn-nightly --attempt att-20260807T020000Z-1a2b3c4d --json"),
+        ((0, "printed"), (1, "the routine has no attempt yet"), _DAMAGED,
+         (2, "an unknown routine, attempt or action, or usage error"))),
     "job": CommandHelp(
         "Job Definitions (job-*.yaml) and their Job Runs.",
         ("{prog} job list", "{prog} job run --job job-weekly-report --input period=2026-W31"),
@@ -188,6 +213,13 @@ COMMANDS: dict[str, CommandHelp] = {
         ("{prog} job show JBR-weekly-report-0123456789ab",
          "{prog} job show JBR-weekly-report-0123456789ab --json"),
         ((0, "printed"), _DAMAGED, (2, "no such Job Run, or an invalid id"))),
+    "job logs": CommandHelp(
+        "Print the output (stdout and stderr, redacted, and an agent's logs) that a Job "
+        "Run's last attempt, or a given one, kept as evidence.",
+        ("{prog} job logs JBR-weekly-report-0123456789ab",
+         "{prog} job logs JBR-weekly-report-0123456789ab --attempt 1"),
+        ((0, "printed"), (1, "the run has no attempt yet"), _DAMAGED,
+         (2, "no such Job Run or attempt, an invalid id, or usage error"))),
     "job run": CommandHelp(
         "Create (or retry) the Job Run of a Job Definition for the given inputs and run it. "
         "The same inputs give the same run id: a complete run is not run twice.",

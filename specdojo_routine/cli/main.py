@@ -13,14 +13,13 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
-
-import orjson
+from typing import TYPE_CHECKING, Any, TextIO
 
 from specdojo_routine.app import handlers, listing, project
-from specdojo_routine.cli import helptext, policycli, render
+from specdojo_routine.cli import conventions, helptext, policycli, render
 from specdojo_routine.core import errors
 from specdojo_routine.core.errors import (
+    EXIT_BUSY,
     EXIT_FAILURE,
     EXIT_OK,
     EXIT_USAGE,
@@ -57,7 +56,13 @@ def _positive(text: str) -> int:
 
 
 class _Parser(helptext.Parser):
-    """argparse that raises instead of exiting, so ``main`` stays in control."""
+    """argparse that raises instead of exiting, so ``main`` stays in control, and takes no
+    abbreviation of an option (``--js`` is not ``--json``: a script that relied on one would
+    break the day a second option shares the prefix)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise errors.UsageError(f"{self.prog}: {message} (see `{self.prog} --help`)")
@@ -105,17 +110,24 @@ def _add_init(sub: Subparsers, common: _Parser) -> None:
 
 
 def _add_where(sub: Subparsers, common: _Parser) -> None:
-    sub.add_parser("where", parents=[common], help="resolved root, project and paths")
+    p = sub.add_parser("where", parents=[common], help="resolved root, project and paths")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
 
 
 def _add_validate(sub: Subparsers, common: _Parser) -> None:
-    sub.add_parser("validate", parents=[common], help="validate routines and jobs")
+    p = sub.add_parser("validate", parents=[common], help="validate routines and jobs")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON document with every problem (nothing on stderr)")
+
+
+_QUIET_HELP = "print nothing unless it failed (for cron; also SPECDOJO_ROUTINE_QUIET=1)"
 
 
 def _add_list(sub: Subparsers, common: _Parser) -> None:
     p = sub.add_parser("list", parents=[common], help="routines, status and due")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.add_argument("--now", type=_instant, metavar="T", help=_NOW_HELP)
+    p.add_argument("--quiet", action="store_true", help=_QUIET_HELP)
 
 
 def _add_run(sub: Subparsers, common: _Parser) -> None:
@@ -130,6 +142,7 @@ def _add_run(sub: Subparsers, common: _Parser) -> None:
     p.add_argument("--json", action="store_true",
                    help="print one JSON document (delegated output goes to stderr)")
     p.add_argument("--now", type=_instant, metavar="T", help=_NOW_HELP)
+    p.add_argument("--quiet", action="store_true", help=_QUIET_HELP)
     policycli.add_backfill_options(p, _instant)
 
 
@@ -150,15 +163,7 @@ def _add_fold(sub: Subparsers, common: _Parser) -> None:
                    help="write nothing; exit 1 if a view differs from its ledger")
     p.add_argument("--repair", action="store_true",
                    help="first move a torn last ledger line aside to <ledger>.torn-<seq>")
-
-
-def _add_history(sub: Subparsers, common: _Parser) -> None:
-    p = sub.add_parser("history", parents=[common], help="routine ledger events")
-    p.add_argument("routine_id", nargs="?", metavar="ID",
-                   help="only this routine's events (default: every routine)")
-    p.add_argument("--json", action="store_true",
-                   help="print the ledger lines as stored, one JSON object per line")
-    p.add_argument("--limit", type=_positive, metavar="N", help="only the last N events")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
 
 
 def _add_import(sub: Subparsers, common: _Parser) -> None:
@@ -199,6 +204,7 @@ def _add_job_commands(sub: Subparsers, common: _Parser) -> None:
     p.add_argument("--review-by", metavar="NICK", help="the review executor (a roster member)")
     p.add_argument("--reporter-by", metavar="NICK",
                    help="the reporter of the task and of the review (a roster member)")
+    _logscli().add_job_logs(jsub, common)
 
 
 # In the order `--help` lists them.
@@ -210,12 +216,32 @@ _SUBCOMMANDS: dict[str, Callable[[Subparsers, _Parser], None]] = {
     "run": _add_run,
     "resolve": _add_resolve,
     "fold": _add_fold,
-    "history": _add_history,
+    "history": lambda sub, common: _historycli().add_history(sub, common, _instant, _positive),
     "release": lambda sub, common: policycli.add_release(sub, common, _instant),
     "next": lambda sub, common: policycli.add_next(sub, common, _instant, _positive),
     "import": _add_import,
+    "status": lambda sub, common: _statuscli().add_status(sub, common, _instant),
+    "logs": lambda sub, common: _logscli().add_logs(sub, common),
     "job": _add_job_commands,
 }
+
+
+def _statuscli() -> Any:
+    from specdojo_routine.cli import statuscli
+
+    return statuscli
+
+
+def _historycli() -> Any:
+    from specdojo_routine.cli import historycli
+
+    return historycli
+
+
+def _logscli() -> Any:
+    from specdojo_routine.cli import logscli
+
+    return logscli
 
 
 def _dispatch(args: argparse.Namespace) -> Command:
@@ -226,12 +252,21 @@ def _dispatch(args: argparse.Namespace) -> Command:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit code. Never raises for user mistakes."""
-    out, err = sys.stdout, sys.stderr
+    out, err = conventions.guarded(sys.stdout, _silence), sys.stderr
+    args: argparse.Namespace | None = None
     try:
         words = list(sys.argv[1:] if argv is None else argv)
         args = build_parser(words).parse_args(words)
-        return _dispatch(args)(args, out, err)
+        command = _dispatch(args)
+        if conventions.quiet_requested(args):
+            code = conventions.run_quietly(lambda o, e: command(args, o, e), out, err)
+        else:
+            code = command(args, out, err)
+        out.flush()  # a reader that went away is noticed here, not by the interpreter's exit
+        return code
     except RoutineError as exc:
+        if conventions.quiet_requested(args) and exc.exit_code == EXIT_BUSY:
+            return exc.exit_code  # busy is not a failure: the run holding the lock reports
         err.write(f"error: {one_line(str(exc))}\n")
         return exc.exit_code
     except BrokenPipeError:  # the reader went away (`history | head`): stop quietly
@@ -280,12 +315,22 @@ def _paths(args: argparse.Namespace) -> ProjectPaths:
 
 
 def cmd_where(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.json:
+        from specdojo_routine.cli import jsonviews
+
+        out.write(render.dumps(jsonviews.where(_paths(args))))
+        return 0
     out.write(render.where(_paths(args)))
     return 0
 
 
 def cmd_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     report = project.validate(_paths(args))
+    if args.json:
+        from specdojo_routine.cli import jsonviews
+
+        out.write(render.dumps(jsonviews.validation(report)))
+        return EXIT_FAILURE if report.errors else EXIT_OK
     return render.validation(report, out, err)
 
 
@@ -297,8 +342,7 @@ def cmd_job_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     shown = listing.list_routines(_paths(args), now=args.now)
     render.listing(shown, out, err, as_json=args.json)
-    attention = shown.problems or any(row.interrupted or row.attention for row in shown.rows)
-    return EXIT_FAILURE if attention else EXIT_OK  # usable as a health check (SPEC §8)
+    return shown.exit_code  # the health check that `status` shares (SPEC §14)
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -333,6 +377,12 @@ def cmd_fold(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from specdojo_routine.app import adoption
 
     report = adoption.fold(_paths(args), check=args.check, repair=args.repair)
+    if args.json:
+        from specdojo_routine.cli import jsonviews
+
+        out.write(render.dumps(jsonviews.fold(report, check=args.check)))
+        failed = report.conflicts or (args.check and report.drifted)
+        return EXIT_FAILURE if failed else EXIT_OK
     drifted, moved = report.drifted, report.moved
     for conflict in report.conflicts:
         err.write(conflict + "\n")
@@ -360,22 +410,12 @@ def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     report = adoption.import_project(_paths(args), dry_run=args.dry_run)
     if args.json:
-        out.write(orjson.dumps(report.to_json()).decode() + "\n")
+        out.write(render.dumps(report.to_json()))
     else:
         for conflict in report.conflicts:
             err.write(conflict + "\n")
         out.write(report.summary() + "\n")
     return report.exit_code
-
-
-def cmd_history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    lines = handlers.history(_paths(args), args.routine_id, args.limit)
-    if args.json:
-        for raw, _event in lines:
-            out.write(raw.decode("utf-8") + "\n")
-    else:
-        out.write(render.history([event for _raw, event in lines]))
-    return EXIT_OK
 
 
 def cmd_init(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -392,10 +432,12 @@ _COMMANDS: dict[str, Command] = {
     "run": cmd_run,
     "resolve": cmd_resolve,
     "fold": cmd_fold,
-    "history": cmd_history,
+    "history": lambda a, o, e: int(_historycli().cmd_history(a, _paths(a), o, e)),
     "release": lambda a, o, e: policycli.cmd_release(a, _paths(a), o, e, _run_job_action),
     "next": lambda a, o, e: policycli.cmd_next(a, lambda: _paths(a), o, e),
     "import": cmd_import,
+    "status": lambda a, o, e: int(_statuscli().cmd_status(a, _paths(a), o, e)),
+    "logs": lambda a, o, e: int(_logscli().cmd_logs(a, _paths(a), o, e)),
 }
 def _job_command(name: str) -> Command:
     def command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -412,4 +454,5 @@ _JOB_COMMANDS: dict[str, Command] = {
     "run": _job_command("cmd_job_run"),
     "list": _job_command("cmd_job_list"),
     "show": _job_command("cmd_job_show"),
+    "logs": lambda a, o, e: int(_logscli().cmd_job_logs(a, _paths(a), o, e)),
 }

@@ -34,9 +34,9 @@ def add_next(sub: Any, common: argparse.ArgumentParser, instant: Instant,
     """``next`` (``sub`` is the main parser's subparsers)."""
     p = sub.add_parser("next", parents=[common], help="upcoming occurrences")
     p.add_argument("routine_id", nargs="?", metavar="ID",
-                   help="the routine to preview (or give --cron and --timezone)")
-    p.add_argument("-n", dest="count", type=positive, default=5, metavar="N",
-                   help="how many occurrences (default 5)")
+                   help="the routine to preview (default: the agenda of every routine)")
+    p.add_argument("-n", dest="count", type=positive, metavar="N",
+                   help="how many occurrences (default 5; in the agenda 1 per routine)")
     p.add_argument("--cron", metavar="EXPR", help="preview this 5-field cron expression")
     p.add_argument("--timezone", metavar="TZ", help="the IANA time zone of --cron")
     p.add_argument("--json", action="store_true", help="print one JSON document")
@@ -94,12 +94,14 @@ def cmd_next(args: argparse.Namespace, paths: Callable[[], ProjectPaths], out: T
         if args.routine_id is not None or args.cron is None or args.timezone is None:
             raise UsageError("next takes either ID, or --cron EXPR with --timezone TZ")
         zone, routine_id = args.timezone, None
-        items = preview.preview_cron(args.cron, zone, count=args.count, now=args.now)
-    elif args.routine_id is None:
-        raise UsageError("next takes either ID, or --cron EXPR with --timezone TZ")
+        items = preview.preview_cron(args.cron, zone, count=args.count or 5, now=args.now)
+    elif args.routine_id is None:  # the agenda of every routine (SPEC §14)
+        from specdojo_routine.cli import statuscli
+
+        return statuscli.cmd_agenda(args, paths(), out, err)
     else:
         routine_id = args.routine_id
-        zone, items = preview.preview_routine(paths(), routine_id, count=args.count,
+        zone, items = preview.preview_routine(paths(), routine_id, count=args.count or 5,
                                               now=args.now)
     if args.json:
         out.write(render.dumps({"routine_id": routine_id, "timezone": zone,

@@ -15,7 +15,7 @@ from specdojo_routine.core.timefmt import format_ms, format_s, try_parse_instant
 from specdojo_routine.store.config import ProjectPaths
 
 if TYPE_CHECKING:
-    from specdojo_routine.app.handlers import RunReport
+    from specdojo_routine.app.handlers import AttemptReport, RunReport
     from specdojo_routine.app.listing import Listing, RoutineRow
     from specdojo_routine.store.definitions.load import Definitions
 
@@ -86,21 +86,22 @@ def listing(listing: Listing, out: TextIO, err: TextIO, *, as_json: bool) -> Non
         }))
         return
     now = listing.now
-    rows = [[
-        r.id, "yes" if r.enabled else "no", r.schedule, ",".join(r.kinds),
-        r.status + (" (interrupted)" if r.interrupted else "") + (" (held)" if r.held else ""),
-        relative(r.last_run, now), r.last_result or "-", "yes" if r.due else "no",
-        relative(r.next_occurrence, now),
-    ] for r in listing.rows]
-    out.write(table(["ID", "ENABLED", "SCHEDULE", "KINDS", "STATUS", "LAST RUN", "RESULT",
-                     "DUE", "NEXT"], rows))
+    rows = [[r.id, r.state, relative(r.last_run, now), r.last_result or "-",
+             "yes" if r.due else "no", relative(r.next_occurrence, now) if r.enabled else "-"]
+            for r in listing.rows]
+    out.write(table(["ID", "STATUS", "LAST RUN", "RESULT", "DUE", "NEXT"], rows))
     for r in listing.rows:
         if r.interrupted:
             out.write(f"! {r.id}: interrupted - its runner died mid-attempt; check what it did, "
                       f"then `resolve {r.id} --result ... --note ...`\n")
-        elif r.last_result in ("failure", "skipped") and r.last_reason:
-            out.write(f"  {r.id}: last {r.last_result}: {r.last_reason}\n")
+        elif r.last_result not in (None, "success") and r.status != "running":
+            mark = "!" if r.problems else " "
+            out.write(f"{mark} {r.id}: last {r.last_result}: {r.last_reason or 'no reason'}"
+                      "\n")
         _policy_lines(r, out)
+    if listing.unhealthy:
+        names = ", ".join(r.id for r in listing.unhealthy)
+        out.write(f"unhealthy: {names} (see `status ID`)\n")
     if lock.held:
         flag = " - SUSPICIOUS: held for over 1 hour" if lock.suspicious else ""
         holder = (f"pid {lock.pid} on {lock.host}" if lock.pid is not None else
@@ -162,11 +163,28 @@ def run_report(report: RunReport, out: TextIO, err: TextIO, *, as_json: bool) ->
     for r in report.results:
         reason = f" - {r.reason}" if r.reason else ""
         out.write(f"{r.routine_id}  {r.scheduled_for}  {r.result}{reason}\n")
+        out.write(_action_lines(r))
     counts = {k: sum(1 for r in report.results if r.result == k)
               for k in ("success", "failure", "skipped", "partial")}
     partial = f", {counts['partial']} partial" if counts["partial"] else ""
     out.write(f"Ran {len(report.results)} attempt(s): {counts['success']} success, "
               f"{counts['failure']} failure, {counts['skipped']} skipped{partial}\n")
+
+
+def _action_lines(report: AttemptReport) -> str:
+    """Under an attempt that did not succeed: each failed or skipped action with its reason,
+    the last lines of its stderr and where its evidence is (SPEC §14)."""
+    lines: list[str] = []
+    for a in report.actions:
+        if a.result.value in ("success", "partial"):
+            continue
+        run = f" ({a.job_run_id})" if a.job_run_id else ""
+        lines.append(f"  action {a.index} ({a.kind}) {a.result.value}: "
+                     f"{a.reason or a.result.value}{run}\n")
+        lines += [f"    | {line}\n" for line in a.stderr_tail]
+        if a.evidence_ref and a.result.value == "failure":
+            lines.append(f"    evidence: {a.evidence_ref}\n")
+    return "".join(lines)
 
 
 def _accounted_text(report: RunReport, out: TextIO) -> None:

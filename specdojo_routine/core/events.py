@@ -161,6 +161,9 @@ class ActionEnded:
     reason: str | None = attrs.field(default=None, validator=_optional(_text))
     job_run_id: str | None = attrs.field(default=None, validator=_optional(_run_id))
     exit_code: int | None = attrs.field(default=None, validator=_optional(_int_at_least(-255)))
+    #: root-relative path of the ``evidence.json`` holding this action's output (SPEC §14): a
+    #: delegated call's own, or the evidence of the Job Run attempt a job action ran
+    evidence_ref: str | None = attrs.field(default=None, validator=_optional(_text))
 
 
 @attrs.frozen(kw_only=True)

@@ -1,4 +1,5 @@
-"""Command evidence of a Job Run attempt (edge; SPEC §7.5, seed 002).
+"""Command evidence of a Job Run attempt and of a delegated routine action (edge; SPEC §7.5,
+§14, seed 002).
 
 ``<evidence_dir>/<run_id>/attempt-<n>/`` holds ``command.stdout.log``, ``command.stderr.log``
 and ``evidence.json``. Every text is redacted first and then bounded (64 KiB per stream, cut at
@@ -82,6 +83,57 @@ def write_evidence(
     return relative_ref(target / EVIDENCE_JSON, root)
 
 
+def action_dir(evidence_dir: Path, attempt_id: str, index: int) -> Path:
+    """``<evidence_dir>/routines/<attempt_id>/action-<n>``: a routine action's own evidence
+    (delegated SpecDojo calls, which have no Job Run to keep it); refuses ids that could
+    leave the directory."""
+    if not _RUN_ID.fullmatch(attempt_id) or index < 1:
+        raise JobError(f"invalid evidence location: attempt {attempt_id!r}, action {index}")
+    return evidence_dir / "routines" / attempt_id / f"action-{index}"
+
+
+def write_action_evidence(
+    evidence_dir: Path,
+    *,
+    routine_id: str,
+    attempt_id: str,
+    index: int,
+    kind: str,
+    argv: list[str],
+    outcome: CommandOutcome,
+    secrets: Iterable[str],
+    root: Path,
+) -> str:
+    """Write a delegated call's evidence (its stdout and stderr, redacted then bounded as a Job
+    Run's); return the root-relative path of its ``evidence.json`` (``action_ended``'s
+    ``evidence_ref``)."""
+    secrets = tuple(secrets)
+    target = action_dir(evidence_dir, attempt_id, index)
+    target.mkdir(parents=True, exist_ok=True)
+    streams = _write_logs(target, outcome, secrets, root)
+    document = {
+        "schema_version": SCHEMA_VERSION,
+        "routine_id": routine_id,
+        "attempt_id": attempt_id,
+        "action": index,
+        "kind": kind,
+        "command": {
+            "argv": [redact(word, secrets) for word in argv],
+            "exit_code": outcome.exit_code,
+            "timed_out": outcome.timed_out,
+            "error": None if outcome.error is None else redact(outcome.error, secrets),
+            **streams,
+        },
+        "started_at": format_s(outcome.started_at),
+        "completed_at": format_s(outcome.completed_at),
+        "duration_s": round(outcome.duration_s, 3),
+    }
+    _write_atomic(
+        target / EVIDENCE_JSON, orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
+    )
+    return relative_ref(target / EVIDENCE_JSON, root)
+
+
 def _write_logs(
     target: Path, outcome: CommandOutcome, secrets: tuple[str, ...], root: Path
 ) -> dict[str, object]:
@@ -117,3 +169,35 @@ def _write_atomic(path: Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+
+
+def read_evidence(root: Path, ref: str | None) -> dict[str, object] | None:
+    """The ``evidence.json`` a ledger names (root-relative), or None when there is none or it
+    cannot be read (pruned, never written after a full disk, another tool's)."""
+    if not ref:
+        return None
+    try:
+        document = orjson.loads((root / ref).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return document if isinstance(document, dict) else None
+
+
+def streams_of(document: dict[str, object]) -> dict[str, str]:
+    """The captured streams of an evidence document (``stdout``/``stderr`` of its command,
+    already redacted and bounded when written)."""
+    command = document.get("command")
+    found: dict[str, str] = {}
+    if isinstance(command, dict):
+        for name in ("stdout", "stderr"):
+            if isinstance(command.get(name), str):
+                found[name] = command[name]
+    return found
+
+
+def stderr_tail(root: Path, ref: str | None) -> list[str]:
+    """The last lines of the stderr an evidence file keeps (empty when there is none)."""
+    from specdojo_routine.core.tail import last_lines
+
+    document = read_evidence(root, ref)
+    return last_lines(streams_of(document).get("stderr", "")) if document else []

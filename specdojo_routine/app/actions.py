@@ -1,0 +1,109 @@
+"""One routine action run: a delegated SpecDojo call or a Job Run (SPEC §3, §6, §14).
+
+What :mod:`.handlers` records for an action comes from here: its result, reason, exit code,
+Job Run id, the evidence of its output and the last lines of its stderr. A delegated call's
+output is kept as evidence under ``E/exec/evidence/routines/<attempt_id>/action-<n>/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TextIO
+
+import attrs
+
+from specdojo_routine.app.job_seam import JobActionRunner
+from specdojo_routine.core import decide, errors, tail
+from specdojo_routine.core.model import Result
+from specdojo_routine.core.redact import redact, secret_values
+from specdojo_routine.execute import evidence, groups, runner
+from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.definitions.load import Definitions
+
+
+@attrs.frozen(kw_only=True)
+class Where:
+    """What an action runs with and whose it is."""
+
+    paths: ProjectPaths
+    defs: Definitions
+    env: Mapping[str, str]
+    echo: TextIO | None
+    job_runner: JobActionRunner | None
+    routine_id: str
+    attempt_id: str
+
+
+@attrs.frozen(kw_only=True)
+class ActionReport:
+    """What one action did, as ``run`` shows it under a failed or skipped attempt."""
+
+    index: int
+    kind: str
+    result: Result
+    reason: str | None = None
+    job_run_id: str | None = None
+    exit_code: int | None = None
+    evidence_ref: str | None = None
+    stderr_tail: tuple[str, ...] = ()  # the last lines of its stderr, redacted (SPEC §14)
+
+
+def execute(ctx: Where, planned: decide.PlannedAction, scheduled_for: datetime) -> ActionReport:
+    """Run one action. Never raises for the action's own failures - they are results."""
+    if planned.argv is None:
+        return _execute_job(ctx, planned, scheduled_for)
+    argv = [*runner.specdojo_prefix(ctx.env), *planned.argv]
+    extra = {"SPECDOJO_PROJECT": ctx.paths.project_id, "SPECDOJO_ROUTINE_EXEC": "1"}
+    outcome = runner.run_argv(
+        argv, cwd=ctx.paths.root, env=runner.child_env(ctx.env, extra), echo=ctx.echo,
+        on_start=lambda pgid: groups.record_action(ctx.paths, pgid, attempt_id=ctx.attempt_id,
+                                                   index=planned.index))
+    secrets = secret_values(ctx.env)
+    base = ActionReport(index=planned.index, kind=planned.kind, result=Result.FAILURE,
+                        exit_code=outcome.exit_code,
+                        evidence_ref=_action_evidence(ctx, planned, argv, outcome, secrets),
+                        stderr_tail=tuple(tail.last_lines(outcome.stderr, secrets)))
+    if outcome.error is not None:
+        # the reason reaches the ledger and every answer: never a secret (SPEC §7.5)
+        return attrs.evolve(base, reason=redact(outcome.error, secrets), exit_code=None)
+    result = decide.exit_code_result(outcome.exit_code)
+    reason = None
+    if result is Result.SKIPPED:
+        reason = "project busy (exit 75)"
+    elif result is Result.FAILURE:
+        reason = f"command exited with code {outcome.exit_code}"
+    return attrs.evolve(base, result=result, reason=reason)
+
+
+def _action_evidence(
+    ctx: Where, planned: decide.PlannedAction, argv: list[str], outcome: runner.CommandOutcome,
+    secrets: list[str],
+) -> str | None:
+    """Keep a delegated call's output as evidence (SPEC §14); a full disk costs the evidence,
+    never the action's result."""
+    try:
+        return evidence.write_action_evidence(
+            ctx.paths.evidence_dir, routine_id=ctx.routine_id, attempt_id=ctx.attempt_id,
+            index=planned.index, kind=planned.kind, argv=argv, outcome=outcome,
+            secrets=secrets, root=ctx.paths.root)
+    except (OSError, errors.JobError):
+        return None
+
+
+def _execute_job(ctx: Where, planned: decide.PlannedAction, scheduled_for: datetime
+                 ) -> ActionReport:
+    job_id = planned.job or ""
+    failed = ActionReport(index=planned.index, kind=planned.kind, result=Result.FAILURE)
+    if job_id in ctx.defs.invalid_job_ids or ctx.defs.job(job_id) is None:
+        return attrs.evolve(failed, reason=f"invalid Job Definition: {job_id}")
+    if ctx.job_runner is None:
+        return attrs.evolve(failed, reason="no Job runner configured")
+    legacy = {"worktree": True} if planned.commit else {}  # commit: true (SPEC §11.3)
+    out = ctx.job_runner(ctx.paths, ctx.defs, job_id=job_id, inputs=dict(planned.inputs or {}),
+                         scheduled_at=scheduled_for, echo=ctx.echo, **legacy)
+    ref = getattr(out, "evidence_ref", None)  # a runner written before it had one
+    return attrs.evolve(failed, result=out.result, reason=out.reason, job_run_id=out.job_run_id,
+                        exit_code=out.exit_code, evidence_ref=ref,
+                        stderr_tail=tuple(evidence.stderr_tail(ctx.paths.root, ref))
+                        if out.result is not Result.SUCCESS else ())

@@ -1,0 +1,154 @@
+"""``logs`` and ``job logs``: the output an attempt left as evidence (SPEC §14). Writes nothing.
+
+A routine attempt's actions name their evidence in ``action_ended.evidence_ref``: a delegated
+call's own (``E/exec/evidence/routines/<attempt_id>/action-<n>/``) or the Job Run attempt's.
+A job action recorded before that field existed is found through its Job Run's last attempt.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from specdojo_routine.app import recent
+from specdojo_routine.core.attempts import ActionRecord, Attempt, Gatherer
+from specdojo_routine.core.errors import RoutineError, UsageError
+from specdojo_routine.core.suggest import unknown
+from specdojo_routine.execute import evidence
+from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.ledger import adopt
+from specdojo_routine.store.ledger.backwards import read_backwards
+
+_RUN_ID = re.compile(r"JBR-[A-Za-z0-9-]+")
+
+
+@attrs.frozen(kw_only=True)
+class Output:
+    """The kept output of one action or Job Run attempt."""
+
+    title: str  # what it is, one line
+    evidence_ref: str | None
+    streams: dict[str, str]  # name -> text (redacted and bounded when it was written)
+    cut: tuple[str, ...] = ()  # streams that were cut to the evidence bound
+    missing: str | None = None  # why nothing is shown
+
+    def to_json(self) -> dict[str, Any]:
+        return {"title": self.title, "evidence_ref": self.evidence_ref,
+                "streams": self.streams, "truncated": list(self.cut), "missing": self.missing}
+
+
+@attrs.frozen(kw_only=True)
+class Logs:
+    heading: str
+    outputs: list[Output]
+    subject: dict[str, Any]  # the ids, for --json
+
+
+def routine_logs(
+    paths: ProjectPaths, routine_id: str, *, attempt_id: str | None = None,
+    action: int | None = None,
+) -> Logs:
+    """The output of ``routine_id``'s last attempt (or ``attempt_id``), every action or the
+    ``action``-th; an unknown id, attempt or action is a usage error."""
+    recent.check_routine_id(paths, routine_id, see="list")
+    found = _find_attempt(paths, routine_id, attempt_id)
+    actions = list(found.actions)
+    if action is not None:
+        actions = [a for a in actions if a.index == action]
+        if not actions:
+            raise UsageError(f"attempt {found.attempt_id} of {routine_id} has no action {action}"
+                             f" (it has {len(found.actions)}; see `status {routine_id}`)")
+    heading = (f"{routine_id} attempt {found.attempt_id} (scheduled {found.scheduled_for}, "
+               f"{found.result or 'running'})")
+    return Logs(heading=heading, outputs=[_action_output(paths, a) for a in actions],
+                subject={"routine_id": routine_id, "attempt_id": found.attempt_id,
+                         "scheduled_for": found.scheduled_for, "result": found.result})
+
+
+def _find_attempt(paths: ProjectPaths, routine_id: str, attempt_id: str | None) -> Attempt:
+    gather, seen = Gatherer(), []
+    if paths.routine_ledger.exists():
+        for _raw, event in read_backwards(paths.routine_ledger):
+            if event.get("routine_id") != routine_id:
+                continue
+            attempt = gather.feed(event)
+            if attempt is None or attempt.attempt_id is None:
+                continue
+            if attempt_id is None or attempt.attempt_id == attempt_id:
+                return attempt
+            seen.append(attempt.attempt_id)
+    if attempt_id is None:
+        raise RoutineError(f"{routine_id} has no attempt yet, so no output (see `next "
+                           f"{routine_id}`)")
+    raise UsageError(unknown(f"attempt of {routine_id}", attempt_id, seen,
+                             f"history {routine_id} --attempts"))
+
+
+def _action_output(paths: ProjectPaths, action: ActionRecord) -> Output:
+    run = f" {action.job_run_id}" if action.job_run_id else ""
+    exit_code = f", exit {action.exit_code}" if action.exit_code is not None else ""
+    title = f"action {action.index} ({action.kind}){run}: {action.result or 'running'}{exit_code}"
+    ref = action.evidence_ref
+    if ref is None and action.job_run_id:  # recorded before action_ended had evidence_ref
+        view: dict[str, Any] = dict(adopt.load_run(paths, action.job_run_id) or {})
+        attempts = view.get("attempts") or [{}]
+        ref = attempts[-1].get("evidence_ref")
+    if ref is None:
+        return Output(title=title, evidence_ref=None, streams={},
+                      missing=action.reason or "no output was kept for this action")
+    return _evidence_output(paths.root, title, ref)
+
+
+def _evidence_output(root: Path, title: str, ref: str) -> Output:
+    document = evidence.read_evidence(root, ref)
+    if document is None:
+        return Output(title=title, evidence_ref=ref, streams={},
+                      missing="its evidence file is gone (pruned?) or unreadable")
+    streams = evidence.streams_of(document)
+    command = document.get("command")
+    cut = tuple(name for name in streams if isinstance(command, dict)
+                and command.get(f"{name}_truncated"))
+    streams.update(_agent_logs(root / ref))
+    return Output(title=title, evidence_ref=ref, streams=streams, cut=cut)
+
+
+def _agent_logs(evidence_json: Path) -> dict[str, str]:
+    """An agent task's logs beside the evidence (``agent-<role>.stdout.log``, SPEC §11.1)."""
+    found = {}
+    for log in sorted(evidence_json.parent.glob("agent-*.log")):
+        try:
+            found[log.name[: -len(".log")]] = log.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+    return found
+
+
+def job_logs(paths: ProjectPaths, run_id: str, *, attempt: int | None = None) -> Logs:
+    """The output of a Job Run's last attempt (or ``attempt``)."""
+    if not _RUN_ID.fullmatch(run_id):
+        raise UsageError(f"invalid Job Run id {run_id!r} (expected JBR-<slug>-<hash>)")
+    found = adopt.load_run(paths, run_id)
+    if found is None:
+        known = [p.name.split(".")[0] for p in paths.runs_dir.glob("JBR-*.json*")] \
+            if paths.runs_dir.is_dir() else []
+        raise UsageError(unknown("Job Run", run_id, known, "job list"))
+    view: dict[str, Any] = dict(found)
+    attempts = list(view.get("attempts") or [])
+    if not attempts:
+        raise RoutineError(f"Job Run {run_id} has no attempt yet, so no output")
+    chosen = attempts[-1] if attempt is None else next(
+        (a for a in attempts if a.get("attempt") == attempt), None)
+    if chosen is None:
+        raise UsageError(f"Job Run {run_id} has no attempt {attempt} (it has "
+                         f"{len(attempts)}; see `job show {run_id}`)")
+    exit_code = f", exit {chosen['exit_code']}" if chosen.get("exit_code") is not None else ""
+    title = f"attempt {chosen.get('attempt')}: {chosen.get('status')}{exit_code}"
+    ref = chosen.get("evidence_ref")
+    output = (_evidence_output(paths.root, title, ref) if ref else Output(
+        title=title, evidence_ref=None, streams={},
+        missing=chosen.get("reason") or "no output was kept for this attempt"))
+    return Logs(heading=f"{run_id} ({view.get('job_id')}, {view.get('state')})",
+                outputs=[output], subject={"run_id": run_id, "attempt": chosen.get("attempt")})

@@ -1,0 +1,124 @@
+"""What happened lately, read from the end of the routine ledger (SPEC §14, §15): the last
+events or attempts, filtered, and whether a routine id names anything at all.
+
+The cost is bounded by what is asked for: ``--limit N`` stops after N matches, and the event
+view stops at the first event recorded before ``--since``. Writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from specdojo_routine.core import errors, events
+from specdojo_routine.core.attempts import Attempt, Gatherer, matches
+from specdojo_routine.core.errors import UsageError
+from specdojo_routine.core.suggest import unknown
+from specdojo_routine.core.timefmt import try_parse_instant
+from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.definitions import load as definitions
+from specdojo_routine.store.ledger.backwards import read_backwards
+
+Line = tuple[bytes, dict[str, Any]]
+
+
+def check_routine_id(paths: ProjectPaths, routine_id: str, *, see: str = "list") -> None:
+    """Refuse (exit 2, with "did you mean") an id that no definition and no ledger entry
+    names. The ids the ledger mentions are read from the published view; only when there is
+    none is the ledger itself searched."""
+    known = set(known_routine_ids(paths))
+    if routine_id in known:
+        return
+    view = _view_ids(paths)
+    if view is None and paths.routine_ledger.exists():
+        if any(e.get("routine_id") == routine_id for _, e in read_backwards(
+                paths.routine_ledger)):
+            return
+    elif view is not None:
+        if routine_id in view:
+            return
+        known |= view
+    raise UsageError(unknown("routine", routine_id, known, see))
+
+
+def known_routine_ids(paths: ProjectPaths) -> list[str]:
+    """The ids of every routine file, valid or not (an invalid one is still a routine)."""
+    defs = definitions.load_definitions(paths)
+    ids = [r.id for r in defs.routines]
+    ids += [p.path.rsplit("/", 1)[-1].split(".")[0] for p in defs.errors
+            if p.path.rsplit("/", 1)[-1].startswith("rtn-")]
+    return ids
+
+
+def _view_ids(paths: ProjectPaths) -> set[str] | None:
+    try:
+        document = orjson.loads(paths.routine_state.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    routines = document.get("routines") if isinstance(document, dict) else None
+    return set(routines) if isinstance(routines, dict) else None
+
+
+def _checked_lines(paths: ProjectPaths) -> Iterator[Line]:
+    """The routine ledger newest first; an unknown event type is damage (SPEC §5)."""
+    for raw, event in read_backwards(paths.routine_ledger):
+        if (kind := event.get("type")) not in events.ROUTINE_EVENT_TYPES:
+            raise errors.CorruptLedgerError(str(paths.routine_ledger), int(event.get("seq", 0)),
+                                            f"unknown routine event type {kind!r}")
+        yield raw, event
+
+
+def recent_events(
+    paths: ProjectPaths, routine_id: str | None = None, *, limit: int | None = None,
+    since: datetime | None = None, until: datetime | None = None, result: str | None = None,
+) -> list[Line]:
+    """The matching events, oldest first: (the line as stored, the upgraded event). Time
+    filters look at when an event was recorded (``at``); ``result`` at its ``result``."""
+    found: list[Line] = []
+    for raw, event in _checked_lines(paths):
+        at = try_parse_instant(event.get("at"))
+        if since is not None and at is not None and at < since:
+            break  # the ledger is in the order it was recorded
+        if _event_matches(event, routine_id, at, until, result):
+            found.append((raw, event))
+            if limit is not None and len(found) >= limit:
+                break
+    found.reverse()
+    return found
+
+
+def _event_matches(event: dict[str, Any], routine_id: str | None, at: datetime | None,
+                   until: datetime | None, result: str | None) -> bool:
+    if routine_id is not None and event.get("routine_id") != routine_id:
+        return False
+    if until is not None and (at is None or at > until):
+        return False
+    return result is None or event.get("result") == result
+
+
+def recent_attempts(
+    paths: ProjectPaths, routine_id: str | None = None, *, limit: int | None = None,
+    since: datetime | None = None, until: datetime | None = None, result: str | None = None,
+) -> list[Attempt]:
+    """The matching attempts, oldest first (see :func:`.attempts.matches`)."""
+    found: list[Attempt] = []
+    for attempt in _attempts(_checked_lines(paths), routine_id):
+        if matches(attempt, since=since, until=until, result=result):
+            found.append(attempt)
+            if limit is not None and len(found) >= limit:
+                break
+    found.reverse()
+    return found
+
+
+def _attempts(lines: Iterable[Line], routine_id: str | None) -> Iterator[Attempt]:
+    gather = Gatherer()
+    for _raw, event in lines:
+        if routine_id is not None and event.get("routine_id") != routine_id:
+            continue
+        attempt = gather.feed(event)
+        if attempt is not None:
+            yield attempt

@@ -1,0 +1,88 @@
+"""Conventions every command shares (SPEC §14): quiet for cron, and a closed pipe ends quietly.
+
+- ``--quiet`` (or ``SPECDOJO_ROUTINE_QUIET=1``) keeps everything a command prints until it
+  ends, and prints it only when it failed (chronic-style): cron's MAILTO then mails only
+  failures. A busy lock (exit 75) is not a failure: the run that holds it reports.
+- A reader that goes away (``history | head -1``) is not an error: output stops, and the
+  command ends with the status it would have had anyway.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Callable, Mapping
+from typing import Any, TextIO, cast
+
+from specdojo_routine.core.errors import EXIT_BUSY, EXIT_OK, RoutineError
+
+QUIET_ENV = "SPECDOJO_ROUTINE_QUIET"
+_QUIET_EXIT = (EXIT_OK, EXIT_BUSY)
+
+
+class PipeGuard:
+    """A text stream whose reader may go away: once writing fails with ``BrokenPipeError``
+    the stream is pointed at /dev/null (so the interpreter's last flush stays quiet) and every
+    later write is dropped."""
+
+    def __init__(self, stream: TextIO, silence: Callable[[TextIO], None]) -> None:
+        self._stream, self._silence = stream, silence
+        self.broken = False
+
+    def write(self, text: str) -> int:
+        if not self.broken:
+            try:
+                self._stream.write(text)
+            except BrokenPipeError:
+                self._broke()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.broken:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._broke()
+
+    def _broke(self) -> None:
+        self.broken = True
+        self._silence(self._stream)
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, ...
+        return getattr(self._stream, name)
+
+
+def guarded(stream: TextIO, silence: Callable[[TextIO], None]) -> TextIO:
+    """``stream`` behind a :class:`PipeGuard`."""
+    return cast(TextIO, PipeGuard(stream, silence))
+
+
+def quiet_requested(args: Any, env: Mapping[str, str] | None = None) -> bool:
+    """Whether this command was asked to be quiet (only commands with ``--quiet`` can be)."""
+    if not hasattr(args, "quiet"):
+        return False
+    return bool(args.quiet) or (env if env is not None else os.environ).get(QUIET_ENV) == "1"
+
+
+def run_quietly(command: Callable[[TextIO, TextIO], int], out: TextIO, err: TextIO) -> int:
+    """Run ``command`` with its output held back; print it only if the command failed."""
+    held_out, held_err = io.StringIO(), io.StringIO()
+    try:
+        code = command(held_out, held_err)
+    except RoutineError as exc:
+        if exc.exit_code not in _QUIET_EXIT:
+            _release(held_out, held_err, out, err)
+        raise
+    except BaseException:
+        _release(held_out, held_err, out, err)
+        raise
+    if code not in _QUIET_EXIT:
+        _release(held_out, held_err, out, err)
+    return code
+
+
+def _release(held_out: io.StringIO, held_err: io.StringIO, out: TextIO, err: TextIO) -> None:
+    out.write(held_out.getvalue())
+    out.flush()
+    err.write(held_err.getvalue())
+    err.flush()

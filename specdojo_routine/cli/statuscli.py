@@ -1,0 +1,245 @@
+"""CLI of ``status`` (SPEC §14): the overview, worst first, and one block per routine.
+
+Text fits 80 columns; ``--json`` is one pretty document with times in their stored forms.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, TextIO
+from zoneinfo import ZoneInfo
+
+from specdojo_routine.app import status as status_app
+from specdojo_routine.app.listing import RoutineRow
+from specdojo_routine.cli import render
+from specdojo_routine.core import cronwords
+from specdojo_routine.core.attempts import Attempt
+from specdojo_routine.core.model import Routine
+from specdojo_routine.core.policy import span_text
+from specdojo_routine.core.timefmt import format_s, try_parse_instant
+from specdojo_routine.store.config import ProjectPaths
+
+WIDTH = 80
+
+
+def add_status(sub: Any, common: argparse.ArgumentParser, instant: Callable[[str], object]) -> None:
+    """``status`` (``sub`` is the main parser's subparsers)."""
+    p = sub.add_parser("status", parents=[common], help="health overview, or one routine in depth")
+    p.add_argument("routine_ids", nargs="*", metavar="ID",
+                   help="show these routines in depth (default: one line per routine)")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("--now", type=instant, metavar="T",
+                   help="judge at time T (ISO 8601, e.g. 2026-08-07T08:02:00Z), not the clock")
+    p.add_argument("--quiet", action="store_true",
+                   help="print nothing unless unhealthy (for cron; also SPECDOJO_ROUTINE_QUIET=1)")
+
+
+def cmd_status(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err: TextIO) -> int:
+    shown = status_app.status(paths, args.routine_ids, now=args.now)
+    for problem in shown.listing.problems:
+        err.write(f"{problem}\n")
+    if args.json:
+        out.write(render.dumps(_json(shown)))
+    elif shown.details:
+        out.write("\n".join(_block(d, shown.listing.now) for d in shown.details))
+    else:
+        out.write(_overview(shown))
+    return shown.exit_code
+
+
+# --- text --------------------------------------------------------------------------------------
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(1, width - 1)] + "…"
+
+
+def _why(row: RoutineRow) -> str:
+    if row.interrupted:
+        return f"runner died mid-attempt: `resolve {row.id}`"
+    if row.held:
+        return row.hold_reason or "held"
+    if row.last_result not in (None, "success"):
+        return row.last_reason or ""
+    if row.last_missed is not None:
+        return f"missed {row.last_missed['scheduled_for']}"
+    return ""
+
+
+def _overview(shown: status_app.Status) -> str:
+    now = shown.listing.now
+    rows = [[r.id, r.state, render.relative(r.last_run, now),
+             render.relative(r.next_occurrence, now) if r.enabled else "-", _why(r)]
+            for r in shown.rows]
+    lines = render.table(["ID", "STATE", "LAST RUN", "NEXT", "WHY"], rows).splitlines()
+    text = "".join(_cut(line, WIDTH) + "\n" for line in lines)
+    bad = shown.unhealthy
+    if bad:
+        text += (f"unhealthy: {len(bad)} of {len(shown.rows)} routine(s): "
+                 f"{', '.join(r.id for r in bad)}\n")
+    elif shown.listing.problems:
+        text += "unhealthy: invalid definitions (see stderr; run `validate`)\n"
+    else:
+        text += f"healthy: {len(shown.rows)} routine(s)\n"
+    return text
+
+
+def _stamp(value: str | None, zone: str = "UTC") -> str:
+    when = try_parse_instant(value)
+    if when is None:
+        return "-"
+    local = when.astimezone(ZoneInfo(zone))
+    return local.strftime("%Y-%m-%d %H:%M ") + (local.tzname() or zone)
+
+
+def _policy(routine: Routine) -> str:
+    p = routine.policy
+    parts = [f"missed_run {p.missed_run.value}", f"on_failure {p.on_failure.value}",
+             f"on_interrupted {p.on_interrupted.value}"]
+    if p.starting_deadline is not None:
+        parts.append(f"starting_deadline {span_text(p.starting_deadline.seconds)}")
+    return ", ".join(parts)
+
+
+def _actions(routine: Routine) -> list[str]:
+    found = []
+    for index, action in enumerate(routine.actions, 1):
+        target = getattr(action, "job", None) or " ".join(getattr(action, "args", ()) or ())
+        found.append(f"{index}. {action.kind}" + (f" {target}" if target else ""))
+    return found
+
+
+def _state_line(detail: status_app.Detail) -> str:
+    row = detail.row
+    text = row.state
+    if row.state == "running" and detail.owner:
+        text += f" (pid {detail.owner.get('pid')} on {detail.owner.get('host')})"
+    if row.problems:
+        text += " - unhealthy: " + ", ".join(row.problems)
+    return text
+
+
+def _attempt_rows(attempts: list[Attempt]) -> list[str]:
+    if not attempts:
+        return ["    no attempts yet"]
+    rows = []
+    for a in attempts:
+        took = span_text(a.duration_s) if a.duration_s is not None else "-"
+        late = span_text(a.late_by_s) if a.late_by_s is not None else "-"
+        scheduled, started = _stamp(a.scheduled_for)[:16], _stamp(a.started_at)[:16]
+        if started[:10] == scheduled[:10]:
+            started = started[11:]  # the same day: the time says it
+        rows.append([scheduled, started, took, late, a.result or "running", a.reason or ""])
+    lines = render.table(["SCHEDULED (UTC)", "STARTED", "TOOK", "LATE", "RESULT", "REASON"],
+                         rows).splitlines()
+    out = [_cut("    " + line, WIDTH) for line in lines[:1]]
+    for line, a in zip(lines[1:], attempts, strict=True):
+        out.append(_cut("    " + line, WIDTH))
+        if a.job_run_ids and a.result != "success":
+            out.append(_cut("      job runs: " + ", ".join(a.job_run_ids), WIDTH))
+    return out
+
+
+def _block(detail: status_app.Detail, now: datetime) -> str:
+    r, row = detail.routine, detail.row
+    zone = r.timezone or "UTC"
+    title = f"{r.id} - {r.name}" if r.name else r.id
+    spelled = f"; cron {r.trigger.cron}" if r.trigger is not None else ""
+    lines = [title, f"  schedule  {cronwords.describe(r)}{spelled}",
+             f"  policy    {_policy(r)}"]
+    lines += [f"  {'actions' if i == 0 else '':8}  {a}" for i, a in enumerate(_actions(r))]
+    lines.append(f"  state     {_state_line(detail)}")
+    if row.last_run:
+        reason = f": {row.last_reason}" if row.last_reason and row.last_result != "success" \
+            else ""
+        lines.append(_cut(f"  last      {row.last_result or 'running'} "
+                          f"{render.relative(row.last_run, now)}{reason}", WIDTH))
+    for i, up in enumerate(detail.upcoming):
+        note = f" ({up.note})" if up.note else ""
+        utc = f"{_stamp(up.utc)}  " if zone != "UTC" else ""
+        lines.append(_cut(f"  {'next' if i == 0 else '':8}  {_stamp(up.utc, zone)}  {utc}"
+                          f"{render.relative(up.utc, now)}{note}", WIDTH))
+    if not detail.upcoming:
+        lines.append("  next      - (disabled)" if not r.enabled else "  next      -")
+    lines.append(f"  attempts  last {len(detail.attempts)}, oldest first:")
+    lines += _attempt_rows(detail.attempts)
+    if detail.failed_action is not None:
+        failed = detail.failed_action
+        label = "failed" if failed.result == "failure" else str(failed.result)
+        lines.append(f"  {label:8}  action {failed.index} ({failed.kind}): "
+                     f"{failed.reason or failed.result}")
+        lines += [_cut(f"    | {line}", WIDTH) for line in detail.stderr_tail]
+        if failed.evidence_ref:
+            lines.append(f"  evidence  {failed.evidence_ref}")
+            lines.append(f"            (all of it: `logs {r.id}`)")
+    return "\n".join(lines) + "\n"
+
+
+# --- JSON --------------------------------------------------------------------------------------
+
+
+def _row_json(row: RoutineRow) -> dict[str, Any]:
+    return {"id": row.id, "state": row.state, "healthy": not row.problems,
+            "problems": row.problems, "enabled": row.enabled, "status": row.status,
+            "interrupted": row.interrupted, "held": row.held, "last_run": row.last_run,
+            "last_result": row.last_result, "last_reason": row.last_reason,
+            "last_missed": row.last_missed, "next_occurrence": row.next_occurrence}
+
+
+def _detail_json(detail: status_app.Detail) -> dict[str, Any]:
+    r, failed = detail.routine, detail.failed_action
+    return {**_row_json(detail.row), "name": r.name, "schedule": r.schedule_text,
+            "schedule_words": cronwords.describe(r), "timezone": r.timezone or "UTC",
+            "policy": {"missed_run": r.policy.missed_run.value,
+                       "on_failure": r.policy.on_failure.value,
+                       "on_interrupted": r.policy.on_interrupted.value,
+                       "starting_deadline": r.policy.starting_deadline.text
+                       if r.policy.starting_deadline else None},
+            "actions": _actions(r), "owner": detail.owner,
+            "next": [u.to_json() for u in detail.upcoming],
+            "attempts": [a.to_json() for a in detail.attempts],
+            "failed_action": failed.to_json() if failed else None,
+            "stderr_tail": detail.stderr_tail,
+            "evidence_ref": failed.evidence_ref if failed else None}
+
+
+def _json(shown: status_app.Status) -> dict[str, Any]:
+    lock = shown.listing.lock
+    routines = ([_detail_json(d) for d in shown.details] if shown.details
+                else [_row_json(r) for r in shown.rows])
+    return {"now": format_s(shown.listing.now), "healthy": shown.exit_code == 0,
+            "unhealthy": [r.id for r in shown.unhealthy],
+            "problems": shown.listing.problems, "routines": routines,
+            "lock": {"held": lock.held, "pid": lock.pid, "host": lock.host,
+                     "acquired_at": lock.acquired_at, "suspicious": lock.suspicious}}
+
+
+# --- next without an id: the agenda --------------------------------------------------------------
+
+
+def cmd_agenda(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err: TextIO) -> int:
+    """``next`` without an id: every enabled routine's next occurrence(s), soonest first."""
+    from specdojo_routine.app import agenda
+
+    now, entries = agenda.agenda(paths, count=args.count or 1, now=args.now)
+    if args.json:
+        out.write(render.dumps({"now": format_s(now), "occurrences": [
+            {"routine_id": e.routine_id, "timezone": e.timezone, **e.upcoming.to_json()}
+            for e in entries]}))
+        return 0
+    if not entries:
+        out.write("no upcoming occurrences (no enabled routine)\n")
+        return 0
+    rows = [[render.relative(e.upcoming.utc, now), _stamp(e.upcoming.utc)[:16],
+             _stamp(e.upcoming.utc, e.timezone) if e.timezone != "UTC" else "-", e.routine_id]
+            for e in entries]
+    lines = render.table(["IN", "UTC", "LOCAL", "ROUTINE"], rows).splitlines(keepends=True)
+    text = [lines[0]]
+    for line, e in zip(lines[1:], entries, strict=True):
+        text.append(line)
+        if e.upcoming.note:
+            text.append(f"  note: {e.upcoming.note}\n")
+    out.write("".join(text))
+    return 0

@@ -1,0 +1,109 @@
+"""`history`: attempts, not events, filters, reading from the end, and unknown ids (SPEC §14)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import orjson
+import pytest
+
+from specdojo_routine.cli.main import main
+from specdojo_routine.core.errors import CorruptLedgerError
+from specdojo_routine.store.ledger import backwards
+from specdojo_routine.store.ledger import journal as ledger
+from tests.ledgergen import write_ledger
+from tests.weekhistory import Week, write_project
+
+
+def test_reading_backwards_gives_every_line_newest_first(week: Week) -> None:
+    """The backward reader hands out exactly the stored lines, upgraded, in reverse order."""
+    forward = list(ledger.read_lines(week.ledger))
+    assert forward[::-1] == list(backwards.read_backwards(week.ledger))
+
+
+def test_reading_backwards_checks_the_chain_it_crosses(tmp_path: Path) -> None:
+    """A line changed after it was written is damage once the reader reaches it."""
+    path = tmp_path / "routine-runs.jsonl"
+    write_ledger(path, 200, ["rtn-a"])
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[100] = lines[100].replace(b'"at":"2026', b'"at":"2027')
+    path.write_bytes(b"".join(lines))
+    newest = backwards.read_backwards(path)
+    assert 3 == len([next(newest) for _ in range(3)])  # the end is intact
+    with pytest.raises(CorruptLedgerError, match=r":101: line 101 does not hash"):
+        list(newest)
+
+
+def test_history_limit_reads_from_the_end(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """`history --limit 1` on a 20,000-event ledger parses one line, whatever its length."""
+    week = write_project(tmp_path / "proj")
+    write_ledger(week.ledger, 20_000, ["rtn-sync", "rtn-cleanup"])
+    parsed: list[bytes] = []
+
+    def spy(text: bytes) -> object:
+        parsed.append(text)
+        return orjson.loads(text)
+
+    monkeypatch.setattr(backwards, "_parse", spy)
+    out = io.StringIO()
+    monkeypatch.setattr("sys.stdout", out)
+    code = main(["history", "--limit", "1", "--json", "--root", str(week.root)])
+    assert (0, 1, out.getvalue().encode()) == (code, len(parsed), parsed[0] + b"\n")
+    parsed.clear()
+    code = main(["history", "rtn-sync", "--attempts", "--limit", "2", "--root",
+                     str(week.root)])
+    assert (0, True) == (code, len(parsed) <= 16)  # two attempts: at most four of both
+
+
+def test_history_attempts_is_one_line_per_attempt(week: Week) -> None:
+    """`--attempts`: scheduled, started, ended, duration, result, trigger, reason."""
+    done = week.cli("history", "rtn-nightly-export", "--attempts")
+    lines = done.stdout.splitlines()
+    assert (0, ["SCHEDULED", "(UTC)", "STARTED", "ENDED", "TOOK", "RESULT", "TRIGGER",
+                "REASON"], 9) == (done.returncode, lines[0].split(), len(lines))
+    assert ("2026-08-03 00:00  00:00    00:00  0s    failure  due      action 1 (job): "
+            "command exited with code 3") == lines[1]
+
+
+def test_history_filters_by_time_and_result(week: Week) -> None:
+    """`--since/--until` select attempts by their scheduled time; `--result` by result; with
+    `--json`, one attempt per line."""
+    done = week.cli("history", "--attempts", "--json", "--since", "2026-08-07T00:00:00Z",
+                    "--until", "2026-08-08T00:00:00Z", "--result", "failure")
+    found = [orjson.loads(line) for line in done.stdout.splitlines()]
+    assert [("rtn-cleanup", "2026-08-07T00:00:00.000Z"),
+            ("rtn-nightly-export", "2026-08-07T00:00:00.000Z"),
+            ("rtn-cleanup", "2026-08-08T00:00:00.000Z"),
+            ("rtn-nightly-export", "2026-08-08T00:00:00.000Z")] == [
+        (a["routine_id"], a["scheduled_for"]) for a in found]
+
+
+def test_history_event_filters(week: Week) -> None:
+    """Events: `--result` looks at an event's result; `--since` after every event is empty;
+    `--limit` keeps the newest."""
+    failed = week.cli("history", "rtn-cleanup", "--result", "failure", "--json")
+    types = {orjson.loads(line)["type"] for line in failed.stdout.splitlines()}
+    later = week.cli("history", "--since", "2999-01-01T00:00:00Z")
+    last = week.cli("history", "--limit", "2", "--json").stdout.splitlines()
+    assert ({"action_ended", "attempt_ended"}, "no events\n") == (types, later.stdout)
+    assert [len(week.events()) - 1, len(week.events())] == [orjson.loads(x)["seq"]
+                                                            for x in last]
+
+
+def test_history_of_an_unknown_routine_says_did_you_mean(week: Week) -> None:
+    """`history rtn-typo` is an error (exit 2), not "no events"."""
+    done = week.cli("history", "rtn-nigthly-export")
+    assert (2, 'error: unknown routine "rtn-nigthly-export"; did you mean rtn-nightly-export? '
+            "(see `list`)\n") == (done.returncode, done.stderr)
+
+
+def test_every_command_taking_a_routine_id_refuses_a_typo(week_copy: Week) -> None:
+    """run --id, resolve, release, next, status, logs: exit 2 with did you mean."""
+    typo = "rtn-cleanpu"
+    for args in (["run", "--id", typo], ["resolve", typo, "--result", "failure", "--note", "x"],
+                 ["release", typo], ["next", typo], ["status", typo], ["logs", typo],
+                 ["history", typo]):
+        done = week_copy.cli(*args)
+        assert (2, True) == (done.returncode, "did you mean rtn-cleanup?" in done.stderr), args

@@ -1,0 +1,92 @@
+"""Delegated output is evidence too (SPEC §14): SpecDojo calls keep their stdout and stderr
+under E/exec/evidence/routines/<attempt_id>/action-<n>/, named by action_ended.evidence_ref;
+`logs` and `job logs` print what an attempt kept - on a week of real history."""
+
+from __future__ import annotations
+
+import orjson
+
+from tests.weekhistory import SECRET, Week
+
+
+def _ended(week: Week, rid: str) -> list[dict[str, object]]:
+    return [e for e in week.events() if e["type"] == "action_ended" and e["routine_id"] == rid]
+
+
+def test_every_delegated_call_keeps_its_output_redacted(week: Week) -> None:
+    """Each SpecDojo call of the week has an evidence.json under routines/<attempt>/action-1/
+    with its argv, exit code and both streams, the token redacted."""
+    ended = _ended(week, "rtn-cleanup")
+    refs = [str(e["evidence_ref"]) for e in ended]
+    assert [f"execution/exec/evidence/routines/{e['attempt_id']}/action-1/evidence.json"
+            for e in ended] == refs
+    doc = orjson.loads((week.root / refs[-1]).read_bytes())
+    command = doc["command"]
+    assert (1, "rtn-cleanup", ended[-1]["attempt_id"], 1, "specdojo", 4,
+            "cleaning /srv/cache\n",
+            "using token [REDACTED]\nERROR: quota exceeded on /srv/cache\n") == (
+        doc["schema_version"], doc["routine_id"], doc["attempt_id"], doc["action"],
+        doc["kind"], command["exit_code"], command["stdout"], command["stderr"])
+    assert [str(week.root / "fake-specdojo"), "cleanup", "--project", "demo"] == command["argv"]
+    kept = b"".join((week.root / ref).parent.joinpath(name).read_bytes() for ref in refs
+                    for name in ("evidence.json", "command.stdout.log", "command.stderr.log"))
+    assert (len(ended) >= 7, SECRET.encode() in kept) == (True, False)
+
+
+def test_a_job_actions_evidence_ref_names_its_job_run_attempt(week: Week) -> None:
+    """A job action's evidence_ref is the evidence of the Job Run attempt it ran."""
+    last = _ended(week, "rtn-nightly-export")[-1]
+    assert (f"execution/exec/evidence/{last['job_run_id']}/attempt-1/evidence.json", True) == (
+        last["evidence_ref"], (week.root / str(last["evidence_ref"])).is_file())
+
+
+def test_logs_prints_the_last_attempts_output(week: Week) -> None:
+    """`logs ID`: the last attempt, each action's stdout and stderr, redacted."""
+    done = week.cli("logs", "rtn-cleanup")
+    lines = done.stdout.splitlines()
+    attempt = _ended(week, "rtn-cleanup")[-1]["attempt_id"]
+    assert (0, f"rtn-cleanup attempt {attempt} (scheduled 2026-08-10T00:00:00.000Z, failure)",
+            ["-- stdout", "cleaning /srv/cache", "-- stderr", "using token [REDACTED]",
+             "ERROR: quota exceeded on /srv/cache"]) == (done.returncode, lines[0], lines[2:])
+    assert lines[1].startswith("== action 1 (specdojo): failure, exit 4 [execution/")
+
+
+def test_logs_of_a_given_attempt_and_action_and_as_json(week: Week) -> None:
+    """`--attempt A --action N` chooses; `--json` is one pretty document."""
+    first = _ended(week, "rtn-nightly-export")[0]
+    done = week.cli("logs", "rtn-nightly-export", "--attempt", str(first["attempt_id"]),
+                    "--action", "1", "--json")
+    doc = orjson.loads(done.stdout)
+    assert (0, first["attempt_id"], {"stdout": "exporting 2026-08-03T00:00:00.000Z\n",
+                                      "stderr": "ERROR: disk /var/export full\n"}) == (
+        done.returncode, doc["attempt_id"], doc["outputs"][0]["streams"])
+    assert done.stdout.startswith('{\n  "routine_id"')
+
+
+def test_logs_refuses_unknown_routines_attempts_and_actions(week: Week) -> None:
+    """Unknown ids are usage errors (exit 2), one line each, with did you mean."""
+    routine = week.cli("logs", "rtn-cleanpu")
+    attempt = week.cli("logs", "rtn-cleanup", "--attempt", "att-nope")
+    action = week.cli("logs", "rtn-cleanup", "--action", "2")
+    assert [2, 2, 2] == [routine.returncode, attempt.returncode, action.returncode]
+    assert 'did you mean rtn-cleanup?' in routine.stderr
+    assert "has no action 2 (it has 1; see `status rtn-cleanup`)" in action.stderr
+    assert [1, 1, 1] == [p.stderr.count("\n") for p in (routine, attempt, action)]
+
+
+def test_job_logs_prints_a_job_runs_attempt(week: Week) -> None:
+    """`job logs RUN_ID [--attempt N]`: the attempt's stdout and stderr."""
+    run_id = str(_ended(week, "rtn-nightly-export")[-1]["job_run_id"])
+    done = week.cli("job", "logs", run_id, "--attempt", "1")
+    assert (0, [f"{run_id} (job-export, failed)",
+                f"== attempt 1: failed, exit 3 [execution/exec/evidence/{run_id}/attempt-1/"
+                "evidence.json]", "-- stdout", "exporting 2026-08-10T00:00:00.000Z",
+                "-- stderr", "ERROR: disk /var/export full"]) == (
+        done.returncode, done.stdout.splitlines())
+
+
+def test_job_logs_of_an_unknown_run_says_did_you_mean(week: Week) -> None:
+    """A mistyped run id: exit 2 with the closest run ids."""
+    run_id = str(_ended(week, "rtn-nightly-export")[-1]["job_run_id"])
+    done = week.cli("job", "logs", run_id[:-1] + "x")
+    assert (2, True) == (done.returncode, run_id in done.stderr.split("; did you mean ")[1])

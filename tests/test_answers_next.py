@@ -1,0 +1,42 @@
+"""`next` without an id: the agenda of every enabled routine, soonest first, in UTC, local time
+and relative (SPEC §14) - on a week of real history."""
+
+from __future__ import annotations
+
+from tests.weekhistory import AFTER, Week
+
+
+def test_the_agenda_lists_every_routines_next_occurrence_soonest_first(week: Week) -> None:
+    """One row per enabled routine: relative, UTC, local (for a routine with a zone)."""
+    done = week.cli("next", "--now", AFTER)
+    assert (0, [
+        "IN      UTC               LOCAL                  ROUTINE",
+        "in 11h  2026-08-10 12:00  -                      rtn-sync",
+        "in 23h  2026-08-11 00:00  -                      rtn-cleanup",
+        "in 23h  2026-08-11 00:00  2026-08-11 02:00 CEST  rtn-nightly-export",
+        "in 4d   2026-08-14 08:00  2026-08-14 17:00 JST   rtn-weekly-report",
+    ]) == (done.returncode, done.stdout.splitlines())
+
+
+def test_the_agenda_takes_n_per_routine_and_json(week: Week) -> None:
+    """`-n 2 --json`: two occurrences of each routine, merged soonest first, one pretty
+    document with the routine, zone, local and UTC times."""
+    done = week.cli("next", "-n", "2", "--json", "--now", AFTER)
+    doc = week.json("next", "-n", "2", "--json", "--now", AFTER)
+    utc = [o["utc"] for o in doc["occurrences"]]
+    assert (True, 8, sorted(utc), ["routine_id", "timezone", "local", "utc", "note",
+                                   "latest_start"]) == (
+        done.stdout.startswith('{\n  "now": "2026-08-10T00:30:00Z"'), len(utc), utc,
+        list(doc["occurrences"][0]))
+    assert {"rtn-weekly-report": "2026-08-14T17:00:00+09:00"} == {
+        o["routine_id"]: o["local"] for o in doc["occurrences"]
+        if o["routine_id"] == "rtn-weekly-report" and o["utc"].startswith("2026-08-14")}
+
+
+def test_a_disabled_routine_is_not_on_the_agenda(week_copy: Week) -> None:
+    """Only enabled routines have a next occurrence."""
+    path = week_copy.root / "routines" / "rtn-sync.yaml"
+    path.write_text(path.read_text() + "enabled: false\n")
+    ids = [o["routine_id"] for o in week_copy.json("next", "--json", "--now", AFTER)[
+        "occurrences"]]
+    assert ["rtn-cleanup", "rtn-nightly-export", "rtn-weekly-report"] == ids

@@ -1,0 +1,126 @@
+"""`status` (SPEC §14): the overview, worst first, and one routine in depth, on a project with
+a real week of history; the health rule it shares with `list`."""
+
+from __future__ import annotations
+
+import pytest
+
+from specdojo_routine.core.cronwords import cron_words
+from tests.weekhistory import AFTER, SECRET, Week
+
+
+def test_the_overview_is_worst_first_and_exits_1_naming_the_unhealthy(week: Week) -> None:
+    """One line per routine, failures first, within 80 columns; the last line says which
+    routines are unhealthy."""
+    done = week.cli("status", "--now", AFTER)
+    lines = done.stdout.splitlines()
+    assert (1, ["ID", "STATE", "LAST", "RUN", "NEXT", "WHY"]) == (done.returncode,
+                                                                   lines[0].split())
+    assert [["rtn-cleanup", "failure"], ["rtn-nightly-export", "failure"],
+            ["rtn-sync", "success"], ["rtn-weekly-report", "success"]] == [
+        line.split()[:2] for line in lines[1:5]]
+    assert ([], "unhealthy: 2 of 4 routine(s): rtn-cleanup, rtn-nightly-export") == (
+        [line for line in lines if len(line) > 80], lines[-1])
+
+
+def test_the_overview_json_says_healthy_or_not_and_why(week: Week) -> None:
+    """`status --json`: `healthy`, the unhealthy ids, and each routine's state and problems,
+    worst first."""
+    doc = week.json("status", "--json", "--now", AFTER)
+    assert (False, ["rtn-cleanup", "rtn-nightly-export"], "2026-08-10T00:30:00Z") == (
+        doc["healthy"], doc["unhealthy"], doc["now"])
+    assert [("rtn-cleanup", "failure", ["last result failure"]),
+            ("rtn-nightly-export", "failure", ["last result failure"]),
+            ("rtn-sync", "success", []), ("rtn-weekly-report", "success", [])] == [
+        (r["id"], r["state"], r["problems"]) for r in doc["routines"]]
+
+
+def test_status_of_a_failing_routine_shows_why_and_where(week: Week) -> None:
+    """`status ID`: schedule in words and in its zone, policy, state, the next 3 occurrences
+    (local, UTC, relative), the last 5 attempts, the stderr tail and the evidence path."""
+    done = week.cli("status", "rtn-nightly-export", "--now", AFTER)
+    text = done.stdout
+    assert (1, "rtn-nightly-export - Nightly export") == (done.returncode, text.splitlines()[0])
+    for expected in (
+        "  schedule  at 02:00 every day (Europe/Berlin); cron 0 2 * * *",
+        "  policy    missed_run latest, on_failure continue, on_interrupted review",
+        "  actions   1. job job-export",
+        "  state     failure - unhealthy: last result failure",
+        "  next      2026-08-11 02:00 CEST  2026-08-11 00:00 UTC  in 23h",
+        "            2026-08-12 02:00 CEST  2026-08-12 00:00 UTC  in 1d",
+        "  attempts  last 5, oldest first:",
+        "    2026-08-10 00:00  00:00    0s    0s    failure  action 1 (job): command exi…",
+        "  failed    action 1 (job): command exited with code 3",
+        "    | ERROR: disk /var/export full",
+    ):
+        assert expected in text.splitlines(), expected
+    evidence = next(line.split()[1] for line in text.splitlines()
+                    if line.startswith("  evidence  "))
+    assert (True, [], 5) == ((week.root / evidence).is_file(),  # a path is never cut
+                             [line for line in text.splitlines()
+                              if len(line) > 80 and not line.startswith("  evidence  ")],
+                             text.count("      job runs: JBR-export-"))
+
+
+def test_status_json_of_a_routine_has_attempts_next_and_evidence(week: Week) -> None:
+    """`status ID --json`: the last 5 attempts with scheduled, started, duration, late by,
+    result, reason and Job Run ids; the next 3; the stderr tail; the evidence path."""
+    doc = week.json("status", "rtn-nightly-export", "--json", "--now", AFTER)
+    routine = doc["routines"][0]
+    last = routine["attempts"][-1]
+    assert (5, 3, ["ERROR: disk /var/export full"]) == (
+        len(routine["attempts"]), len(routine["next"]), routine["stderr_tail"])
+    assert ("2026-08-10T00:00:00.000Z", "2026-08-10T00:00:00Z", 0, 0, "failure",
+            "action 1 (job): command exited with code 3", "due") == (
+        last["scheduled_for"], last["started_at"], last["duration_s"], last["late_by_s"],
+        last["result"], last["reason"], last["trigger"])
+    assert (1, routine["evidence_ref"]) == (len(last["job_run_ids"]),
+                                           last["actions"][0]["evidence_ref"])
+    assert ("at 02:00 every day (Europe/Berlin)", "2026-08-11T00:00:00.000Z") == (
+        routine["schedule_words"], routine["next"][0]["utc"])
+
+
+def test_status_of_a_delegated_failure_redacts_its_stderr(week: Week) -> None:
+    """The stderr tail of a SpecDojo call that printed a token shows it redacted."""
+    done = week.cli("status", "rtn-cleanup", "--now", AFTER)
+    assert "    | using token [REDACTED]" in done.stdout.splitlines()
+    assert (SECRET in done.stdout, "    | ERROR: quota exceeded on /srv/cache" in
+            done.stdout.splitlines()) == (False, True)
+
+
+def test_status_of_healthy_routines_exits_0(week: Week) -> None:
+    """The health rule judges the routines shown: two healthy ones exit 0."""
+    done = week.cli("status", "rtn-sync", "rtn-weekly-report", "--now", AFTER)
+    assert (0, 2) == (done.returncode, done.stdout.count("  state     success"))
+
+
+def test_status_now_moves_the_clock(week: Week) -> None:
+    """`--now` is the time the next occurrences and relative times are measured from."""
+    doc = week.json("status", "rtn-weekly-report", "--json", "--now", "2026-08-01T00:00:00Z")
+    assert ("2026-08-01T00:00:00Z", "2026-08-14T08:00:00.000Z") == (
+        doc["now"], doc["routines"][0]["next"][0]["utc"])
+
+
+def test_status_of_an_unknown_id_says_did_you_mean(week: Week) -> None:
+    """A typo is a usage error (exit 2) with the closest ids."""
+    done = week.cli("status", "rtn-nightly-exprot")
+    assert (2, "", 'error: unknown routine "rtn-nightly-exprot"; did you mean '
+            "rtn-nightly-export? (see `status`)\n") == (done.returncode, done.stdout,
+                                                        done.stderr)
+
+
+@pytest.mark.parametrize(("expr", "words"), [
+    ("0 2 * * *", "at 02:00 every day"),
+    ("0 17 * * 5", "at 17:00 on Fri"),
+    ("30 9 * * 1-5", "at 09:30 on Mon-Fri"),
+    ("*/15 * * * *", "every 15 minutes"),
+    ("5 * * * *", "every hour at :05"),
+    ("0 */6 * * *", "every 6 hours at :00"),
+    ("0 8,20 1 * *", "at 08:00, 20:00 on day 1 of the month"),
+    ("0 0 13 * 5", "at 00:00 on day 13 of the month if it is a Fri (both must hold)"),
+    ("0 3 * 1,7 *", "at 03:00 every day in Jan, Jul"),
+    ("0-10/2 3 * * *", "cron 0-10/2 3 * * *"),
+])
+def test_cron_in_words(expr: str, words: str) -> None:
+    """Common shapes in words; any other is the expression itself."""
+    assert words == cron_words(expr)
