@@ -135,3 +135,119 @@ def test_routine_evidence_pruned_changes_nothing_in_the_view() -> None:
 def test_the_open_attempts_evidence_is_never_pruned() -> None:
     with pytest.raises(InvalidTransition, match="is open"):
         _routine(_started("a1"), _routine_pruned("a1"))
+
+
+# --- which owners give up their files ----------------------------------------------------------
+
+NOW = datetime(2026, 8, 7, 12, 0, tzinfo=UTC)
+
+
+def _owner(key: str, days_ago: float | None, group: str = "job-x",
+           began_days_ago: float | None = None) -> Owner:
+    ended = None if days_ago is None else NOW - timedelta(days=days_ago)
+    began = NOW - timedelta(days=days_ago if began_days_ago is None else began_days_ago) \
+        if days_ago is not None or began_days_ago is not None else None
+    return Owner(key=key, group=group, began_at=began, ended_at=ended)
+
+
+def test_only_owners_that_ended_before_the_window_go() -> None:
+    """keep_days is a window on the end time: ended earlier than now - D goes, ended at or
+    after it stays."""
+    owners = [_owner("old", 91), _owner("edge", 90), _owner("new", 1)]
+    assert ["old"] == prunable(owners, keep_days=90, keep_runs=0, now=NOW)
+
+
+def test_the_newest_n_of_each_group_stay_whatever_their_age() -> None:
+    """keep_runs counts per group (a Job, a routine), newest by when they began."""
+    owners = [_owner(f"x{n}", 100 + n) for n in range(5)] + \
+        [_owner(f"y{n}", 100 + n, group="job-y") for n in range(2)]
+    assert ["x2", "x3", "x4"] == prunable(owners, keep_days=90, keep_runs=2, now=NOW)
+
+
+def test_live_and_protected_owners_stay() -> None:
+    """An owner with no end (open, interrupted, waiting) and a protected one (the run a
+    checkpoint names) are kept, and still count among the newest."""
+    owners = [_owner("open", None, began_days_ago=200), _owner("ckpt", 150),
+              _owner("gone", 120)]
+    assert ["gone"] == prunable(owners, keep_days=1, keep_runs=0, now=NOW,
+                                protected={"ckpt"})
+    assert [] == prunable([_owner("old", 300), _owner("open", None, began_days_ago=1)],
+                          keep_days=1, keep_runs=2, now=NOW)
+
+
+def test_zero_keeps_nothing_that_ended() -> None:
+    assert ["a", "b"] == prunable([_owner("a", 0.001), _owner("b", 5)], keep_days=0,
+                                  keep_runs=0, now=NOW)
+
+
+def _doc(state: str, attempts: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"run_id": RUN, "job_id": "job-x", "state": state, "attempts": attempts,
+            "created_at": "2026-08-01T00:00:00.000Z", "updated_at": "2026-08-03T00:00:00.000Z"}
+
+
+@pytest.mark.parametrize(("state", "attempts", "ended"), [
+    ("succeeded", [{"status": "succeeded", "completed_at": "2026-08-02T00:00:00.000Z"}],
+     "2026-08-02T00:00:00+00:00"),
+    ("failed", [{"status": "failed"}], "2026-08-03T00:00:00+00:00"),  # no completed_at
+    ("running", [{"status": "running"}], None),  # open, or interrupted
+    ("failed", [{"status": "running"}], None),  # an imported record mid-attempt
+    ("waiting", [{"status": "succeeded", "completed_at": "2026-08-02T00:00:00.000Z"}], None),
+    ("running", [], None),  # created, no attempt yet
+])
+def test_a_run_has_ended_when_its_state_is_final(state: str, attempts: list[dict[str, Any]],
+                                                 ended: str | None) -> None:
+    """A run ends with its last attempt (its completed_at, else the run's updated_at) once
+    its state is final; open, interrupted, created and waiting runs have no end."""
+    owner = retention.run_owner(_doc(state, attempts))
+    shown = owner.ended_at.isoformat() if owner.ended_at is not None else None
+    assert (ended, "job-x", datetime(2026, 8, 1, tzinfo=UTC)) == (shown, owner.group,
+                                                                  owner.began_at)
+
+
+def test_an_open_attempt_is_live() -> None:
+    closed = retention.attempt_owner("a1", "rtn-a", started_at="2026-08-01T00:00:00Z",
+                                     completed_at="2026-08-01T00:01:00Z", open_attempts={"a2"})
+    still = retention.attempt_owner("a2", "rtn-a", started_at="2026-08-01T00:00:00Z",
+                                    completed_at="2026-08-01T00:01:00Z", open_attempts={"a2"})
+    assert (True, None) == (closed.ended_at is not None, still.ended_at)
+
+
+# --- the config's retention block ----------------------------------------------------------------
+
+
+def _config(tmp_path: Path, block: Any) -> Path:
+    root = tmp_path / "p"
+    (root / ".specdojo").mkdir(parents=True)
+    project: dict[str, Any] = {"routines_path": "r", "jobs_path": "j", "execution_path": "e"}
+    if block is not None:
+        project["retention"] = block
+    (root / ".specdojo" / "specdojo.config.json").write_bytes(
+        orjson.dumps({"version": 1, "projects": {"demo": project}}))
+    return root
+
+
+def test_retention_defaults_and_values(tmp_path: Path) -> None:
+    """Defaults keep 90 days and 50 runs, no auto; given keys replace them one by one."""
+    assert retention.Retention(keep_days=90, keep_runs=50, auto=False) == \
+        resolve_project(_config(tmp_path / "a", None), env={}).retention
+    assert retention.Retention(keep_days=7, keep_runs=50, auto=True) == \
+        resolve_project(_config(tmp_path / "b", {"keep_days": 7, "auto": True}),
+                        env={}).retention
+
+
+@pytest.mark.parametrize(("block", "message"), [
+    ([], '"retention" must be an object'),
+    ({"keep_days": -1}, "retention.keep_days must be an integer >= 0 (got -1)"),
+    ({"keep_runs": "5"}, "retention.keep_runs must be an integer >= 0 (got '5')"),
+    ({"keep_days": True}, "retention.keep_days must be an integer >= 0 (got True)"),
+    ({"auto": "yes"}, "retention.auto must be true or false (got 'yes')"),
+])
+def test_a_bad_retention_block_is_a_config_error_naming_the_file(
+    tmp_path: Path, block: Any, message: str,
+) -> None:
+    root = _config(tmp_path, block)
+    with pytest.raises(ConfigError) as info:
+        resolve_project(root, env={})
+    text = str(info.value)
+    assert (True, True, True) == (text.startswith(str(root / ".specdojo")), message in text,
+                                  "\n" not in text)
