@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import attrs
 
@@ -46,6 +46,9 @@ from specdojo_routine.store.definitions.load import Definitions
 from specdojo_routine.store.ledger import adopt, views
 from specdojo_routine.store.ledger import journal as ledger
 from specdojo_routine.store.locks import routine as locks
+
+if TYPE_CHECKING:
+    from specdojo_routine.app.prune import PruneReport
 
 FOLD_ACTOR = "specdojo_routine fold"
 
@@ -88,6 +91,9 @@ class RunReport:
     errors: list[str] = attrs.field(factory=list)
     held: list[policy.Decision] = attrs.field(factory=list)  # SPEC §9.1
     missed: list[policy.Decision] = attrs.field(factory=list)  # SPEC §9.2
+    #: what ``retention.auto`` pruned as the run went (SPEC §15), and why it could not
+    pruned: PruneReport | None = None
+    prune_error: str | None = None
 
     @property
     def exit_code(self) -> int:
@@ -198,7 +204,22 @@ def run(
                 view = _run_routine(ctx, report, routine, view, explicit=routine_id is not None)
         except OSError as exc:  # the run aborts; the attempts it finished are still reported
             report.errors.append(f"error: run aborted: {errors.environment_error(exc)}")
+        if paths.retention.auto and routine_id is None:
+            _prune_as_we_go(ctx, report, wall)
     return report
+
+
+def _prune_as_we_go(ctx: _Context, report: RunReport, wall: Callable[[], datetime]) -> None:
+    """``retention.auto``: prune within the time budget, after the due work, under the
+    routine lock (SPEC §15). A failure to prune is a warning, never the run's result."""
+    from specdojo_routine.app import prune
+
+    try:
+        report.pruned = prune.prune_during_run(ctx.paths, views.load_routine_view(ctx.paths),
+                                               now=ctx.now, clock=wall, env=ctx.env)
+    except (RoutineError, OSError) as exc:
+        report.prune_error = str(exc) if isinstance(exc, RoutineError) else \
+            errors.environment_error(exc)
 
 
 def _dry_run(

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, TextIO
 import orjson
 
 from specdojo_routine.app import handlers, listing, project
-from specdojo_routine.cli import helptext, policycli, render
+from specdojo_routine.cli import helptext, policycli, prunecli, render
 from specdojo_routine.core import errors
 from specdojo_routine.core.errors import (
     EXIT_FAILURE,
@@ -207,6 +207,7 @@ _SUBCOMMANDS: dict[str, Callable[[Subparsers, _Parser], None]] = {
     "release": lambda sub, common: policycli.add_release(sub, common, _instant),
     "next": lambda sub, common: policycli.add_next(sub, common, _instant, _positive),
     "import": _add_import,
+    "prune": lambda sub, common: prunecli.add_prune(sub, common, _instant),
     "job": _add_job_commands,
 }
 
@@ -302,6 +303,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         echo=err if args.json else out, job_runner=_run_job_action,
     )
     render.run_report(report, out, err, as_json=args.json)
+    prunecli.run_footer(report, err if args.json else out, err)
     return report.exit_code
 
 
@@ -382,6 +384,7 @@ _COMMANDS: dict[str, Command] = {
     "release": lambda a, o, e: policycli.cmd_release(a, _paths(a), o, e, _run_job_action),
     "next": lambda a, o, e: policycli.cmd_next(a, lambda: _paths(a), o, e),
     "import": cmd_import,
+    "prune": lambda a, o, e: prunecli.cmd_prune(a, _paths(a), o, e),
 }
 def _job_command(name: str) -> Command:
     def command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

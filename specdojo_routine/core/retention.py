@@ -16,6 +16,7 @@ ledgers and evidence say) and removes the files; nothing here touches a file or 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -28,6 +29,7 @@ from specdojo_routine.core.timefmt import try_parse_instant
 DEFAULT_KEEP_DAYS = 90
 DEFAULT_KEEP_RUNS = 50
 _EARLIEST = datetime.min.replace(tzinfo=UTC)
+_ATTEMPT_STAMP = re.compile(r"att-(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z-.*")
 
 
 @attrs.frozen(kw_only=True)
@@ -99,6 +101,15 @@ def attempt_owner(
     ended = None if attempt_id in open_attempts else try_parse_instant(completed_at)
     return Owner(key=attempt_id, group=routine_id, began_at=try_parse_instant(started_at),
                  ended_at=ended)
+
+
+def attempt_began(attempt_id: str) -> str | None:
+    """When a routine attempt began, from its id (``att-<UTC yyyymmddThhmmssZ>-<hex>``)."""
+    found = _ATTEMPT_STAMP.fullmatch(attempt_id)
+    if found is None:
+        return None
+    y, mo, d, h, mi, s = found.groups()
+    return f"{y}-{mo}-{d}T{h}:{mi}:{s}Z"
 
 
 def check_retention(keep_days: Any, keep_runs: Any, auto: Any) -> list[str]:
