@@ -86,6 +86,17 @@ def test_an_open_run_is_never_pruned(events: tuple[ev.JobEvent, ...]) -> None:
         _run(*events, _pruned())
 
 
+def test_another_tools_record_after_a_prune_keeps_what_was_pruned() -> None:
+    """A record the upstream CLI rewrote after a prune (imported, superseding ours) still
+    says what retention removed."""
+    state = _run(*ENDED, _pruned("e/a"))
+    record = {k: v for k, v in (run_document(state) or {}).items() if k != "pruned"}
+    imported = ev.RunImported(run_id=RUN, record=record, source_sha256="0" * 64)
+    apply_run(state, _raw(imported, 5), where="R", line=5)
+    doc = run_document(state)
+    assert doc is not None and [["e/a"]] == [p["paths"] for p in doc.get("pruned", [])]
+
+
 def test_pruned_with_mistyped_paths_is_corrupt() -> None:
     state = _run(*ENDED)
     bad = _raw(_pruned(), 4) | {"paths": "e/a"}
