@@ -360,3 +360,22 @@ def test_prune_cli_json_and_summary(root: Path, project: Project) -> None:
                                    doc["complete"])
     again = project.cli("prune", "--keep-runs", "-1")
     assert (2, "error: ") == (again.returncode, again.stderr[:7])
+
+
+def test_auto_prune_sees_a_run_that_came_back_to_life(project: Project) -> None:
+    """A failed run cached while inside the window, then run again: once its cached end
+    leaves the window its ledger is read again, and its new end keeps it."""
+    project.job("job-n", JOB.replace("'echo ran'", "'exit 3'"))
+    make_run(project.root, "p0", T0)
+    paths = attrs.evolve(jobhelper.paths_of(project.root),
+                         retention=Retention(keep_days=90, keep_runs=0, auto=True))
+    view = views.load_routine_view(paths)
+
+    def auto(at: datetime) -> list[str]:
+        done = prune.prune_during_run(paths, view, now=at, clock=lambda: at, env={})
+        return [r.owner for r in done.removed]
+
+    assert [] == auto(T0 + timedelta(days=1))  # read and cached: ended T0, inside the window
+    make_run(project.root, "p0", T0 + timedelta(days=100))  # attempt 2, ended at T0 + 100 d
+    assert ([], [True] * 3) == (auto(T0 + timedelta(days=120)), exists(paths, run_id("p0")))
+    assert [run_id("p0")] == auto(T0 + timedelta(days=191))

@@ -27,7 +27,7 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -118,6 +118,7 @@ class _Ctx:
     env: Mapping[str, str]
     late: Callable[[], bool]
     report: PruneReport
+    budgeted: bool = False  # run --due's time budget: trust recent cached facts
 
 
 def prune(
@@ -157,7 +158,7 @@ def prune_during_run(
     deadline = time.monotonic() + budget_s
     policy = paths.retention
     ctx = _Ctx(paths=paths, policy=policy, now=to_utc(now), clock=clock, env=env,
-               late=lambda: time.monotonic() >= deadline,
+               late=lambda: time.monotonic() >= deadline, budgeted=True,
                report=PruneReport(dry_run=False, keep_days=policy.keep_days,
                                   keep_runs=policy.keep_runs, now=to_utc(now)))
     with _exec_lock(paths, env, required=False) as held:
@@ -195,8 +196,9 @@ def _prune(ctx: _Ctx, open_attempts: set[str], *, exec_held: bool) -> None:
     paths, report = ctx.paths, ctx.report
     if not paths.execution_dir.is_dir():
         return
+    recent = ctx.now - timedelta(days=ctx.policy.keep_days) if ctx.budgeted else None
     facts = prune_facts.gather(paths, open_attempts=open_attempts, late=ctx.late,
-                               write=not report.dry_run)
+                               write=not report.dry_run, recent_after=recent)
     if not facts.complete:
         report.complete = False
         return
@@ -261,7 +263,8 @@ def _prune_run(ctx: _Ctx, run_id: str, *, eligible: bool) -> None:
     if doc is None:
         return
     pending = list(fold.prune_pending)
-    if eligible and retention.run_owner(doc).ended_at is not None:
+    ended = retention.run_owner(doc).ended_at  # as it is now, with another tool's record
+    if eligible and ended is not None and ended < ctx.now - timedelta(days=ctx.policy.keep_days):
         files = prunefiles.run_files(paths, run_id)
     else:
         files = [f for f in (_absolute(paths, p) for p in pending) if os.path.lexists(f)]

@@ -18,6 +18,7 @@ import contextlib
 import os
 import tempfile
 from collections.abc import Callable, Collection, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +27,11 @@ import orjson
 
 from specdojo_routine.core import jobfold, retention
 from specdojo_routine.core.retention import Owner
-from specdojo_routine.core.timefmt import try_parse_instant
 from specdojo_routine.execute import prunefiles
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.ledger import adopt
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 
 
 @attrs.frozen(kw_only=True)
@@ -67,13 +67,18 @@ def cache_path(paths: ProjectPaths) -> Path:
 
 def gather(
     paths: ProjectPaths, *, open_attempts: Collection[str], late: Callable[[], bool],
-    write: bool,
+    write: bool, recent_after: datetime | None = None,
 ) -> Facts:
     """The facts of every owner with files, from the cache where its files' stamps match;
-    reading stops once ``late()`` (the rest is read next time). ``write``: keep the cache."""
+    reading stops once ``late()`` (the rest is read next time). ``write``: keep the cache.
+
+    ``recent_after``: a cached run that ended after it (inside the window) is taken as cached
+    without a look at its ledger: whatever changed, it cannot be pruned before its cached end
+    leaves the window, and then its ledger is looked at again (a run the window still holds
+    is most of what a project keeps)."""
     cached, before = _load(cache_path(paths))
     keep: dict[str, dict[str, Any]] = {"runs": {}, "attempts": {}}
-    runs, complete = _runs(paths, cached.get("runs", {}), keep["runs"], late)
+    runs, complete = _runs(paths, cached.get("runs", {}), keep["runs"], late, recent_after)
     attempts, done = _attempts(paths, cached.get("attempts", {}), keep["attempts"], late,
                                open_attempts)
     if write:
@@ -83,15 +88,20 @@ def gather(
 
 def _runs(
     paths: ProjectPaths, cached: Mapping[str, Any], keep: dict[str, Any],
-    late: Callable[[], bool],
+    late: Callable[[], bool], recent_after: datetime | None,
 ) -> tuple[dict[str, RunFacts], bool]:
+    """Every run with files. A run's facts come from its ledger (its view is checked again,
+    and imported if another tool wrote it, when the run is pruned), so the ledger's stamp is
+    what the cached facts are keyed by: one ``stat`` a run."""
     found: dict[str, RunFacts] = {}
     complete = True
+    runs_dir = os.fspath(paths.runs_dir)
     for run_id in sorted(prunefiles.runs_with_files(paths)):
-        files = [paths.run_ledger(run_id), paths.run_view(run_id)]
-        digest = prunefiles.stamp(files)
         entry = cached.get(run_id)
-        facts = _run_from_cache(run_id, entry) if _fresh(entry, digest) else None
+        facts = _recent(run_id, entry, recent_after)
+        if facts is None:
+            digest = _stamp(os.path.join(runs_dir, f"{run_id}.jsonl"))
+            facts = _run_from_cache(run_id, entry) if _fresh(entry, digest) else None
         if facts is None:
             if late():
                 complete = False
@@ -104,6 +114,24 @@ def _runs(
         if entry is not None:
             keep[run_id] = entry
     return found, complete
+
+
+def _recent(run_id: str, entry: Any, after: datetime | None) -> RunFacts | None:
+    """The cached facts of a run that ended after ``after`` with nothing pending, else None."""
+    if after is None or not isinstance(entry, list) or len(entry) != 6 \
+            or type(entry[3]) is not float or entry[3] <= after.timestamp():
+        return None
+    facts = _run_from_cache(run_id, entry)
+    return facts if facts is not None and not facts.pending else None
+
+
+def _stamp(path: str) -> str:
+    """A file's identity, size and change times as one string ("-": no file)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "-"
+    return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
 def _read_run(paths: ProjectPaths, run_id: str) -> tuple[RunFacts | None, bool]:
@@ -173,24 +201,31 @@ def _fresh(entry: Any, digest: str) -> bool:
 
 def _run_to_cache(facts: RunFacts) -> list[Any]:
     o = facts.owner
-    return [o.group, _iso(o.began_at), _iso(o.ended_at), list(facts.pending),
+    return [o.group, _epoch(o.began_at), _epoch(o.ended_at), list(facts.pending),
             [list(c) for c in facts.checkpoints]]
 
 
 def _run_from_cache(run_id: str, entry: Any) -> RunFacts | None:
     try:
         _, group, began, ended, pending, checkpoints = entry
-        return RunFacts(owner=Owner(key=run_id, group=str(group),
-                                    began_at=try_parse_instant(began),
-                                    ended_at=try_parse_instant(ended)),
+        return RunFacts(owner=Owner(key=run_id, group=str(group), began_at=_instant(began),
+                                    ended_at=_instant(ended)),
                         pending=tuple(str(p) for p in pending),
                         checkpoints=tuple((str(j), str(u)) for j, u in checkpoints))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
 
 
-def _iso(value: Any) -> str | None:
-    return value.isoformat() if value is not None else None
+def _epoch(value: datetime | None) -> float | None:
+    return value.timestamp() if value is not None else None
+
+
+def _instant(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if type(value) not in (int, float):
+        raise TypeError("not a time")
+    return datetime.fromtimestamp(value, UTC)
 
 
 def _load(path: Path) -> tuple[dict[str, Any], bytes | None]:
