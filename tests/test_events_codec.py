@@ -125,6 +125,13 @@ STRATEGIES: dict[type[Any], st.SearchStrategy[Any]] = {
     ev.CheckpointImported: st.builds(ev.CheckpointImported, job_id=job_ids,
                                      checkpoint=json_objects, last_run_id=run_ids,
                                      updated_at=texts, source_sha256=sha256s),
+    ev.EvidencePruned: st.builds(ev.EvidencePruned, run_id=run_ids,
+                                 paths=st.lists(texts, min_size=1, max_size=4),
+                                 bytes=st.integers(0, 2**40)),
+    ev.RoutineEvidencePruned: st.builds(ev.RoutineEvidencePruned, routine_id=routine_ids,
+                                        attempt_id=texts,
+                                        paths=st.lists(texts, min_size=1, max_size=4),
+                                        bytes=st.integers(0, 2**40)),
 }
 ALL_CLASSES = sorted(ev.TAGS, key=lambda cls: cls.__name__)
 
@@ -150,6 +157,7 @@ def test_routine_tag_set_is_frozen() -> None:
         "routine_released": ev.RoutineReleased,
         "routine_state_imported": ev.RoutineStateImported,  # SPEC §10
         "upstream_run_recorded": ev.UpstreamRunRecorded,
+        "evidence_pruned": ev.RoutineEvidencePruned,  # SPEC §15
     } == ev.ROUTINE_EVENT_TYPES
 
 
@@ -160,6 +168,7 @@ def test_job_tag_set_is_frozen() -> None:
         "attempt_ended": ev.RunAttemptEnded, "checkpoint_advanced": ev.CheckpointAdvanced,
         "review_ended": ev.ReviewEnded,  # SPEC §11.3
         "run_imported": ev.RunImported, "checkpoint_imported": ev.CheckpointImported,  # §10
+        "evidence_pruned": ev.EvidencePruned,  # SPEC §15
     } == ev.JOB_EVENT_TYPES
 
 

@@ -113,6 +113,8 @@ def probes(status: str) -> dict[str, ev.Event]:
         "action_ended": action(ev.ActionEnded, result="success"),
         **{f"attempt_ended/{r}": ended(result=r) for r in ev.RESULTS},
         **{f"attempt_resolved/{r}": resolved(result=r) for r in ev.RESULTS},
+        "evidence_pruned": ev.RoutineEvidencePruned(
+            routine_id="rtn-a", attempt_id="a0", paths=["e/exec/evidence/routines/a0"], bytes=1),
     }
 
 
@@ -173,6 +175,9 @@ def test_the_table_is_seed_000s() -> None:
         ("routine_state_imported", "never", "never", None),
         *((e, "running", "running", None)
           for e in ("routine_state_imported", "upstream_run_recorded")),
+        # SPEC §15: retention removed an ended attempt's action evidence
+        *(("evidence_pruned", s, s, None)
+          for s in ("running", "success", "failure", "skipped", "partial")),
     } == rows
     assert len(rows) == len(TRANSITIONS)
 

@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import attrs
 
@@ -50,6 +50,9 @@ from specdojo_routine.store.definitions.load import Definitions
 from specdojo_routine.store.ledger import adopt, views
 from specdojo_routine.store.ledger import journal as ledger
 from specdojo_routine.store.locks import routine as locks
+
+if TYPE_CHECKING:
+    from specdojo_routine.app.prune import PruneReport
 
 FOLD_ACTOR = "specdojo_routine fold"
 #: The reason recorded for the actions a run did not start because its routine lock was lost.
@@ -98,6 +101,9 @@ class RunReport:
     held: list[policy.Decision] = attrs.field(factory=list)  # SPEC §9.1
     missed: list[policy.Decision] = attrs.field(factory=list)  # SPEC §9.2
     lock_lost: bool = False  # the routine lock was lost mid-run: the run stopped (SPEC §12)
+    #: what ``retention.auto`` pruned as the run went (SPEC §15), and why it could not
+    pruned: PruneReport | None = None
+    prune_error: str | None = None
 
     @property
     def exit_code(self) -> int:
@@ -240,8 +246,23 @@ def run(
                 view = _run_routine(ctx, report, routine, view, explicit=routine_id is not None)
         except OSError as exc:  # the run aborts; the attempts it finished are still reported
             report.errors.append(f"error: run aborted: {errors.environment_error(exc)}")
-        _stop_if_lock_lost(ctx, report)
+        lost = _stop_if_lock_lost(ctx, report)
+        if paths.retention.auto and routine_id is None and not lost:
+            _prune_as_we_go(ctx, report, wall)
     return report
+
+
+def _prune_as_we_go(ctx: _Context, report: RunReport, wall: Callable[[], datetime]) -> None:
+    """``retention.auto``: prune within the time budget, after the due work, under the
+    routine lock (SPEC §15). A failure to prune is a warning, never the run's result."""
+    from specdojo_routine.app import prune
+
+    try:
+        report.pruned = prune.prune_during_run(ctx.paths, views.load_routine_view(ctx.paths),
+                                               now=ctx.now, clock=wall, env=ctx.env)
+    except (RoutineError, OSError) as exc:
+        report.prune_error = str(exc) if isinstance(exc, RoutineError) else \
+            errors.environment_error(exc)
 
 
 def _dry_run(

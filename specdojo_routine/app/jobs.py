@@ -53,7 +53,7 @@ from specdojo_routine.execute.agent import AgentExecutor, AttemptDoc
 from specdojo_routine.execute.jobfiles import GitCli, Prepared
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions.load import Definitions
-from specdojo_routine.store.ledger import adopt, views
+from specdojo_routine.store.ledger import adopt, runcheck, views
 from specdojo_routine.store.ledger import journal as ledger
 from specdojo_routine.store.locks import execlock
 from specdojo_routine.store.locks import routine as locks
@@ -216,9 +216,10 @@ def _precondition(ctx: _Env, prep: Prepared) -> JobRunOutcome | None:
 def _locked(
     ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, *, precondition_done: bool
 ) -> JobRunOutcome:
-    """Under the exec lock: import first (SPEC §10), then create or reuse the run, run one
-    attempt, record it."""
-    adopt.import_job_runs(ctx.paths, ctx.clock, job_id=prep.job.id, needed=prep.run_id)
+    """Under the exec lock: import first (SPEC §10: only the Job's runs whose files changed
+    are read, :mod:`~specdojo_routine.store.ledger.runcheck`), then create or reuse the run,
+    run one attempt, record it."""
+    runcheck.import_job_runs(ctx.paths, ctx.clock, job_id=prep.job.id, needed=prep.run_id)
     log = _RunLog(ledger.Ledger(ctx.paths.run_ledger(prep.run_id), clock=ctx.clock),
                   ctx.secrets)  # before the fold: it appends only to the file it folded
     view = views.load_job_run(ctx.paths, prep.run_id)

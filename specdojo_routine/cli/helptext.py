@@ -167,6 +167,16 @@ COMMANDS: dict[str, CommandHelp] = {
         ((0, "imported (or nothing to import)"),
          (1, "a foreign record contradicts the ledger (a conflict): nothing was overwritten"),
          _USAGE, (75, "a run holds the routine lock or the exec lock"))),
+    "prune": CommandHelp(
+        "Remove the files around old Job Runs and routine attempts: evidence, plan and "
+        "result documents, kept review worktrees. Never those of the newest runs of each "
+        "Job, of a run that is open, interrupted or waiting, or of the run a checkpoint "
+        "names. Each removal is recorded in the ledger before the files go; the ledgers and "
+        "the Job Run views stay, and the views say what was pruned.",
+        ("{prog} prune --dry-run", "{prog} prune", "{prog} prune --keep-days 30 --keep-runs 10",
+         "{prog} prune --json --now 2026-12-31T00:00:00Z"),
+        ((0, "pruned (or nothing to prune, or dry run)"), _DAMAGED, _USAGE,
+         (75, "a run holds the routine lock or the exec lock; nothing was removed"))),
     "history": CommandHelp(
         "Show the routine ledger's events, oldest first, for every routine or one; or, with "
         "--attempts, one line per attempt. --limit and --since read from the end of the "

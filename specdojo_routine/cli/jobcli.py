@@ -199,6 +199,9 @@ def cmd_job_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         lines.append(f"review: verdict {review.get('verdict') or '-'}, merged "
                      f"{str(review.get('merged')).lower()}, commit {review.get('commit') or '-'}"
                      + (f": {review['reason']}" if review.get("reason") else ""))
+    for pruned in doc.get("pruned") or []:  # SPEC §15: the refs above name what existed
+        lines.append(f"pruned: {pruned['at']}, {len(pruned['paths'])} path(s), "
+                     f"{pruned['bytes']} bytes: {', '.join(pruned['paths'])}")
     out.write("\n".join(lines) + "\n\n")
     out.write(_table(["ATTEMPT", "STATUS", "STARTED", "COMPLETED", "EXIT", "REASON", "EVIDENCE"],
                      [[str(a["attempt"]), a["status"], a["started_at"],

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from specdojo_routine.app import handlers, listing, project
-from specdojo_routine.cli import conventions, helptext, policycli, render
+from specdojo_routine.cli import conventions, helptext, policycli, prunecli, render
 from specdojo_routine.core import errors
 from specdojo_routine.core.errors import (
     EXIT_BUSY,
@@ -222,6 +222,7 @@ _SUBCOMMANDS: dict[str, Callable[[Subparsers, _Parser], None]] = {
     "import": _add_import,
     "status": lambda sub, common: _statuscli().add_status(sub, common, _instant),
     "logs": lambda sub, common: _logscli().add_logs(sub, common),
+    "prune": lambda sub, common: prunecli.add_prune(sub, common, _instant),
     "job": _add_job_commands,
 }
 
@@ -353,6 +354,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         echo=err if args.json else out, job_runner=_run_job_action,
     )
     render.run_report(report, out, err, as_json=args.json)
+    prunecli.run_footer(report, err if args.json else out, err)
     return report.exit_code
 
 
@@ -438,6 +440,7 @@ _COMMANDS: dict[str, Command] = {
     "import": cmd_import,
     "status": lambda a, o, e: int(_statuscli().cmd_status(a, _paths(a), o, e)),
     "logs": lambda a, o, e: int(_logscli().cmd_logs(a, _paths(a), o, e)),
+    "prune": lambda a, o, e: prunecli.cmd_prune(a, _paths(a), o, e),
 }
 def _job_command(name: str) -> Command:
     def command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

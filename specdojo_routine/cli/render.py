@@ -254,6 +254,9 @@ def _policy_detail(etype: Any, event: dict[str, Any]) -> str:
     if etype == "routine_released":
         note = f": {event['note']}" if event.get("note") else ""
         return f"--run {event.get('run')} by {event.get('released_by')}{note}"
+    if etype == "evidence_pruned":  # SPEC §15
+        return (f"attempt {event.get('attempt_id')}: {len(event.get('paths') or [])} path(s), "
+                f"{event.get('bytes')} bytes")
     return ""
 
 

@@ -309,6 +309,37 @@ class ReviewEnded:
     merge_commit: str | None = attrs.field(default=None, validator=_optional(_text))
 
 
+def _paths(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
+def _some_paths(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not value or not all(isinstance(v, str) and v for v in value):
+        raise ValueError(f"{attribute.name} must be a non-empty list of paths (got {value!r})")
+
+
+@attrs.frozen(kw_only=True)
+class EvidencePruned:
+    """Files around an ended Job Run (evidence, plan and result documents, kept worktrees)
+    are removed by retention (SPEC §15): recorded before anything is removed, so the ledger
+    still says what existed. ``paths`` are root-relative (POSIX), ``bytes`` their total size."""
+
+    run_id: str = attrs.field(validator=_run_id)
+    paths: tuple[str, ...] = attrs.field(converter=_paths, validator=_some_paths)
+    bytes: int = attrs.field(validator=_int_at_least(0))
+
+
+@attrs.frozen(kw_only=True)
+class RoutineEvidencePruned:
+    """The evidence of an ended routine attempt's actions is removed by retention (SPEC §15):
+    the routine ledger's ``evidence_pruned``, recorded before anything is removed."""
+
+    routine_id: str = attrs.field(validator=_routine_id)
+    attempt_id: str = attrs.field(validator=_text)
+    paths: tuple[str, ...] = attrs.field(converter=_paths, validator=_some_paths)
+    bytes: int = attrs.field(validator=_int_at_least(0))
+
+
 # --- adoption of another tool's files (SPEC §10) ---------------------------------------------
 
 _sha256 = _matching(re.compile(r"[0-9a-f]{64}"), "a lowercase hex sha256")
@@ -356,11 +387,11 @@ class CheckpointImported:
 RoutineEvent = (
     RoutineRegistered | AttemptStarted | ActionStarted | ActionEnded | AttemptEnded
     | AttemptResolved | OccurrenceHeld | OccurrenceMissed | RoutineReleased
-    | RoutineStateImported | UpstreamRunRecorded
+    | RoutineStateImported | UpstreamRunRecorded | RoutineEvidencePruned
 )
 JobEvent = (
     RunCreated | RunAttemptStarted | RunAttemptEnded | CheckpointAdvanced | ReviewEnded
-    | RunImported | CheckpointImported
+    | RunImported | CheckpointImported | EvidencePruned
 )
 Event = RoutineEvent | JobEvent
 
@@ -378,6 +409,7 @@ ROUTINE_EVENT_TYPES: dict[str, type[RoutineEvent]] = {
     "routine_released": RoutineReleased,
     "routine_state_imported": RoutineStateImported,
     "upstream_run_recorded": UpstreamRunRecorded,
+    "evidence_pruned": RoutineEvidencePruned,  # SPEC §15
 }
 JOB_EVENT_TYPES: dict[str, type[JobEvent]] = {
     "run_created": RunCreated,
@@ -387,6 +419,7 @@ JOB_EVENT_TYPES: dict[str, type[JobEvent]] = {
     "review_ended": ReviewEnded,
     "run_imported": RunImported,
     "checkpoint_imported": CheckpointImported,
+    "evidence_pruned": EvidencePruned,  # SPEC §15
 }
 #: The wire tags of each ledger kind.
 EVENT_TYPES: dict[LedgerKind, dict[str, type[Any]]] = {

@@ -81,6 +81,7 @@ _HELD, _MISSED, _RELEASED = map(_index, (
     "occurrence_held", "occurrence_missed", "routine_released"))
 _STATE_IMPORTED, _UPSTREAM_RECORDED = map(_index, ("routine_state_imported",
                                                    "upstream_run_recorded"))
+_PRUNED = _index("evidence_pruned")
 
 
 # --- the routine fold (hot path) ---------------------------------------------------------------
@@ -220,6 +221,18 @@ def _resolved(routines: dict[str, Raw], raw: Raw) -> None:
     entry["open"] = entry["actions"] = None
 
 
+def _pruned(routines: dict[str, Raw], raw: Raw) -> None:
+    """SPEC §15: an ended attempt's action evidence was removed; nothing in the view changes,
+    and the open attempt's evidence is never pruned."""
+    entry = routines.get(raw["routine_id"])
+    if entry is None or entry["status"] not in _PRUNED:
+        raise _illegal(raw, entry or {"status": "never"})
+    if entry["open"] is not None and entry["open"]["attempt_id"] == raw["attempt_id"]:
+        raise _illegal(raw, entry, f"attempt {raw['attempt_id']} is open")
+    if not isinstance(raw["attempt_id"], str) or not isinstance(raw["paths"], list | tuple):
+        raise TypeError("attempt_id must be a string and paths a list")
+
+
 _UPSTREAM_RESULTS = ("success", "failure", "skipped")  # what the upstream CLI records
 
 
@@ -275,6 +288,7 @@ _HANDLERS: dict[str, _Handler] = {
     "occurrence_held": _accounted(_HELD),
     "occurrence_missed": _accounted(_MISSED),
     "routine_released": _released,
+    "evidence_pruned": _pruned,
 }
 assert set(_HANDLERS) == {t.event for t in TRANSITIONS}
 

@@ -63,6 +63,9 @@ TRANSITIONS: tuple[Transition, ...] = (
                  note="imported, no result") for s in ("never",)),
     *(Transition(event=e, source="running", target="running", note="imported; attempt stays open")
       for e in ("routine_state_imported", "upstream_run_recorded")),
+    # SPEC §15: retention removed an ended attempt's action evidence; the state stands.
+    *(Transition(event="evidence_pruned", source=s, target=s,
+                 note="retention: an ended attempt's evidence") for s in STATES[1:]),
 )
 #: Events whose target state is their ``result``: their rows are keyed by (source, result).
 BY_RESULT = frozenset({"attempt_ended", "attempt_resolved", "routine_state_imported",

@@ -52,6 +52,15 @@ class JobRunDoc(TypedDict):
     result_ref: str
     attempts: list[JobAttemptDoc]
     review: NotRequired[dict[str, Any]]
+    pruned: NotRequired[list[PrunedDoc]]
+
+
+class PrunedDoc(TypedDict):
+    """One ``evidence_pruned`` of a run (SPEC §15): when, what and how many bytes."""
+
+    at: str
+    paths: list[str]
+    bytes: int
 
 
 class JobCheckpointDoc(TypedDict):
@@ -92,6 +101,9 @@ class RunFold:
     record: Raw = attrs.field(factory=dict)
     checkpoints: list[Raw] = attrs.field(factory=list)
     imported: bool = False  # record is another tool's record, kept in its own key order
+    #: paths recorded as pruned since the run's last attempt started: a removal a crash may
+    #: have left unfinished (an attempt after them brought the run's files back to life)
+    prune_pending: list[str] = attrs.field(factory=list)
 
 
 def _run_imported(state: RunFold, raw: Raw) -> None:
@@ -103,8 +115,12 @@ def _run_imported(state: RunFold, raw: Raw) -> None:
         raise TypeError("'run_id' (another run's ledger)")
     if not isinstance(record.get("attempts"), list) or not isinstance(record.get("state"), str):
         raise TypeError("'record' (attempts and state)")
+    pruned = state.record.get("pruned")
     state.record, state.imported = copy.deepcopy(record), True
+    if pruned and "pruned" not in state.record:  # another tool's record never drops ours
+        state.record["pruned"] = pruned
     state.state = record["state"]
+    state.prune_pending = []
     after = record.get("checkpoint_after")
     if isinstance(after, dict) and state.state in ("succeeded", "noop"):
         state.checkpoints.append({"job_id": record.get("job_id"), "checkpoint": after,
@@ -126,9 +142,35 @@ _IMPORT_HANDLERS: dict[str, Callable[[RunFold, Raw], None]] = {
 }
 
 
+#: The run states retention may prune in (SPEC §15): ended, not open, not waiting.
+PRUNABLE_STATES = frozenset({"succeeded", "partial", "failed", "noop"})
+
+
+def _evidence_pruned(state: RunFold, raw: Raw, where: str, line: int) -> None:
+    """SPEC §15: files around an ended run were removed. The run's state and ``updated_at``
+    stand (the run did not change); the view lists what went, in ``pruned``."""
+    paths, size = raw["paths"], raw["bytes"]
+    if not isinstance(paths, list | tuple) or not all(isinstance(p, str) for p in paths) \
+            or type(size) is not int:
+        raise TypeError("'paths' or 'bytes'")
+    run_id = str(state.record.get("run_id", raw["run_id"]))
+    if state.state not in PRUNABLE_STATES or raw["run_id"] != run_id:
+        shown = "running" if state.state == "created" else state.state
+        raise InvalidRunTransition(run_id, shown, "evidence_pruned", f"{where}:{line}")
+    entry = {"at": raw["at"], "paths": list(paths), "bytes": size}
+    state.record.setdefault("pruned", []).append(entry)
+    state.prune_pending += [p for p in paths if p not in state.prune_pending]
+
+
 def apply_run(state: RunFold, raw: Raw, *, where: str, line: int) -> None:
     """Fold one (upgraded) Job Run ledger line into ``state``."""
     kind = raw.get("type")
+    if kind == "evidence_pruned":
+        try:
+            _evidence_pruned(state, raw, where, line)
+        except (KeyError, TypeError) as exc:
+            raise CorruptLedgerError(where, line, f"{kind} event lacks or mistypes {exc}") from None
+        return
     if isinstance(kind, str) and kind in _IMPORT_HANDLERS:
         try:
             _IMPORT_HANDLERS[kind](state, raw)
@@ -180,6 +222,7 @@ def _run_created(state: RunFold, raw: Raw, at: str) -> None:
 def _run_attempt_started(state: RunFold, raw: Raw, at: str) -> None:
     state.record["attempts"].append({"attempt": raw["attempt"], "started_at": at,
                                      "status": "running"})
+    state.prune_pending = []  # the run is alive again: files written from here on are its own
 
 
 def _run_attempt_ended(state: RunFold, raw: Raw, at: str) -> None:
@@ -236,6 +279,8 @@ def run_document(state: RunFold) -> JobRunDoc | None:
     doc["attempts"] = r["attempts"]
     if "review" in r:  # SPEC §11.4: the view gains the last review
         doc["review"] = r["review"]
+    if "pruned" in r:  # SPEC §15: what retention removed (the refs above name what existed)
+        doc["pruned"] = r["pruned"]
     return doc  # type: ignore[return-value]
 
 

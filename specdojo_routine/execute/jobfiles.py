@@ -27,8 +27,8 @@ from specdojo_routine.core.templates import job_context
 from specdojo_routine.execute import groups, runner
 from specdojo_routine.execute.agent import AttemptDoc, plan_markdown, result_markdown
 from specdojo_routine.store.config import ProjectPaths
-from specdojo_routine.store.ledger import adopt, views
 from specdojo_routine.store.ledger import journal as ledger
+from specdojo_routine.store.ledger import runcheck, views
 from specdojo_routine.store.locks import routine as locks
 
 __all__ = ["GIT_TIMEOUT_S", "GitCli", "Prepared", "attempt_owner", "current_owner",
@@ -107,8 +107,9 @@ class Prepared:
 def read_checkpoint(paths: ProjectPaths, job_id: str) -> dict[str, Any] | None:
     """The job's latest advanced checkpoint, folded from ITS run ledgers only (the ids are
     ``JBR-<slug>-<12 hex>``), with the same ordering rule as ``job-state.json``; records and
-    checkpoints another tool wrote count as imported (SPEC §10, in memory)."""
-    return adopt.checkpoint(paths, job_id)
+    checkpoints another tool wrote count as imported (SPEC §10, in memory). Runs whose files
+    are unchanged since they were found ours are not read again (:mod:`runcheck`)."""
+    return runcheck.checkpoint(paths, job_id)
 
 
 # --- attempt owners ------------------------------------------------------------------------------

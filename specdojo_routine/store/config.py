@@ -12,6 +12,7 @@ import attrs
 import orjson
 
 from specdojo_routine.core.errors import ConfigError
+from specdojo_routine.core.retention import Retention, check_retention
 
 CONFIG_RELPATH = Path(".specdojo") / "specdojo.config.json"
 
@@ -68,6 +69,8 @@ class ProjectPaths:
     members_path: Path | None = None
     exec_defaults_path: Path | None = None
     worktree_base: Path | None = None
+    #: what ``prune`` keeps by default and whether ``run --due`` prunes (SPEC §15)
+    retention: Retention = attrs.field(factory=Retention)
 
     @property
     def exec_defaults(self) -> Path:
@@ -140,6 +143,11 @@ class ProjectPaths:
 
     def run_view(self, run_id: str) -> Path:
         return self.runs_dir / f"{run_id}.json"
+
+    @property
+    def exec_cache_dir(self) -> Path:
+        """``E/.cache``: machine-local files that only spare work; deleting them is safe."""
+        return self.execution_dir / ".cache"
 
     def rel(self, path: Path) -> str:
         """``path`` relative to the root in POSIX form (absolute if outside the root)."""
@@ -236,6 +244,7 @@ def resolve_project(
         dirs[key] = root / value
     extra = _agent_paths(root, entry, where, project_id)
     return ProjectPaths(
+        retention=_retention(entry, where, project_id),
         root=root,
         project_id=project_id,
         routines_dir=dirs["routines_path"],
@@ -261,3 +270,20 @@ def _agent_paths(
             raise ConfigError(f'{where}: project "{project_id}" "{key}" must be a path')
         found[name] = (root / value).resolve() if isinstance(value, str) else None
     return found
+
+
+def _retention(entry: Mapping[str, object], where: Path, project_id: str) -> Retention:
+    """The project's ``retention`` block (SPEC §15); omitted keys keep their defaults and,
+    as everywhere in the config, unknown keys are ignored."""
+    block = entry.get("retention", {})
+    if not isinstance(block, dict):
+        raise ConfigError(f'{where}: project "{project_id}" "retention" must be an object '
+                          "with keep_days, keep_runs and auto")
+    base = Retention()
+    days = block.get("keep_days", base.keep_days)
+    runs = block.get("keep_runs", base.keep_runs)
+    auto = block.get("auto", base.auto)
+    problems = check_retention(days, runs, auto)
+    if problems:
+        raise ConfigError(f'{where}: project "{project_id}" ' + "; ".join(problems))
+    return Retention(keep_days=days, keep_runs=runs, auto=auto)

@@ -42,8 +42,8 @@ from specdojo_routine.store.ledger import journal as ledger
 
 __all__ = ["ImportConflict", "JobImports", "RoutineImports", "apply_job_imports",
            "apply_routine_imports", "checkpoint", "import_job_runs", "import_routine_state",
-           "load_run",
-           "plan_job_imports", "plan_routine_imports"]
+           "load_run", "plan_job_imports", "plan_routine_imports", "plan_run",
+           "run_checkpoints", "run_ids"]
 
 _IN_MEMORY_AT = "1970-01-01T00:00:00.000Z"
 
@@ -209,9 +209,11 @@ class JobImports:
 
     events: dict[str, list[ev.JobEvent]]  # per run ledger, in order
     conflicts: dict[str, str]  # run id (or "job-state") -> message
-    folds: dict[str, jobfold.RunFold]  # every run's fold, with the planned events applied
+    folds: dict[str, jobfold.RunFold]  # every run read, folded, with the planned events applied
     #: run id (or "job-state") -> why the file holds no facts (SPEC §10 rule 8): move it aside
     unreadable: dict[str, str] = attrs.field(factory=dict)
+    #: runs not read, known to be ours (:mod:`.runcheck`): their checkpoints per job
+    settled: dict[str, dict[str, jobfold.JobCheckpointDoc]] = attrs.field(factory=dict)
 
     def document(self, run_id: str) -> jobfold.JobRunDoc | None:
         """The run's view as it is after the import (None: no such run)."""
@@ -221,8 +223,12 @@ class JobImports:
     def jobs(self) -> dict[str, jobfold.JobCheckpointDoc]:
         """The latest checkpoint per job after the import (``job-state.json``)."""
         merged: dict[str, jobfold.JobCheckpointDoc] = {}
-        for run_id in sorted(self.folds):
-            jobfold.merge_checkpoints(merged, self.folds[run_id].checkpoints)
+        for run_id in sorted({*self.folds, *self.settled}):
+            fold = self.folds.get(run_id)
+            if fold is not None:
+                jobfold.merge_checkpoints(merged, fold.checkpoints)
+            else:
+                jobfold.merge_checkpoints(merged, run_checkpoints(self.settled[run_id]))
         return merged
 
     def count(self, kind: type[Any]) -> int:
@@ -243,23 +249,42 @@ def _run_ids(paths: ProjectPaths, job_id: str | None) -> list[str]:
     return sorted(n for n in names if ev.RUN_ID.fullmatch(n))
 
 
-def plan_job_imports(paths: ProjectPaths, *, job_id: str | None = None) -> JobImports:
+def run_checkpoints(best: Mapping[str, jobfold.JobCheckpointDoc]) -> list[dict[str, Any]]:
+    """A settled run's checkpoints per job as fold candidates (for ``merge_checkpoints``)."""
+    return [{"job_id": job, **entry} for job, entry in best.items()]
+
+
+def run_ids(paths: ProjectPaths, job_id: str | None = None) -> list[str]:
+    """The runs that have a ledger or a view (of ``job_id`` only, when given)."""
+    return _run_ids(paths, job_id)
+
+
+def plan_job_imports(
+    paths: ProjectPaths, *, job_id: str | None = None, only: list[str] | None = None,
+    settled: Mapping[str, dict[str, jobfold.JobCheckpointDoc]] | None = None,
+) -> JobImports:
     """Compare every ``runs/<run_id>.json`` (of ``job_id`` only, when given) and
-    ``job-state.json`` with the folds of our ledgers."""
-    plan = JobImports(events={}, conflicts={}, folds={})
-    for run_id in _run_ids(paths, job_id):
+    ``job-state.json`` with the folds of our ledgers. ``only``: read just these runs, the
+    others being ``settled`` (known ours, with their checkpoints: :mod:`.runcheck`)."""
+    plan = JobImports(events={}, conflicts={}, folds={}, settled=dict(settled or {}))
+    for run_id in _run_ids(paths, job_id) if only is None else only:
         fold = plan.folds[run_id] = views.fold_run(paths, run_id)
         _plan_run(paths, plan, run_id, fold)
     return _plan_checkpoints(paths, plan, job_id)
 
 
-def load_run(paths: ProjectPaths, run_id: str) -> jobfold.JobRunDoc | None:
-    """``runs/<run_id>.json`` as it is after an import (in memory; a conflicting record is
-    not imported, so our ledger's run is shown)."""
+def plan_run(paths: ProjectPaths, run_id: str) -> JobImports:
+    """What importing ``runs/<run_id>.json`` alone would append (checkpoints aside)."""
     plan = JobImports(events={}, conflicts={}, folds={})
     fold = plan.folds[run_id] = views.fold_run(paths, run_id)
     _plan_run(paths, plan, run_id, fold)
-    return plan.document(run_id)
+    return plan
+
+
+def load_run(paths: ProjectPaths, run_id: str) -> jobfold.JobRunDoc | None:
+    """``runs/<run_id>.json`` as it is after an import (in memory; a conflicting record is
+    not imported, so our ledger's run is shown)."""
+    return plan_run(paths, run_id).document(run_id)
 
 
 def checkpoint(paths: ProjectPaths, job_id: str) -> dict[str, Any] | None:
@@ -320,6 +345,8 @@ def _plan_checkpoints(paths: ProjectPaths, plan: JobImports, job_id: str | None)
             continue
         verdict = rules.checkpoint_verdict(entry, ours.get(jid))
         if verdict == "import" and ev.RUN_ID.fullmatch(entry["last_run_id"]):
+            if plan.settled.pop(entry["last_run_id"], None) is not None:  # read it after all
+                plan.folds[entry["last_run_id"]] = views.fold_run(paths, entry["last_run_id"])
             _add(plan, entry["last_run_id"], ev.CheckpointImported(
                 job_id=jid, checkpoint=entry["checkpoint"], last_run_id=entry["last_run_id"],
                 updated_at=entry["updated_at"], source_sha256=sha))

@@ -1,0 +1,353 @@
+"""``prune``: retention with a record (SPEC §15).
+
+The ledgers are never rewritten; what ``prune`` removes are the files around ended Job Runs
+(evidence, plan and result documents, kept review worktrees) and the action evidence of ended
+routine attempts, by the rule of :mod:`specdojo_routine.core.retention`. For each owner it
+takes away:
+
+1. the record first: ``evidence_pruned`` {``run_id``, ``paths``, ``bytes``} appended (and
+   fsync'd) to the run's ledger, or {``routine_id``, ``attempt_id``, …} to the routine ledger;
+2. then the files; then the run's view is published again (it still names what existed, and
+   says it was pruned).
+
+A crash between the two leaves the files and a record saying they were to go: the next prune
+finishes the removal and records nothing new (a run's fold knows the recorded paths; an
+attempt's evidence directory holds a marker naming where the routine ledger ended before its
+record, so only what was appended since is read to find it).
+
+``prune`` holds the routine lock and the exec lock, as every recording command that touches
+both ledgers does, and imports another tool's files first (SPEC §10). ``run --due`` prunes as
+it goes under ``retention.auto`` (:func:`prune_during_run`), within a time budget: it stops at
+the deadline and the rest is pruned next time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+import attrs
+import orjson
+
+from specdojo_routine.app import prune_facts
+from specdojo_routine.app.prune_facts import Facts
+from specdojo_routine.core import jobfold, retention
+from specdojo_routine.core.errors import CorruptLedgerError
+from specdojo_routine.core.events import EvidencePruned, RoutineEvidencePruned
+from specdojo_routine.core.retention import Retention
+from specdojo_routine.core.timefmt import format_s, to_utc, try_parse_instant
+from specdojo_routine.execute import prunefiles
+from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.ledger import adopt, views
+from specdojo_routine.store.ledger import journal as ledger
+from specdojo_routine.store.locks import execlock
+from specdojo_routine.store.locks import routine as locks
+
+ACTOR = "specdojo_routine prune"
+AUTO_BUDGET_S = 1.0  # run --due with retention.auto: at most this long a call
+Clock = Callable[[], datetime]
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@attrs.frozen(kw_only=True)
+class Removal:
+    """What went (or, in a dry run, would go) for one owner."""
+
+    kind: Literal["run", "attempt"]
+    owner: str  # run id or attempt id
+    group: str  # Job id or routine id
+    paths: tuple[str, ...]  # root-relative
+    bytes: int
+    finishing: bool  # the record was appended by an earlier prune that did not finish
+
+    def to_json(self) -> dict[str, Any]:
+        return attrs.asdict(self) | {"paths": list(self.paths)}
+
+
+@attrs.define(kw_only=True)
+class PruneReport:
+    dry_run: bool
+    keep_days: int
+    keep_runs: int
+    now: datetime
+    removed: list[Removal] = attrs.field(factory=list)
+    skipped: list[str] = attrs.field(factory=list)  # kept for now, and why
+    complete: bool = True  # False: the deadline came first; the rest goes next time
+
+    @property
+    def bytes(self) -> int:
+        return sum(r.bytes for r in self.removed)
+
+    def summary(self) -> str:
+        runs = sum(r.kind == "run" for r in self.removed)
+        attempts = len(self.removed) - runs
+        verb = "would prune" if self.dry_run else "pruned"
+        text = (f"{verb} {runs} Job Run(s) and {attempts} routine attempt(s), "
+                f"{_size(self.bytes)} (kept: ended within {self.keep_days} day(s), "
+                f"or among the newest {self.keep_runs} of each Job and routine)")
+        return text + ("" if self.complete else "; stopped at the time limit, the rest next time")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"dry_run": self.dry_run, "keep_days": self.keep_days,
+                "keep_runs": self.keep_runs, "now": format_s(self.now),
+                "removed": [r.to_json() for r in self.removed], "bytes": self.bytes,
+                "skipped": self.skipped, "complete": self.complete}
+
+
+def _size(count: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} bytes"
+
+
+@attrs.frozen(kw_only=True)
+class _Ctx:
+    paths: ProjectPaths
+    policy: Retention
+    now: datetime
+    clock: Clock
+    env: Mapping[str, str]
+    late: Callable[[], bool]
+    report: PruneReport
+    budgeted: bool = False  # run --due's time budget: trust recent cached facts
+
+
+def prune(
+    paths: ProjectPaths, *, keep_days: int | None = None, keep_runs: int | None = None,
+    dry_run: bool = False, now: datetime | None = None, clock: Clock | None = None,
+    env: Mapping[str, str] | None = None,
+) -> PruneReport:
+    """``prune [--keep-days D] [--keep-runs N] [--dry-run]``; the config's ``retention``
+    gives what is not given. A dry run takes no lock and writes nothing."""
+    wall = clock or _utc_now
+    base = paths.retention
+    policy = Retention(keep_days=base.keep_days if keep_days is None else keep_days,
+                       keep_runs=base.keep_runs if keep_runs is None else keep_runs)
+    the_now = to_utc(now) if now is not None else to_utc(wall())
+    ctx = _Ctx(paths=paths, policy=policy, now=the_now, clock=wall,
+               env=dict(os.environ if env is None else env), late=lambda: False,
+               report=PruneReport(dry_run=dry_run, keep_days=policy.keep_days,
+                                  keep_runs=policy.keep_runs, now=the_now))
+    if dry_run:
+        _prune(ctx, _open_attempts(views.load_routine_view(paths)), exec_held=True)
+        return ctx.report
+    with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id,
+                            env=ctx.env):
+        adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
+        open_attempts = _open_attempts(views.refresh_routine_view(paths))
+        with _exec_lock(paths, ctx.env, required=True) as held:
+            _prune(ctx, open_attempts, exec_held=held)
+    return ctx.report
+
+
+def prune_during_run(
+    paths: ProjectPaths, view: views.RoutineView, *, now: datetime, clock: Clock,
+    env: Mapping[str, str], budget_s: float = AUTO_BUDGET_S,
+) -> PruneReport:
+    """``run --due`` under ``retention.auto``: the caller holds the routine lock; the exec lock
+    is taken if free (else only routine evidence is pruned this time); at most ``budget_s``."""
+    deadline = time.monotonic() + budget_s
+    policy = paths.retention
+    ctx = _Ctx(paths=paths, policy=policy, now=to_utc(now), clock=clock, env=env,
+               late=lambda: time.monotonic() >= deadline, budgeted=True,
+               report=PruneReport(dry_run=False, keep_days=policy.keep_days,
+                                  keep_runs=policy.keep_runs, now=to_utc(now)))
+    with _exec_lock(paths, env, required=False) as held:
+        _prune(ctx, _open_attempts(view), exec_held=held)
+    return ctx.report
+
+
+@contextlib.contextmanager
+def _exec_lock(paths: ProjectPaths, env: Mapping[str, str], *, required: bool) -> Iterator[bool]:
+    """The exec lock when there are Job Runs (busy: :class:`ExecLockBusy`, exit 75, unless
+    not ``required``: then False and Job Runs are left for next time)."""
+    if not paths.runs_dir.is_dir():
+        yield True
+        return
+    try:
+        lock = execlock.exec_lock(paths.exec_locks_dir, actor=ACTOR, env=env)
+        lock.__enter__()
+    except execlock.ExecLockBusy:
+        if required:
+            raise
+        yield False
+        return
+    with contextlib.ExitStack() as stack:
+        stack.push(lock)
+        yield True
+
+
+def _open_attempts(view: views.RoutineView) -> set[str]:
+    """The attempts open now (running, or interrupted): their evidence is never pruned."""
+    found = (e.get("open_attempt") for e in view.routines.values())
+    return {str(opened["attempt_id"]) for opened in found if opened}
+
+
+def _prune(ctx: _Ctx, open_attempts: set[str], *, exec_held: bool) -> None:
+    paths, report = ctx.paths, ctx.report
+    if not paths.execution_dir.is_dir():
+        return
+    recent = ctx.now - timedelta(days=ctx.policy.keep_days) if ctx.budgeted else None
+    facts = prune_facts.gather(paths, open_attempts=open_attempts, late=ctx.late,
+                               write=not report.dry_run, recent_after=recent)
+    if not facts.complete:
+        report.complete = False
+        return
+    if exec_held:
+        _prune_runs(ctx, facts)
+    else:
+        report.skipped.append("Job Runs: the exec lock is held by another process")
+    _prune_attempts(ctx, facts, open_attempts)
+
+
+# --- Job Runs ------------------------------------------------------------------------------
+
+
+def _protected(paths: ProjectPaths, facts: Facts) -> set[str]:
+    """The runs a checkpoint names: ``job-state.json``'s, and per Job the run with the latest
+    checkpoint among those that still have files."""
+    protected: set[str] = set()
+    doc = _json(paths.job_state)
+    jobs = doc.get("jobs") if isinstance(doc, dict) else None
+    for entry in (jobs or {}).values() if isinstance(jobs, dict) else ():
+        if isinstance(entry, dict) and isinstance(entry.get("last_run_id"), str):
+            protected.add(entry["last_run_id"])
+    best: dict[str, tuple[datetime, str]] = {}
+    for run_id, run in facts.runs.items():
+        for job, updated in run.checkpoints:
+            key = (try_parse_instant(updated) or datetime.min.replace(tzinfo=UTC), run_id)
+            best[job] = max(best.get(job, key), key)
+    return protected | {run_id for _, run_id in best.values()}
+
+
+def _json(path: Path) -> Any:
+    try:
+        return orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+
+
+def _prune_runs(ctx: _Ctx, facts: Facts) -> None:
+    policy = ctx.policy
+    chosen = set(retention.prunable(
+        [f.owner for f in facts.runs.values()], keep_days=policy.keep_days,
+        keep_runs=policy.keep_runs, now=ctx.now, protected=_protected(ctx.paths, facts)))
+    unfinished = {r for r, f in facts.runs.items() if f.pending}
+    for run_id in sorted(chosen | unfinished):
+        if ctx.late():
+            ctx.report.complete = False
+            return
+        _prune_run(ctx, run_id, eligible=run_id in chosen)
+
+
+def _prune_run(ctx: _Ctx, run_id: str, *, eligible: bool) -> None:
+    """Record, remove, republish one run (or finish a removal recorded earlier)."""
+    paths, report = ctx.paths, ctx.report
+    plan = adopt.plan_run(paths, run_id)
+    if run_id in plan.conflicts:
+        report.skipped.append(f"{run_id}: {plan.conflicts[run_id]}")
+        return
+    if plan.events and not report.dry_run:  # another tool's record is imported first
+        adopt.apply_job_imports(paths, plan, ctx.clock)
+        plan = adopt.plan_run(paths, run_id)
+    fold, doc = plan.folds[run_id], plan.document(run_id)
+    if doc is None:
+        return
+    pending = list(fold.prune_pending)
+    ended = retention.run_owner(doc).ended_at  # as it is now, with another tool's record
+    if eligible and ended is not None and ended < ctx.now - timedelta(days=ctx.policy.keep_days):
+        files = prunefiles.run_files(paths, run_id)
+    else:
+        files = [f for f in (_absolute(paths, p) for p in pending) if os.path.lexists(f)]
+    if not files:
+        return
+    fresh = [f for f in files if paths.rel(f) not in pending]
+    size = prunefiles.size(files)
+    if fresh and not report.dry_run:
+        ledger.Ledger(paths.run_ledger(run_id), clock=ctx.clock).append(EvidencePruned(
+            run_id=run_id, paths=[paths.rel(f) for f in fresh], bytes=prunefiles.size(fresh)))
+    report.removed.append(Removal(kind="run", owner=run_id, group=doc["job_id"],
+                                  paths=tuple(paths.rel(f) for f in files), bytes=size,
+                                  finishing=not fresh))
+    if report.dry_run:
+        return
+    prunefiles.remove(paths, files, ctx.env)
+    again = jobfold.run_document(views.fold_run(paths, run_id))
+    if again is not None:
+        views.publish(paths.run_view(run_id), views.render(again))
+
+
+def _absolute(paths: ProjectPaths, rel: str) -> Path:
+    path = Path(rel)
+    return path if path.is_absolute() else paths.root / path
+
+
+# --- routine attempts ----------------------------------------------------------------------
+
+
+def _prune_attempts(ctx: _Ctx, facts: Facts, open_attempts: set[str]) -> None:
+    policy = ctx.policy
+    owners = {a: prune_facts.attempt_owner(a, f, open_attempts)
+              for a, f in facts.attempts.items()}
+    chosen = set(retention.prunable(owners.values(), keep_days=policy.keep_days,
+                                    keep_runs=policy.keep_runs, now=ctx.now))
+    marked = {a for a, f in facts.attempts.items() if f.marked}
+    recorded = False
+    for attempt_id in sorted(chosen | marked):
+        if ctx.late():
+            ctx.report.complete = False
+            break
+        facts_of = facts.attempts[attempt_id]
+        recorded |= _prune_attempt(ctx, attempt_id, facts_of.routine_id or "",
+                                   eligible=attempt_id in chosen)
+    if recorded:
+        views.refresh_routine_view(ctx.paths)  # the view covers the lines just appended
+
+
+def _prune_attempt(ctx: _Ctx, attempt_id: str, routine_id: str, *, eligible: bool) -> bool:
+    """Record, remove one attempt's evidence (or finish a removal recorded earlier); True
+    when a record was appended."""
+    paths, report = ctx.paths, ctx.report
+    files = prunefiles.attempt_files(paths, attempt_id)
+    recorded = _recorded(paths, attempt_id)
+    if not files or not (recorded or eligible):
+        if files and not report.dry_run:
+            prunefiles.unmark_removal(paths, attempt_id)  # begun, never recorded: kept now
+        return False
+    size = prunefiles.size(files)
+    report.removed.append(Removal(kind="attempt", owner=attempt_id, group=routine_id,
+                                  paths=tuple(paths.rel(f) for f in files), bytes=size,
+                                  finishing=recorded))
+    if report.dry_run:
+        return False
+    if not recorded:
+        tail = ledger.tail(paths.routine_ledger)
+        prunefiles.mark_removal(paths, attempt_id, tail.end, tail.seq)
+        ledger.Ledger(paths.routine_ledger, clock=ctx.clock).append(RoutineEvidencePruned(
+            routine_id=routine_id, attempt_id=attempt_id,
+            paths=[paths.rel(f) for f in files], bytes=size))
+    prunefiles.remove(paths, files, ctx.env)
+    return not recorded
+
+
+def _recorded(paths: ProjectPaths, attempt_id: str) -> bool:
+    """Whether the routine ledger holds this attempt's ``evidence_pruned``: only the lines
+    appended since its removal was marked are read (none when it is not marked)."""
+    if not prunefiles.removal_marked(paths, attempt_id):
+        return False
+    mark = prunefiles.removal_mark(paths, attempt_id) or (0, 0)
+    try:
+        lines = list(ledger.read(paths.routine_ledger, mark[0], mark[1] + 1, torn="stop"))
+    except CorruptLedgerError:  # the marker does not fit this ledger: read all of it
+        lines = list(ledger.read(paths.routine_ledger, torn="stop"))
+    return any(line.raw.get("type") == "evidence_pruned"
+               and line.raw.get("attempt_id") == attempt_id for line in lines)

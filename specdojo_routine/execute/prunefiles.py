@@ -1,0 +1,217 @@
+"""The files retention removes (SPEC §15): which exist, what they weigh, removing them.
+
+Two kinds of owner have files around their record:
+
+- a Job Run: its evidence directory ``exec/evidence/<run_id>/``, its plan and result documents
+  (``exec/plans/<run_id>-plan.md``, ``-review-plan.md``, ``-analysis-plan.md``;
+  ``exec/results/<run_id>-result.md``, ``-review-result.md``) and the review worktrees kept
+  for it (``<worktree_base>/<run_id>`` and ``…-attempt-<n>``);
+- a routine attempt: the evidence of its delegated actions,
+  ``exec/evidence/routines/<attempt_id>/`` (``action-<n>/evidence.json`` says which routine,
+  when it started and ended).
+
+Each kind is a pair of small functions here (which owners have files, which files an owner
+has); the rule that decides and the record that comes first are elsewhere. A kept worktree is
+removed with ``git worktree remove --force`` (its branch stays: the commits are not lost); a
+directory that git does not know as a worktree is removed as a directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import shutil
+import stat
+import subprocess
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from specdojo_routine.core.events import RUN_ID
+from specdojo_routine.execute import runner
+from specdojo_routine.store.config import ProjectPaths
+
+__all__ = ["REMOVAL_MARKER", "ROUTINE_EVIDENCE", "attempt_facts", "attempt_files",
+           "attempts_with_files", "mark_removal", "removal_mark", "removal_marked", "remove",
+           "run_files", "runs_with_files", "size", "stamp", "unmark_removal"]
+
+PLAN_SUFFIXES = ("-plan.md", "-review-plan.md", "-analysis-plan.md")
+RESULT_SUFFIXES = ("-result.md", "-review-result.md")
+ROUTINE_EVIDENCE = "routines"  # exec/evidence/routines/<attempt_id>/action-<n>/
+#: Written into an attempt's evidence directory before its removal is recorded: where the
+#: routine ledger ended then, so a later prune can tell whether the record was appended.
+REMOVAL_MARKER = ".prune.json"
+_KEPT = re.compile(r"(?P<run>.+)-attempt-\d+")
+_ATTEMPT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_GIT_TIMEOUT_S = 120.0
+
+
+def _names(directory: Path) -> list[str]:
+    try:
+        return [entry.name for entry in os.scandir(directory)]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+# --- Job Runs ----------------------------------------------------------------------------------
+
+
+def runs_with_files(paths: ProjectPaths) -> set[str]:
+    """Every run id that has an evidence directory, a plan or result document or a kept
+    worktree (only the names are listed: nothing is opened)."""
+    found = {n for n in _names(paths.evidence_dir) if n != ROUTINE_EVIDENCE}
+    for directory, suffixes in ((paths.plans_dir, PLAN_SUFFIXES),
+                                (paths.results_dir, RESULT_SUFFIXES)):
+        for name in _names(directory):
+            found.update(name[: -len(s)] for s in suffixes if name.endswith(s))
+    for name in _names(paths.worktrees):
+        kept = _KEPT.fullmatch(name)
+        found.update([name, kept["run"]] if kept else [name])
+    return {n for n in found if RUN_ID.fullmatch(n)}
+
+
+def run_files(paths: ProjectPaths, run_id: str) -> list[Path]:
+    """The files and directories around ``run_id`` that exist now."""
+    if not RUN_ID.fullmatch(run_id):
+        raise ValueError(f"not a Job Run id: {run_id!r}")
+    candidates = [paths.evidence_dir / run_id,
+                  *(paths.plans_dir / f"{run_id}{s}" for s in PLAN_SUFFIXES),
+                  *(paths.results_dir / f"{run_id}{s}" for s in RESULT_SUFFIXES),
+                  paths.worktrees / run_id]
+    kept = re.compile(re.escape(run_id) + r"-attempt-\d+")
+    candidates += sorted(paths.worktrees / n for n in _names(paths.worktrees)
+                         if kept.fullmatch(n))
+    return [p for p in candidates if os.path.lexists(p)]
+
+
+# --- routine attempts --------------------------------------------------------------------------
+
+
+def attempts_with_files(paths: ProjectPaths) -> set[str]:
+    """Every routine attempt id that has an evidence directory."""
+    return {n for n in _names(paths.evidence_dir / ROUTINE_EVIDENCE) if _ATTEMPT_ID.fullmatch(n)}
+
+
+def attempt_files(paths: ProjectPaths, attempt_id: str) -> list[Path]:
+    """The evidence directory of a routine attempt, if it exists."""
+    if not _ATTEMPT_ID.fullmatch(attempt_id):
+        raise ValueError(f"not an attempt id: {attempt_id!r}")
+    found = paths.evidence_dir / ROUTINE_EVIDENCE / attempt_id
+    return [found] if os.path.lexists(found) else []
+
+
+def attempt_facts(paths: ProjectPaths, attempt_id: str) -> dict[str, str | None]:
+    """``routine_id``, ``started_at`` and ``completed_at`` of an attempt, from its actions'
+    ``evidence.json`` (the earliest start, the latest end; None where no file says)."""
+    routine, starts, ends = None, [], []
+    for name in sorted(_names(paths.evidence_dir / ROUTINE_EVIDENCE / attempt_id)):
+        doc = _json(paths.evidence_dir / ROUTINE_EVIDENCE / attempt_id / name / "evidence.json")
+        if not isinstance(doc, dict) or doc.get("attempt_id") not in (None, attempt_id):
+            continue
+        if isinstance(doc.get("routine_id"), str):
+            routine = routine or doc["routine_id"]
+        starts += [doc["started_at"]] if isinstance(doc.get("started_at"), str) else []
+        ends += [doc["completed_at"]] if isinstance(doc.get("completed_at"), str) else []
+    return {"routine_id": routine, "started_at": min(starts, default=None),
+            "completed_at": max(ends, default=None)}
+
+
+def removal_marked(paths: ProjectPaths, attempt_id: str) -> bool:
+    return (paths.evidence_dir / ROUTINE_EVIDENCE / attempt_id / REMOVAL_MARKER).is_file()
+
+
+def removal_mark(paths: ProjectPaths, attempt_id: str) -> tuple[int, int] | None:
+    """(offset, seq) where the routine ledger ended when the removal was begun, if marked."""
+    doc = _json(paths.evidence_dir / ROUTINE_EVIDENCE / attempt_id / REMOVAL_MARKER)
+    if isinstance(doc, dict) and type(doc.get("offset")) is int \
+            and type(doc.get("seq")) is int and doc["offset"] >= 0 and doc["seq"] >= 0:
+        return doc["offset"], doc["seq"]
+    return None
+
+
+def mark_removal(paths: ProjectPaths, attempt_id: str, offset: int, seq: int) -> None:
+    """Write the marker (durably: it must be there before the record is appended)."""
+    target = paths.evidence_dir / ROUTINE_EVIDENCE / attempt_id / REMOVAL_MARKER
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        os.write(fd, orjson.dumps({"offset": offset, "seq": seq}))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def unmark_removal(paths: ProjectPaths, attempt_id: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        (paths.evidence_dir / ROUTINE_EVIDENCE / attempt_id / REMOVAL_MARKER).unlink()
+
+
+def _json(path: Path) -> Any:
+    try:
+        return orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+
+
+# --- any owner ---------------------------------------------------------------------------------
+
+
+def stamp(files: Iterable[Path]) -> str:
+    """One short digest of the identity, size and change times of ``files`` (a missing one
+    counts as missing): what a cache of facts read from them is keyed by."""
+    facts: list[Any] = []
+    for path in files:
+        try:
+            st = os.stat(path)
+        except OSError:
+            facts.append(None)
+            continue
+        facts.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    return hashlib.sha256(orjson.dumps(facts)).hexdigest()[:20]
+
+
+def size(files: Iterable[Path]) -> int:
+    """The bytes of every regular file at or under ``files`` (links are not followed)."""
+    total = 0
+    for path in files:
+        if path.is_dir() and not path.is_symlink():
+            for folder, _dirs, names in os.walk(path):
+                total += sum(_file_size(Path(folder, name)) for name in names)
+        else:
+            total += _file_size(path)
+    return total
+
+
+def _file_size(path: Path) -> int:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return 0
+    return st.st_size if stat.S_ISREG(st.st_mode) else 0
+
+
+def remove(paths: ProjectPaths, files: Iterable[Path], env: Mapping[str, str]) -> None:
+    """Remove each path (a file, a directory, a kept worktree); one already gone is fine."""
+    for path in files:
+        if not os.path.lexists(path):
+            continue
+        if not path.is_dir() or path.is_symlink():
+            path.unlink()
+            continue
+        if path.parent == paths.worktrees:
+            _remove_worktree(paths, path, env)
+        if os.path.lexists(path):
+            shutil.rmtree(path)
+
+
+def _remove_worktree(paths: ProjectPaths, path: Path, env: Mapping[str, str]) -> None:
+    """``git worktree remove --force`` (then ``git worktree prune`` for what git still
+    remembers of a directory removed by hand); a failing git leaves the directory to rmtree."""
+    for args in (["worktree", "remove", "--force", str(path)], ["worktree", "prune"]):
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            subprocess.run(["git", *args], cwd=paths.root, env=runner.child_env(env, {}),
+                           capture_output=True, stdin=subprocess.DEVNULL,
+                           timeout=_GIT_TIMEOUT_S, check=False)

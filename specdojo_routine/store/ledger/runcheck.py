@@ -1,0 +1,176 @@
+"""The foreign-file check of a Job's runs, reading only the files that changed (SPEC §10, §15).
+
+Before a Job action records anything it must know that no ``runs/<run_id>.json`` of that Job
+holds facts our ledgers lack (another tool added an attempt) and what the Job's latest
+checkpoint is. Reading every run's ledger and view for that costs what the project's age costs;
+instead a snapshot of stamps remembers, per run, the identity, size and change times of its two
+files when both were last found to be ours (the view is byte for byte the fold of the ledger),
+with the run's checkpoints. A run whose files still carry those stamps is *settled*: it is not
+read again. Only runs whose stamps changed (or that the snapshot does not know) are read and
+checked, as :mod:`.adopt` always did.
+
+The snapshot is private and machine-local (``E/.cache/job-runs/<job_id>.json``, git-ignored,
+never read by other tools): it holds inode numbers, which a copy or a restore changes, and
+then every run is simply read once and a new snapshot written. Deleting it is always safe. It
+is written only by commands that hold the exec lock; read-only commands use it and write
+nothing. A change that keeps a file's size and both its times in the same clock tick is the
+one change a stamp cannot see, as for the routine ledger (:mod:`.stamps`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from specdojo_routine.core import events as ev
+from specdojo_routine.core import jobfold
+from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.ledger import adopt
+
+__all__ = ["checkpoint", "import_job_runs", "plan", "snapshot_path"]
+
+SNAPSHOT_VERSION = 1
+_SUFFIXES = (".jsonl", ".json")  # the run's ledger, then its view
+Settled = dict[str, dict[str, jobfold.JobCheckpointDoc]]
+
+
+def snapshot_path(paths: ProjectPaths, job_id: str) -> Path:
+    """Where the stamps of ``job_id``'s runs are kept."""
+    if not ev.JOB_ID.fullmatch(job_id):
+        raise ValueError(f"not a Job id: {job_id!r}")
+    return paths.exec_cache_dir / "job-runs" / f"{job_id}.json"
+
+
+def _stamps(paths: ProjectPaths, job_id: str) -> dict[str, str]:
+    """Every run of ``job_id`` that has a ledger or a view, with one digest of both files'
+    identity, size and change times (``stat`` only: nothing is opened)."""
+    prefix = f"JBR-{job_id.removeprefix('job-')}-"
+    found: dict[str, list[object]] = {}
+    try:
+        entries = list(os.scandir(paths.runs_dir))
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    for entry in entries:
+        stem, dot, ext = entry.name.rpartition(".")
+        if not dot or f".{ext}" not in _SUFFIXES or len(stem) != len(prefix) + 12 \
+                or not stem.startswith(prefix) or not ev.RUN_ID.fullmatch(stem):
+            continue
+        try:
+            st = entry.stat()
+        except FileNotFoundError:
+            continue
+        facts = found.setdefault(stem, [None, None])
+        facts[_SUFFIXES.index(f".{ext}")] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
+                                             st.st_ctime_ns)
+    return {run_id: hashlib.sha256(orjson.dumps(facts)).hexdigest()[:20]
+            for run_id, facts in found.items()}
+
+
+def _load(path: Path) -> tuple[dict[str, Any], bytes | None]:
+    """The snapshot's runs (empty when it is missing or not one of ours) and its bytes."""
+    try:
+        data = path.read_bytes()
+        doc = orjson.loads(data)
+    except (OSError, orjson.JSONDecodeError):
+        return {}, None
+    if not isinstance(doc, dict) or doc.get("version") != SNAPSHOT_VERSION \
+            or type(doc.get("version")) is not int or not isinstance(doc.get("runs"), dict):
+        return {}, data
+    return doc["runs"], data
+
+
+def _settled(known: Mapping[str, Any], stamps: Mapping[str, str]) -> Settled:
+    """The runs whose stamps are the snapshot's, with their checkpoints per job."""
+    settled: Settled = {}
+    for run_id, digest in stamps.items():
+        entry = known.get(run_id)
+        if isinstance(entry, str) and entry == digest:
+            settled[run_id] = {}
+        elif isinstance(entry, list) and len(entry) == 2 and entry[0] == digest \
+                and isinstance(entry[1], dict):
+            settled[run_id] = entry[1]
+    return settled
+
+
+def plan(paths: ProjectPaths, job_id: str) -> adopt.JobImports:
+    """What importing ``job_id``'s runs would append, reading only the runs whose stamps
+    changed (in memory; writes nothing)."""
+    return _plan(paths, job_id)[0]
+
+
+def _plan(
+    paths: ProjectPaths, job_id: str
+) -> tuple[adopt.JobImports, dict[str, str], bytes | None]:
+    """The plan, the stamps seen and the snapshot's bytes. The stamps are taken before any
+    file is read, so a file that changes while it is read no longer matches its stamp and
+    is read again next time."""
+    stamps = _stamps(paths, job_id)
+    known, before = _load(snapshot_path(paths, job_id))
+    settled = _settled(known, stamps)
+    changed = sorted(r for r in stamps if r not in settled)
+    found = adopt.plan_job_imports(paths, job_id=job_id, only=changed, settled=settled)
+    return found, stamps, before
+
+
+def checkpoint(paths: ProjectPaths, job_id: str) -> dict[str, Any] | None:
+    """The Job's latest checkpoint after an import (in memory; writes nothing)."""
+    found = plan(paths, job_id).jobs().get(job_id)
+    return dict(found["checkpoint"]) if found is not None else None
+
+
+def import_job_runs(
+    paths: ProjectPaths, clock: Callable[[], datetime], *, job_id: str, needed: str | None,
+) -> adopt.JobImports:
+    """Import first (the caller holds the exec lock), then remember the runs found ours; a
+    conflict on the run ``needed`` (or on ``job-state.json``) refuses the command."""
+    found, stamps, before = _plan(paths, job_id)
+    adopt.apply_job_imports(paths, found, clock)
+    _save(paths, job_id, found, stamps, before)
+    refused = [m for k, m in found.conflicts.items() if k in (needed, "job-state")]
+    if refused:
+        raise adopt.ImportConflict("; ".join(refused))
+    return found
+
+
+def _save(paths: ProjectPaths, job_id: str, found: adopt.JobImports,
+          stamps: Mapping[str, str], before: bytes | None) -> None:
+    """Write the snapshot when it changed: every run settled or read and found ours (a run
+    that gets import events or is in conflict is read again next time)."""
+    runs: dict[str, Any] = {}
+    for run_id in sorted(stamps):
+        if run_id in found.events or run_id in found.conflicts:
+            continue
+        fold = found.folds.get(run_id)
+        if fold is None:
+            best = found.settled.get(run_id)
+            if best is None:
+                continue
+        else:
+            best = {}
+            jobfold.merge_checkpoints(best, fold.checkpoints)
+        runs[run_id] = [stamps[run_id], best] if best else stamps[run_id]
+    data = orjson.dumps({"version": SNAPSHOT_VERSION, "job_id": job_id, "runs": runs})
+    if data != before:
+        with contextlib.suppress(OSError):  # a cache: failing to write it costs a re-read
+            _write(snapshot_path(paths, job_id), data)
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

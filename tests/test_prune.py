@@ -1,0 +1,381 @@
+"""``prune`` (SPEC §15): what is removed and what never is, the record before the removal (a
+SIGKILL between the two, then prune again), and views that stay rebuildable."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import attrs
+import orjson
+import pytest
+
+from specdojo_routine.app import adoption, handlers, jobs, prune
+from specdojo_routine.core import events as ev
+from specdojo_routine.core import jobplan
+from specdojo_routine.core.errors import LockBusy
+from specdojo_routine.core.retention import Retention
+from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.definitions import load as definitions
+from specdojo_routine.store.ledger import journal as ledger
+from specdojo_routine.store.ledger import views
+from tests import jobhelper
+from tests.conftest import REPO, Project, period_job
+
+T0 = datetime(2026, 1, 1, 8, 0, tzinfo=UTC)
+LATER = T0 + timedelta(days=200)
+JOB = period_job("n", "'echo ran'", "checkpoint:\n  values: {last: '{{inputs.period}}'}\n")
+
+
+def run_id(period: str) -> str:
+    return jobplan.run_id_for("job-n", f"job-n:{period}")
+
+
+def make_run(root: Path, period: str, at: datetime) -> str:
+    """One Job Run made by run_job with its clock at ``at`` (its events are stamped then)."""
+    paths = jobhelper.paths_of(root)
+    defs = definitions.load_jobs(paths)
+    out = jobs.run_job(paths, defs, "job-n", {"period": period}, scheduled_at=at,
+                       env=jobhelper.clean_env(), clock=lambda: at)
+    assert out.run_id == run_id(period)
+    return out.run_id
+
+
+@pytest.fixture
+def root(project: Project) -> Path:
+    """Five runs of job-n, one a day from T0 (p0 oldest); p4 holds the checkpoint."""
+    project.job("job-n", JOB)
+    for n in range(5):
+        make_run(project.root, f"p{n}", T0 + timedelta(days=n))
+    return project.root
+
+
+def files_of(paths: ProjectPaths, rid: str) -> list[Path]:
+    return [paths.evidence_dir / rid, paths.plans_dir / f"{rid}-plan.md",
+            paths.results_dir / f"{rid}-result.md"]
+
+
+def exists(paths: ProjectPaths, rid: str) -> list[bool]:
+    return [p.exists() for p in files_of(paths, rid)]
+
+
+def records(paths: ProjectPaths, rid: str) -> list[dict[str, Any]]:
+    return [e for e in jobhelper.ledger_events(paths, rid) if e["type"] == "evidence_pruned"]
+
+
+def assert_views_rebuild(paths: ProjectPaths) -> None:
+    """fold --check is clean, and deleting every view then folding gives the same bytes."""
+    assert [] == adoption.fold(paths, check=True).drifted
+    views_now = {p: p.read_bytes() for p in [*paths.runs_dir.glob("*.json"), paths.job_state,
+                                            paths.routine_state] if p.exists()}
+    for path in views_now:
+        path.unlink()
+    adoption.fold(paths)
+    assert views_now == {p: p.read_bytes() for p in views_now}
+
+
+# --- what goes and what stays ----------------------------------------------------------------
+
+
+def test_prune_removes_old_files_records_first_and_keeps_the_record(root: Path) -> None:
+    """keep_days 90, keep_runs 2 at T0+200d: p0..p2 lose evidence, plan and result; p3, p4
+    (the newest two) keep them. Each pruned run's ledger says what went, and its view still
+    names plan, result and evidence, with ``pruned``."""
+    paths = jobhelper.paths_of(root)
+    before = orjson.loads(paths.run_view(run_id("p0")).read_bytes())
+    report = prune.prune(paths, keep_days=90, keep_runs=2, now=LATER, env={})
+    assert {run_id(f"p{n}") for n in range(3)} == {r.owner for r in report.removed}
+    for n in range(5):
+        assert [n >= 3] * 3 == exists(paths, run_id(f"p{n}")), n
+    [record] = records(paths, run_id("p0"))
+    rel = [paths.rel(p) for p in files_of(paths, run_id("p0"))]
+    assert (sorted(rel), True) == (sorted(record["paths"]), record["bytes"] > 0)
+    after = orjson.loads(paths.run_view(run_id("p0")).read_bytes())
+    pruned = after.pop("pruned")
+    assert (before, [record["paths"]]) == (after, [p["paths"] for p in pruned])
+    assert paths.run_ledger(run_id("p0")).exists()
+    assert_views_rebuild(paths)
+
+
+def test_the_window_and_the_checkpoint_protect(root: Path) -> None:
+    """Within keep_days nothing goes; with no window and no minimum, every run goes except
+    the one the checkpoint names (p4, job-state.json's last_run_id)."""
+    paths = jobhelper.paths_of(root)
+    assert [] == prune.prune(paths, keep_days=90, keep_runs=0, now=T0 + timedelta(days=30),
+                             env={}).removed
+    report = prune.prune(paths, keep_days=0, keep_runs=0, now=LATER, env={})
+    assert {run_id(f"p{n}") for n in range(4)} == {r.owner for r in report.removed}
+    assert [True] * 3 == exists(paths, run_id("p4"))
+
+
+def test_open_interrupted_and_waiting_runs_are_never_pruned(root: Path, project: Project) -> None:
+    """An attempt left open (its runner died) and a run waiting after an unmerged review keep
+    their files however old they are."""
+    paths = jobhelper.paths_of(root)
+    project.job("job-f", JOB.replace("'echo ran'", "'exit 3'").replace("job-n", "job-f"))
+    failed = jobs.run_job(paths, definitions.load_jobs(paths), "job-f", {"period": "f0"},
+                          scheduled_at=T0, env=jobhelper.clean_env(), clock=lambda: T0)
+    assert (failed.state, failed.run_id is not None) == ("failed", True)
+    open_id = str(failed.run_id)
+    ledger.Ledger(paths.run_ledger(open_id), clock=lambda: T0).append(ev.RunAttemptStarted(
+        run_id=open_id, attempt=2, owner=ev.Owner(pid=999_999, host="gone")))
+    ledger.Ledger(paths.run_ledger(run_id("p2")), clock=lambda: T0).append(ev.ReviewEnded(
+        run_id=run_id("p2"), attempt=1, verdict="changes-requested", merged=False,
+        commit="abc", reason="not merged"))
+    views.refresh_job_views(paths)
+    assert "waiting" == views.load_job_run(paths, run_id("p2"))["state"]  # type: ignore[index]
+    report = prune.prune(paths, keep_days=0, keep_runs=0, now=LATER, env={})
+    assert {run_id(f"p{n}") for n in (0, 1, 3)} == {r.owner for r in report.removed}
+    assert ([True] * 3, [True] * 3) == (exists(paths, open_id), exists(paths, run_id("p2")))
+
+
+def test_a_dry_run_writes_nothing(root: Path, project: Project) -> None:
+    before = project.files()
+    report = prune.prune(jobhelper.paths_of(root), keep_days=0, keep_runs=0, now=LATER,
+                         dry_run=True, env={})
+    assert (4, before) == (len(report.removed), project.files())
+
+
+def test_prune_twice_removes_nothing_more(root: Path) -> None:
+    paths = jobhelper.paths_of(root)
+    prune.prune(paths, keep_days=90, keep_runs=2, now=LATER, env={})
+    assert [] == prune.prune(paths, keep_days=90, keep_runs=2, now=LATER, env={}).removed
+    assert [1, 1, 1, 0, 0] == [len(records(paths, run_id(f"p{n}"))) for n in range(5)]
+
+
+def test_a_failed_run_pruned_then_retried_keeps_its_new_files(project: Project) -> None:
+    """A failed run that is pruned and then run again (same key) writes a new plan, result and
+    evidence; they are the run's live files, not left-overs of the earlier prune."""
+    project.job("job-n", JOB.replace("'echo ran'", "'exit 3'"))
+    for n in range(3):
+        make_run(project.root, f"p{n}", T0 + timedelta(days=n))
+    paths = jobhelper.paths_of(project.root)
+    prune.prune(paths, keep_days=0, keep_runs=0, now=LATER, env={})
+    assert [False] * 3 == exists(paths, run_id("p0"))
+    make_run(project.root, "p0", LATER)  # attempt 2 of the failed run
+    assert [] == [r.owner for r in prune.prune(paths, keep_days=90, keep_runs=0, now=LATER,
+                                              env={}).removed]
+    assert [True] * 3 == exists(paths, run_id("p0"))
+
+
+def test_prune_holds_the_locks(root: Path) -> None:
+    """A run holding the routine lock makes prune busy (exit 75): nothing recorded."""
+    paths = jobhelper.paths_of(root)
+    from specdojo_routine.store.locks import routine as locks
+
+    with locks.routine_lock(paths.routine_locks_dir), pytest.raises(LockBusy):
+        prune.prune(paths, keep_days=0, keep_runs=0, now=LATER, env={})
+    assert [] == records(paths, run_id("p0"))
+
+
+# --- the record comes first --------------------------------------------------------------------
+
+KILL_AT_REMOVAL = """
+import os, signal, sys
+from datetime import datetime
+from pathlib import Path
+sys.path.insert(0, {repo!r})
+from specdojo_routine.execute import prunefiles
+prunefiles.remove = lambda *args, **kwargs: os.kill(os.getpid(), signal.SIGKILL)
+from specdojo_routine.app import prune
+from specdojo_routine.store.config import resolve_project
+prune.prune(resolve_project(Path({root!r}), env={{}}), keep_days=0, keep_runs=0,
+            now=datetime.fromisoformat({now!r}), env={{}})
+"""
+
+
+def kill_between_record_and_removal(root: Path, now: datetime) -> None:
+    """Run prune in a real process that is SIGKILLed the moment it starts removing files."""
+    code = KILL_AT_REMOVAL.format(repo=str(REPO), root=str(root), now=now.isoformat())
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env=jobhelper.clean_env())
+    assert -signal.SIGKILL == done.returncode, done.stderr
+
+
+def test_sigkill_between_record_and_removal_then_prune_finishes(root: Path) -> None:
+    """The record is on disk before any file goes: after a SIGKILL between the two the files
+    are there and the ledger says they were to go; the next prune removes them without a
+    second record, and the views check clean."""
+    paths = jobhelper.paths_of(root)
+    kill_between_record_and_removal(root, LATER)
+    [first] = [r for r in map(run_id, ("p0", "p1", "p2", "p3")) if records(paths, r)]
+    assert ([True] * 3, 1) == (exists(paths, first), len(records(paths, first)))
+    report = prune.prune(paths, keep_days=0, keep_runs=0, now=LATER, env={})
+    done = {r.owner: r.finishing for r in report.removed}
+    assert (True, [False] * 3, 1) == (done[first], exists(paths, first),
+                                      len(records(paths, first)))
+    assert_views_rebuild(paths)
+
+
+def test_a_recorded_removal_is_finished_even_if_the_rule_changed(root: Path) -> None:
+    """After the crash, a prune with a wider window still finishes what was recorded (the
+    record says those files were to go), and records nothing new."""
+    paths = jobhelper.paths_of(root)
+    kill_between_record_and_removal(root, LATER)
+    [first] = [r for r in map(run_id, ("p0", "p1", "p2", "p3")) if records(paths, r)]
+    report = prune.prune(paths, keep_days=3650, keep_runs=50, now=LATER, env={})
+    assert ({first}, [False] * 3) == ({r.owner for r in report.removed}, exists(paths, first))
+    assert 1 == len(records(paths, first))
+
+
+# --- routine action evidence -------------------------------------------------------------------
+
+
+def answered(paths: ProjectPaths, defs: Any, **_: Any) -> handlers.JobActionOutcome:
+    from specdojo_routine.core.model import Result
+
+    return handlers.JobActionOutcome(result=Result.SUCCESS, reason=None)
+
+
+@pytest.fixture
+def attempts(project: Project) -> Iterator[list[str]]:
+    """rtn-a ran on five days (recorded by the run handler); each attempt has a hand-made
+    evidence directory in the shape delegated calls leave (action-<n>/evidence.json)."""
+    project.routine("rtn-a", 'trigger: {cron: "0 8 * * *", timezone: UTC}\naction:\n'
+                             '  {kind: job, job: job-n, inputs: {period: "{{scheduled_at}}"}}\n')
+    project.job("job-n", JOB)
+    paths = jobhelper.paths_of(project.root)
+    for n in range(5):
+        at = T0 + timedelta(days=n, seconds=5)
+        handlers.run(paths, now=at, clock=lambda at=at: at, env={}, job_runner=answered)
+    ids = [e["attempt_id"] for e in project.events() if e["type"] == "attempt_started"]
+    for n, attempt_id in enumerate(ids):
+        action = paths.evidence_dir / "routines" / attempt_id / "action-1"
+        action.mkdir(parents=True)
+        (action / "command.stdout.log").write_text("out\n")
+        day = (T0 + timedelta(days=n)).strftime("%Y-%m-%d")
+        (action / "evidence.json").write_bytes(orjson.dumps({
+            "schema_version": 1, "routine_id": "rtn-a", "attempt_id": attempt_id,
+            "action": 1, "started_at": f"{day}T08:00:05Z", "completed_at": f"{day}T08:00:06Z"}))
+    yield ids
+
+
+def routine_records(project: Project) -> list[dict[str, Any]]:
+    return [e for e in project.events() if e["type"] == "evidence_pruned"]
+
+
+def test_routine_attempt_evidence_follows_the_same_rule(
+    project: Project, attempts: list[str],
+) -> None:
+    """keep_runs 2 per routine: the three oldest attempts' evidence goes, each recorded in
+    the routine ledger first; the routine's state and history still read."""
+    paths = jobhelper.paths_of(project.root)
+    state = project.state()["routines"]["rtn-a"]
+    report = prune.prune(paths, keep_days=90, keep_runs=2, now=LATER, env={})
+    assert sorted(attempts[:3]) == sorted(r.owner for r in report.removed if r.kind == "attempt")
+    left = sorted(p.name for p in (paths.evidence_dir / "routines").iterdir())
+    assert (sorted(attempts[3:]), attempts[:3]) == (
+        left, [r["attempt_id"] for r in routine_records(project)])
+    assert state == project.state()["routines"]["rtn-a"]
+    assert 3 == sum(e["type"] == "evidence_pruned" for _, e in handlers.history(paths))
+    assert_views_rebuild(paths)
+
+
+def test_the_open_attempts_evidence_stays(project: Project, attempts: list[str]) -> None:
+    """An attempt whose runner died (open, interrupted) keeps its evidence at any age."""
+    paths = jobhelper.paths_of(project.root)
+    ledger.Ledger(paths.routine_ledger, clock=lambda: LATER).append(ev.AttemptStarted(
+        routine_id="rtn-a", attempt_id="att-20260110T080005Z-deadbeef", transition="T-06",
+        trigger="due", scheduled_for="2026-01-10T08:00:00.000Z", last_run="2026-01-10T08:00:05Z",
+        passed_over_since=None, owner=ev.Owner(pid=999_999, host="gone"), schedule="cron"))
+    opened = paths.evidence_dir / "routines" / "att-20260110T080005Z-deadbeef" / "action-1"
+    opened.mkdir(parents=True)
+    (opened / "command.stdout.log").write_text("partial\n")
+    prune.prune(paths, keep_days=0, keep_runs=0, now=LATER, env={})
+    assert (True, 5) == (opened.exists(), len(routine_records(project)))
+
+
+def test_sigkill_after_an_attempts_record_then_prune_finishes(
+    project: Project, attempts: list[str],
+) -> None:
+    paths = jobhelper.paths_of(project.root)
+    kill_between_record_and_removal(project.root, LATER)
+    assert 1 == len(routine_records(project))
+    prune.prune(paths, keep_days=0, keep_runs=0, now=LATER, env={})
+    assert ([], attempts) == (sorted((paths.evidence_dir / "routines").iterdir()),
+                              [r["attempt_id"] for r in routine_records(project)])
+
+
+# --- as run --due goes -------------------------------------------------------------------------
+
+
+def test_prune_during_run_stops_at_its_deadline_and_goes_on_next_time(root: Path) -> None:
+    """With no time left nothing is read or removed and the report says it stopped; the next
+    call, with its second, prunes."""
+    paths = attrs.evolve(jobhelper.paths_of(root),
+                         retention=Retention(keep_days=90, keep_runs=2, auto=True))
+    view = views.load_routine_view(paths)
+    first = prune.prune_during_run(paths, view, now=LATER, clock=lambda: LATER, env={},
+                                   budget_s=0)
+    assert (False, []) == (first.complete, first.removed)
+    second = prune.prune_during_run(paths, view, now=LATER, clock=lambda: LATER, env={})
+    assert (True, 3) == (second.complete, len(second.removed))
+
+
+def test_run_due_prunes_with_retention_auto(project: Project) -> None:
+    """retention.auto in the config: run --due prunes by the config's rule after its work."""
+    config = project.root / ".specdojo" / "specdojo.config.json"
+    doc = orjson.loads(config.read_bytes())
+    doc["projects"]["demo"]["retention"] = {"keep_days": 30, "keep_runs": 1, "auto": True}
+    config.write_bytes(orjson.dumps(doc))
+    project.job("job-n", JOB)
+    for n in range(3):
+        make_run(project.root, f"p{n}", T0 + timedelta(days=n))
+    paths = jobhelper.paths_of(project.root)
+    report = handlers.run(paths, now=LATER, clock=lambda: LATER, env={})
+    assert report.pruned is not None
+    assert {run_id("p0"), run_id("p1")} == {r.owner for r in report.pruned.removed}
+
+
+# --- kept review worktrees ---------------------------------------------------------------------
+
+
+def test_a_kept_review_worktree_is_removed_its_branch_stays(root: Path) -> None:
+    """A worktree kept for an old run (here: the one an earlier attempt left) goes with
+    ``git worktree remove``; the branch and its commits stay."""
+    paths = jobhelper.paths_of(root)
+    jobhelper.git(root, "init", "-q", "-b", "main")
+    jobhelper.commit(root, "base")
+    kept = paths.worktrees / f"{run_id('p0')}-attempt-1"
+    jobhelper.git(root, "worktree", "add", "-q", "-b", "exec/demo-p0", str(kept))
+    prune.prune(paths, keep_days=0, keep_runs=0, now=LATER, env=jobhelper.clean_env())
+    listed = jobhelper.git(root, "worktree", "list")
+    assert (False, False, "exec/demo-p0") == (
+        kept.exists(), str(kept) in listed, jobhelper.git(root, "branch", "--list",
+                                                         "exec/demo-p0").strip(" *"))
+    [record] = records(paths, run_id("p0"))
+    assert str(kept) in record["paths"]
+
+
+def test_prune_cli_json_and_summary(root: Path, project: Project) -> None:
+    done = project.cli("prune", "--keep-days", "90", "--keep-runs", "2", "--now",
+                       LATER.isoformat(), "--json")
+    doc = orjson.loads(done.stdout)
+    assert (0, 3, False, True) == (done.returncode, len(doc["removed"]), doc["dry_run"],
+                                   doc["complete"])
+    again = project.cli("prune", "--keep-runs", "-1")
+    assert (2, "error: ") == (again.returncode, again.stderr[:7])
+
+
+def test_auto_prune_sees_a_run_that_came_back_to_life(project: Project) -> None:
+    """A failed run cached while inside the window, then run again: once its cached end
+    leaves the window its ledger is read again, and its new end keeps it."""
+    project.job("job-n", JOB.replace("'echo ran'", "'exit 3'"))
+    make_run(project.root, "p0", T0)
+    paths = attrs.evolve(jobhelper.paths_of(project.root),
+                         retention=Retention(keep_days=90, keep_runs=0, auto=True))
+    view = views.load_routine_view(paths)
+
+    def auto(at: datetime) -> list[str]:
+        done = prune.prune_during_run(paths, view, now=at, clock=lambda: at, env={})
+        return [r.owner for r in done.removed]
+
+    assert [] == auto(T0 + timedelta(days=1))  # read and cached: ended T0, inside the window
+    make_run(project.root, "p0", T0 + timedelta(days=100))  # attempt 2, ended at T0 + 100 d
+    assert ([], [True] * 3) == (auto(T0 + timedelta(days=120)), exists(paths, run_id("p0")))
+    assert [run_id("p0")] == auto(T0 + timedelta(days=191))

@@ -1,0 +1,137 @@
+"""The foreign-file check of a Job's runs reads only the runs whose files changed (SPEC §10
+rule 3, §15), with a private snapshot of stamps that is safe to lose."""
+
+from __future__ import annotations
+
+import builtins
+import io
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from specdojo_routine.core import jobplan
+from specdojo_routine.store.ledger import adopt, runcheck
+from tests import jobhelper
+from tests.conftest import Project, period_job
+
+RUNS = 300
+JOB = period_job("n", "'true'", "checkpoint:\n  values: {last: '{{inputs.period}}'}\n")
+
+
+def run_id(period: str) -> str:
+    return jobplan.run_id_for("job-n", f"job-n:{period}")
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project with RUNS Job Runs of one Job, each made by run_job."""
+    root = tmp_path_factory.mktemp("runcheck") / "p"
+    Project(root).job("job-n", JOB)
+    for n in range(RUNS):
+        assert "succeeded" == jobhelper.run(root, "job-n", {"period": f"p{n:03d}"}).state
+    return root
+
+
+@pytest.fixture
+def root(made: Path, tmp_path: Path) -> Path:
+    """A copy of the project (every file has a new inode: the snapshot no longer matches)."""
+    copy = tmp_path / "p"
+    shutil.copytree(made, copy)
+    return copy
+
+
+@pytest.fixture
+def opened(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The file names under any ``jobs/runs`` directory this process opens (temp files a
+    publication writes aside)."""
+    names: list[str] = []
+
+    def spy(real: Callable[..., Any]) -> Callable[..., Any]:
+        def call(file: Any, *args: Any, **kwargs: Any) -> Any:
+            path = Path(os.fsdecode(file)) if isinstance(file, str | bytes | os.PathLike) \
+                else None
+            if path is not None and path.parent.name == "runs" \
+                    and path.parent.parent.name == "jobs" and not path.name.startswith("."):
+                names.append(path.name)
+            return real(file, *args, **kwargs)
+
+        return call
+
+    for owner, name in ((builtins, "open"), (io, "open"), (os, "open")):
+        monkeypatch.setattr(owner, name, spy(getattr(owner, name)))
+    yield names
+
+
+def runs_read(names: list[str]) -> set[str]:
+    return {n.rsplit(".", 1)[0] for n in names}
+
+
+def test_a_job_action_reads_only_the_runs_whose_files_changed(
+    root: Path, opened: list[str],
+) -> None:
+    """Once the copy is checked in full (new inodes: nothing is settled), the next Job action
+    opens the files of two runs only: the one the previous action wrote, and its own."""
+    jobhelper.run(root, "job-n", {"period": "p300"})
+    first = runs_read(opened)
+    opened.clear()
+    jobhelper.run(root, "job-n", {"period": "p301"})
+    assert (RUNS + 1, {run_id("p300"), run_id("p301")}) == (len(first), runs_read(opened))
+
+
+def test_the_checkpoint_is_the_full_checks(root: Path) -> None:
+    """The checkpoint read through the snapshot is the one every run's fold gives."""
+    jobhelper.run(root, "job-n", {"period": "p400"})
+    paths = jobhelper.paths_of(root)
+    expected = adopt.checkpoint(paths, "job-n")
+    assert ({"last": "p400"}, expected) == (runcheck.checkpoint(paths, "job-n"), expected)
+
+
+def test_a_lost_or_damaged_snapshot_costs_one_full_check(root: Path, opened: list[str]) -> None:
+    """Without its snapshot (deleted, or not one of ours) a Job action reads every run once
+    and writes a new snapshot; nothing else changes."""
+    jobhelper.run(root, "job-n", {"period": "p300"})
+    paths = jobhelper.paths_of(root)
+    snapshot = runcheck.snapshot_path(paths, "job-n")
+    runs = RUNS + 1
+    for damage in (snapshot.unlink, lambda: snapshot.write_bytes(b"{not json")):
+        damage()
+        opened.clear()
+        jobhelper.run(root, "job-n", {"period": f"p{runs:03d}"})
+        runs += 1
+        assert runs == len(runs_read(opened))
+        assert 1 == orjson.loads(snapshot.read_bytes())["version"]
+
+
+def test_another_tools_change_to_a_settled_run_is_imported(root: Path) -> None:
+    """A view the upstream CLI extended (one more attempt) changes its stamps: the next Job
+    action reads that run again and imports the record before anything replaces it."""
+    jobhelper.run(root, "job-n", {"period": "p300"})
+    paths = jobhelper.paths_of(root)
+    target = run_id("p007")
+    view = paths.run_view(target)
+    record = orjson.loads(view.read_bytes())
+    record["attempts"].append({"attempt": 2, "started_at": "2030-01-01T00:00:00.000Z",
+                               "completed_at": "2030-01-01T00:00:01.000Z",
+                               "status": "succeeded"})
+    record["updated_at"] = "2030-01-01T00:00:01.000Z"
+    view.write_bytes(orjson.dumps(record, option=orjson.OPT_INDENT_2) + b"\n")
+    jobhelper.run(root, "job-n", {"period": "p301"})
+    types = [e["type"] for e in jobhelper.ledger_events(paths, target)]
+    assert "run_imported" == types[-1]
+
+
+def test_read_only_commands_write_no_snapshot(root: Path) -> None:
+    """Preparing a run (what --dry-run does) uses the snapshot but never writes one."""
+    paths = jobhelper.paths_of(root)
+    runcheck.snapshot_path(paths, "job-n").unlink()
+    defs = jobhelper.definitions.load_jobs(paths)
+    from specdojo_routine.app import jobs
+
+    jobs.prepare(paths, defs, "job-n", {"period": "p900"},
+                 scheduled_at=jobhelper.SCHEDULED, trigger="manual", env={})
+    assert not runcheck.snapshot_path(paths, "job-n").exists()
