@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Callable, Collection, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,7 +28,7 @@ from specdojo_routine.core import jobfold, retention
 from specdojo_routine.core.retention import Owner
 from specdojo_routine.execute import prunefiles
 from specdojo_routine.store.config import ProjectPaths
-from specdojo_routine.store.ledger import adopt
+from specdojo_routine.store.ledger import adopt, stamps
 
 CACHE_VERSION = 2
 
@@ -245,12 +244,4 @@ def _save(path: Path, keep: Mapping[str, Any], before: bytes | None) -> None:
     if data == before:
         return
     with contextlib.suppress(OSError):  # a cache: failing to write it costs a re-read
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-            os.replace(tmp, path)
-        except OSError:
-            os.unlink(tmp)
-            raise
+        stamps.replace(path, data, follow=False)

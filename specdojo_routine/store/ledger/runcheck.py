@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import tempfile
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -34,6 +33,7 @@ from specdojo_routine.core import events as ev
 from specdojo_routine.core import jobfold
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.ledger import adopt
+from specdojo_routine.store.ledger.stamps import replace
 
 __all__ = ["checkpoint", "import_job_runs", "plan", "snapshot_path"]
 
@@ -160,17 +160,4 @@ def _save(paths: ProjectPaths, job_id: str, found: adopt.JobImports,
     data = orjson.dumps({"version": SNAPSHOT_VERSION, "job_id": job_id, "runs": runs})
     if data != before:
         with contextlib.suppress(OSError):  # a cache: failing to write it costs a re-read
-            _write(snapshot_path(paths, job_id), data)
-
-
-def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+            replace(snapshot_path(paths, job_id), data, follow=False)
