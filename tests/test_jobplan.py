@@ -14,6 +14,7 @@ from specdojo_routine.core.errors import JobError, UsageError
 from specdojo_routine.core.jobplan import (
     InputError,
     JobRunOutcome,
+    RunIdentity,
     Verdict,
     command_verdict,
     existing_run,
@@ -29,7 +30,7 @@ from specdojo_routine.core.model import (
     Result,
 )
 from specdojo_routine.core.templates import job_context
-from specdojo_routine.execute.agent import AttemptDoc, RunDoc, plan_markdown, result_markdown
+from specdojo_routine.execute.agent import AttemptDoc, plan_markdown, result_markdown
 
 
 class FakeGit:
@@ -391,12 +392,10 @@ def test_job_run_exit_codes(name: str, manual: int, routine: int) -> None:
 
 # --- documents ---------------------------------------------------------------------------------
 
-DOC = RunDoc(run_id="JBR-weekly-abc", job_id="job-weekly", name='Weekly "report"',
-             project_id="demo", trigger="manual", scheduled_at="2026-08-07T08:00:00.000Z",
-             inputs={"period": "2026-W32", "langs": ["en", "ja"]},
-             task={"mode": "command", "command": "echo ```x```"},
-             plan_ref="exec/plans/JBR-weekly-abc-plan.md",
-             result_ref="exec/results/JBR-weekly-abc-result.md")
+DOC = RunIdentity(run_id="JBR-weekly-abc", job_id="job-weekly", name='Weekly "report"',
+                  project_id="demo", trigger="manual", scheduled_at="2026-08-07T08:00:00.000Z",
+                  inputs={"period": "2026-W32", "langs": ["en", "ja"]},
+                  task={"mode": "command", "command": "echo ```x```"})
 
 
 def test_plan_has_specdojo_frontmatter_and_the_command() -> None:

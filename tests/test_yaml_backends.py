@@ -30,7 +30,7 @@ if sys.argv[1] == "without":
     for name in ("_ruamel_yaml", "_ruamel_yaml_clibz"):
         sys.modules[name] = None  # import of it raises ImportError
 from specdojo_routine.cli import main
-from specdojo_routine.store.fastyaml import FastReader
+from specdojo_routine.store.definitions.fastyaml import FastReader
 results = []
 for root in sys.argv[2:]:
     out, err = io.StringIO(), io.StringIO()
