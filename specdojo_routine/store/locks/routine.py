@@ -12,9 +12,8 @@ our own crash left it (our tool, this host, a dead pid); if it cannot be announc
 (matching device+inode, or inode + the pid the holder wrote, since overlayfs/btrfs report another
 device to ``stat``). Without ``/proc/locks`` it falls back to a ``LOCK_SH|LOCK_NB`` probe; so
 that such a probe cannot cause a spurious "busy", an acquirer retries for ``BUSY_GRACE_S``.
-``list`` and the dry run ask through ``status_soon``: ``/proc/locks`` is read on a thread while
-they load the definitions or select (its first read in a process waits ~20 ms in the kernel),
-the rest in the caller, at once.
+``list`` and the dry run ask through ``status_soon``: everything is read at once, in the
+caller, right after their view.
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ import errno
 import functools
 import os
 import re
-import threading  # only status_soon starts a thread
 import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
@@ -166,16 +164,10 @@ def status_soon(
     env: Mapping[str, str] | None = None,
 ) -> Callable[[], LockInfo]:
     """:func:`routine_lock_status` as of this call, answered by the returned call: everything
-    is read now, in the caller (errors included: a Redis that is down is raised here), but
-    ``/proc/locks``, which a thread reads meanwhile (its first read in a process waits ~20 ms
-    in the kernel, with the GIL released), while the caller does other work. The thread only
-    reads that file (no import, no lock). Later calls give the first one's result."""
-    import threading
-
+    is read now, in the caller (errors included: a Redis that is down is raised here), so
+    what is reported is one moment's state, right after the caller's view. In this process,
+    no thread (SPEC §12). Later calls give the first one's result."""
     table = _LockTable(locks_dir / ROUTINE_FLOCK_NAME)
-    if table.stat is not None and _PROC_LOCKS.exists():  # else the probe is taken now
-        table.thread = threading.Thread(target=table.read, name="proc-locks", daemon=True)
-        table.thread.start()
     return functools.cache(_status(locks_dir, now, project, env, table))
 
 
@@ -184,9 +176,9 @@ def _status(
     table: _LockTable,
 ) -> Callable[[], LockInfo]:
     """The lock's state, read now - the Redis holder, the lock file's record, the upstream
-    directory, and the flock itself unless ``table`` is being read on a thread - and answered
-    by the returned call, which waits for that read. Reading it all at once keeps what is
-    reported one moment's state, as close after the caller's view as possible."""
+    directory and the flock itself - and answered by the returned call. Reading it all at
+    once keeps what is reported one moment's state, as close after the caller's view as
+    possible."""
     now = timefmt.to_utc(now)
     url = redislock.lock_url(os.environ if env is None else env) if project else None
     if url is not None and project is not None:
@@ -196,12 +188,11 @@ def _status(
             return lambda: info
     path = locks_dir / ROUTINE_FLOCK_NAME
     pid, host, acquired_at = _read_holder(path)
-    flocked = None if table.thread is not None else _flock_held(path, pid, table)
+    flocked = _flock_held(path, pid, table)
     upstream = announce.holder(locks_dir, now=now, host=this_host(), alive=pid_alive)
 
     def answer() -> LockInfo:
-        held = _flock_held(path, pid, table) if flocked is None else flocked  # waits the thread
-        if held:
+        if flocked:
             return _held(pid, host, acquired_at, now)
         if upstream is not None:
             return LockInfo(held=True, pid=upstream.pid, host=upstream.host,
@@ -221,17 +212,13 @@ class _LockTable:
         except OSError:
             self.stat = None
         self.data: bytes | None = None
-        self.thread: threading.Thread | None = None  # status_soon's reader, if it started one
 
     def wait(self) -> None:
-        """The table read: the thread's, once it is done, else read here."""
-        if self.thread is not None:
-            self.thread.join()
-        else:
-            self.read()
+        """Read the table."""
+        self.read()
 
     def read(self) -> None:
-        try:  # bytes: decoding text here could import a codec, on the thread
+        try:
             self.data = _PROC_LOCKS.read_bytes()
         except OSError:
             self.data = None
