@@ -213,5 +213,5 @@ def test_a_missing_dependency_is_one_clear_line(
     assert 1 == done.returncode, done.stdout + done.stderr
     assert [f"error: No module named '{module}': a package specdojo_routine needs is missing "
             "or broken in this Python environment; install specdojo_routine with its "
-            "dependencies (pip install specdojo_routine) and run the command again"] == (
+            "dependencies (pip install -e . in its clone) and run the command again"] == (
         done.stderr.splitlines())

@@ -163,7 +163,7 @@ def missing_dependency(exc: ImportError) -> str:
     """One line for a module that cannot be imported (a dependency missing or broken)."""
     return (f"{exc}: a package specdojo_routine needs is missing or broken in this Python "
             f"environment; install specdojo_routine with its dependencies "
-            "(pip install specdojo_routine) and run the command again")
+            "(pip install -e . in its clone) and run the command again")
 
 
 def remedy(exc: OSError) -> str:
