@@ -252,6 +252,12 @@ def _both(stamp: Any, routine: Routine | None) -> str:
     return text
 
 
+def _short(stamp: str | None) -> str:
+    """``2026-08-07 08:00`` for a stored UTC stamp."""
+    when = try_parse_instant(stamp)
+    return f"{when:%Y-%m-%d %H:%M}" if when else (stamp or "")
+
+
 def _span(seconds: int | None) -> str:
     if seconds is None:
         return ""
@@ -330,6 +336,7 @@ white-space:nowrap}
 .legend li{display:flex;align-items:center;gap:4px;font-size:12px}
 .mono{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px}
 .problems{color:#c62828}
+.evidence td{white-space:nowrap}
 """
 
 
@@ -451,7 +458,7 @@ def _evidence_table(report: Report) -> str:
         return "<h2>Job Runs and evidence</h2>\n<p>None in this window.</p>\n"
     rows = [
         f"<tr><td class=\"id\">{_e(line.routine_id)}</td>"
-        f"<td class=\"mono\">{_e(line.scheduled_for or '')}</td><td>{_e(line.action)}</td>"
+        f"<td class=\"mono\">{_e(_short(line.scheduled_for))}</td><td>{_e(line.action)}</td>"
         f"<td>{_e(line.result or 'running')}</td>"
         f"<td class=\"mono\">{_e(line.job_run_id or '-')}</td><td>{_e(line.job_state or '')}</td>"
         f"<td class=\"mono\">{_e(line.evidence_ref or '-')}</td></tr>\n"
