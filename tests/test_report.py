@@ -8,6 +8,7 @@ import os
 import re
 import struct
 import subprocess
+import sys
 import zlib
 from pathlib import Path
 from typing import ClassVar
@@ -17,6 +18,8 @@ import pytest
 from specdojo_routine.app import report
 from specdojo_routine.core import events
 from specdojo_routine.store.ledger import journal
+from tests import viewhelper
+from tests.conftest import REPO, copy_source
 from tests.weekhistory import AFTER, Week
 
 CHROMIUM = "/usr/bin/chromium"
@@ -237,3 +240,49 @@ def test_a_real_browser_draws_the_grid(week: Week, tmp_path: Path) -> None:
     colours = _pixels(shot.read_bytes())
     shown = {name for name, colour, _ in report.OUTCOMES if _rgb(colour) in colours}
     assert {"success", "failure"} <= shown, shown
+
+
+def test_coalesced_occurrences_are_drawn_and_a_held_lock_does_not_block(tmp_path: Path) -> None:
+    """On the demo, four days without a run: `rtn-nightly` runs the newest occurrence and its
+    three passed-over ones are `coalesced` cells naming the attempt; the report is written
+    while another process holds the routine lock (it takes none a run waits for)."""
+    root = tmp_path / "demo"
+    copy_source(REPO / "fixtures" / "demo", root)
+    for at in ("2026-08-03T03:00:00Z", "2026-08-07T03:00:00Z"):
+        assert 0 == viewhelper.cli(root, "run", "--due", "--now", at).returncode
+    holder = subprocess.Popen(
+        [sys.executable, str(REPO / "tests" / "lockhelper.py"), "routine-hold",
+         str(root / "routines" / ".locks")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        text=True)
+    try:
+        assert "held" == holder.stdout.readline().strip()  # type: ignore[union-attr]
+        done = viewhelper.cli(root, "report", "--html", str(root / "r.html"), "--days", "7",
+                              "--now", "2026-08-07T04:00:00Z")
+    finally:
+        holder.stdin.close()  # type: ignore[union-attr]
+        holder.wait(timeout=30)
+    assert 0 == done.returncode, done.stderr
+    text = (root / "r.html").read_text(encoding="utf-8")
+    nightly = re.search(r'<tr data-routine="rtn-nightly">(.*?)</tr>', text, re.S)
+    assert nightly is not None
+    cells = [c for c in _parse(nightly.group(1)).cells]
+    assert ["skipped", "coalesced", "coalesced", "coalesced", "skipped"] == [
+        c["data-outcome"] for c in cells]
+    assert all("ran as one with 2026-08-07T02:30:00.000Z: att-" in str(c["title"])
+               for c in cells[1:4])
+
+
+def test_a_crowded_day_draws_its_failures_and_counts_the_rest() -> None:
+    """Past the cells a day can hold, the non-successes are drawn first and the others are
+    one `+N` whose title counts them by outcome."""
+    from datetime import UTC, datetime, timedelta
+
+    start = datetime(2026, 8, 9, tzinfo=UTC)
+    cells = [report.Cell(scheduled_for=start + timedelta(minutes=5 * n),
+                         outcome="failure" if n in (3, 100) else "success")
+             for n in range(report.MAX_PER_DAY + 100)]
+    text = report._day_cells(cells)
+    drawn = re.findall(r'data-outcome="(\w+)"', text)
+    assert (report.MAX_PER_DAY - 1, 2, "101 more: 101 success") == (
+        len(drawn), drawn.count("failure"), re.findall(r'class="more" title="([^"]+)"',
+                                                       text)[0])

@@ -337,6 +337,7 @@ white-space:nowrap}
 .mono{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px}
 .problems{color:#c62828}
 .evidence td{white-space:nowrap}
+.evidence td.path{white-space:normal;word-break:break-all;min-width:200px}
 """
 
 
@@ -461,7 +462,7 @@ def _evidence_table(report: Report) -> str:
         f"<td class=\"mono\">{_e(_short(line.scheduled_for))}</td><td>{_e(line.action)}</td>"
         f"<td>{_e(line.result or 'running')}</td>"
         f"<td class=\"mono\">{_e(line.job_run_id or '-')}</td><td>{_e(line.job_state or '')}</td>"
-        f"<td class=\"mono\">{_e(line.evidence_ref or '-')}</td></tr>\n"
+        f"<td class=\"mono path\">{_e(line.evidence_ref or '-')}</td></tr>\n"
         for line in report.evidence]
     return ("<h2>Job Runs and evidence</h2>\n<p class=\"meta\">Newest first; paths are relative"
             " to the project root (<code>logs ID</code> and <code>job logs RUN_ID</code> print"
