@@ -98,8 +98,9 @@ def test_the_week_report_is_one_valid_self_contained_page(week: Week, tmp_path: 
 
 
 def test_untrusted_text_is_escaped(week_copy: Week, tmp_path: Path) -> None:
-    """A resolve note (the attempt's reason) and a routine name with markup are shown as text:
-    no element of theirs reaches the page."""
+    """A runner that died mid-attempt is an `interrupted` cell; once resolved, the note (the
+    attempt's reason) and a routine name with markup are shown as text: no element of theirs
+    reaches the page."""
     rid = "rtn-sync"
     path = week_copy.root / "routines" / "rtn-cleanup.yaml"
     path.write_text(path.read_text() + 'name: "<img src=x onerror=alert(1)>"\n')
@@ -110,10 +111,14 @@ def test_untrusted_text_is_escaped(week_copy: Week, tmp_path: Path) -> None:
             last_run="2026-08-09T20:00:00Z", passed_over_since=None,
             owner=events.Owner(pid=999_999, host="elsewhere"), schedule="interval"),
         events.ActionStarted(**common, index=1, kind="specdojo")])
+    target = tmp_path / "r.html"
+    before = week_copy.cli("report", "--html", str(target), "--now", AFTER)
+    open_cells = [c for c in _parse(target.read_text(encoding="utf-8")).cells
+                  if "att-dead-runner" in str(c.get("title"))]
+    assert (0, ["interrupted"]) == (before.returncode, [c["data-outcome"] for c in open_cells])
     hostile = "<script>alert('x')</script> & \"done\""
     resolved = week_copy.cli("resolve", rid, "--result", "failure", "--note", hostile)
     assert 0 == resolved.returncode, resolved.stderr
-    target = tmp_path / "r.html"
     done = week_copy.cli("report", "--html", str(target), "--now", AFTER)
     text = target.read_text(encoding="utf-8")
     tags = _parse(text)
