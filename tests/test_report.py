@@ -291,3 +291,19 @@ def test_a_crowded_day_draws_its_failures_and_counts_the_rest() -> None:
     assert (report.MAX_PER_DAY - 1, 2, "101 more: 101 success") == (
         len(drawn), drawn.count("failure"), re.findall(r'class="more" title="([^"]+)"',
                                                        text)[0])
+
+
+def test_an_occurrence_tried_twice_is_one_cell_with_its_last_outcome() -> None:
+    """A held occurrence that a release ran, then retried, is one cell: the last attempt's
+    outcome, the others named in its details."""
+    from datetime import UTC, datetime
+
+    at = datetime(2026, 8, 9, 2, 0, tzinfo=UTC)
+    tried = [report.Cell(scheduled_for=at, outcome=outcome, from_attempt=True,
+                         details=(("attempt", attempt),))
+             for outcome, attempt in (("failure", "att-1"), ("success", "att-2"))]
+    held = report.Cell(scheduled_for=at, outcome="held")
+    row = report._row("rtn-a", None, "cron", "success", False, [*tried, held],
+                      datetime(2026, 8, 1, tzinfo=UTC), datetime(2026, 8, 10, tzinfo=UTC))
+    assert [("success", (("attempt", "att-2"), ("before", "failure (att-1); held")))] == [
+        (c.outcome, c.details) for c in row.cells]

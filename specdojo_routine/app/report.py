@@ -86,6 +86,7 @@ class Cell:
     outcome: str
     late: bool = False
     details: tuple[tuple[str, str], ...] = ()  # (label, value), shown on hover
+    from_attempt: bool = False  # an attempt's, not an event's that accounted for it
 
 
 @attrs.frozen(kw_only=True)
@@ -203,7 +204,7 @@ def _attempt_cell(attempt: Attempt, interrupted: bool, routine: Routine | None) 
                ("job runs", ", ".join(attempt.job_run_ids))]
     return Cell(scheduled_for=when or datetime.min.replace(tzinfo=UTC), outcome=outcome,
                 late=late is not None and late >= LATE_S,
-                details=tuple((k, v) for k, v in details if v))
+                details=tuple((k, v) for k, v in details if v), from_attempt=True)
 
 
 def _event_cells(event: Mapping[str, Any], routine: Routine | None) -> list[Cell]:
@@ -269,11 +270,26 @@ def _span(seconds: int | None) -> str:
 
 def _row(routine_id: str, routine: Routine | None, schedule_text: str, state: str,
          unhealthy: bool, cells: list[Cell], since: datetime, now: datetime) -> Row:
-    inside = sorted((c for c in cells if since <= c.scheduled_for <= now),
-                    key=lambda c: c.scheduled_for)
+    groups: dict[datetime, list[Cell]] = {}
+    for cell in cells:
+        if since <= cell.scheduled_for <= now:
+            groups.setdefault(cell.scheduled_for, []).append(cell)
+    inside = [_merge(groups[at]) for at in sorted(groups)]
     return Row(routine_id=routine_id, name=routine.name if routine else None,
                schedule=schedule_text, state=state, unhealthy=unhealthy,
                timezone=(routine.timezone if routine else None) or "UTC", cells=tuple(inside))
+
+
+def _merge(group: list[Cell]) -> Cell:
+    """One cell for one occurrence: its last attempt's (a retry, a release after a hold), else
+    its last event's, naming what else it went through."""
+    if len(group) == 1:
+        return group[0]
+    attempts = [c for c in group if c.from_attempt]
+    main = attempts[-1] if attempts else group[-1]
+    also = "; ".join(c.outcome + (f" ({dict(c.details)['attempt']})" if c.from_attempt else "")
+                     for c in group if c is not main)
+    return attrs.evolve(main, details=(*main.details, ("before", also)))
 
 
 def _evidence(paths: ProjectPaths, attempts: list[Attempt]) -> list[EvidenceLine]:
