@@ -205,6 +205,17 @@ COMMANDS: dict[str, CommandHelp] = {
          "{prog} logs rtn-nightly --attempt att-20260807T020000Z-1a2b3c4d --json"),
         ((0, "printed"), (1, "the routine has no attempt yet"), _DAMAGED,
          (2, "an unknown routine, attempt or action, or usage error"))),
+    "report": CommandHelp(
+        "Write one self-contained HTML page (no network, no external assets): per routine a "
+        "row of cells, one per occurrence of the last N days, coloured by outcome, with the "
+        "times, reason, attempt and Job Run ids on hover; the next runs; the Job Runs and "
+        "delegated calls with their evidence paths. Reads what list and history read; writes "
+        "only FILE, atomically.",
+        ("{prog} report --html report.html", "{prog} report --html /var/www/routines.html "
+         "--days 30", "{prog} report --html week.html --now 2026-08-10T00:00:00Z"),
+        ((0, "written"), _DAMAGED,
+         (2, "FILE's directory does not exist or FILE is a directory, --days out of range, "
+             "or usage error"))),
     "job": CommandHelp(
         "Job Definitions (job-*.yaml) and their Job Runs.",
         ("{prog} job list", "{prog} job run --job job-weekly-report --input period=2026-W31"),

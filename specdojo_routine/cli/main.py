@@ -223,6 +223,7 @@ _SUBCOMMANDS: dict[str, Callable[[Subparsers, _Parser], None]] = {
     "status": lambda sub, common: _statuscli().add_status(sub, common, _instant),
     "logs": lambda sub, common: _logscli().add_logs(sub, common),
     "prune": lambda sub, common: prunecli.add_prune(sub, common, _instant),
+    "report": lambda sub, common: _reportcli().add_report(sub, common, _instant),
     "job": _add_job_commands,
 }
 
@@ -243,6 +244,12 @@ def _logscli() -> Any:
     from specdojo_routine.cli import logscli
 
     return logscli
+
+
+def _reportcli() -> Any:
+    from specdojo_routine.cli import reportcli
+
+    return reportcli
 
 
 def _dispatch(args: argparse.Namespace) -> Command:
@@ -441,6 +448,7 @@ _COMMANDS: dict[str, Command] = {
     "status": lambda a, o, e: int(_statuscli().cmd_status(a, _paths(a), o, e)),
     "logs": lambda a, o, e: int(_logscli().cmd_logs(a, _paths(a), o, e)),
     "prune": lambda a, o, e: prunecli.cmd_prune(a, _paths(a), o, e),
+    "report": lambda a, o, e: int(_reportcli().cmd_report(a, lambda: _paths(a), o, e)),
 }
 def _job_command(name: str) -> Command:
     def command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import functools
 import shlex
 from collections.abc import Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 import orjson
 
 from specdojo_routine.core.errors import EXIT_FAILURE, EXIT_OK
-from specdojo_routine.core.timefmt import format_ms, format_s, try_parse_instant
+from specdojo_routine.core.timefmt import format_ms, format_s
+from specdojo_routine.core.timefmt import relative as relative  # re-exported: render.relative
 from specdojo_routine.store.config import ProjectPaths
 
 if TYPE_CHECKING:
@@ -32,22 +32,6 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
              for row in cells]
     return "\n".join(lines) + "\n"
-
-
-def relative(stamp: str | None, now: datetime) -> str:
-    """``3h ago`` / ``in 2d`` / ``-`` for a timestamp relative to ``now``."""
-    when = try_parse_instant(stamp)
-    if when is None:
-        return "-"
-    seconds = int((when - now).total_seconds())
-    span = abs(seconds)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if span >= size:
-            text = f"{span // size}{unit}"
-            break
-    else:
-        return "now" if span < 1 else (f"{span}s ago" if seconds < 0 else f"in {span}s")
-    return f"{text} ago" if seconds < 0 else f"in {text}"
 
 
 def where(paths: ProjectPaths) -> str:

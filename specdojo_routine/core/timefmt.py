@@ -58,3 +58,19 @@ def try_parse_instant(text: object) -> datetime | None:
         return parse_instant(text)
     except ValueError:
         return None
+
+
+def relative(stamp: str | None, now: datetime) -> str:
+    """``3h ago`` / ``in 2d`` / ``-`` for a timestamp relative to ``now``."""
+    when = try_parse_instant(stamp)
+    if when is None:
+        return "-"
+    seconds = int((when - now).total_seconds())
+    span = abs(seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if span >= size:
+            text = f"{span // size}{unit}"
+            break
+    else:
+        return "now" if span < 1 else (f"{span}s ago" if seconds < 0 else f"in {span}s")
+    return f"{text} ago" if seconds < 0 else f"in {text}"
