@@ -19,6 +19,8 @@ _Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
 #: The event version this program writes (older versions are upgraded on read, see ``codec``).
 CURRENT_VERSION = 1
 RUN_STATUSES = ("succeeded", "partial", "failed", "noop")
+#: The states a Job Run ends in: only such a run's evidence may be pruned (SPEC §15).
+PRUNABLE_STATES = frozenset(RUN_STATUSES)
 
 
 def _fail(attribute: attrs.Attribute[Any], value: Any, expected: str) -> None:

@@ -18,18 +18,19 @@ from __future__ import annotations
 
 import functools
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import cattrs
 import orjson
-from cattrs.preconf.orjson import OrjsonConverter
 
 from specdojo_routine.core import events
 from specdojo_routine.core.errors import CorruptLedgerError
 from specdojo_routine.core.event_checks import CURRENT_VERSION
 from specdojo_routine.core.events import Event, LedgerKind
 from specdojo_routine.core.timefmt import format_ms, try_parse_instant
+
+if TYPE_CHECKING:  # cattrs is imported where the converter is built: folding needs none
+    from cattrs.preconf.orjson import OrjsonConverter
 
 ENVELOPE = ("version", "seq", "type", "at", "prev")
 UNKNOWN_OWNER: dict[str, Any] = {"pid": 0, "host": "unknown"}
@@ -77,7 +78,9 @@ def _strict_float(value: Any, _type: Any) -> float:
 
 @functools.cache
 def converter() -> OrjsonConverter:
-    """The converter of every event, built on first use (cattrs: 10 ms of start-up)."""
+    """The converter of every event, built on first use: folding lines (:func:`upgrade`)
+    needs no converter, and importing cattrs costs a command that only reads more than the
+    rest of its start-up."""
     return build_converter()
 
 
@@ -150,6 +153,8 @@ def decode_record(
     Raises :class:`CorruptLedgerError` naming ``path:line_no`` for anything that is not a valid
     event of the ``ledger`` kind, unknown event types included.
     """
+    import cattrs  # loaded with the converter
+
     try:
         raw = upgrade(line if isinstance(line, dict) else parse(line))
         tag = raw.get("type")
@@ -185,6 +190,8 @@ def decode(
 
 
 def _describe(exc: BaseException, _type: Any) -> str:
+    import cattrs
+
     if isinstance(exc, KeyError):
         return "required field missing"
     if isinstance(exc, cattrs.ForbiddenExtraKeysError):
