@@ -88,7 +88,7 @@ def _common() -> _Parser:
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser of every command; given the command line, the subparser of its command only.
 
-    Building one subparser instead of all of them is the start-up budget (issue 16). A line
+    Building one subparser instead of all of them spares every command the others. A line
     that names no command (``--help``, ``--version``, a typo, nothing) gets every subparser,
     so the program's help and a usage error still list them all; a command's own parser, and
     so its ``--help`` and its errors, is the same either way."""

@@ -15,7 +15,7 @@ from specdojo_routine.core.timefmt import try_parse_instant
 _Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
 
 # Here, not in :mod:`.events`, so that the folds read them without creating the event classes
-# (`list` starts faster, issue 16); :mod:`.events` re-exports both.
+# (`list` starts faster); :mod:`.events` re-exports both.
 #: The event version this program writes (older versions are upgraded on read, see ``codec``).
 CURRENT_VERSION = 1
 RUN_STATUSES = ("succeeded", "partial", "failed", "noop")

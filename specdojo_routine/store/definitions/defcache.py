@@ -11,7 +11,7 @@ warning) never enters the cache: it is read by the located slow path, always.
 What is trusted, and why (trust only what we wrote and can verify):
 
 - **Every file is read and hashed on every load; its identity is not trusted.** Device, inode,
-  size and modification/change times would spare the reads (~0.1 s for 10,000 files), but they
+  size and modification/change times would spare the reads of thousands of files, but they
   are not a proof of content: two writes of the same size within one timestamp tick, an inode
   number reused by a restored file, a file system with coarse or copied times all keep them
   while the text changes. The sha256 of the text is what ties an entry to a file.

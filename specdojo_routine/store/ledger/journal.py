@@ -7,7 +7,7 @@ only long enough to find the end of the last complete line, then read up to ther
 concurrent append is never seen half-written. The shared lock is the same ``flock(2)`` call
 portalocker makes on POSIX, made directly (:mod:`.ledgerlock`): importing portalocker (and
 redis, which its ``__init__`` imports) costs a read-only command like ``list`` more than the
-rest of its start-up (issue 16).
+rest of its start-up.
 
 Line ``n`` of a ledger carries ``seq`` ``n``. A *torn* tail is a last line without its newline or
 whose JSON does not parse (a crash mid-write); it is reported as :class:`TornLedgerError` and

@@ -8,10 +8,14 @@ link points to. The upstream ``routine-run.lock/`` directory is honoured and, wh
 flock, held by us too (``announce``; SPEC §6.2): a directory at most 1 hour old is busy unless
 our own crash left it (our tool, this host, a dead pid); if it cannot be announced, nothing runs.
 
-``routine_lock_status`` takes no lock on Linux: it looks up the file's inode in ``/proc/locks``
-(matching device+inode, or inode + the pid the holder wrote, since overlayfs/btrfs report another
-device to ``stat``). Without ``/proc/locks`` it falls back to a ``LOCK_SH|LOCK_NB`` probe; so
-that such a probe cannot cause a spurious "busy", an acquirer retries for ``BUSY_GRACE_S``.
+``routine_lock_status`` asks the kernel with a ``LOCK_SH|LOCK_NB`` probe of the lock file: it
+fails exactly while a holder has the exclusive flock, and when it succeeds the shared lock is
+let go at once. So that such a probe cannot cause a spurious "busy", an acquirer retries for
+``BUSY_GRACE_S``. The probe is a system call; the first read of ``/proc/locks`` in a process
+costs a command like ``list`` more than its own work, so the kernel's table is read only where
+the file cannot be opened to probe it (another user's lock file), looking up its inode
+(matching device+inode, or inode + the pid the holder wrote, since overlayfs/btrfs report
+another device to ``stat``).
 ``list`` and the dry run ask through ``status_soon``: everything is read at once, in the
 caller, right after their view.
 
@@ -65,7 +69,7 @@ def _utc_now() -> datetime:
 def this_host() -> str:
     """The host name written into lock owner records: the kernel's node name, what
     ``socket.gethostname()`` and upstream's ``os.hostname()`` give (without importing
-    ``socket``, ~2 ms of every ``list``)."""
+    ``socket``, which every ``list`` would pay for)."""
     return os.uname().nodename
 
 
@@ -307,9 +311,12 @@ def _flock_held(path: Path, pid_hint: int | None, table: _LockTable) -> bool:
     """Whether the lock file (as ``table`` found it) has a lock on it."""
     if table.stat is None:
         return False
+    probed = _probe_held(path)
+    if probed is not None:
+        return probed
     table.wait()
     if table.data is None:
-        return _probe_held(path)
+        return False
     return held_in_proc_locks(table.data.decode("ascii", errors="replace"),
                               dev=table.stat.st_dev, ino=table.stat.st_ino, pid_hint=pid_hint)
 
@@ -327,11 +334,12 @@ def held_in_proc_locks(table: str, *, dev: int, ino: int, pid_hint: int | None) 
     return False
 
 
-def _probe_held(path: Path) -> bool:
+def _probe_held(path: Path) -> bool | None:
+    """Whether a holder has the flock of ``path``; None when the file cannot be opened."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
-        return False
+        return None
     with os.fdopen(fd, "rb") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
