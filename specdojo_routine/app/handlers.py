@@ -29,7 +29,7 @@ from specdojo_routine.app.routine_commands import resolve as resolve
 from specdojo_routine.app.run_owner import _is_open as _is_open
 from specdojo_routine.app.run_owner import live_owner as live_owner
 from specdojo_routine.app.run_owner import refuse_if_owner_lives as refuse_if_owner_lives
-from specdojo_routine.core import decide, errors, events, policy, schedule, suggest, timefmt
+from specdojo_routine.core import decide, errors, policy, schedule, suggest, timefmt
 from specdojo_routine.core.errors import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -49,9 +49,10 @@ from specdojo_routine.store.ledger import adopt, views
 from specdojo_routine.store.ledger import journal as ledger
 from specdojo_routine.store.locks import routine as locks
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # events: the classes are created where an event is recorded
     from specdojo_routine.app.actions import ActionReport
     from specdojo_routine.app.prune import PruneReport
+    from specdojo_routine.core import events
 
 FOLD_ACTOR = "specdojo_routine fold"
 #: The reason recorded for the actions a run did not start because its routine lock was lost.
@@ -134,6 +135,8 @@ class _Context:
         """Append ``event`` to the routine ledger with its free text redacted; the event as
         recorded. Every routine event goes through here, so a failure reason - whatever
         produced it - reaches the ledger, the views and the run's report redacted (§7.5)."""
+        from specdojo_routine.core import events
+
         recorded = events.redacted(event, self.secrets)
         self._append(recorded)
         return recorded
@@ -373,10 +376,14 @@ def plan_selection(
 def _register(ctx: _Context, defs: Definitions, view: views.RoutineView) -> views.RoutineView:
     """T-01: record every valid definition seen for the first time or with a new digest."""
     changed = [r for r in defs.routines if view.get(r.id).get("digest") != r.digest]
+    if not changed:
+        return view
+    from specdojo_routine.core import events  # created only when there is one to record
+
     for routine in changed:
         ctx.record(events.RoutineRegistered(
             routine_id=routine.id, digest=routine.digest, path=routine.path))
-    return views.refresh_routine_view(ctx.paths) if changed else view
+    return views.refresh_routine_view(ctx.paths)
 
 
 def _new_attempt_id(now: datetime) -> str:
@@ -401,6 +408,7 @@ def _record_attempt(
     ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None
 ) -> AttemptReport:
     from specdojo_routine.app import actions  # the process machinery: only to start an action
+    from specdojo_routine.core import events
 
     routine, occ = chosen.routine, chosen.occurrence
     attempt_id = _new_attempt_id(ctx.now)
@@ -455,6 +463,8 @@ def _end_attempt(
     started_at: str, completed_at: str, outcomes: list[tuple[int, str, Result, str | None]],
     job_run_ids: list[str], *, reason_override: str | None = None,
 ) -> AttemptReport:
+    from specdojo_routine.core import events
+
     result = aggregate([o[2] for o in outcomes]) if reason_override is None else Result.FAILURE
     reason = reason_override or decide.failure_reason(outcomes)
     scheduled = scheduled_for if isinstance(scheduled_for, str) else format_ms(scheduled_for)
@@ -474,6 +484,8 @@ def _end_attempt(
 def _action_results(
     payload: list[dict[str, Any]] | None,
 ) -> tuple[events.ActionResult, ...] | None:
+    from specdojo_routine.core import events
+
     if payload is None:
         return None
     return tuple(events.ActionResult(**item) for item in payload)

@@ -23,14 +23,15 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
-from specdojo_routine.core import events
 from specdojo_routine.core.errors import CorruptLedgerError
 from specdojo_routine.core.event_checks import CURRENT_VERSION
-from specdojo_routine.core.events import Event, LedgerKind
 from specdojo_routine.core.timefmt import format_ms, try_parse_instant
 
-if TYPE_CHECKING:  # cattrs is imported where the converter is built: folding needs none
+if TYPE_CHECKING:  # cattrs and the event classes are imported where an event is encoded or
+    # decoded: folding lines (upgrade) needs neither
     from cattrs.preconf.orjson import OrjsonConverter
+
+    from specdojo_routine.core.events import Event, LedgerKind
 
 ENVELOPE = ("version", "seq", "type", "at", "prev")
 UNKNOWN_OWNER: dict[str, Any] = {"pid": 0, "host": "unknown"}
@@ -96,6 +97,8 @@ def payload(event: Event) -> dict[str, Any]:
 def encode(event: Event, seq: int, at: datetime, prev: str | None = None) -> bytes:
     """One ledger line for ``event`` as number ``seq``, stamped ``at`` (wall clock); ``prev``:
     the lowercase hex sha256 of the line before it (the hash chain of SPEC §5)."""
+    from specdojo_routine.core import events
+
     tag = events.TAGS[type(event)][1]
     line: dict[str, Any] = {"version": CURRENT_VERSION, "seq": seq, "type": tag}
     line["at"] = format_ms(at)
@@ -154,6 +157,8 @@ def decode_record(
     event of the ``ledger`` kind, unknown event types included.
     """
     import cattrs  # loaded with the converter
+
+    from specdojo_routine.core import events
 
     try:
         raw = upgrade(line if isinstance(line, dict) else parse(line))

@@ -16,13 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
-from specdojo_routine.core import events as ev
 from specdojo_routine.core.errors import CorruptLedgerError, TornLedgerError
-from specdojo_routine.core.events import Event
 from specdojo_routine.core.fold import (
     RoutineFold,
     RoutineStateDoc,
@@ -42,6 +40,9 @@ from specdojo_routine.core.jobfold import (
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.ledger import chain, codec, documents, proven, stamps
 from specdojo_routine.store.ledger import journal as ledger
+
+if TYPE_CHECKING:  # the event classes are created where an event is replayed
+    from specdojo_routine.core.events import Event
 
 __all__ = [
     "ROUTINE_LEDGER_NAME",
@@ -307,6 +308,8 @@ def _raw_ledgers(
 ) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
     """The ledger lines (parsed) the events would make: the routine ledger and each run's.
     Bare events are chained as an append chains them; recorded ones keep the ``prev`` they had."""
+    from specdojo_routine.core import events as ev
+
     routine: list[dict[str, Any]] = []
     runs: dict[str, list[dict[str, Any]]] = {}
     for item in items:
