@@ -32,20 +32,28 @@ def test_nothing_due_needs_no_schedule_iteration_and_still_sees_the_next_occurre
             """)
     first = project.cli("run", "--due", "--now", RAN)
     assert 0 == first.returncode and "Ran 3 attempt(s)" in first.stdout, first.stdout
-    # the first call after the cursors moved works out their next occurrences once ...
-    assert "no due routines" in project.cli("run", "--due", "--now", MINUTE_LATER).stdout
+    # the run remembers each routine's next occurrence after the cursor it left ...
     cache = project.root / "routines" / ".cache" / "definitions.json"
     assert {f"{n} 4 * * *|UTC|2026-08-07T04:0{n}:00.000Z": f"2026-08-08T04:0{n}:00.000Z"
             for n in range(3)} == orjson.loads(cache.read_bytes())["next"]
-    # ... and every later call with nothing due answers from them
+    # ... so every later call with nothing due, and `list`, answer from them
     before = project.ledger.read_bytes()
-    idle = project.cli("run", "--due", "--now", TWO_MINUTES_LATER,
-                       env=project.env(PYTHONPROFILEIMPORTTIME="1"))
-    assert (0, "no due routines\n") == (idle.returncode, idle.stdout), idle.stderr[-2000:]
+    for minute in (MINUTE_LATER, TWO_MINUTES_LATER):
+        idle = project.cli("run", "--due", "--now", minute,
+                           env=project.env(PYTHONPROFILEIMPORTTIME="1"))
+        assert (0, "no due routines\n") == (idle.returncode, idle.stdout), idle.stderr[-2000:]
+        imported = _imported(idle.stderr)
+        assert "specdojo_routine.app.handlers" in imported  # the measurement saw the run
+        assert [] == [m for m in imported if any(m == h or m.startswith(h + ".") for h in HEAVY)]
     assert before == project.ledger.read_bytes()  # nothing recorded
-    imported = _imported(idle.stderr)
-    assert "specdojo_routine.app.handlers" in imported  # the measurement saw the run
-    assert [] == [m for m in imported if any(m == h or m.startswith(h + ".") for h in HEAVY)]
+    listed = project.cli("list", "--json", "--now", MINUTE_LATER,
+                         env=project.env(PYTHONPROFILEIMPORTTIME="1"))
+    assert not any(m.startswith("croniter") for m in _imported(listed.stderr))
+    worked_out = project.cli("list", "--json", "--now", MINUTE_LATER,
+                             env=project.env(SPECDOJO_ROUTINE_PURE_YAML="1"))  # no cache
+    assert (0, worked_out.stdout) == (listed.returncode, listed.stdout)
+    assert all(row["next_occurrence"] and not row["due"]
+               for row in orjson.loads(listed.stdout)["routines"])
     again = project.cli("run", "--due", "--now", NEXT_DAY)
     assert 0 == again.returncode
     assert "Ran 3 attempt(s)" in again.stdout  # the remembered occurrence is due: it runs

@@ -276,8 +276,12 @@ def run(
         lost = _stop_if_lock_lost(ctx, report)
         if paths.retention.auto and routine_id is None and not lost:
             _prune_as_we_go(ctx, report, wall)
-        # a recording command keeps what it parsed and the next occurrences it worked out
-        # (defcache), after the selection asked for them
+        # a recording command keeps what it parsed and the next occurrence after each cron
+        # routine's cursor as the run left it (defcache): the next call, and `list`, need
+        # not iterate the schedules again
+        if defs.cache is not None:
+            for routine in candidates:
+                _none_due(defs.cache, routine, view.routines.get(routine.id), the_now)
         definitions.remember(defs)
     return report
 
