@@ -227,7 +227,7 @@ def _rewrite(root: Path, change: Any, *, checksum: bool) -> None:
     if checksum:
         cache = DefinitionCache.__new__(DefinitionCache)
         cache._print = doc["fingerprint"]
-        doc["checksum"] = cache._checksum(doc["files"])
+        doc["checksum"] = cache._checksum(doc["files"], doc["next"])
     cache_file(root).write_bytes(orjson.dumps(doc))
 
 

@@ -314,3 +314,22 @@ def test_day_fields_match_reference_over_a_leap_year(days: tuple[str, str, str])
         if matches(day.replace(tzinfo=None)):
             expected.append((day, None))
     assert expected == due(expr, "UTC", "all", last, now)
+
+
+@SETTINGS
+@given(expr=EXPRESSIONS, moment=moments(), span=SPANS,
+       policy=st.sampled_from(["all", "latest", "skip"]))
+def test_a_remembered_next_occurrence_answers_nothing_due_exactly(
+    expr: str, moment: tuple[str, datetime], span: int, policy: str,
+) -> None:
+    """The definitions cache keeps next_after(cursor); a run trusts none_due on it instead of
+    iterating the schedule. It says "nothing due" exactly when the engine selects nothing
+    under every policy because no occurrence lies in (cursor, current minute] - never when
+    something is due."""
+    tzname, now = moment
+    last = now.replace(second=0) - span * MINUTE
+    idle = schedule.none_due(schedule.next_after(expr, tzname, last), now)
+    occurs = bool(reference(expr, tzname, last, now.replace(second=0)))
+    assert idle == (not occurs)
+    if idle:
+        assert [] == due(expr, tzname, policy, last, now)

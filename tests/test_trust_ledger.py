@@ -322,3 +322,65 @@ def test_an_exec_lock_of_a_live_owner_is_never_stale(tmp_path: Path) -> None:
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def _strip_prev_from(path: Path, first: int) -> None:
+    """Delete ``prev`` from line ``first`` (1-based) to the end, as a forger would who cannot
+    compute hashes: the rewritten lines no longer claim any chain."""
+    lines = _lines(path)
+    for n in range(first - 1, len(lines)):
+        raw = orjson.loads(lines[n])
+        del raw["prev"]
+        lines[n] = orjson.dumps(raw)
+    path.write_bytes(b"\n".join(lines) + b"\n")
+
+
+def test_a_line_without_prev_after_the_chain_started_is_damage(project: Project) -> None:
+    """A middle line of a real run edited, and ``prev`` deleted from it to the end (SPEC §5:
+    damage, not a line from before the chain): run --due and fold --check refuse with one
+    line naming file and line, deliver nothing and append nothing."""
+    project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [one]}\n")
+    assert 0 == project.cli("run", "--due", "--now", NOW).returncode
+    assert b'"kind":"specdojo"' in _lines(project.ledger)[2]  # action_started of rtn-a
+    _edit(project.ledger, 3, b'"index":1', b'"index":7')
+    _strip_prev_from(project.ledger, 3)
+    before, calls = project.ledger.read_bytes(), len(project.calls())
+    again = project.cli("run", "--due", "--now", "2026-05-01T12:00:30Z")
+    assert 1 == again.returncode, again.stdout + again.stderr
+    assert 1 == len(again.stderr.splitlines()), again.stderr
+    assert again.stderr.startswith(f"error: {project.ledger}:3: line has no prev although the "
+                                   "hash chain started before it"), again.stderr
+    assert (before, calls) == (project.ledger.read_bytes(), len(project.calls()))
+    check = project.cli("fold", "--check")
+    assert 1 == check.returncode
+    assert 1 == len(check.stderr.splitlines()) and ":3: line has no prev" in check.stderr
+
+
+def test_an_unchained_line_is_refused_by_every_reader(tmp_path: Path) -> None:
+    """The full fold, the line reader, an incremental fold that resumes after the chain
+    started, and the backwards reader all refuse our line without prev after a chained one;
+    upstream lines (no type, no seq: SPEC §10) in between stay valid."""
+    from specdojo_routine.store.ledger import backwards
+
+    path = tmp_path / "routine-runs.jsonl"
+    ledger.Ledger(path).append_many([_registered(n) for n in range(4)])
+    upstream = orjson.dumps({"version": 1, "routine_id": "rtn-a", "scheduled_for": None,
+                             "started_at": "2026-05-01T10:00:00Z",
+                             "completed_at": "2026-05-01T10:00:01Z", "result": "success",
+                             "job_run_ids": []})
+    path.write_bytes(path.read_bytes() + upstream + b"\n")
+    assert 5 == proven.from_scratch(path).state.seq  # upstream lines carry no prev
+    ledger.Ledger(path).append(_registered(5))
+    assert 6 == proven.from_scratch(path).state.seq  # and the chain continues after them
+    _strip_prev_from(path, 6)
+    for fold in (lambda: proven.from_scratch(path), lambda: list(ledger.read(path)),
+                 lambda: list(ledger.read(path, *_start_of_line(path, 6))),
+                 lambda: list(backwards.read_backwards(path))):
+        with pytest.raises(CorruptLedgerError, match="no prev although") as info:
+            fold()
+        assert 6 == info.value.line
+
+
+def _start_of_line(path: Path, line: int) -> tuple[int, int]:
+    """(byte offset, line number) where line ``line`` starts."""
+    return sum(len(text) + 1 for text in _lines(path)[: line - 1]), line

@@ -130,7 +130,7 @@ def fold(
         routine, jobs = _import_all(paths, wall)
         imported = [paths.rel(p) for p, s in _view_stamps(paths).items() if s != before.get(p)]
         keep = jobs.keep(paths) + ([paths.routine_state] if routine.conflicts else [])
-        drifted = views.fold_all(paths, keep=keep)
+        drifted = views.fold_all(paths, keep=keep, scratch=routine.proof)
     conflicts = [*routine.conflicts, *jobs.conflicts.values()]
     rewritten = imported + [d for d in drifted if d not in imported]
     return FoldReport(drifted=rewritten, moved=moved, conflicts=conflicts)

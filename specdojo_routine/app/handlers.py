@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import attrs
 
-from specdojo_routine.app import actions
-from specdojo_routine.app.actions import ActionReport as ActionReport
 from specdojo_routine.app.job_seam import JobActionOutcome as JobActionOutcome
 from specdojo_routine.app.job_seam import JobActionRunner as JobActionRunner
 from specdojo_routine.app.project import project as project
@@ -32,7 +29,7 @@ from specdojo_routine.app.routine_commands import resolve as resolve
 from specdojo_routine.app.run_owner import _is_open as _is_open
 from specdojo_routine.app.run_owner import live_owner as live_owner
 from specdojo_routine.app.run_owner import refuse_if_owner_lives as refuse_if_owner_lives
-from specdojo_routine.core import decide, errors, events, policy, schedule, suggest
+from specdojo_routine.core import decide, errors, policy, schedule, suggest, timefmt
 from specdojo_routine.core.errors import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -43,16 +40,19 @@ from specdojo_routine.core.errors import (
 from specdojo_routine.core.model import OnInterrupted, Result, Routine, aggregate
 from specdojo_routine.core.redact import secret_values
 from specdojo_routine.core.timefmt import format_ms, format_s, to_utc
-from specdojo_routine.execute import groups, prefix, runner, stop
+from specdojo_routine.execute import prefix, stop
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import load as definitions
+from specdojo_routine.store.definitions.defcache import UNKNOWN, DefinitionCache
 from specdojo_routine.store.definitions.load import Definitions
 from specdojo_routine.store.ledger import adopt, views
 from specdojo_routine.store.ledger import journal as ledger
 from specdojo_routine.store.locks import routine as locks
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # events: the classes are created where an event is recorded
+    from specdojo_routine.app.actions import ActionReport
     from specdojo_routine.app.prune import PruneReport
+    from specdojo_routine.core import events
 
 FOLD_ACTOR = "specdojo_routine fold"
 #: The reason recorded for the actions a run did not start because its routine lock was lost.
@@ -135,6 +135,8 @@ class _Context:
         """Append ``event`` to the routine ledger with its free text redacted; the event as
         recorded. Every routine event goes through here, so a failure reason - whatever
         produced it - reaches the ledger, the views and the run's report redacted (§7.5)."""
+        from specdojo_routine.core import events
+
         recorded = events.redacted(event, self.secrets)
         self._append(recorded)
         return recorded
@@ -165,8 +167,10 @@ def _routines_to_consider(defs: Definitions, routine_id: str | None) -> list[Rou
 
 def _occurrences(
     report: RunReport, routine: Routine, state: Mapping[str, Any] | None, now: datetime,
-    explicit: bool,
+    explicit: bool, memo: DefinitionCache | None = None,
 ) -> list[schedule.Occurrence]:
+    if memo is not None and not explicit and _none_due(memo, routine, state, now):
+        return []
     try:
         return schedule.due_occurrences(
             routine,
@@ -179,6 +183,30 @@ def _occurrences(
     except TooManyMissedOccurrences as exc:
         report.errors.append(str(exc))
         return []
+
+
+def _none_due(
+    memo: DefinitionCache, routine: Routine, state: Mapping[str, Any] | None, now: datetime,
+) -> bool:
+    """A cron routine with a cursor whose next occurrence (remembered in the definitions
+    cache, else computed once and remembered) is after ``now``: nothing is due, known
+    without iterating its schedule (:func:`schedule.none_due`)."""
+    cursor = (state or {}).get("last_scheduled_for")
+    trigger = routine.trigger
+    if trigger is None or not routine.enabled or not isinstance(cursor, str):
+        return False
+    after = timefmt.try_parse_instant(cursor)
+    if after is None:
+        return False
+    found = memo.next_after(trigger.cron, trigger.timezone, cursor)
+    if found == UNKNOWN:
+        at = schedule.next_after(trigger.cron, trigger.timezone, after)
+        found = format_ms(at) if at is not None else None
+        memo.learn_next(trigger.cron, trigger.timezone, cursor, found)
+    next_at = timefmt.try_parse_instant(found) if found is not None else None
+    if found is not None and next_at is None:
+        return False
+    return schedule.none_due(next_at, now)
 
 
 def _choose(
@@ -202,9 +230,9 @@ def _choose(
 
 def _select(
     report: RunReport, routine: Routine, state: Mapping[str, Any] | None, now: datetime,
-    explicit: bool, project_id: str,
+    explicit: bool, project_id: str, memo: DefinitionCache | None = None,
 ) -> None:
-    for occ in _occurrences(report, routine, state, now, explicit):
+    for occ in _occurrences(report, routine, state, now, explicit, memo):
         _choose(report, routine, state, occ, now, project_id)
 
 
@@ -223,15 +251,14 @@ def run(
     wall = clock or (lambda: datetime.now(UTC))
     env = dict(os.environ if env is None else env)
     defs = definitions.load_definitions(paths)  # first, in a dry run too: it refuses alike
-    report = RunReport(dry_run=dry_run, prefix=runner.specdojo_prefix(env))
+    report = RunReport(dry_run=dry_run, prefix=prefix.specdojo_prefix(env))
     report.errors.extend(str(p) for p in defs.errors)
     candidates = _routines_to_consider(defs, routine_id)
     the_now = to_utc(now) if now is not None else to_utc(wall())
     if dry_run:
-        return _dry_run(report, candidates, paths, routine_id, the_now, env, wall)
+        return _dry_run(report, candidates, paths, routine_id, the_now, env, wall, defs.cache)
     with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id,
                             env=env) as held:
-        definitions.remember(defs)  # a recording command keeps what it parsed (defcache)
         adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
         log = ledger.Ledger(paths.routine_ledger, clock=wall)
         ctx = _Context(paths=paths, defs=defs, now=the_now, env=env, echo=echo,
@@ -249,6 +276,13 @@ def run(
         lost = _stop_if_lock_lost(ctx, report)
         if paths.retention.auto and routine_id is None and not lost:
             _prune_as_we_go(ctx, report, wall)
+        # a recording command keeps what it parsed and the next occurrence after each cron
+        # routine's cursor as the run left it (defcache): the next call, and `list`, need
+        # not iterate the schedules again
+        if defs.cache is not None:
+            for routine in candidates:
+                _none_due(defs.cache, routine, view.routines.get(routine.id), the_now)
+        definitions.remember(defs)
     return report
 
 
@@ -268,6 +302,7 @@ def _prune_as_we_go(ctx: _Context, report: RunReport, wall: Callable[[], datetim
 def _dry_run(
     report: RunReport, candidates: list[Routine], paths: ProjectPaths, routine_id: str | None,
     now: datetime, env: Mapping[str, str], wall: Callable[[], datetime],
+    defs_cache: DefinitionCache | None = None,
 ) -> RunReport:
     """``run --dry-run``: what a run would select, from the imported view in memory (SPEC
     §10); reads the routine lock's state without taking it and writes nothing."""
@@ -277,7 +312,8 @@ def _dry_run(
     lock = locks.status_soon(paths.routine_locks_dir, now=to_utc(wall()),
                              project=paths.project_id, env=env)
     plan_selection(report, candidates, view, now, routine_id, paths,
-                   interrupted=lambda: not lock().held and live_owner(view) is None)
+                   interrupted=lambda: not lock().held and live_owner(view) is None,
+                   memo=defs_cache)
     lock()  # what it raised (a Redis that is down) is raised here even if nothing was open
     return report
 
@@ -293,6 +329,8 @@ def _run_routine(
         if routine.policy.on_interrupted is not OnInterrupted.RESUME:
             report.interrupted.append(routine.id)
             return view
+        from specdojo_routine.execute import groups  # only for an attempt left open
+
         if state is not None and groups.action_still_running(
                 ctx.paths, state["attempt_id"]) is not None:
             report.still_running.append(routine.id)  # a busy skip, not a second execution
@@ -302,7 +340,7 @@ def _run_routine(
         view = views.refresh_routine_view(ctx.paths)
         state = view.routines.get(routine.id)
     accounted = False
-    for occ in _occurrences(report, routine, state, ctx.now, explicit):
+    for occ in _occurrences(report, routine, state, ctx.now, explicit, ctx.defs.cache):
         if _stop_if_lock_lost(ctx, report):
             break
         chosen = _choose(report, routine, state, occ, ctx.now, ctx.paths.project_id)
@@ -322,6 +360,7 @@ def _run_routine(
 def plan_selection(
     report: RunReport, candidates: list[Routine], view: views.RoutineView, now: datetime,
     routine_id: str | None, paths: ProjectPaths, *, interrupted: Callable[[], bool],
+    memo: DefinitionCache | None = None,
 ) -> None:
     """Select (without recording) what a run would do; ``interrupted()``: the routine lock is
     free, so an open attempt is an interrupted one rather than a run in progress (asked only
@@ -335,19 +374,25 @@ def plan_selection(
                 report.interrupted.append(routine.id)
                 continue
             report.closed_interrupted.append(routine.id)  # a real run would close it first
-        _select(report, routine, state, now, routine_id is not None, paths.project_id)
+        _select(report, routine, state, now, routine_id is not None, paths.project_id, memo)
 
 
 def _register(ctx: _Context, defs: Definitions, view: views.RoutineView) -> views.RoutineView:
     """T-01: record every valid definition seen for the first time or with a new digest."""
     changed = [r for r in defs.routines if view.get(r.id).get("digest") != r.digest]
+    if not changed:
+        return view
+    from specdojo_routine.core import events  # created only when there is one to record
+
     for routine in changed:
         ctx.record(events.RoutineRegistered(
             routine_id=routine.id, digest=routine.digest, path=routine.path))
-    return views.refresh_routine_view(ctx.paths) if changed else view
+    return views.refresh_routine_view(ctx.paths)
 
 
 def _new_attempt_id(now: datetime) -> str:
+    import uuid  # here: uuid imports platform, and a run with nothing due starts no attempt
+
     return f"att-{now.strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex[:8]}"
 
 
@@ -366,6 +411,9 @@ def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -
 def _record_attempt(
     ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None
 ) -> AttemptReport:
+    from specdojo_routine.app import actions  # the process machinery: only to start an action
+    from specdojo_routine.core import events
+
     routine, occ = chosen.routine, chosen.occurrence
     attempt_id = _new_attempt_id(ctx.now)
     started_at = format_s(ctx.now)
@@ -419,6 +467,8 @@ def _end_attempt(
     started_at: str, completed_at: str, outcomes: list[tuple[int, str, Result, str | None]],
     job_run_ids: list[str], *, reason_override: str | None = None,
 ) -> AttemptReport:
+    from specdojo_routine.core import events
+
     result = aggregate([o[2] for o in outcomes]) if reason_override is None else Result.FAILURE
     reason = reason_override or decide.failure_reason(outcomes)
     scheduled = scheduled_for if isinstance(scheduled_for, str) else format_ms(scheduled_for)
@@ -438,6 +488,8 @@ def _end_attempt(
 def _action_results(
     payload: list[dict[str, Any]] | None,
 ) -> tuple[events.ActionResult, ...] | None:
+    from specdojo_routine.core import events
+
     if payload is None:
         return None
     return tuple(events.ActionResult(**item) for item in payload)

@@ -14,6 +14,7 @@ from specdojo_routine.core.model import Routine
 from specdojo_routine.core.timefmt import format_ms, format_s, to_utc, try_parse_instant
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import load as definitions
+from specdojo_routine.store.definitions.defcache import UNKNOWN, DefinitionCache
 from specdojo_routine.store.ledger import adopt
 from specdojo_routine.store.locks import routine as locks
 
@@ -92,7 +93,8 @@ def list_routines(
     lock_status = locks.status_soon(paths.routine_locks_dir, now=wall, project=paths.project_id)
     defs = definitions.load_definitions(paths)
     states: list[Mapping[str, Any]] = [routines.get(r.id) or {} for r in defs.routines]
-    when = [_when(r, state, the_now) for r, state in zip(defs.routines, states, strict=True)]
+    when = [_remembered(defs.cache, r, state, the_now) or _when(r, state, the_now)
+            for r, state in zip(defs.routines, states, strict=True)]
     lock = lock_status()
     rows = [_row(r, state, the_now, lock.held, *due_next)
             for r, state, due_next in zip(defs.routines, states, when, strict=True)]
@@ -103,6 +105,26 @@ def _routine_states(paths: ProjectPaths) -> Mapping[str, Any]:
     """The entries of the routine view, with what another tool wrote there imported in memory
     (writes nothing)."""
     return adopt.plan_routine_imports(paths).view.routines
+
+
+def _remembered(
+    cache: DefinitionCache | None, routine: Routine, state: Mapping[str, Any], now: datetime,
+) -> tuple[bool, str | None] | None:
+    """:func:`_when` from the next occurrence after the routine's cursor that a run
+    remembered in the definitions cache, when that occurrence lies after ``now``: then no
+    occurrence is due (:func:`schedule.none_due`) and it is the next one. None: work it out."""
+    cursor, trigger = state.get("last_scheduled_for"), routine.trigger
+    if cache is None or trigger is None or not routine.enabled or not isinstance(cursor, str):
+        return None
+    if try_parse_instant(cursor) is None:
+        return None
+    found = cache.next_after(trigger.cron, trigger.timezone, cursor)
+    if found == UNKNOWN:
+        return None
+    at = try_parse_instant(found) if found is not None else None
+    if found is not None and (at is None or at <= now):
+        return None
+    return False, (format_ms(at) if at is not None else None)
 
 
 def _when(routine: Routine, state: Mapping[str, Any], now: datetime) -> tuple[bool, str | None]:

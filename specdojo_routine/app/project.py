@@ -1,7 +1,7 @@
 """The handlers every command starts from: which project, and its definitions (SPEC §2, §3).
 
 Moved out of :mod:`.handlers` (which re-exports both) so that ``where``, ``validate`` and
-``list`` start without importing the run machinery (issue 16, tests/bench/IMPORTS.md).
+``list`` start without importing the run machinery (docs/performance.md).
 """
 
 from __future__ import annotations

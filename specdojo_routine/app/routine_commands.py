@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from specdojo_routine.app.run_owner import _is_open, refuse_if_owner_lives
-from specdojo_routine.core import decide, errors, events
+from specdojo_routine.core import decide, errors
 from specdojo_routine.core.errors import RoutineError, UsageError
 from specdojo_routine.core.model import Result
 from specdojo_routine.store.config import ProjectPaths
@@ -26,6 +26,8 @@ def resolve(
     clock: Callable[[], datetime] | None = None,
 ) -> str:
     """Record an operator's outcome for an interrupted attempt (SPEC §6.5); returns its id."""
+    from specdojo_routine.core import events
+
     wall = clock or (lambda: datetime.now(UTC))
     who = by or os.environ.get("USER") or _login_name()
     if not note.strip():
@@ -80,6 +82,8 @@ def history(
 ) -> list[tuple[bytes, dict[str, Any]]]:
     """Routine ledger events, oldest first: (the line exactly as stored, the upgraded event).
     An unknown event type is a :class:`CorruptLedgerError` naming the file and line (SPEC §5)."""
+    from specdojo_routine.core import events
+
     lines: list[tuple[bytes, dict[str, Any]]] = []
     path = paths.routine_ledger
     for line_no, (raw, event) in enumerate(ledger.read_lines(path), 1):

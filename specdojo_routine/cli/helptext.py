@@ -314,7 +314,7 @@ def _command_epilog(text: CommandHelp, name: str) -> str:
 class Parser(argparse.ArgumentParser):
     """A parser whose epilog is written only when its help is: the epilogs are tables that
     textwrap lays out, work that every other use of the parser (every command) would pay for
-    at start-up (issue 16)."""
+    at start-up."""
 
     epilog_source: Callable[[], str] | None = None
 

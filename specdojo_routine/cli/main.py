@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from specdojo_routine.app import handlers, listing, project
+from specdojo_routine.app import project
 from specdojo_routine.cli import conventions, helptext, policycli, prunecli, render
 from specdojo_routine.core import errors
 from specdojo_routine.core.errors import (
@@ -69,6 +69,8 @@ class _Parser(helptext.Parser):
 
 
 if TYPE_CHECKING:
+    from specdojo_routine.app import handlers
+
     Subparsers = argparse._SubParsersAction[_Parser]
 
 
@@ -86,7 +88,7 @@ def _common() -> _Parser:
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser of every command; given the command line, the subparser of its command only.
 
-    Building one subparser instead of all of them is the start-up budget (issue 16). A line
+    Building one subparser instead of all of them spares every command the others. A line
     that names no command (``--help``, ``--version``, a typo, nothing) gets every subparser,
     so the program's help and a usage error still list them all; a command's own parser, and
     so its ``--help`` and its errors, is the same either way."""
@@ -348,6 +350,8 @@ def cmd_job_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from specdojo_routine.app import listing  # each command imports what it runs
+
     shown = listing.list_routines(_paths(args), now=args.now)
     render.listing(shown, out, err, as_json=args.json)
     return shown.exit_code  # the health check that `status` shares (SPEC §14)
@@ -356,6 +360,8 @@ def cmd_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if policycli.backfill_requested(args):
         return policycli.run_backfill(args, _paths(args), out, err, _run_job_action)
+    from specdojo_routine.app import handlers
+
     report = handlers.run(
         _paths(args), routine_id=args.routine_id, dry_run=args.dry_run, now=args.now,
         echo=err if args.json else out, job_runner=_run_job_action,
@@ -376,6 +382,8 @@ def _run_job_action(
 
 
 def cmd_resolve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from specdojo_routine.app import handlers
+
     attempt_id = handlers.resolve(_paths(args), args.routine_id, result=args.result,
                                   note=args.note, by=args.resolved_by)
     out.write(f"{args.routine_id}: attempt {attempt_id} resolved as {args.result}\n")

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from specdojo_routine.app import handlers, preview, release
 from specdojo_routine.cli import render
 from specdojo_routine.core.errors import EXIT_OK, UsageError
 from specdojo_routine.core.preview import Upcoming
 from specdojo_routine.store.config import ProjectPaths
+
+if TYPE_CHECKING:  # each command imports what it runs: `run` only asks about backfill options
+    from specdojo_routine.app import handlers
 
 Instant = Callable[[str], object]
 
@@ -65,6 +67,8 @@ def backfill_requested(args: argparse.Namespace) -> bool:
 
 def run_backfill(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err: TextIO,
                  job_runner: handlers.JobActionRunner) -> int:
+    from specdojo_routine.app import release
+
     report = release.backfill(paths, args.routine_id, start=args.backfill_from,
                               end=args.backfill_to, dry_run=args.dry_run, now=args.now,
                               echo=err if args.json else out, job_runner=job_runner)
@@ -74,6 +78,8 @@ def run_backfill(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err
 
 def cmd_release(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err: TextIO,
                 job_runner: handlers.JobActionRunner) -> int:
+    from specdojo_routine.app import release
+
     held, report = release.release(paths, args.routine_id, run=args.run, note=args.note,
                                    by=args.released_by, now=args.now,
                                    echo=err if args.json else out, job_runner=job_runner)
@@ -90,6 +96,8 @@ def cmd_release(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err:
 
 def cmd_next(args: argparse.Namespace, paths: Callable[[], ProjectPaths], out: TextIO,
              err: TextIO) -> int:
+    from specdojo_routine.app import preview
+
     if args.cron is not None or args.timezone is not None:
         if args.routine_id is not None or args.cron is None or args.timezone is None:
             raise UsageError("next takes either ID, or --cron EXPR with --timezone TZ")

@@ -1,7 +1,8 @@
 """Cron and interval syntax (pure): the 5-field cron check, its canonical form for croniter,
 the day-of-month/day-of-week AND warning, and interval/duration parsing (SPEC §3, §4, §9.2).
 
-Checking a cron expression does not import croniter (20 ms of `validate`'s start-up, issue 16):
+Checking a cron expression does not import croniter (with dateutil, a large part of
+`validate`'s start-up):
 the one check croniter made here, ``expand(strict=True)`` rejecting a day-of-month that no
 month given has, is :func:`_never_occurs` (tests/test_schedule_properties.py holds it to
 croniter's verdict and to a reference).

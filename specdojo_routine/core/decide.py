@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
-from specdojo_routine.core.events import EndTransition, StartTransition
 from specdojo_routine.core.model import (
     Action,
     ExecAutoAction,
@@ -23,6 +22,9 @@ from specdojo_routine.core.model import (
     SpecdojoAction,
 )
 from specdojo_routine.core.templates import render_routine_inputs
+
+if TYPE_CHECKING:  # annotations only: deciding creates no event class
+    from specdojo_routine.core.events import EndTransition, StartTransition
 
 START_TRANSITIONS: Mapping[str, StartTransition] = {
     "never": "T-02",

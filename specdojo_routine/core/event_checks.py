@@ -15,10 +15,12 @@ from specdojo_routine.core.timefmt import try_parse_instant
 _Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
 
 # Here, not in :mod:`.events`, so that the folds read them without creating the event classes
-# (`list` starts faster, issue 16); :mod:`.events` re-exports both.
+# (`list` starts faster); :mod:`.events` re-exports both.
 #: The event version this program writes (older versions are upgraded on read, see ``codec``).
 CURRENT_VERSION = 1
 RUN_STATUSES = ("succeeded", "partial", "failed", "noop")
+#: The states a Job Run ends in: only such a run's evidence may be pruned (SPEC §15).
+PRUNABLE_STATES = frozenset(RUN_STATUSES)
 
 
 def _fail(attribute: attrs.Attribute[Any], value: Any, expected: str) -> None:

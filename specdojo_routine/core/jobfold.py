@@ -16,6 +16,7 @@ from typing import Any, NotRequired, TypedDict
 import attrs
 
 from specdojo_routine.core.errors import CorruptLedgerError, InvalidTransition
+from specdojo_routine.core.event_checks import PRUNABLE_STATES as PRUNABLE_STATES
 from specdojo_routine.core.event_checks import RUN_STATUSES
 from specdojo_routine.core.fold import Raw
 from specdojo_routine.core.timefmt import try_parse_instant
@@ -140,10 +141,6 @@ _IMPORT_HANDLERS: dict[str, Callable[[RunFold, Raw], None]] = {
     "run_imported": _run_imported,
     "checkpoint_imported": _checkpoint_imported,
 }
-
-
-#: The run states retention may prune in (SPEC §15): ended, not open, not waiting.
-PRUNABLE_STATES = frozenset({"succeeded", "partial", "failed", "noop"})
 
 
 def _evidence_pruned(state: RunFold, raw: Raw, where: str, line: int) -> None:

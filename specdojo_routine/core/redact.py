@@ -49,8 +49,8 @@ class _Patterns(NamedTuple):
 
 @functools.cache
 def _patterns() -> _Patterns:
-    """The patterns of text redaction, compiled on first use: ~1.2 ms of start-up that a
-    command which redacts nothing (`list`, `validate`) would pay (issue 16)."""
+    """The patterns of text redaction, compiled on first use: start-up that a command which
+    redacts nothing (`list`, `validate`) would pay."""
     return _Patterns(
         pem=re.compile(rf"{_PEM_BEGIN}(?:.*?{_PEM_END}|.*\Z)", re.S),
         pem_begin_line=re.compile(_PEM_BEGIN),

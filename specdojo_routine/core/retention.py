@@ -23,7 +23,7 @@ from typing import Any
 
 import attrs
 
-from specdojo_routine.core.jobfold import PRUNABLE_STATES
+from specdojo_routine.core.event_checks import PRUNABLE_STATES
 from specdojo_routine.core.timefmt import try_parse_instant
 
 DEFAULT_KEEP_DAYS = 90

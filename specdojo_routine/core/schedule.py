@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import copy
 import functools
-import platform
-import struct
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 from zoneinfo import ZoneInfo
 
 import attrs
@@ -138,28 +136,13 @@ def _proto(canonical: str) -> croniter[datetime]:
     return _croniter()(canonical, datetime(2000, 1, 1), ret_type=datetime, day_or=False)
 
 
-@functools.cache
 def _croniter() -> type[croniter[datetime]]:
-    """croniter's class, imported without the process croniter starts at import.
+    """croniter's class, imported where a schedule is first iterated: checking an expression
+    needs none, and a run whose next occurrences are remembered (the definitions cache)
+    iterates nothing. croniter asks ``platform.architecture()`` at import, which runs
+    ``file`` on the interpreter; that cost is accepted rather than patched from here."""
+    from croniter import croniter
 
-    croniter (7.0) asks ``platform.architecture()`` at import whether Python is 32-bit, and
-    that runs ``file -b`` on the interpreter: a child process, ~9 ms of every `list` and `run`
-    here, more than their cron work. While croniter is imported, a call without arguments
-    gets the pointer size and no linkage, which is what ``platform`` itself answers where
-    ``file`` is not installed; any other call goes to ``platform``. (``tests/test_schedule``
-    checks croniter still finds this Python 64-bit.)"""
-    real = platform.architecture
-
-    def pointer_size(*args: Any, **kwargs: Any) -> tuple[str, str]:
-        if args or kwargs:
-            return real(*args, **kwargs)
-        return f"{struct.calcsize('P') * 8}bit", ""
-
-    platform.architecture = pointer_size
-    try:
-        from croniter import croniter
-    finally:
-        platform.architecture = real
     return croniter
 
 
@@ -353,6 +336,25 @@ def _cron_due(routine: model.Routine, last: datetime | None, now: datetime) -> l
         earliest = _earliest(cron, low, latest)
         return [occurrence(latest, earliest if earliest != latest else None)]
     return [occurrence(latest)]
+
+
+def next_after(expr: str, timezone: str, after: datetime) -> datetime | None:
+    """The first occurrence of the cron schedule strictly after ``after`` (UTC), by the same
+    DST rules as :func:`due_occurrences`; None when there is none within croniter's search
+    horizon (or beyond what a datetime holds)."""
+    try:
+        return _earliest(_compile(expr, timezone), timefmt.to_utc(after), None)
+    except OverflowError:
+        return None
+
+
+def none_due(next_at: datetime | None, now: datetime) -> bool:
+    """Whether a cron routine whose cursor is followed by ``next_at`` (:func:`next_after` of
+    its ``last_scheduled_for``) has nothing due at ``now``: every occurrence
+    :func:`due_occurrences` could select lies after the cursor and at or before ``now``'s
+    minute, whatever the policy, so none exists when the next one comes later. This lets a
+    remembered ``next_at`` answer a run with nothing due without iterating the schedule."""
+    return next_at is None or next_at > timefmt.to_utc(now).replace(second=0, microsecond=0)
 
 
 def interval_anchor(last_run: str | None, last_accounted_for: str | None) -> datetime | None:

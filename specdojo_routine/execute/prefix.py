@@ -1,8 +1,24 @@
-"""Child output that names its routine (SPEC §14): ``[rtn-nightly] ERROR: disk full``."""
+"""Child output that names its routine (SPEC §14): ``[rtn-nightly] ERROR: disk full``; and
+the command a delegated call starts with (:func:`specdojo_prefix`), here rather than in
+:mod:`.runner` so that a run with nothing to start never imports the process machinery."""
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Mapping
 from typing import Any, TextIO, cast
+
+from specdojo_routine.core.errors import ConfigError
+
+
+def specdojo_prefix(env: Mapping[str, str]) -> list[str]:
+    """The SpecDojo CLI command: ``$SPECDOJO_CLI`` split like a shell would, or ``specdojo``."""
+    raw = env.get("SPECDOJO_CLI", "").strip()
+    try:
+        words = shlex.split(raw)
+    except ValueError as exc:
+        raise ConfigError(f"SPECDOJO_CLI is not valid shell syntax ({exc}): {raw}") from None
+    return words or ["specdojo"]
 
 
 class Prefixed:

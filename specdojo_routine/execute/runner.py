@@ -18,7 +18,6 @@ import ctypes.util
 import os
 import re
 import selectors
-import shlex
 import signal
 import subprocess
 import time
@@ -29,7 +28,6 @@ from typing import IO, Literal, TextIO
 
 import attrs
 
-from specdojo_routine.core.errors import ConfigError
 from specdojo_routine.core.redact import LineRedactor, secret_values
 from specdojo_routine.execute import stop
 from specdojo_routine.execute.echo import (  # re-exported: runner.<name> keeps working
@@ -45,6 +43,7 @@ from specdojo_routine.execute.echo import (
     ECHO_WITHHOLD_LIMIT as ECHO_WITHHOLD_LIMIT,
 )
 from specdojo_routine.execute.echo import Stream
+from specdojo_routine.execute.prefix import specdojo_prefix as specdojo_prefix
 
 SHELL = ("/bin/sh", "-eu", "-c")
 KILL_GRACE_S = 2.0  # SIGTERM -> SIGKILL
@@ -119,16 +118,6 @@ class CommandOutcome:
     # "stopped by SIGTERM" (an operator's stop: the group was terminated, :mod:`.stop`)
     stdout_truncated: bool = False  # more than 4 MiB was written; the head is kept
     stderr_truncated: bool = False
-
-
-def specdojo_prefix(env: Mapping[str, str]) -> list[str]:
-    """The SpecDojo CLI command: ``$SPECDOJO_CLI`` split like a shell would, or ``specdojo``."""
-    raw = env.get("SPECDOJO_CLI", "").strip()
-    try:
-        words = shlex.split(raw)
-    except ValueError as exc:
-        raise ConfigError(f"SPECDOJO_CLI is not valid shell syntax ({exc}): {raw}") from None
-    return words or ["specdojo"]
 
 
 def child_env(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:

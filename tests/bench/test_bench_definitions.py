@@ -17,10 +17,9 @@ from source on every run, "this environment"):
 - after one recording command (``run --id`` of one routine, which writes the definition
   cache, store/definitions/defcache.py), the dry run and ``validate`` again ("warm").
 
-The CLI builds the last 40% of the files in a forked helper (store/forked.py), so a
-command's CPU time is above its wall time. Target (issue 16): the dry run <= 1.0 s on the
-2-core reference machine. The test asserts the
-fast path is at least 4x the slow path and prints whether the absolute target was met.
+Everything runs in the one CLI process (SPEC §12). Targets: the dry run <= 1.5 s cold (no
+cache yet) and <= 1.0 s with the cache, both asserted, and the fast path at least 4x the
+located slow path.
 """
 
 from __future__ import annotations
@@ -36,6 +35,7 @@ from tests.conftest import ENVIRON_AT_START
 
 REPO = Path(__file__).resolve().parents[2]
 COUNT = 10_000
+COLD_S, WARM_S = 1.5, 1.0
 ZONES = ("UTC", "Asia/Tokyo", "America/New_York", "Europe/Berlin")
 NOW = "2026-08-07T08:02:00Z"
 READ_ALL = (
@@ -147,6 +147,7 @@ def test_bench_ten_thousand_routine_files_whole_process(tmp_path: Path) -> None:
     warm = best["dry-run, warm cache"]
     print(f"  warm dry-run / import      {warm / best['import orjson, croniter']:.1f}x")
     print(f"  warm dry-run / read        {warm / best['read the files']:.1f}x")
-    print(f"  target <= 1.0 s            cold {'met' if dry <= 1.0 else 'NOT met'}, "
-          f"warm {'met' if warm <= 1.0 else 'NOT met'}")
+    print(f"  targets                    cold <= {COLD_S} s {'met' if dry <= COLD_S else 'NOT met'}"
+          f", warm <= {WARM_S} s {'met' if warm <= WARM_S else 'NOT met'}")
     assert slow / dry >= 4
+    assert dry <= COLD_S and warm <= WARM_S

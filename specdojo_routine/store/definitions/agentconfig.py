@@ -10,14 +10,16 @@ simply empty.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import attrs
 
-from specdojo_routine.core import agent_rules
-from specdojo_routine.core.agent_rules import ExecDefaults, Roster
 from specdojo_routine.core.errors import ConfigError, Problem
 from specdojo_routine.core.validation import Node, Report
 from specdojo_routine.store.config import ProjectPaths
-from specdojo_routine.store.definitions.safeyaml import read_definition
+
+if TYPE_CHECKING:  # imported where a roster is read: most projects have none
+    from specdojo_routine.core.agent_rules import ExecDefaults, Roster
 
 
 @attrs.frozen(kw_only=True)
@@ -35,6 +37,10 @@ def load_agent_config(paths: ProjectPaths) -> AgentConfig | None:
     if not members.is_file():
         raise ConfigError(f'members_path "{paths.rel(members)}" of project "{paths.project_id}" '
                           "does not exist; create the roster or fix members_path")
+    from specdojo_routine.core import agent_rules
+    from specdojo_routine.core.agent_rules import ExecDefaults, Roster
+    from specdojo_routine.store.definitions.safeyaml import read_definition
+
     report, data = read_definition(members, paths.rel(members), "members")
     roster = agent_rules.build_roster(report, Node(value=data)) if data is not None \
         else Roster(path=paths.rel(members))
@@ -54,4 +60,6 @@ def check_job_file(report: Report, data: object, config: AgentConfig | None) -> 
     """The nicknames a Job Definition names are members (only when there is a roster)."""
     if config is None or not isinstance(data, dict):
         return
+    from specdojo_routine.core import agent_rules
+
     agent_rules.check_job_nicknames(report, Node(value=data), config.roster)

@@ -11,7 +11,7 @@ warning) never enters the cache: it is read by the located slow path, always.
 What is trusted, and why (trust only what we wrote and can verify):
 
 - **Every file is read and hashed on every load; its identity is not trusted.** Device, inode,
-  size and modification/change times would spare the reads (~0.1 s for 10,000 files), but they
+  size and modification/change times would spare the reads of thousands of files, but they
   are not a proof of content: two writes of the same size within one timestamp tick, an inode
   number reused by a restored file, a file system with coarse or copied times all keep them
   while the text changes. The sha256 of the text is what ties an entry to a file.
@@ -30,6 +30,13 @@ What is trusted, and why (trust only what we wrote and can verify):
   A file whose text looks like it holds a secret (a token, a ``password:`` ...) is not cached,
   so no secret is copied out of the definitions.
 
+It also keeps, per cron schedule and cursor, the schedule's next occurrence after that cursor
+(``next``: ``"<cron>|<zone>|<last_scheduled_for>"`` -> the instant, or null for none): a pure
+function of the three (:func:`~specdojo_routine.core.schedule.next_after`, under the same
+fingerprint), so the call cron makes every minute tells that nothing is due without iterating
+any schedule (:func:`~specdojo_routine.core.schedule.none_due`). Only what a load asked for is
+kept when it is written.
+
 Only recording commands write it (``run`` without ``--dry-run``, under the routine lock);
 ``validate``, ``list``, ``run --dry-run`` only read it and write nothing. Entries of files no
 longer seen are dropped when it is written. Deleting it is always safe.
@@ -43,7 +50,6 @@ import hashlib
 import importlib.util
 import os
 import sys
-import tempfile
 import zoneinfo
 from pathlib import Path
 from typing import Any
@@ -56,7 +62,9 @@ from specdojo_routine.store.config import read_regular
 from specdojo_routine.store.definitions import routine_json
 
 CACHE_NAME = "definitions.json"
-_VERSION = 3
+_VERSION = 4
+#: :meth:`DefinitionCache.next_after` of a cursor it has not seen
+UNKNOWN = "unknown"
 
 
 def fingerprint() -> str:
@@ -87,8 +95,10 @@ class DefinitionCache:
 
     def __init__(self, directory: Path) -> None:
         self.path = directory / CACHE_NAME
+        self._old_next: dict[str, str | None] = {}
         self._old: dict[str, Any] = self._read()
         self._seen: dict[str, Any] = {}  # entries of the cache this load used
+        self._next: dict[str, str | None] = {}  # next occurrences this load asked for
         # what this load read itself: data, text, and the routine the rules built from it
         self._fresh: dict[str, tuple[str, str, Routine | None]] = {}
         self._decoder = routine_json.Decoder()
@@ -106,13 +116,32 @@ class DefinitionCache:
             return {}
         if not isinstance(doc, dict) or doc.get("fingerprint") != self._print:
             return {}
-        files = doc.get("files")
-        if not isinstance(files, dict) or doc.get("checksum") != self._checksum(files):
+        files, nexts = doc.get("files"), doc.get("next")
+        if not isinstance(files, dict) or not isinstance(nexts, dict) or (
+                doc.get("checksum") != self._checksum(files, nexts)):
             return {}  # damaged, or edited by hand: evidence of nothing
+        self._old_next = {k: v for k, v in nexts.items() if v is None or isinstance(v, str)}
         return files
 
-    def _checksum(self, files: dict[str, Any]) -> str:
-        return hashlib.sha256(self._print.encode() + orjson.dumps(files)).hexdigest()
+    def _checksum(self, files: dict[str, Any], nexts: dict[str, Any]) -> str:
+        return hashlib.sha256(self._print.encode() + orjson.dumps(files)
+                              + orjson.dumps(nexts)).hexdigest()
+
+    def next_after(self, cron: str, timezone: str, cursor: str) -> str | None:
+        """The remembered next occurrence of ``cron`` in ``timezone`` after the instant
+        ``cursor`` (as the view records it): its instant as :func:`timefmt.format_ms` writes
+        it, None for none, :data:`UNKNOWN` when not remembered."""
+        key = f"{cron}|{timezone}|{cursor}"
+        if key in self._next:
+            return self._next[key]
+        if key in self._old_next:
+            self._next[key] = self._old_next[key]
+            return self._next[key]
+        return UNKNOWN
+
+    def learn_next(self, cron: str, timezone: str, cursor: str, found: str | None) -> None:
+        """Remember what :meth:`next_after` did not know (kept when saved)."""
+        self._next[f"{cron}|{timezone}|{cursor}"] = found
 
     @staticmethod
     def key(source: str) -> str:
@@ -173,10 +202,13 @@ class DefinitionCache:
         for key, (data, source, routine) in self._fresh.items():
             if redact(source) == source:
                 files[key] = _entry(data, routine)
-        if files == self._old:
+        nexts = dict(self._next)
+        if files == self._old and nexts == self._old_next:
             return False
         doc = {"version": _VERSION, "fingerprint": self._print,
-               "checksum": self._checksum(files), "files": files}
+               "checksum": self._checksum(files, nexts), "files": files, "next": nexts}
+        import tempfile  # here: only a recording command writes the cache
+
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".definitions-")
         try:
@@ -189,6 +221,7 @@ class DefinitionCache:
                 os.unlink(temp)
             raise
         self._old, self._seen, self._fresh = files, dict(files), {}
+        self._old_next = nexts
         return True
 
 

@@ -3,7 +3,7 @@
 Only a regular file is read, at most :data:`MAX_FILE_BYTES`, and it must be UTF-8; each
 problem is reported with its position. Kept apart from :mod:`.safeyaml` and :mod:`.fastyaml`
 so that a load whose files the definition cache holds (:mod:`.defcache`) reads them without
-importing ruamel (~10 ms of every warm `run --due`, issue 16).
+importing ruamel, which would cost a warm `run --due` more than the rest of its load.
 """
 
 from __future__ import annotations

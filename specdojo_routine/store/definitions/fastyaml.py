@@ -1,8 +1,8 @@
 """The fast path of definition loading: libyaml's C parser, for files with nothing to report.
 
 :mod:`.definitions` reads every file with a located, round-trip parse (pure-Python ruamel):
-exact, but ~1.5 ms a file. Most definition files are plain mappings of strings, integers and
-booleans, so this module first reads them from the C parser's event stream (ruamel's
+exact, but slow for thousands of files. Most definition files are plain mappings of strings,
+integers and booleans, so this module first reads them from the C parser's event stream (ruamel's
 ``ruamel.yaml.clibz``/``ruamel.yaml.clib`` extension) into plain Python data, and
 gives up - returns ``None`` - at the first thing it is not *sure* the slow path reads the same
 way:
@@ -58,7 +58,7 @@ except ImportError:  # the C extension is an optional extra of ruamel.yaml
 
 # what ruamel's reader accepts (its NON_PRINTABLE, inverted), minus tabs and what 1.1 and 1.2
 # read differently
-@functools.cache  # compiled for the first text that is not ASCII (its ranges cost ~3 ms)
+@functools.cache  # compiled for the first text that is not ASCII (its ranges are costly)
 def _doubtful_character() -> re.Pattern[str]:
     return re.compile(
         "[^\x0a\x0d\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"

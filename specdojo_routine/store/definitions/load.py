@@ -5,6 +5,10 @@ finds the files, reads them (fast path :mod:`.fastyaml` and its cache :mod:`.def
 nothing can differ, else the located safe-YAML path :mod:`.safeyaml`), applies the rules
 (Jobs first: routines name Jobs) and the cross-file ones (duplicate ids).
 
+The YAML readers (:mod:`.fastyaml`, :mod:`.safeyaml`, :mod:`.yamlcore`: ruamel.yaml and its
+C parser) are imported where a file is first parsed: a load the cache serves whole parses
+nothing, and importing ruamel costs more than such a load.
+
 Every problem of every file is reported, located (``routines/rtn-a.yaml:3:7: ...``); an invalid
 file never yields a definition. YAML is read as YAML 1.2 core data only: no tags beyond the
 core ones (nothing is ever constructed from a tag), no timestamps, bounded size, depth and
@@ -19,20 +23,19 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 import orjson
 
 from specdojo_routine.core import validation
-from specdojo_routine.core.agent_rules import Roster
 from specdojo_routine.core.errors import Problem
 from specdojo_routine.core.job_rules import build_job
 from specdojo_routine.core.model import JobDefinition, Routine
 from specdojo_routine.core.routine_rules import JobIndex, build_routine
 from specdojo_routine.core.validation import Node, Report
 from specdojo_routine.store.config import ProjectPaths
-from specdojo_routine.store.definitions import agentconfig, fastyaml, safeyaml, yamlcore
+from specdojo_routine.store.definitions import agentconfig
 from specdojo_routine.store.definitions.defcache import DefinitionCache
 from specdojo_routine.store.definitions.deffile import (  # the limits: re-exported
     MAX_DEPTH,
@@ -42,6 +45,10 @@ from specdojo_routine.store.definitions.deffile import (  # the limits: re-expor
     read_text,
 )
 
+if TYPE_CHECKING:
+    from specdojo_routine.core.agent_rules import Roster
+    from specdojo_routine.store.definitions import fastyaml
+
 _T = TypeVar("_T")
 _Built = tuple[list[Problem], "Routine | None"]  # what one routine file gave
 
@@ -49,16 +56,22 @@ _Built = tuple[list[Problem], "Routine | None"]  # what one routine file gave
 @functools.cache
 def _fast() -> fastyaml.FastReader:
     """The fast path's reader, typing scalars with the slow path's own resolver."""
+    from specdojo_routine.store.definitions import fastyaml, yamlcore  # see the docstring
+
     return fastyaml.FastReader(yamlcore.RESOLVER, MAX_DEPTH)
 
 
 def read_definition(path: Path | str, rel: str, kind: str) -> tuple[Report, Any]:
     """Read one definition file by the located slow path (:mod:`.safeyaml`): ``(report,
     mapping)``; mapping is None after problems."""
+    from specdojo_routine.store.definitions import safeyaml  # see the module docstring
+
     return safeyaml.read_definition(path, rel, kind)
 
 
 def _parse(source: str, rel: str, kind: str) -> tuple[Report, Any]:
+    from specdojo_routine.store.definitions import safeyaml
+
     return safeyaml._parse(source, rel, kind)
 
 

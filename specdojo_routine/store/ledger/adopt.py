@@ -27,18 +27,20 @@ import sys
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from specdojo_routine.core import adopt as rules
-from specdojo_routine.core import events as ev
 from specdojo_routine.core import jobfold
 from specdojo_routine.core.errors import RoutineError
 from specdojo_routine.core.fold import RoutineView, apply_all
 from specdojo_routine.store.config import NotRegularFile, ProjectPaths, read_regular
 from specdojo_routine.store.ledger import codec, documents, proven, views
 from specdojo_routine.store.ledger import journal as ledger
+
+if TYPE_CHECKING:  # the event classes are created where an import event is made
+    from specdojo_routine.core import events as ev
 
 __all__ = ["ImportConflict", "JobImports", "RoutineImports", "apply_job_imports",
            "apply_routine_imports", "checkpoint", "import_job_runs", "import_routine_state",
@@ -99,6 +101,8 @@ def _move_aside(
 
 def _raw(event: Any, seq: int, at: str) -> dict[str, Any]:
     """The parsed ledger line ``event`` would be (to fold it in memory)."""
+    from specdojo_routine.core import events as ev
+
     return {"version": 1, "seq": seq, "type": ev.tag_of(event), "at": at, **codec.payload(event)}
 
 
@@ -153,6 +157,8 @@ def plan_routine_imports(paths: ProjectPaths) -> RoutineImports:
 def _routine_entries(
     paths: ProjectPaths, data: bytes, ours: Mapping[str, Any]
 ) -> tuple[list[ev.RoutineStateImported], list[str]]:
+    from specdojo_routine.core import events as ev
+
     source = paths.rel(paths.routine_state)
     routines = documents.parse(data)["routines"]  # a dict: _look found the document readable
     found, conflicts, sha = [], [], _sha256(data)
@@ -241,6 +247,8 @@ class JobImports:
 
 
 def _run_ids(paths: ProjectPaths, job_id: str | None) -> list[str]:
+    from specdojo_routine.core import events as ev
+
     if not paths.runs_dir.is_dir():
         return []
     slug = "*" if job_id is None else f"JBR-{job_id.removeprefix('job-')}-{'?' * 12}"
@@ -295,6 +303,8 @@ def checkpoint(paths: ProjectPaths, job_id: str) -> dict[str, Any] | None:
 
 
 def _plan_run(paths: ProjectPaths, plan: JobImports, run_id: str, fold: jobfold.RunFold) -> None:
+    from specdojo_routine.core import events as ev
+
     data, unreadable = _look(paths.run_view(run_id), None)
     ours = jobfold.run_document(fold)
     if unreadable is not None:
@@ -327,6 +337,8 @@ def _add(plan: JobImports, run_id: str, event: ev.JobEvent) -> None:
 
 
 def _plan_checkpoints(paths: ProjectPaths, plan: JobImports, job_id: str | None) -> JobImports:
+    from specdojo_routine.core import events as ev
+
     data, unreadable = _look(paths.job_state, "jobs")
     if unreadable is not None:
         if any(paths.runs_dir.glob("*.jsonl")):

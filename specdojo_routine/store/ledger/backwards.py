@@ -6,7 +6,8 @@ the end of the last complete line (a torn fragment is left out, as every reader 
 walks backwards in chunks, so its cost is bounded by what it hands out.
 
 It checks what it reads, pair by pair: each line is a JSON object whose ``seq`` is its line
-number, and a line's ``prev`` is the hash of the line before it. Lines it never reaches are not
+number, a line's ``prev`` is the hash of the line before it, and a line of ours without
+``prev`` after a chained one is damage (SPEC §5). Lines it never reaches are not
 checked here (``fold --check`` and every recording command verify the whole ledger).
 """
 
@@ -54,11 +55,16 @@ def read_backwards(path: Path | str) -> Iterator[tuple[bytes, dict[str, Any]]]:
     with open(path, "rb") as handle:
         fd = handle.fileno()
         line, later = found.seq, None  # `later`: the line after this one (its prev, ours?)
+        unchained = 0  # the earliest line of ours without prev met so far (0: none)
         pieces = _lines_backwards(fd, found.end)
         next(pieces)  # the empty piece after the last newline
         for text in pieces:
             raw = _checked(path, line, text, later)
-            later = (raw.get("prev"), "type" in raw and "seq" in raw)
+            later = (raw.get("prev"), chain.is_ours(raw))
+            if later[0] is None and later[1]:
+                unchained = line
+            elif later[0] is not None and unchained:  # the chain started before that line
+                raise chain.unchained_error(path, unchained)
             yield text, _event(path, line, raw)
             line -= 1
         if later is not None and later[0] is not None and later[0] != chain.EMPTY_HEAD:
@@ -79,12 +85,9 @@ def _checked(
         raise CorruptLedgerError(str(path), line,
                                  f"seq {raw.get('seq')!r} where {line} was expected")
     if later is not None:
-        later_prev, later_ours = later
+        later_prev = later[0]
         if later_prev is not None and later_prev != chain.line_hash(text):
             raise chain.chain_error(path, line + 1)
-        if later_prev is None and later_ours and "prev" in raw:
-            raise CorruptLedgerError(str(path), line + 1, "line has no prev although the "
-                                     "hash chain started before it")
     return raw
 
 

@@ -1,7 +1,10 @@
 """The hash chain of a ledger (SPEC §5): each line we append carries ``prev``, the lowercase
 hex sha256 of the previous line's bytes (newline excluded; line 1: the sha256 of the empty
-string). A line without ``prev`` (written before the chain existed, or by upstream) is not
-checked; the chain simply continues after it. Checking is one sha256 per line over the raw
+string). A line without ``prev`` written before the chain existed, or by upstream (no
+``type``, no ``seq``: SPEC §10), is not checked; the chain simply continues after it. Once a
+line with ``prev`` has been read, a later line of ours (``type`` and ``seq``) without one is
+damage, refused like a wrong ``prev``: deleting ``prev`` from an edited line to the end must
+not pass for a ledger from before the chain. Checking is one sha256 per line over the raw
 bytes, done where the lines are read anyway.
 """
 
@@ -17,7 +20,8 @@ import orjson
 
 from specdojo_routine.core.errors import CorruptLedgerError
 
-__all__ = ["EMPTY_HEAD", "chain_error", "line_hash", "verified_chunks"]
+__all__ = ["EMPTY_HEAD", "chain_error", "is_ours", "line_hash", "unchained_error",
+           "verified_chunks"]
 
 _READ_CHUNK = 1 << 16  # small enough that a chunk's parsed lines stay in the CPU cache
 #: ``prev`` of line 1: the sha256 of the empty string.
@@ -26,7 +30,7 @@ _prev = operator.itemgetter("prev")
 _SHA = hashlib.sha256
 
 
-def line_hash(text: bytes) -> str:
+def line_hash(text: bytes | bytearray) -> str:
     """The chain hash of one stored line (without its newline): lowercase hex sha256."""
     return hashlib.sha256(text).hexdigest()
 
@@ -41,15 +45,29 @@ def chain_error(path: Path, line: int) -> CorruptLedgerError:
         "recorded for it: one of them was changed after it was written")
 
 
+def is_ours(raw: Any) -> bool:
+    """A line in our envelope (``type`` and ``seq``): once the chain started, it needs ``prev``."""
+    return isinstance(raw, dict) and "type" in raw and "seq" in raw
+
+
+def unchained_error(path: Path | str, line: int) -> CorruptLedgerError:
+    """Line ``line`` is ours and has no ``prev`` although an earlier line has one."""
+    return CorruptLedgerError(str(path), line, "line has no prev although the hash chain "
+                              "started before it: lines were changed after they were written")
+
+
 def verified_chunks(
     f: BinaryIO, path: Path | str, offset: int, end: int, *, line: int, head: str,
+    started: bool,
 ) -> Generator[list[Any], None, str]:
     """The lines in bytes ``[offset, end)`` of the open ledger ``f`` (``path`` names it in
     messages; ``line`` is the number of the first line, ``head`` the hash of the line before
-    it), parsed, in chunks of about 64 KiB, each chunk's hash chain checked before it is
-    handed out (the fold's input: one sha256 per line, no per-line Python work unless a chunk
-    needs a closer look). Errors name the file and line. The generator returns the chain head
-    at ``end``: the hash of the last line."""
+    it; ``started``: a line before ``offset`` carries ``prev``), parsed, in chunks of about
+    64 KiB, each chunk's hash chain checked before it is handed out (the fold's input: one
+    sha256 per line, no per-line Python work unless a chunk needs a closer look). A line
+    longer than a chunk is gathered in one buffer and handed on without another copy, so
+    the cost stays linear in the bytes whatever the line lengths. Errors name the file and
+    line. The generator returns the chain head at ``end``: the hash of the last line."""
     path = Path(path)
     f.seek(offset)
     pos, pending = offset, bytearray()  # pending: the start of a line longer than a chunk
@@ -62,15 +80,16 @@ def verified_chunks(
         if not cut:  # inside a long line: keep the bytes, look again after the next read
             pending += data
             continue
-        if pending:
-            pending += data[:cut]
-            texts = bytes(pending).split(b"\n")
+        if pending:  # the long line ends in this chunk: complete it in place, no copy
+            first = data.find(b"\n") + 1
+            pending += data[:first - 1]
+            texts: list[bytes | bytearray] = [pending, *data[first:cut].split(b"\n")]
             pending = bytearray()
         else:
-            texts = data[:cut].split(b"\n")
+            texts = [*data[:cut].split(b"\n")]
         pending += data[cut:]
         texts.pop()
-        raws, head = _verified(path, texts, line, head)
+        raws, head, started = _verified(path, texts, line, head, started)
         line += len(texts)
         yield raws
     if pending:
@@ -78,34 +97,41 @@ def verified_chunks(
     return head
 
 
-def _verified(path: Path, texts: list[bytes], line: int, head: str) -> tuple[list[Any], str]:
-    """(parsed lines, new chain head) of consecutive lines, the first numbered ``line``."""
+def _verified(
+    path: Path, texts: list[bytes | bytearray], line: int, head: str, started: bool,
+) -> tuple[list[Any], str, bool]:
+    """(parsed lines, new chain head, whether the chain has started) of consecutive lines, the
+    first numbered ``line``."""
     if not texts:
-        return [], head
+        return [], head, started
     try:
         raws = list(map(orjson.loads, texts))
         prevs = ",".join(map(_prev, raws))  # KeyError, TypeError: a line without (string) prev
     except (orjson.JSONDecodeError, KeyError, TypeError):
-        return _verified_slowly(path, texts, line, head)
+        return _verified_slowly(path, texts, line, head, started)
     hashed = b"".join([_SHA(text).digest() for text in texts]).hex(",", 32)
     # Joined with a separator that hex has not, the strings are equal only if every line's
     # prev is the hash of the line before it (and that prev is a plain string, comma-free).
     if prevs == f"{head},{hashed}"[:-65]:
-        return raws, hashed[-64:]  # the usual case: every line chained
-    return _verified_slowly(path, texts, line, head)
+        return raws, hashed[-64:], True  # the usual case: every line chained
+    return _verified_slowly(path, texts, line, head, started)
 
 
 def _verified_slowly(
-    path: Path, texts: list[bytes], line: int, head: str
-) -> tuple[list[Any], str]:
+    path: Path, texts: list[bytes | bytearray], line: int, head: str, started: bool,
+) -> tuple[list[Any], str, bool]:
     raws = []
     for n, text in enumerate(texts, line):
         try:
             raw = orjson.loads(text)
         except orjson.JSONDecodeError as exc:
             raise CorruptLedgerError(str(path), n, f"invalid JSON ({exc})") from None
-        if isinstance(raw, dict) and "prev" in raw and raw["prev"] != head:
-            raise chain_error(path, n)
+        if isinstance(raw, dict) and "prev" in raw:
+            if raw["prev"] != head:
+                raise chain_error(path, n)
+            started = True
+        elif started and is_ours(raw):
+            raise unchained_error(path, n)
         head = line_hash(text)
         raws.append(raw)
-    return raws, head
+    return raws, head, started

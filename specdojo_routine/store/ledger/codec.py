@@ -18,18 +18,20 @@ from __future__ import annotations
 
 import functools
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import cattrs
 import orjson
-from cattrs.preconf.orjson import OrjsonConverter
 
-from specdojo_routine.core import events
 from specdojo_routine.core.errors import CorruptLedgerError
 from specdojo_routine.core.event_checks import CURRENT_VERSION
-from specdojo_routine.core.events import Event, LedgerKind
 from specdojo_routine.core.timefmt import format_ms, try_parse_instant
+
+if TYPE_CHECKING:  # cattrs and the event classes are imported where an event is encoded or
+    # decoded: folding lines (upgrade) needs neither
+    from cattrs.preconf.orjson import OrjsonConverter
+
+    from specdojo_routine.core.events import Event, LedgerKind
 
 ENVELOPE = ("version", "seq", "type", "at", "prev")
 UNKNOWN_OWNER: dict[str, Any] = {"pid": 0, "host": "unknown"}
@@ -77,7 +79,9 @@ def _strict_float(value: Any, _type: Any) -> float:
 
 @functools.cache
 def converter() -> OrjsonConverter:
-    """The converter of every event, built on first use (cattrs: 10 ms of start-up)."""
+    """The converter of every event, built on first use: folding lines (:func:`upgrade`)
+    needs no converter, and importing cattrs costs a command that only reads more than the
+    rest of its start-up."""
     return build_converter()
 
 
@@ -93,6 +97,8 @@ def payload(event: Event) -> dict[str, Any]:
 def encode(event: Event, seq: int, at: datetime, prev: str | None = None) -> bytes:
     """One ledger line for ``event`` as number ``seq``, stamped ``at`` (wall clock); ``prev``:
     the lowercase hex sha256 of the line before it (the hash chain of SPEC §5)."""
+    from specdojo_routine.core import events
+
     tag = events.TAGS[type(event)][1]
     line: dict[str, Any] = {"version": CURRENT_VERSION, "seq": seq, "type": tag}
     line["at"] = format_ms(at)
@@ -150,6 +156,10 @@ def decode_record(
     Raises :class:`CorruptLedgerError` naming ``path:line_no`` for anything that is not a valid
     event of the ``ledger`` kind, unknown event types included.
     """
+    import cattrs  # loaded with the converter
+
+    from specdojo_routine.core import events
+
     try:
         raw = upgrade(line if isinstance(line, dict) else parse(line))
         tag = raw.get("type")
@@ -185,6 +195,8 @@ def decode(
 
 
 def _describe(exc: BaseException, _type: Any) -> str:
+    import cattrs
+
     if isinstance(exc, KeyError):
         return "required field missing"
     if isinstance(exc, cattrs.ForbiddenExtraKeysError):

@@ -7,7 +7,7 @@ only long enough to find the end of the last complete line, then read up to ther
 concurrent append is never seen half-written. The shared lock is the same ``flock(2)`` call
 portalocker makes on POSIX, made directly (:mod:`.ledgerlock`): importing portalocker (and
 redis, which its ``__init__`` imports) costs a read-only command like ``list`` more than the
-rest of its start-up (issue 16).
+rest of its start-up.
 
 Line ``n`` of a ledger carries ``seq`` ``n``. A *torn* tail is a last line without its newline or
 whose JSON does not parse (a crash mid-write); it is reported as :class:`TornLedgerError` and
@@ -370,8 +370,36 @@ def _head_before(path: Path, offset: int) -> str:
     return chain.line_hash(text) if text is not None else ""
 
 
+def chain_started_before(path: Path | str, offset: int) -> bool:
+    """Whether the hash chain has started in the lines before byte ``offset`` (the start of
+    a line): the nearest line of ours before it carries ``prev``. Upstream lines in between
+    (SPEC §10) say nothing and are stepped over. The lines before ``offset`` were checked
+    when they were read, so the nearest line of ours decides: one without ``prev`` there
+    means no line before it had one either."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        while offset > 0:
+            start, text = _line_ending_at(fd, offset)
+            try:
+                raw = orjson.loads(text)
+            except orjson.JSONDecodeError:
+                return False  # not ours to judge here: the reader refuses it
+            if isinstance(raw, dict) and "prev" in raw:
+                return True
+            if not is_upstream_line(raw):
+                return False
+            offset = start
+    finally:
+        os.close(fd)
+    return False
+
+
 def _read_range(path: Path, offset: int, end: int, line: int) -> Iterator[Line]:
     head = _head_before(path, offset)
+    started = offset > 0 and chain_started_before(path, offset)
     with open(path, "rb") as f:
         f.seek(offset)
         pos = offset
@@ -390,8 +418,12 @@ def _read_range(path: Path, offset: int, end: int, line: int) -> Iterator[Line]:
                     is_upstream_line(raw)):
                 reason = f"seq {raw.get('seq')!r} where {line} was expected"
                 raise CorruptLedgerError(str(path), line, reason)
-            if "prev" in raw and raw["prev"] != head:
-                raise chain.chain_error(path, line)
+            if "prev" in raw:
+                if raw["prev"] != head:
+                    raise chain.chain_error(path, line)
+                started = True
+            elif started and chain.is_ours(raw):
+                raise chain.unchained_error(path, line)
             head = chain.line_hash(text)
             yield Line(line=line, offset=pos, end=pos + len(data), text=text, raw=raw)
             pos += len(data)
@@ -419,6 +451,7 @@ __all__ = [
     "Line",
     "Stamp",
     "Tail",
+    "chain_started_before",
     "line_ending_at",
     "only_grew",
     "read",

@@ -1,11 +1,12 @@
 """The ledger file's locks (SPEC §5, §6.2): an append's exclusive flock, a reader's shared one.
 
-Moved out of :mod:`.ledger`. Appends and repairs take portalocker's exclusive lock; readers take
-the shared flock with ``fcntl.flock`` directly - the call portalocker makes on POSIX, so the
-two exclude each other - because importing portalocker (and redis, which its ``__init__``
-imports) costs a read-only command like ``list`` more than the rest of its start-up (issue 16).
-A lock-free read was rejected: tests/test_ledger_concurrency.py shows a reader without the
-shared lock seeing an append in progress as a torn tail.
+Appends and repairs take portalocker's exclusive lock; readers take the shared flock with
+``fcntl.flock`` directly - the call portalocker makes on POSIX, so the two exclude each other -
+because importing portalocker (and redis, which its ``__init__`` imports when installed) costs
+a read-only command like ``list`` more than the rest of its start-up. For the same reason
+portalocker is imported here, where an exclusive lock is first taken, and not when the module
+loads. A lock-free read was rejected: tests/test_ledger_concurrency.py shows a reader without
+the shared lock seeing an append in progress as a torn tail.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-
-import portalocker
 
 __all__ = ["lock_exclusive", "lock_shared", "locked"]
 
@@ -34,6 +33,8 @@ def _refuse_non_regular(fd: int, path: Path) -> None:
 
 def lock_exclusive(fd: int) -> Unlock:
     """Take portalocker's exclusive lock on ``fd``; returns how to release it."""
+    import portalocker  # here: a command that only reads never pays for it (module docstring)
+
     portalocker.lock(fd, portalocker.LockFlags.EXCLUSIVE)
     return portalocker.unlock
 
@@ -48,6 +49,8 @@ def lock_shared(fd: int) -> Unlock:
     try:
         fcntl.flock(fd, fcntl.LOCK_SH)
     except OSError:
+        import portalocker
+
         portalocker.lock(fd, portalocker.LockFlags.SHARED)
         return portalocker.unlock
     return lambda locked: fcntl.flock(locked, fcntl.LOCK_UN)

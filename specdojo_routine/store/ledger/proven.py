@@ -185,8 +185,10 @@ def _fold(path: Path, state: RoutineFold, tail: ledger.Tail, *, offset: int, hea
     if tail.seq <= state.seq:
         return
     where = str(path)
+    started = offset > 0 and ledger.chain_started_before(path, offset)
     with open(path, "rb") as f:
-        chunks = chain.verified_chunks(f, path, offset, tail.end, line=state.seq + 1, head=head)
+        chunks = chain.verified_chunks(f, path, offset, tail.end, line=state.seq + 1, head=head,
+                                       started=started)
         for raws in chunks:
             apply_all(state, raws, where=where, upgrade=codec.upgrade)
     if state.seq != tail.seq:

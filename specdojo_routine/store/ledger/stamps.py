@@ -19,7 +19,6 @@ hang every command) and, for the snapshot, without following a symlink.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import attrs
@@ -88,6 +87,8 @@ def replace(path: Path, data: bytes, *, follow: bool = True, mode: int = 0o644) 
     except (FileNotFoundError, NotRegularFile):
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile  # here: a command that writes no file never pays for it
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as out:

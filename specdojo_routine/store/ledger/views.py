@@ -16,13 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
-from specdojo_routine.core import events as ev
 from specdojo_routine.core.errors import CorruptLedgerError, TornLedgerError
-from specdojo_routine.core.events import Event
 from specdojo_routine.core.fold import (
     RoutineFold,
     RoutineStateDoc,
@@ -42,6 +40,9 @@ from specdojo_routine.core.jobfold import (
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.ledger import chain, codec, documents, proven, stamps
 from specdojo_routine.store.ledger import journal as ledger
+
+if TYPE_CHECKING:  # the event classes are created where an event is replayed
+    from specdojo_routine.core.events import Event
 
 __all__ = [
     "ROUTINE_LEDGER_NAME",
@@ -185,13 +186,22 @@ def refresh_job_views(paths: ProjectPaths, run_ids: Iterable[str] | None = None)
 # --- fold / check / repair -------------------------------------------------------------------
 
 
+def _from_scratch(paths: ProjectPaths, scratch: proven.Proven | None) -> proven.Proven:
+    """A fold of the routine ledger from scratch: ``scratch`` when it is one and the ledger
+    is still the file, at the tail, it was made from (nothing appended or changed since)."""
+    if scratch is not None and scratch.resumed_at == 0 and (
+            scratch.tail == ledger.tail(paths.routine_ledger)):
+        return scratch
+    return _proven(paths, incremental=False)
+
+
 def _expected_views(
-    paths: ProjectPaths,
+    paths: ProjectPaths, scratch: proven.Proven | None = None,
 ) -> Iterator[tuple[Path, bytes, proven.Proven | None]]:
     """Every view a full fold of the ledgers produces (a torn tail raises); the routine view
     comes with its fold, which publishes it with its snapshot."""
     if paths.routine_ledger.exists():
-        found = _proven(paths, incremental=False)
+        found = _from_scratch(paths, scratch)
         if found.tail.torn:
             raise TornLedgerError(str(paths.routine_ledger), found.tail.seq + 1)
         yield paths.routine_state, render(found.document()), found
@@ -209,7 +219,7 @@ def _expected_views(
 
 def fold_all(
     paths: ProjectPaths, *, check: bool = False, repair: bool = False,
-    keep: Iterable[Path] = (),
+    keep: Iterable[Path] = (), scratch: proven.Proven | None = None,
 ) -> list[str]:
     """Rebuild every view from scratch; returns the views that differed (root-relative). The
     routine view's snapshot is written too, also when the view was right (after a copy or a
@@ -218,14 +228,16 @@ def fold_all(
     ``check``: write nothing (not even a repair), only report. ``repair``: first move every
     ledger's torn tail aside (``<ledger>.torn-<seq>``); without it a torn tail raises
     :class:`TornLedgerError`. ``keep``: files never overwritten (another tool's files whose
-    facts conflict with our ledgers, SPEC §10 rule 4).
+    facts conflict with our ledgers, SPEC §10 rule 4). ``scratch``: a fold of the routine
+    ledger from scratch the caller already made (its import check); reused when nothing was
+    appended or changed since, so a long ledger is verified once per command, not twice.
     """
     kept = set(keep)
     if repair and not check:
         for path in [paths.routine_ledger, *map(paths.run_ledger, _run_ids(paths))]:
             ledger.repair(path)
     drifted = []
-    for path, data, found in _expected_views(paths):
+    for path, data, found in _expected_views(paths, scratch):
         differs = documents.stored(path) != data
         if differs:
             drifted.append(paths.rel(path))
@@ -296,6 +308,8 @@ def _raw_ledgers(
 ) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
     """The ledger lines (parsed) the events would make: the routine ledger and each run's.
     Bare events are chained as an append chains them; recorded ones keep the ``prev`` they had."""
+    from specdojo_routine.core import events as ev
+
     routine: list[dict[str, Any]] = []
     runs: dict[str, list[dict[str, Any]]] = {}
     for item in items:

@@ -28,7 +28,6 @@ from pathlib import Path
 
 import attrs
 import orjson
-import portalocker
 
 from specdojo_routine.core import errors, timefmt
 from specdojo_routine.store.locks import routine as locks
@@ -225,6 +224,8 @@ def _takeover_mutex(lock_dir: Path) -> Iterator[None]:
         fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     except OSError as exc:  # a symbolic link there (ELOOP) is refused, never followed
         raise locks._unusable(path, exc) from None
+    import portalocker  # here: only a take-over or a release takes this flock
+
     with os.fdopen(fd, "rb") as fh:
         portalocker.lock(fh, portalocker.LockFlags.EXCLUSIVE)
         try:

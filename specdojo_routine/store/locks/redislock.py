@@ -249,7 +249,7 @@ def hold(url: str, project: str, record: dict[str, Any]) -> Iterator[Held]:
 def _quiet_portalocker() -> None:
     """portalocker logs its retries; without a handler of the application's, Python's
     last-resort handler would print them (with tracebacks) on stderr."""
-    import logging  # here: `list` asks this module for the URL, and logging costs 3 ms
+    import logging  # here: `list` asks this module for the URL, and needs no logging
 
     logger = logging.getLogger("portalocker")
     if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):

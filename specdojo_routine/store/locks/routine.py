@@ -8,18 +8,28 @@ link points to. The upstream ``routine-run.lock/`` directory is honoured and, wh
 flock, held by us too (``announce``; SPEC §6.2): a directory at most 1 hour old is busy unless
 our own crash left it (our tool, this host, a dead pid); if it cannot be announced, nothing runs.
 
-``routine_lock_status`` takes no lock on Linux: it looks up the file's inode in ``/proc/locks``
-(matching device+inode, or inode + the pid the holder wrote, since overlayfs/btrfs report another
-device to ``stat``). Without ``/proc/locks`` it falls back to a ``LOCK_SH|LOCK_NB`` probe; so
-that such a probe cannot cause a spurious "busy", an acquirer retries for ``BUSY_GRACE_S``.
+``routine_lock_status`` asks the kernel with a ``LOCK_SH|LOCK_NB`` probe of the lock file: it
+fails exactly while a holder has the exclusive flock, and when it succeeds the shared lock is
+let go at once. So that such a probe cannot cause a spurious "busy", an acquirer retries for
+``BUSY_GRACE_S``. The probe is a system call; the first read of ``/proc/locks`` in a process
+costs a command like ``list`` more than its own work, so the kernel's table is read only where
+the file cannot be opened to probe it (another user's lock file), looking up its inode
+(matching device+inode, or inode + the pid the holder wrote, since overlayfs/btrfs report
+another device to ``stat``).
 ``list`` and the dry run ask through ``status_soon``: everything is read at once, in the
 caller, right after their view.
+
+The flock is taken with ``fcntl.flock`` itself - the call portalocker makes on POSIX, so a
+holder through portalocker and one through this module exclude each other - because importing
+portalocker imports redis too when it is installed, which costs the call cron makes every
+minute more than the rest of its work.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import functools
 import os
 import re
@@ -31,7 +41,6 @@ from typing import IO, Any
 
 import attrs
 import orjson
-import portalocker
 
 from specdojo_routine.core import errors, timefmt
 from specdojo_routine.store.locks import announce, redislock
@@ -50,9 +59,7 @@ _PROC_LOCK_LINE = re.compile(
 )
 
 
-def _nb(kind: str) -> portalocker.LockFlags:
-    flags = portalocker.LockFlags
-    return (flags.EXCLUSIVE if kind == "ex" else flags.SHARED) | flags.NON_BLOCKING
+_BUSY_ERRNOS = (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK)  # flock's "held by another"
 
 
 def _utc_now() -> datetime:
@@ -62,7 +69,7 @@ def _utc_now() -> datetime:
 def this_host() -> str:
     """The host name written into lock owner records: the kernel's node name, what
     ``socket.gethostname()`` and upstream's ``os.hostname()`` give (without importing
-    ``socket``, ~2 ms of every ``list``)."""
+    ``socket``, which every ``list`` would pay for)."""
     return os.uname().nodename
 
 
@@ -115,16 +122,24 @@ def routine_lock(
             record = {"pid": os.getpid(), "host": this_host(),
                       "acquired_at": timefmt.format_s(now), "start": process_start(os.getpid())}
             with _shared_lock(project, env, record) as shared:
-                fh.seek(0)
-                fh.truncate()
-                fh.write(orjson.dumps(record) + b"\n")
-                fh.flush()
+                _write_record(fh, orjson.dumps(record) + b"\n")
                 with _announced(locks_dir, now):  # released before the flock is
                     yield LockInfo(held=True, pid=os.getpid(), host=this_host(),
                                    acquired_at=timefmt.format_s(now), suspicious=False,
                                    lost=_not_lost if shared is None else shared.lost)
         finally:
-            portalocker.unlock(fh)
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _write_record(fh: IO[bytes], data: bytes) -> None:
+    """Overwrite the lock file with the holder record ``data``, cutting the file only when its
+    length changes: the record of the previous holder usually has the same length, and a
+    truncation costs a journal commit that a write in place does not."""
+    fh.seek(0)
+    fh.write(data)
+    fh.flush()
+    if os.fstat(fh.fileno()).st_size != len(data):
+        fh.truncate(len(data))
 
 
 @contextlib.contextmanager
@@ -257,14 +272,14 @@ def _lock_or_busy(fh: IO[bytes], path: Path) -> None:
     deadline = time.monotonic() + BUSY_GRACE_S
     while True:
         try:
-            portalocker.lock(fh, _nb("ex"))
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return
-        except portalocker.AlreadyLocked:
+        except OSError as exc:
+            if exc.errno not in _BUSY_ERRNOS:  # e.g. ENOLCK: no flock on this filesystem
+                raise errors.RoutineError(f"cannot lock {path}: {exc}") from None
             if time.monotonic() >= deadline:
                 raise _routine_busy(path, *_read_holder(path)) from None
             time.sleep(_RETRY_S)
-        except portalocker.LockException as exc:  # e.g. ENOLCK: no flock on this filesystem
-            raise errors.RoutineError(f"cannot lock {path}: {exc}") from None
 
 
 def _routine_busy(
@@ -296,9 +311,12 @@ def _flock_held(path: Path, pid_hint: int | None, table: _LockTable) -> bool:
     """Whether the lock file (as ``table`` found it) has a lock on it."""
     if table.stat is None:
         return False
+    probed = _probe_held(path)
+    if probed is not None:
+        return probed
     table.wait()
     if table.data is None:
-        return _probe_held(path)
+        return False
     return held_in_proc_locks(table.data.decode("ascii", errors="replace"),
                               dev=table.stat.st_dev, ino=table.stat.st_ino, pid_hint=pid_hint)
 
@@ -316,17 +334,18 @@ def held_in_proc_locks(table: str, *, dev: int, ino: int, pid_hint: int | None) 
     return False
 
 
-def _probe_held(path: Path) -> bool:
+def _probe_held(path: Path) -> bool | None:
+    """Whether a holder has the flock of ``path``; None when the file cannot be opened."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
-        return False
+        return None
     with os.fdopen(fd, "rb") as fh:
         try:
-            portalocker.lock(fh, _nb("sh"))
-        except portalocker.AlreadyLocked:
-            return True
-        portalocker.unlock(fh)
+            fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError as exc:
+            return exc.errno in _BUSY_ERRNOS
+        fcntl.flock(fh, fcntl.LOCK_UN)
         return False
 
 

@@ -1,0 +1,71 @@
+"""The call cron makes every minute (SPEC §6, §12): ``run --due`` with nothing due takes the
+lock, folds and selects like any run, and answers from what the definitions cache remembers -
+each cron routine's next occurrence after its cursor - without iterating a schedule."""
+
+from __future__ import annotations
+
+import orjson
+
+from tests.conftest import Project
+
+RAN = "2026-08-07T05:00:30Z"
+MINUTE_LATER = "2026-08-07T05:01:30Z"
+TWO_MINUTES_LATER = "2026-08-07T05:02:30Z"
+NEXT_DAY = "2026-08-08T05:00:30Z"
+#: what a run with nothing due must not need (each costs more than the rest of such a call)
+HEAVY = ("croniter", "dateutil", "portalocker", "redis", "ruamel.yaml", "cattrs")
+
+
+def _imported(stderr: str) -> set[str]:
+    """The modules ``python -X importtime`` reported."""
+    return {line.rsplit("|", 1)[1].strip() for line in stderr.splitlines()
+            if line.startswith("import time:") and "|" in line}
+
+
+def test_nothing_due_needs_no_schedule_iteration_and_still_sees_the_next_occurrence(
+    project: Project,
+) -> None:
+    for n in range(3):
+        project.routine(f"rtn-d{n}", f"""\
+            trigger: {{cron: "{n} 4 * * *", timezone: UTC}}
+            action: {{kind: specdojo, args: [d{n}]}}
+            """)
+    first = project.cli("run", "--due", "--now", RAN)
+    assert 0 == first.returncode and "Ran 3 attempt(s)" in first.stdout, first.stdout
+    # the run remembers each routine's next occurrence after the cursor it left ...
+    cache = project.root / "routines" / ".cache" / "definitions.json"
+    assert {f"{n} 4 * * *|UTC|2026-08-07T04:0{n}:00.000Z": f"2026-08-08T04:0{n}:00.000Z"
+            for n in range(3)} == orjson.loads(cache.read_bytes())["next"]
+    # ... so every later call with nothing due, and `list`, answer from them
+    before = project.ledger.read_bytes()
+    for minute in (MINUTE_LATER, TWO_MINUTES_LATER):
+        idle = project.cli("run", "--due", "--now", minute,
+                           env=project.env(PYTHONPROFILEIMPORTTIME="1"))
+        assert (0, "no due routines\n") == (idle.returncode, idle.stdout), idle.stderr[-2000:]
+        imported = _imported(idle.stderr)
+        assert "specdojo_routine.app.handlers" in imported  # the measurement saw the run
+        assert [] == [m for m in imported if any(m == h or m.startswith(h + ".") for h in HEAVY)]
+    assert before == project.ledger.read_bytes()  # nothing recorded
+    listed = project.cli("list", "--json", "--now", MINUTE_LATER,
+                         env=project.env(PYTHONPROFILEIMPORTTIME="1"))
+    assert not any(m.startswith("croniter") for m in _imported(listed.stderr))
+    worked_out = project.cli("list", "--json", "--now", MINUTE_LATER,
+                             env=project.env(SPECDOJO_ROUTINE_PURE_YAML="1"))  # no cache
+    assert (0, worked_out.stdout) == (listed.returncode, listed.stdout)
+    assert all(row["next_occurrence"] and not row["due"]
+               for row in orjson.loads(listed.stdout)["routines"])
+    again = project.cli("run", "--due", "--now", NEXT_DAY)
+    assert 0 == again.returncode
+    assert "Ran 3 attempt(s)" in again.stdout  # the remembered occurrence is due: it runs
+
+
+def test_a_changed_schedule_is_not_answered_from_the_old_one(project: Project) -> None:
+    """The remembered occurrence belongs to the schedule and cursor it was computed for: a
+    routine whose cron changed is due at its new time."""
+    body = 'trigger: {{cron: "{}", timezone: UTC}}\naction: {{kind: specdojo, args: [c]}}\n'
+    project.routine("rtn-c", body.format("0 5 * * *"))
+    assert 0 == project.cli("run", "--due", "--now", RAN).returncode
+    assert "no due routines" in project.cli("run", "--due", "--now", MINUTE_LATER).stdout
+    project.routine("rtn-c", body.format("1 5 * * *"))
+    moved = project.cli("run", "--due", "--now", MINUTE_LATER)
+    assert 0 == moved.returncode and "Ran 1 attempt(s)" in moved.stdout, moved.stdout
