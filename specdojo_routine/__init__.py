@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name is imported o
         history,
         list_routines,
         load_project,
+        prune,
         release,
         resolve,
         run_due,
@@ -25,6 +26,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name is imported o
     )
     from specdojo_routine.app.handlers import AttemptReport, RunReport, Selected
     from specdojo_routine.app.listing import Listing, RoutineRow
+    from specdojo_routine.app.prune import PruneReport, Removal
     from specdojo_routine.core.decide import PlannedAction
     from specdojo_routine.core.errors import (
         ConfigError,
@@ -53,6 +55,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name is imported o
 _EXPORTS = {
     "AttemptReport": "app.handlers", "RunReport": "app.handlers", "Selected": "app.handlers",
     "Listing": "app.listing", "RoutineRow": "app.listing", "PlannedAction": "core.decide",
+    "PruneReport": "app.prune", "Removal": "app.prune",
     **dict.fromkeys(
         ["ConfigError", "CorruptLedgerError", "DefinitionError", "InvalidTransition",
          "JobError", "LedgerError", "LockBusy", "Problem", "RoutineError",
@@ -63,8 +66,8 @@ _EXPORTS = {
     "Definitions": "store.definitions.load", "LockInfo": "store.locks.routine",
     "replay": "store.ledger.views",
     **dict.fromkeys(
-        ["backfill", "fold_views", "history", "list_routines", "load_project", "release",
-         "resolve", "run_due", "run_job", "run_routine", "upcoming", "validate"], "api"),
+        ["backfill", "fold_views", "history", "list_routines", "load_project", "prune",
+         "release", "resolve", "run_due", "run_job", "run_routine", "upcoming", "validate"], "api"),
 }
 
 
@@ -105,6 +108,8 @@ __all__ = [
     "PlannedAction",
     "Problem",
     "ProjectPaths",
+    "PruneReport",
+    "Removal",
     "Result",
     "Routine",
     "RoutineError",
@@ -120,6 +125,7 @@ __all__ = [
     "history",
     "list_routines",
     "load_project",
+    "prune",
     "release",
     "replay",
     "resolve",

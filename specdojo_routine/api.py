@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from specdojo_routine.app import handlers, jobs, listing
 from specdojo_routine.core.jobplan import JobRunOutcome, Trigger
@@ -17,6 +17,9 @@ from specdojo_routine.core.model import InputValue
 from specdojo_routine.execute.agent import AgentExecutor
 from specdojo_routine.store.config import ProjectPaths, resolve_project
 from specdojo_routine.store.definitions.load import Definitions, load_definitions
+
+if TYPE_CHECKING:
+    from specdojo_routine.app.prune import PruneReport
 
 
 def load_project(root: Path | str | None = None, project: str | None = None) -> ProjectPaths:
@@ -128,3 +131,17 @@ def upcoming(
 
     return [item.to_json() for item in preview.preview_routine(
         paths, routine_id, count=count, now=now)[1]]
+
+
+def prune(
+    paths: ProjectPaths, *, keep_days: int | None = None, keep_runs: int | None = None,
+    dry_run: bool = False, now: datetime | None = None, env: Mapping[str, str] | None = None,
+) -> PruneReport:
+    """``prune``: remove the evidence, plans and results of old ended Job Runs and routine
+    attempts, each recorded as ``evidence_pruned`` before it goes (SPEC §15). ``keep_days`` and
+    ``keep_runs`` default to the config's ``retention``; ``dry_run`` writes nothing and takes no
+    lock. Raises :class:`~specdojo_routine.LockBusy` when a run holds a lock."""
+    from specdojo_routine.app import prune as pruning
+
+    return pruning.prune(paths, keep_days=keep_days, keep_runs=keep_runs, dry_run=dry_run,
+                         now=now, env=env)

@@ -37,9 +37,19 @@ def test_the_policy_calls_are_exported_with_the_01_names() -> None:
                 "fold_views", "history", "list_routines", "load_project", "replay", "resolve",
                 "run_due", "run_job", "run_routine", "validate"}
     assert names_01 <= set(specdojo_routine.__all__)
-    for name in ("release", "backfill", "upcoming"):
+    for name in ("release", "backfill", "upcoming", "prune"):
         assert name in specdojo_routine.__all__
         assert getattr(api, name) is getattr(specdojo_routine, name)
+
+
+def test_prune_and_its_report_are_exported() -> None:
+    """Retention is callable from the package, and its report types are public names (the
+    typed embedding below prunes for real and mypy checks it)."""
+    from specdojo_routine.app import prune
+
+    assert specdojo_routine.PruneReport is prune.PruneReport
+    assert specdojo_routine.Removal is prune.Removal
+    assert {"prune", "PruneReport", "Removal"} <= set(specdojo_routine.__all__)
 
 
 def test_package_is_typed() -> None:

@@ -114,11 +114,13 @@ COMMANDS: dict[str, CommandHelp] = {
         ((0, "no errors (warnings alone are fine)"), (1, "at least one error"), _USAGE)),
     "list": CommandHelp(
         "Show every routine: schedule, status, last result, whether it is due now and its next "
-        "occurrence, and who holds the routine lock. Usable as a health check.",
+        "occurrence, and who holds the routine lock. A health check with the rule of "
+        "status.",
         ("{prog} list", "{prog} list --json", "{prog} list --now 2026-08-07T08:00:00Z"),
-        ((0, "every routine is healthy"),
-         (1, "attention needed: an invalid definition, an interrupted, held or missed "
-             "routine, or a damaged ledger"), _USAGE)),
+        ((0, "every enabled routine is healthy"),
+         (1, "an enabled routine's last result is a failure, or it is interrupted, held or "
+             "missed an occurrence since its last success; or a definition is invalid"),
+         _DAMAGED, _USAGE)),
     "run": CommandHelp(
         "Run the due occurrences of every enabled routine (--due), or one routine now (--id), "
         "or backfill one cron routine over a past range (--id with --from and --to). Each "

@@ -10,10 +10,10 @@ directory where it is made once and reused (``python tests/bench/yearhistory.py 
 MINUTES`` makes it ahead). The benchmark works on a copy of it on disk, which is also the
 copied project whose views must be re-proven once.
 
-1. ``run --due`` with nothing due, ``list`` and ``next`` on the long history vs on one day of
-   it, once the views are proven: each within 2x (asserted), in-process (best of several,
-   interleaved) and as whole CLI processes. ``status`` is not in this branch yet: its row is
-   marked and skipped.
+1. ``run --due`` with nothing due, ``list``, ``status`` (the overview, and ``status rtn-tick``,
+   whose last attempts are read from the end of the ledger) and ``next`` on the long history vs
+   on one day of it, once the views are proven: each within 2x (asserted), in-process (best of
+   several, interleaved) and as whole CLI processes.
 2. The one-time cost after a copy (new inodes: the routine view is proven from scratch once).
 3. A Job action with 300 Job Runs of its Job: files opened and time, with the stamp snapshot
    and without it (deleted before each action: the full check every action used to make).
@@ -39,7 +39,7 @@ from typing import Any
 
 import pytest
 
-from specdojo_routine.app import handlers, jobs, listing, preview, prune, prune_facts
+from specdojo_routine.app import handlers, jobs, listing, preview, prune, prune_facts, status
 from specdojo_routine.core import jobplan
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import load as definitions
@@ -111,8 +111,10 @@ def _commands(paths: ProjectPaths, minutes: int) -> dict[str, Callable[[], objec
     return {
         "run --due (nothing due)": run_due,
         "list": lambda: listing.list_routines(paths, now=now, clock=lambda: now),
+        "status": lambda: status.status(paths, now=now, clock=lambda: now),
+        "status rtn-tick": lambda: status.status(paths, ["rtn-tick"], now=now,
+                                                 clock=lambda: now),
         "next rtn-tick": lambda: preview.preview_routine(paths, "rtn-tick", now=now),
-        # "status": added by the operator-answers work (SPEC §14); not in this branch yet
     }
 
 
@@ -135,7 +137,6 @@ def test_bench_commands_on_a_long_history(histories: dict[str, Any]) -> None:
         ratios[name] = t_long / t_day
         print(f"  {name:<26} long {t_long * 1000:7.1f} ms   one day {t_day * 1000:7.1f} ms   "
               f"ratio {ratios[name]:.2f}x")
-    print("  status                     (not in this branch: SPEC §14 work adds it)")
     assert all(r <= 2.0 for r in ratios.values()), ratios
 
 
@@ -145,6 +146,8 @@ def _cli(paths: ProjectPaths, minutes: int) -> dict[str, list[str]]:
     root = ["--root", str(paths.root)]
     return {"run --due (nothing due)": [*base, "run", "--due", "--now", now, *root],
             "list": [*base, "list", "--now", now, *root],
+            "status": [*base, "status", "--now", now, *root],
+            "status rtn-tick": [*base, "status", "rtn-tick", "--now", now, *root],
             "next rtn-tick": [*base, "next", "rtn-tick", "--now", now, *root]}
 
 

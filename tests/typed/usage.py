@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import specdojo_routine as sr
@@ -49,4 +49,11 @@ def embed(root: Path, fake_cli: str) -> dict[str, str]:
     assert outcome.duplicate_complete
     events = sr.history(paths, "rtn-weekly")
     assert "attempt_ended" == events[-1]["type"]
+    later = datetime.now(UTC) + timedelta(days=60)  # what ended is measured by the wall clock
+    planned: sr.PruneReport = sr.prune(paths, keep_days=30, keep_runs=0, dry_run=True, now=later)
+    pruned: sr.PruneReport = sr.prune(paths, keep_days=30, keep_runs=0, now=later)
+    gone: list[sr.Removal] = pruned.removed
+    assert [r.owner for r in planned.removed] == [r.owner for r in gone]
+    assert {"run", "attempt"} == {r.kind for r in gone}, [r.to_json() for r in gone]
+    assert_views_match_ledgers(paths)
     return routine_statuses(replay_ledger(paths.routine_ledger))
