@@ -163,7 +163,7 @@ def run_job(
                review=review or review_flow.ReviewOptions())
     prep = prepare(paths, defs, job_id, inputs, scheduled_at=scheduled_at, trigger=trigger,
                    env=base_env)
-    view = adopt.load_run(paths, prep.run_id)  # another tool's record counts (SPEC §10)
+    view = adopt.needed_run(paths, prep.run_id)  # another tool's record counts (SPEC §10)
     decision = jobplan.existing_run(view, run_id=prep.run_id, job_id=prep.job.id,
                                     key=prep.recorded_key)
     if (decision.action == "duplicate" and view is not None

@@ -30,19 +30,20 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import orjson
 
 from specdojo_routine.core import adopt as rules
 from specdojo_routine.core import events as ev
 from specdojo_routine.core import jobfold
 from specdojo_routine.core.errors import RoutineError
-from specdojo_routine.core.fold import RoutineView, apply_all
+from specdojo_routine.core.fold import RoutineFold, RoutineView, apply_all, routine_document
 from specdojo_routine.store.config import NotRegularFile, ProjectPaths, read_regular
 from specdojo_routine.store.ledger import codec, documents, proven, views
 from specdojo_routine.store.ledger import journal as ledger
 
 __all__ = ["ImportConflict", "JobImports", "RoutineImports", "apply_job_imports",
            "apply_routine_imports", "checkpoint", "import_job_runs", "import_routine_state",
-           "load_run", "plan_job_imports", "plan_routine_imports", "plan_run",
+           "load_run", "needed_run", "plan_job_imports", "plan_routine_imports", "plan_run",
            "run_checkpoints", "run_ids"]
 
 _IN_MEMORY_AT = "1970-01-01T00:00:00.000Z"
@@ -150,21 +151,45 @@ def plan_routine_imports(paths: ProjectPaths) -> RoutineImports:
     return RoutineImports(events=events, conflicts=conflicts, view=view, foreign=True)
 
 
+def _routine_history(paths: ProjectPaths) -> dict[str, list[dict[str, Any]]]:
+    """Every entry our fold gave each routine, line by line of the routine ledger (in
+    published form): what tells a view of ours not yet republished, or a copy of it another
+    tool wrote back, from facts our ledger lacks. Only read for a foreign file."""
+    state, history = RoutineFold(), dict[str, list[dict[str, Any]]]()
+    for found in ledger.read(paths.routine_ledger, torn="stop"):
+        apply_all(state, [found.raw], where=str(paths.routine_ledger), upgrade=codec.upgrade)
+        routine_id = found.raw.get("routine_id")
+        if not isinstance(routine_id, str):
+            continue
+        entry = state.routines.get(routine_id)
+        if entry is not None:
+            doc = routine_document(RoutineFold(routines={routine_id: entry}), 0)
+            history.setdefault(routine_id, []).append(
+                orjson.loads(orjson.dumps(doc["routines"][routine_id])))
+    return history
+
+
 def _routine_entries(
     paths: ProjectPaths, data: bytes, ours: Mapping[str, Any]
 ) -> tuple[list[ev.RoutineStateImported], list[str]]:
     source = paths.rel(paths.routine_state)
     routines = documents.parse(data)["routines"]  # a dict: _look found the document readable
     found, conflicts, sha = [], [], _sha256(data)
+    history: dict[str, list[dict[str, Any]]] | None = None
     for routine_id, record in routines.items():
         verdict = rules.routine_entry_verdict(record, ours.get(routine_id))
+        if verdict == "import":  # unless it is a picture our own ledger gave earlier
+            history = _routine_history(paths) if history is None else history
+            verdict = rules.routine_entry_verdict(record, ours.get(routine_id),
+                                                  history.get(routine_id, ()))
         if verdict == "import" and ev.ROUTINE_ID.fullmatch(routine_id):
             found.append(ev.RoutineStateImported(routine_id=routine_id, record=record,
                                               source=source, source_sha256=sha))
         elif verdict in ("import", "conflict"):
             conflicts.append(f"conflict: {source} entry {routine_id!r} cannot be imported (it "
                              "needs a routine id, a last_run and a last_result of success, "
-                             "failure or skipped); fix or remove the entry")
+                             "failure or skipped, or no last_result while the routine never "
+                             "ran); fix or remove the entry")
     return found, conflicts
 
 
@@ -287,6 +312,16 @@ def load_run(paths: ProjectPaths, run_id: str) -> jobfold.JobRunDoc | None:
     return plan_run(paths, run_id).document(run_id)
 
 
+def needed_run(paths: ProjectPaths, run_id: str) -> jobfold.JobRunDoc | None:
+    """:func:`load_run` for a recording command that needs the run: a record in conflict
+    with our ledger refuses the command (SPEC §10 rule 4) instead of being answered from
+    our side of it."""
+    plan = plan_run(paths, run_id)
+    if run_id in plan.conflicts:
+        raise ImportConflict(plan.conflicts[run_id])
+    return plan.document(run_id)
+
+
 def checkpoint(paths: ProjectPaths, job_id: str) -> dict[str, Any] | None:
     """The job's latest checkpoint after an import (in memory): its runs' checkpoints and
     its ``job-state.json`` entry when our ledgers do not account for it."""
@@ -307,11 +342,25 @@ def _plan_run(paths: ProjectPaths, plan: JobImports, run_id: str, fold: jobfold.
         return
     record = documents.parse(data)
     verdict = rules.run_record_verdict(record, ours)
+    if verdict in ("import", "conflict") and ours is not None:  # unless ours gave it earlier
+        verdict = rules.run_record_verdict(record, ours, _run_history(paths, run_id))
     if verdict == "conflict":
         plan.conflicts[run_id] = _run_conflict(paths, run_id, record, ours)
     elif verdict == "import":
         event = ev.RunImported(run_id=run_id, record=record, source_sha256=_sha256(data))
         _add(plan, run_id, event)
+
+
+def _run_history(paths: ProjectPaths, run_id: str) -> list[jobfold.JobRunDoc]:
+    """Every view our ledger of ``run_id`` gave, line by line (only read for a foreign file)."""
+    state, history = jobfold.RunFold(), []
+    path = paths.run_ledger(run_id)
+    for found in ledger.read(path, torn="stop"):
+        jobfold.apply_run(state, codec.upgrade(found.raw), where=str(path), line=found.line)
+        doc = jobfold.run_document(state)
+        if doc is not None:
+            history.append(orjson.loads(orjson.dumps(doc)))
+    return history
 
 
 def _run_conflict(paths: ProjectPaths, run_id: str, record: Any,
@@ -343,7 +392,7 @@ def _plan_checkpoints(paths: ProjectPaths, plan: JobImports, job_id: str | None)
     for jid, entry in entries.items():
         if job_id is not None and jid != job_id:
             continue
-        verdict = rules.checkpoint_verdict(entry, ours.get(jid))
+        verdict = rules.checkpoint_verdict(entry, ours.get(jid), _candidates(plan, jid))
         if verdict == "import" and ev.RUN_ID.fullmatch(entry["last_run_id"]):
             if plan.settled.pop(entry["last_run_id"], None) is not None:  # read it after all
                 plan.folds[entry["last_run_id"]] = views.fold_run(paths, entry["last_run_id"])
@@ -354,6 +403,13 @@ def _plan_checkpoints(paths: ProjectPaths, plan: JobImports, job_id: str | None)
             plan.conflicts["job-state"] = (f"conflict: {paths.rel(paths.job_state)} entry "
                                            f"{jid!r} is not a checkpoint entry")
     return plan
+
+
+def _candidates(plan: JobImports, job_id: str) -> list[dict[str, Any]]:
+    """Every checkpoint of ``job_id`` our run ledgers recorded (the fold keeps the latest)."""
+    found = [c for fold in plan.folds.values() for c in fold.checkpoints]
+    found += [c for best in plan.settled.values() for c in run_checkpoints(best)]
+    return [c for c in found if c.get("job_id") == job_id]
 
 
 def apply_job_imports(
