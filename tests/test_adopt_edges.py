@@ -8,6 +8,8 @@ that would import cleanly."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -219,4 +221,52 @@ def test_an_upstream_run_line_gives_an_interval_routine_no_last_scheduled_for(
     up.ok("fold")
     entries = orjson.loads(up.path(STATE).read_bytes())["routines"]
     assert "last_scheduled_for" not in entries["rtn-register-sweep"]
+    assert 0 == up.cli("fold", "--check").returncode
+
+
+# --- 8. publishing over a foreign write ------------------------------------------------------
+
+
+def test_a_rewrite_during_our_run_is_imported_before_the_end_is_published(
+    up: Upstream, tmp_path: Path,
+) -> None:
+    """Upstream rewrites routine-state.json while our run delegates (its shallow merge of
+    another routine's entry). The publish after attempt_ended imports that entry first: it is
+    in the ledger verbatim and in the view, not written over."""
+    up.ok("import")
+    started, go = tmp_path / "started", tmp_path / "go"
+    waiter = tmp_path / "waiting-specdojo"
+    waiter.write_text(f"#!/bin/sh\ntouch {started}\n"
+                      f"while [ ! -e {go} ]; do sleep 0.02; done\nexit 0\n")
+    waiter.chmod(0o755)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "specdojo_routine", "run", "--id", "rtn-register-sweep",
+         "--now", "2026-12-01T07:05:00Z", "--root", str(up.root)], cwd=up.root,
+        env=up.env() | {"SPECDOJO_CLI": str(waiter)}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr
+            time.sleep(0.02)
+        doc = orjson.loads(up.path(STATE).read_bytes())
+        assert "running" == doc["routines"]["rtn-register-sweep"]["status"]
+        record = {**doc["routines"]["rtn-weekly-report"], "last_run": "2026-12-01T07:04:00Z",
+                  "last_result": "failure", "last_scheduled_for": "2026-12-01T07:04:00.000Z"}
+        doc["routines"]["rtn-weekly-report"] = record
+        _write(up.path(STATE), doc)
+    finally:
+        go.touch()
+        out, err = proc.communicate(timeout=60)
+    assert 0 == proc.returncode, out + err
+    events = up.lines(LEDGER)
+    imported = [e for e in events if e["type"] == "routine_state_imported"
+                and e["record"] == record]
+    assert 1 == len(imported)
+    assert events.index(imported[0]) > max(i for i, e in enumerate(events)
+                                           if e["type"] == "attempt_started")
+    entries = orjson.loads(up.path(STATE).read_bytes())["routines"]
+    assert ("failure", "2026-12-01T07:04:00Z") == (entries["rtn-weekly-report"]["last_result"],
+                                                   entries["rtn-weekly-report"]["last_run"])
+    assert "success" == entries["rtn-register-sweep"]["status"]
     assert 0 == up.cli("fold", "--check").returncode

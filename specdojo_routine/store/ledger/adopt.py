@@ -42,7 +42,7 @@ from specdojo_routine.store.ledger import codec, documents, proven, views
 from specdojo_routine.store.ledger import journal as ledger
 
 __all__ = ["ImportConflict", "JobImports", "RoutineImports", "apply_job_imports",
-           "apply_routine_imports", "checkpoint", "import_job_runs", "import_routine_state",
+           "apply_routine_imports", "checkpoint", "import_before_publishing", "import_job_runs", "import_routine_state",
            "load_run", "needed_run", "plan_job_imports", "plan_routine_imports", "plan_run",
            "run_checkpoints", "run_ids"]
 
@@ -214,6 +214,26 @@ def apply_routine_imports(
     elif plan.proof is not None and not plan.conflicts and paths.routine_ledger.exists() and (
             plan.foreign or (plan.proof.resumed_at == 0 and paths.routine_state.exists())):
         plan.proof.publish(paths.routine_state, paths.routine_snapshot)
+
+
+def import_before_publishing(
+    paths: ProjectPaths, clock: Callable[[], datetime] = ledger.wall_clock
+) -> bool:
+    """The routine-state.json about to be replaced is not ours: append its facts (SPEC §10
+    rule 1; the caller holds the routine lock and publishes next). An unreadable file is
+    moved aside. False when it holds an entry that cannot be imported: it is kept, and a
+    ``warning:`` line says why (`import` shows the conflict)."""
+    plan = plan_routine_imports(paths)
+    if plan.unreadable is not None:
+        _move_aside(paths, paths.routine_state, plan.unreadable,
+                    paths.rel(paths.routine_ledger), clock)
+    if plan.conflicts:
+        print(f"warning: {paths.rel(paths.routine_state)} was rewritten by another tool and "
+              f"is kept as it is ({'; '.join(plan.conflicts)})", file=sys.stderr)
+        return False
+    if plan.events:
+        ledger.Ledger(paths.routine_ledger, clock=clock).append_many(plan.events)
+    return True
 
 
 def import_routine_state(paths: ProjectPaths, clock: Callable[[], datetime]) -> RoutineImports:
