@@ -186,9 +186,6 @@ def test_an_attempt_upstream_added_to_our_run_is_imported(failing_job: Project) 
     record["state"], record["updated_at"] = "succeeded", "2099-01-01T00:00:01.000Z"
     _write(view, record)
     data = view.read_bytes()
-    code, again = _job_run(failing_job)
-    assert (0, True, 2) == (code, again["duplicate_complete"], again["attempt"])
-    # a duplicate complete records nothing; the next recording command imports the record
     assert "imported 0 routine states, 1 Job Run, 0 checkpoints; 0 conflicts\n" == \
         failing_job.cli("import").stdout
     ledger = view.with_suffix(".jsonl").read_bytes().splitlines()
@@ -197,6 +194,28 @@ def test_an_attempt_upstream_added_to_our_run_is_imported(failing_job: Project) 
     assert data == view.read_bytes()
     show = failing_job.cli("job", "show", first["run_id"], "--json")
     assert data.decode() == show.stdout
+
+
+def test_job_run_imports_the_attempt_upstream_added_before_answering(
+    failing_job: Project,
+) -> None:
+    """job run is a recording command: the succeeded attempt upstream added to our failed run
+    extends it, so it is imported under the exec lock (run_imported, verbatim) and then the
+    run is a duplicate complete - not answered from the file and left unimported."""
+    _code, first = _job_run(failing_job)
+    view = _run_view(failing_job, first["run_id"])
+    record = orjson.loads(view.read_bytes())
+    record["attempts"].append({"attempt": 2, "started_at": "2099-01-01T00:00:00.000Z",
+                               "status": "succeeded", "completed_at": "2099-01-01T00:00:01.000Z"})
+    record["state"], record["updated_at"] = "succeeded", "2099-01-01T00:00:01.000Z"
+    _write(view, record)
+    data = view.read_bytes()
+    code, again = _job_run(failing_job)
+    assert (0, True, 2) == (code, again["duplicate_complete"], again["attempt"])
+    last = orjson.loads(view.with_suffix(".jsonl").read_bytes().splitlines()[-1])
+    assert ("run_imported", record) == (last["type"], last["record"])
+    assert data == view.read_bytes()
+    assert "imported 0 routine states, 0 Job Runs" in failing_job.cli("import").stdout
 
 
 def test_attempts_continue_after_an_attempt_upstream_added(failing_job: Project) -> None:

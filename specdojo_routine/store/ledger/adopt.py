@@ -332,14 +332,15 @@ def load_run(paths: ProjectPaths, run_id: str) -> jobfold.JobRunDoc | None:
     return plan_run(paths, run_id).document(run_id)
 
 
-def needed_run(paths: ProjectPaths, run_id: str) -> jobfold.JobRunDoc | None:
-    """:func:`load_run` for a recording command that needs the run: a record in conflict
-    with our ledger refuses the command (SPEC §10 rule 4) instead of being answered from
-    our side of it."""
+def needed_run(paths: ProjectPaths, run_id: str) -> tuple[jobfold.JobRunDoc | None, bool]:
+    """:func:`load_run` for a recording command that needs the run, and whether its file
+    holds facts still to import (the command imports them under its lock before it answers).
+    A record in conflict with our ledger refuses the command (SPEC §10 rule 4) instead of
+    being answered from our side of it."""
     plan = plan_run(paths, run_id)
     if run_id in plan.conflicts:
         raise ImportConflict(plan.conflicts[run_id])
-    return plan.document(run_id)
+    return plan.document(run_id), bool(plan.events)
 
 
 def checkpoint(paths: ProjectPaths, job_id: str) -> dict[str, Any] | None:
