@@ -201,7 +201,7 @@ def test_a_changed_upstream_file_is_imported_conflicting_or_identical(
 
 
 @settings(max_examples=300, deadline=None)
-@given(record=st.dictionaries(st.sampled_from(rules.ROUTINE_FACTS + ("status", "attempt_id")),
+@given(record=st.dictionaries(st.sampled_from((*rules.ROUTINE_FACTS, "status", "attempt_id")),
                               st.one_of(st.none(), st.sampled_from(RESULTS), _instants),
                               max_size=6),
        ours=st.fixed_dictionaries({"last_run": _instants, "last_result": st.sampled_from(RESULTS),

@@ -40,7 +40,7 @@ from specdojo_routine.core.jobfold import (
     run_document,
 )
 from specdojo_routine.store.config import NotRegularFile, ProjectPaths, read_regular
-from specdojo_routine.store.ledger import chain, codec, documents, proven, stamps
+from specdojo_routine.store.ledger import chain, codec, documents, foreign, proven, stamps
 from specdojo_routine.store.ledger import journal as ledger
 
 __all__ = [
@@ -100,15 +100,13 @@ def refresh_routine_view(paths: ProjectPaths) -> RoutineView:
     Never over a foreign write (SPEC §10 rule 1): a file whose bytes are neither what we last
     published (the snapshot proves that, the common case: nothing more is read) nor the fold
     was written by another tool since - upstream's shallow merge while our run delegated - so
-    its facts are imported first (:func:`.adopt.import_before_publishing`); a file whose
+    its facts are imported first (:func:`.foreign.import_before_publishing`); a file whose
     entries cannot be imported is kept as it is."""
     found = _proven(paths, incremental=True)
     if not paths.routine_ledger.exists():
         return RoutineView(document=found.document(), torn_line=found.tail.torn_line)
     if found.resumed_at == 0 and _foreign(paths.routine_state, found):
-        from specdojo_routine.store.ledger import adopt  # it builds on this module
-
-        if not adopt.import_before_publishing(paths):
+        if not foreign.import_before_publishing(paths):
             return RoutineView(document=found.document(), torn_line=found.tail.torn_line)
         found = _proven(paths, incremental=True)
     document = found.publish(paths.routine_state, paths.routine_snapshot)
