@@ -102,13 +102,18 @@ class RoutineImports:
     proof: proven.Proven | None = None
 
 
-def plan_routine_imports(paths: ProjectPaths) -> RoutineImports:
+def plan_routine_imports(
+    paths: ProjectPaths, found: proven.Proven | None = None
+) -> RoutineImports:
     """Whose is ``routine-state.json``? A view the snapshot proves (:mod:`.proven`: the view's
     bytes, the ledger's identity and chain head) is ours, and so is one whose bytes equal the
     full fold; any other is compared with the full fold (another tool may have rewritten it in
-    our shape) and its newer entries are imported."""
+    our shape) and the entries that differ from it are imported. ``found``: the fold the
+    caller proved just now (it is folded further, in memory, when there is something to
+    import)."""
     data, unreadable = look(paths.routine_state, "routines")
-    found = proven.prove(paths.routine_ledger, paths.routine_state, paths.routine_snapshot)
+    if found is None:
+        found = proven.prove(paths.routine_ledger, paths.routine_state, paths.routine_snapshot)
     document = found.document()
     ours = RoutineView(document=document, torn_line=found.tail.torn_line)
     if unreadable is not None:
@@ -176,13 +181,15 @@ def _routine_entries(
 
 
 def import_before_publishing(
-    paths: ProjectPaths, clock: Callable[[], datetime] = ledger.wall_clock
-) -> bool:
+    paths: ProjectPaths, found: proven.Proven,
+    clock: Callable[[], datetime] = ledger.wall_clock,
+) -> bool | None:
     """The routine-state.json about to be replaced is not ours: append its facts (SPEC §10
     rule 1; the caller holds the routine lock and publishes next). An unreadable file is
     moved aside. False when it holds an entry that cannot be imported: it is kept, and a
-    ``warning:`` line says why (`import` shows the conflict)."""
-    plan = plan_routine_imports(paths)
+    ``warning:`` line says why (`import` shows the conflict). None when it held nothing new
+    (``found`` is still the fold to publish); True when events were appended."""
+    plan = plan_routine_imports(paths, found)
     if plan.unreadable is not None:
         move_aside(paths, paths.routine_state, plan.unreadable,
                     paths.rel(paths.routine_ledger), clock)
@@ -190,8 +197,9 @@ def import_before_publishing(
         print(f"warning: {paths.rel(paths.routine_state)} was rewritten by another tool and "
               f"is kept as it is ({'; '.join(plan.conflicts)})", file=sys.stderr)
         return False
-    if plan.events:
-        ledger.Ledger(paths.routine_ledger, clock=clock).append_many(plan.events)
+    if not plan.events:
+        return None
+    ledger.Ledger(paths.routine_ledger, clock=clock).append_many(plan.events)
     return True
 
 

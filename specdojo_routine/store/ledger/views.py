@@ -106,9 +106,11 @@ def refresh_routine_view(paths: ProjectPaths) -> RoutineView:
     if not paths.routine_ledger.exists():
         return RoutineView(document=found.document(), torn_line=found.tail.torn_line)
     if found.resumed_at == 0 and _foreign(paths.routine_state, found):
-        if not foreign.import_before_publishing(paths):
+        imported = foreign.import_before_publishing(paths, found)
+        if imported is False:
             return RoutineView(document=found.document(), torn_line=found.tail.torn_line)
-        found = _proven(paths, incremental=True)
+        if imported:
+            found = _proven(paths, incremental=True)
     document = found.publish(paths.routine_state, paths.routine_snapshot)
     return RoutineView(document=document, torn_line=found.tail.torn_line)
 
