@@ -130,12 +130,26 @@ def test_a_rewrite_that_looks_exactly_like_our_view_is_still_imported(cron: Proj
 
 
 def test_a_view_of_ours_not_yet_republished_is_stale_not_imported(cron: Project) -> None:
-    """An older picture of our own ledger (a crash before publication) imports nothing."""
+    """An older picture of our own ledger (a crash before publication, or a copy of it
+    written back) imports nothing: every entry in it is one our fold gave before."""
     assert 0 == cron.cli("run", "--due", "--now", NOW).returncode
-    _shallow_merge(cron, "rtn-hourly", last_run="2026-12-01T06:00:00Z")
+    older = cron.state_path.read_bytes()
+    assert 0 == cron.cli("run", "--due", "--now", "2026-12-01T08:00:30Z").returncode
+    cron.state_path.write_bytes(older)
     assert "imported 0 routine states" in cron.cli("import").stdout
     assert not [e for e in cron.events() if e["type"] == "routine_state_imported"]
-    assert "2026-12-01T07:00:00Z" == cron.state()["routines"]["rtn-hourly"]["last_run"]
+    assert "2026-12-01T08:00:30Z" == cron.state()["routines"]["rtn-hourly"]["last_run"]
+
+
+def test_an_entry_rewound_by_hand_is_imported(cron: Project) -> None:
+    """An entry no picture of ours ever held - last_run set back by hand - is a fact our
+    ledger lacks: imported verbatim, never judged older and overwritten."""
+    assert 0 == cron.cli("run", "--due", "--now", NOW).returncode
+    data = _shallow_merge(cron, "rtn-hourly", last_run="2026-12-01T06:00:00Z")
+    assert "imported 1 routine state" in cron.cli("import").stdout
+    [event] = [e for e in cron.events() if e["type"] == "routine_state_imported"]
+    assert orjson.loads(data)["routines"]["rtn-hourly"] == event["record"]
+    assert "2026-12-01T06:00:00Z" == cron.state()["routines"]["rtn-hourly"]["last_run"]
 
 
 # --- Job Run records rewritten by upstream ---------------------------------------------------
@@ -172,9 +186,6 @@ def test_an_attempt_upstream_added_to_our_run_is_imported(failing_job: Project) 
     record["state"], record["updated_at"] = "succeeded", "2099-01-01T00:00:01.000Z"
     _write(view, record)
     data = view.read_bytes()
-    code, again = _job_run(failing_job)
-    assert (0, True, 2) == (code, again["duplicate_complete"], again["attempt"])
-    # a duplicate complete records nothing; the next recording command imports the record
     assert "imported 0 routine states, 1 Job Run, 0 checkpoints; 0 conflicts\n" == \
         failing_job.cli("import").stdout
     ledger = view.with_suffix(".jsonl").read_bytes().splitlines()
@@ -183,6 +194,28 @@ def test_an_attempt_upstream_added_to_our_run_is_imported(failing_job: Project) 
     assert data == view.read_bytes()
     show = failing_job.cli("job", "show", first["run_id"], "--json")
     assert data.decode() == show.stdout
+
+
+def test_job_run_imports_the_attempt_upstream_added_before_answering(
+    failing_job: Project,
+) -> None:
+    """job run is a recording command: the succeeded attempt upstream added to our failed run
+    extends it, so it is imported under the exec lock (run_imported, verbatim) and then the
+    run is a duplicate complete - not answered from the file and left unimported."""
+    _code, first = _job_run(failing_job)
+    view = _run_view(failing_job, first["run_id"])
+    record = orjson.loads(view.read_bytes())
+    record["attempts"].append({"attempt": 2, "started_at": "2099-01-01T00:00:00.000Z",
+                               "status": "succeeded", "completed_at": "2099-01-01T00:00:01.000Z"})
+    record["state"], record["updated_at"] = "succeeded", "2099-01-01T00:00:01.000Z"
+    _write(view, record)
+    data = view.read_bytes()
+    code, again = _job_run(failing_job)
+    assert (0, True, 2) == (code, again["duplicate_complete"], again["attempt"])
+    last = orjson.loads(view.with_suffix(".jsonl").read_bytes().splitlines()[-1])
+    assert ("run_imported", record) == (last["type"], last["record"])
+    assert data == view.read_bytes()
+    assert "imported 0 routine states, 0 Job Runs" in failing_job.cli("import").stdout
 
 
 def test_attempts_continue_after_an_attempt_upstream_added(failing_job: Project) -> None:
@@ -247,39 +280,60 @@ def _record(*attempts: dict[str, Any], updated: str = "2026-12-01T07:05:00.000Z"
      "import"),
     (_record(_attempt(1, "succeeded")), _record(_attempt(1, "running")), "import"),
     (_record(_attempt(1, "failed")), _record(_attempt(1, "failed"), _attempt(2, "succeeded"),
-                                             updated="2026-12-01T07:09:00.000Z"), "stale"),
+                                             updated="2026-12-01T07:09:00.000Z"), "conflict"),
     (_record(_attempt(1, "succeeded")), _record(_attempt(1, "failed")), "conflict"),
     (_record(_attempt(1, "failed"), _attempt(2, "succeeded"), updated="2026-12-01T07:00:00Z"),
      _record(_attempt(1, "failed")), "conflict"),  # extends, but claims an earlier update
     (_record(_attempt(1, "failed")), None, "import"),
     ([], None, "conflict"),
     (_record(_attempt(2, "failed")), None, "conflict"),
-], ids=["adds-an-attempt", "closes-our-open-attempt", "older-picture-of-ours",
+], ids=["adds-an-attempt", "closes-our-open-attempt", "older-picture-unproven",
         "rewrites-our-attempt", "earlier-updated_at", "no-ledger", "not-a-record",
         "attempts-not-numbered-from-1"])
 def test_run_record_verdicts(theirs: Any, ours: Any, verdict: str) -> None:
-    """SPEC §10 rule 4: import only what extends ours; an older picture is stale."""
+    """SPEC §10 rule 4: import only what extends ours; a record that neither extends ours
+    nor is a view our ledger gave is a conflict, whatever its times say."""
     assert verdict == rules.run_record_verdict(theirs, ours)
+
+
+def test_a_record_our_ledger_gave_before_is_stale() -> None:
+    """Only a record that is exactly an earlier view of our ledger is stale (nothing lost)."""
+    older = _record(_attempt(1, "failed"))
+    ours = _record(_attempt(1, "failed"), _attempt(2, "succeeded"),
+                   updated="2026-12-01T07:09:00.000Z")
+    assert "stale" == rules.run_record_verdict(older, ours, [older, ours])
+    edited = {**older, "state": "succeeded"}
+    assert "conflict" == rules.run_record_verdict(edited, ours, [older, ours])
 
 
 @pytest.mark.parametrize(("theirs", "ours", "verdict"), [
     ({"last_run": "2026-12-01T08:00:00Z", "last_result": "success"},
      {"last_run": "2026-12-01T07:00:00Z", "last_result": "success"}, "import"),
     ({"last_run": "2026-12-01T06:00:00Z", "last_result": "failure"},
-     {"last_run": "2026-12-01T07:00:00Z", "last_result": "success"}, "stale"),
+     {"last_run": "2026-12-01T07:00:00Z", "last_result": "success"}, "import"),
+    ({"last_run": "2026-12-01T07:00:00Z", "last_result": "failure"},
+     {"last_run": "2026-12-01T07:00:00Z", "last_result": "success", "status": "success"},
+     "import"),
+    ({"last_run": "2026-12-01T08:00:00Z", "last_scheduled_for": "2026-12-01T08:00:00.000Z"},
+     None, "import"),
+    ({"last_run": "2026-12-01T08:00:00Z"},
+     {"last_run": "2026-12-01T07:00:00Z", "last_result": "success", "status": "success"},
+     "conflict"),
     ({"last_run": "2026-12-01T07:00:00Z", "last_result": "success"},
      {"last_run": "2026-12-01T07:00:00Z", "last_result": "success",
       "last_scheduled_for": None}, "same"),
     ({"last_run": "2026-12-01T07:00:00Z", "last_result": "failure"}, None, "import"),
-    ({"last_run": "2026-12-01T08:00:00Z"}, {"last_run": "2026-12-01T07:00:00Z"}, "conflict"),
     ({"last_run": "2026-12-01T08:00:00Z", "last_result": "done"}, None, "conflict"),
     ({"last_run": "2026-12-01T08:00:00Z", "last_result": "success",
       "last_action_results": [1]}, None, "conflict"),
     ("x", None, "conflict"),
-], ids=["newer", "older", "absent-equals-null", "unknown-to-us", "no-result", "odd-result",
+], ids=["newer", "older-by-hand", "result-edited", "first-run-unfinished",
+        "absent-equals-null", "unknown-to-us", "no-result-after-a-result", "odd-result",
         "odd-action-results", "not-an-object"])
 def test_routine_entry_verdicts(theirs: Any, ours: Any, verdict: str) -> None:
-    """A routine-state entry is imported when another tool ran the routine after us."""
+    """A routine-state entry that differs from our fold is imported (another tool ran the
+    routine, or an operator edited it), whatever its last_run says; an entry without a result
+    only while the routine never ran (upstream died inside its first run)."""
     assert verdict == rules.routine_entry_verdict(theirs, ours)
 
 

@@ -382,3 +382,23 @@ def test_reporter_gets_both_executor_streams_redacted_bounded_and_fenced(
     assert len(fenced["err"].encode("utf-8")) == limit
     assert "STDOUT-TAIL" not in stdin and "STDERR-TAIL" not in stdin
     assert "s3cr3t-value-123" not in stdin
+
+
+def test_a_members_own_command_wins_over_its_providers_template(ap: AgentProject) -> None:
+    """SPEC §11.1: a member with both a ``provider`` and its own ``command`` is launched with
+    its command; the provider's ``command_template`` is only for members without one (and
+    `validate` does not try to expand it for this member either)."""
+    roster = ap.root / "members.yaml"
+    roster.write_text(roster.read_text().replace(
+        "  - nickname: own-command\n    type: agent\n",
+        "  - nickname: own-command\n    type: agent\n    provider: fake\n"))
+    path = ap.root / ".specdojo" / "exec-defaults.yaml"
+    path.write_text(path.read_text().replace("{flags}", "{flags} {unknown_variable}"))
+    ap.edit_job("job-e", agent="{executor: own-command}")
+    checked = ap.cli("validate")
+    assert "member editor " in checked.stderr  # the template is broken for the others
+    assert "member own-command" not in checked.stderr
+    out = run_json(ap, code=0)
+    assert "succeeded" == out["state"]
+    [launch] = ap.launches()
+    assert ("own-command", []) == (launch["nickname"], launch["argv"])

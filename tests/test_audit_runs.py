@@ -403,11 +403,14 @@ def test_fold_refuses_a_torn_tail_until_repair(project: Project) -> None:
 
 
 def test_fold_check_reports_a_drifted_view_and_writes_nothing(project: Project) -> None:
-    """`fold --check` exits 1 naming the edited view and leaves it as it was."""
+    """`fold --check` exits 1 naming the edited view and leaves it as it was. The edit is to
+    our own key (`status`), not to an upstream fact: there is nothing in it to import, so it
+    is drift (an edited `last_result` would be imported: SPEC §10 rule 3)."""
     project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [x]}\n")
     assert 0 == project.cli("run", "--due").returncode
     view = project.root / "routines" / "generated" / "routine-state.json"
-    edited = view.read_bytes().replace(b'"success"', b'"failure"')
+    edited = view.read_bytes().replace(b'"status": "success"', b'"status": "failure"')
+    assert edited != view.read_bytes()
     view.write_bytes(edited)
     proc = project.cli("fold", "--check")
     assert 1 == proc.returncode

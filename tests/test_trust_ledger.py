@@ -77,7 +77,9 @@ def test_every_appended_line_carries_the_hash_of_the_line_before(project: Projec
 
 def test_a_hand_edited_view_is_not_believed(project: Project) -> None:
     """An interrupted routine set to success in routine-state.json by hand is still
-    interrupted: run --due refolds, delivers nothing, appends nothing; fold stays clean."""
+    interrupted: run --due keeps the edit (imported verbatim, SPEC §10) but an import never
+    closes an open attempt, so it delivers nothing else and appends nothing else; fold stays
+    clean."""
     _interrupted(project)
     state = orjson.loads(project.state_path.read_bytes())
     entry = state["routines"]["rtn-crash"]
@@ -87,7 +89,10 @@ def test_a_hand_edited_view_is_not_believed(project: Project) -> None:
     again = project.cli("run", "--due", "--now", LATER)
     assert 1 == again.returncode, again.stdout + again.stderr
     assert "rtn-crash: interrupted" in again.stderr
-    assert (before, calls) == (project.ledger.read_bytes(), len(project.calls()))
+    after = project.ledger.read_bytes()
+    assert after.startswith(before) and calls == len(project.calls())
+    added = [orjson.loads(x) for x in after[len(before):].splitlines()]
+    assert [("routine_state_imported", entry)] == [(e["type"], e["record"]) for e in added]
     assert "running" == project.state()["routines"]["rtn-crash"]["status"]
     assert 0 == project.cli("fold", "--check").returncode
 

@@ -17,10 +17,11 @@ from typing import Any
 
 import attrs
 
+from specdojo_routine.core import adopt as rules
 from specdojo_routine.core.events import CheckpointImported, RunImported
 from specdojo_routine.core.jobfold import job_state_document
 from specdojo_routine.store.config import ProjectPaths, read_regular
-from specdojo_routine.store.ledger import adopt, views
+from specdojo_routine.store.ledger import adopt, documents, views
 from specdojo_routine.store.ledger import journal as ledger
 from specdojo_routine.store.locks import execlock
 from specdojo_routine.store.locks import routine as locks
@@ -159,16 +160,33 @@ def _published(path: Path) -> bytes | None:
 
 
 def _check(paths: ProjectPaths) -> FoldReport:
-    """Drift after an in-memory import: files that would import cleanly are not drift."""
+    """Drift after an in-memory import: a foreign file that would import cleanly is not
+    drift - one whose facts would be imported without a conflict, or one that holds nothing
+    our fold does not hold (upstream's own copy of the facts: its shape, our values, the
+    entries it cannot read left out)."""
     routine = adopt.plan_routine_imports(paths)
     jobs = adopt.plan_job_imports(paths)
     clean = set()
-    if routine.events and not routine.conflicts:
+    state = _document(paths.routine_state)
+    if routine.foreign and not routine.conflicts and (routine.events or (
+            state is not None and rules.holds_nothing_new(state, routine.view.document,
+                                                          "routines"))):
         clean.add(paths.rel(paths.routine_state))
     clean |= {paths.rel(paths.run_view(r)) for r in jobs.events if r not in jobs.conflicts}
-    expected_jobs = views.render(job_state_document(jobs.jobs()))
-    if jobs.events and _published(paths.job_state) == expected_jobs:
+    expected_jobs = job_state_document(jobs.jobs())
+    published_jobs = _document(paths.job_state)
+    imports_checkpoints = any(isinstance(e, CheckpointImported)
+                              for events in jobs.events.values() for e in events)
+    if "job-state" not in jobs.conflicts and published_jobs is not None and (
+            imports_checkpoints or rules.holds_nothing_new(published_jobs, expected_jobs,
+                                                           "jobs")):
         clean.add(paths.rel(paths.job_state))
     drifted = [d for d in views.fold_all(paths, check=True) if d not in clean]
     return FoldReport(drifted=drifted, moved=[],
                       conflicts=[*routine.conflicts, *jobs.conflicts.values()])
+
+
+def _document(path: Path) -> Any:
+    """The JSON document of a view file (None: none there, not regular, not JSON)."""
+    data = _published(path)
+    return None if data is None else documents.parse(data)

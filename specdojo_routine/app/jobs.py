@@ -163,11 +163,13 @@ def run_job(
                review=review or review_flow.ReviewOptions())
     prep = prepare(paths, defs, job_id, inputs, scheduled_at=scheduled_at, trigger=trigger,
                    env=base_env)
-    view = adopt.load_run(paths, prep.run_id)  # another tool's record counts (SPEC §10)
+    # another tool's record counts (SPEC §10); one still to import is imported under the lock
+    view, to_import = adopt.needed_run(paths, prep.run_id)
     decision = jobplan.existing_run(view, run_id=prep.run_id, job_id=prep.job.id,
                                     key=prep.recorded_key)
-    if (decision.action == "duplicate" and view is not None
-            and not jobplan.missing_checkpoint(view, prep.job)):
+    duplicate = decision.action == "duplicate" and view is not None
+    if duplicate and view is not None and not to_import \
+            and not jobplan.missing_checkpoint(view, prep.job):
         return _duplicate(prep, view)
     checked = decision.action == "new" and "precondition" in prep.task
     if checked:
@@ -178,6 +180,8 @@ def run_job(
     try:
         handle = lock.__enter__()
     except execlock.ExecLockBusy as exc:
+        if duplicate and view is not None and not jobplan.missing_checkpoint(view, prep.job):
+            return _duplicate(prep, view)  # complete all the same: the next command imports
         return JobRunOutcome(job_id=prep.job.id, run_id=prep.run_id if view else None,
                              state=view["state"] if view else None, attempt=None,
                              skipped=True, reason=str(exc), trigger=trigger)

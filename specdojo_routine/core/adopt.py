@@ -6,15 +6,19 @@ The upstream SpecDojo CLI writes ``routine-state.json``, ``runs/<run_id>.json`` 
 file holds and what our fold says; :mod:`specdojo_routine.store.ledger.adopt` reads the files and
 appends the import events these decisions ask for.
 
-Verdicts: ``same`` (the file holds nothing our ledger lacks), ``import`` (it holds newer facts:
-append them), ``stale`` (it is an older picture of what our ledger already has, e.g. a view we
-had not republished yet: nothing to import, the next publication replaces it) and ``conflict``
-(it contradicts our ledger: shown, never resolved by guessing, nothing overwritten).
+Verdicts: ``same`` (the file holds what our fold holds), ``import`` (it holds facts our
+ledger lacks: append them), ``stale`` (it is exactly a picture our own ledger gave earlier - a
+view we had not republished yet, or a copy of it another tool wrote back after reading it: its
+facts are in our ledger already, so nothing is lost when the next publication replaces it) and
+``conflict`` (it contradicts our ledger: shown, never resolved by guessing, nothing
+overwritten). ``stale`` is never a guess from timestamps: an entry or record that differs from
+every picture our ledger gave is imported (a hand edit after adoption is a fact like any other)
+or, for a Job Run record that does not extend ours, a conflict.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -60,12 +64,20 @@ def routine_facts(entry: Mapping[str, Any] | None) -> tuple[Any, ...]:
 _RESULTS = ("success", "failure", "skipped")
 
 
-def routine_entry_usable(record: Any) -> bool:
+def routine_entry_usable(record: Any, ours: Mapping[str, Any] | None = None) -> bool:
     """An entry the fold can apply: a result (upstream writes ``last_result`` with every
-    finished run), timestamps as strings, ``last_action_results`` as ``[{index, kind, result}]``."""
-    if not isinstance(record, dict) or record.get("last_result") not in _RESULTS:
+    finished run) - or none while our fold has none either (upstream died inside a routine's
+    first run: the entry imports with status ``never``) - timestamps as strings, and
+    ``last_action_results`` as ``[{index, kind, result}]``."""
+    if not isinstance(record, dict):
         return False
-    if not isinstance(record.get("last_run"), str):
+    result = record.get("last_result")
+    if result is None:
+        if (ours or {}).get("status", "never") not in ("never", "running"):
+            return False
+    elif result not in _RESULTS:
+        return False
+    if try_parse_instant(record.get("last_run")) is None:
         return False
     if not isinstance(record.get("last_scheduled_for"), str | None):
         return False
@@ -75,21 +87,48 @@ def routine_entry_usable(record: Any) -> bool:
         for r in results))
 
 
-def routine_entry_verdict(record: Any, ours: Mapping[str, Any] | None) -> Verdict:
-    """Import an entry when it differs from our fold and its ``last_run`` is newer than ours
-    (another tool ran the routine after us); an entry no newer than ours is stale. A newer
-    entry the fold cannot apply (no result: a run that never finished) is a conflict."""
+def published_entry(record: Mapping[str, Any], entry: Mapping[str, Any]) -> bool:
+    """``record`` is ``entry`` as our fold once gave it: the same upstream facts, and every
+    other key it has holds ``entry``'s value (upstream's shape of it has no other key)."""
+    return routine_facts(record) == routine_facts(entry) and all(
+        entry.get(k) == v for k, v in record.items() if k not in ROUTINE_FACTS)
+
+
+def routine_entry_verdict(
+    record: Any, ours: Mapping[str, Any] | None, earlier: Iterable[Mapping[str, Any]] = (),
+) -> Verdict:
+    """An entry that differs from our fold is imported (another tool ran the routine, or an
+    operator edited it), unless it is exactly an entry our fold gave before (``earlier``: a
+    view of ours not republished yet, or a copy of it upstream wrote back): that is stale. An
+    entry the fold cannot apply is a conflict."""
     if not isinstance(record, dict):
         return "conflict"
     if routine_facts(record) == routine_facts(ours):
         return "same"
-    theirs = try_parse_instant(record.get("last_run"))
-    mine = try_parse_instant((ours or {}).get("last_run"))
-    if theirs is None:
-        return "stale" if mine is not None else "conflict"
-    if mine is not None and theirs <= mine:
+    if any(published_entry(record, e) for e in earlier):
         return "stale"
-    return "import" if routine_entry_usable(record) else "conflict"
+    return "import" if routine_entry_usable(record, ours) else "conflict"
+
+
+def holds_nothing_new(theirs: Any, ours: Mapping[str, Any], member: str) -> bool:
+    """A foreign view document that says nothing our fold does not say: every top-level key
+    it has holds our value, and every entry of its ``member`` (``routines`` / ``jobs``) is an
+    entry of ours with, key for key, our values - upstream's shape of our view, which leaves
+    out our own keys and entries it cannot read (SPEC §10 rule 3: not drift)."""
+    if not isinstance(theirs, dict) or not isinstance(theirs.get(member), dict):
+        return False
+    entries = ours.get(member)
+    if not isinstance(entries, Mapping):
+        return False
+    if any(k != member and (k not in ours or v != ours[k]) for k, v in theirs.items()):
+        return False
+    for key, entry in theirs[member].items():
+        mine = entries.get(key)
+        if not isinstance(entry, dict) or not isinstance(mine, Mapping):
+            return False
+        if any(k not in mine or v != mine[k] for k, v in entry.items()):
+            return False
+    return True
 
 
 # --- Job Run records -------------------------------------------------------------------------
@@ -132,10 +171,14 @@ def run_record_usable(record: Any) -> bool:
                for n, a in enumerate(record["attempts"], 1))
 
 
-def run_record_verdict(record: Any, ours: Mapping[str, Any] | None) -> Verdict:
+def run_record_verdict(
+    record: Any, ours: Mapping[str, Any] | None, earlier: Iterable[Mapping[str, Any]] = (),
+) -> Verdict:
     """SPEC §10 rule 4: a record that differs from our run is imported only when it extends
     ours (our attempts unchanged at its start, more of them or our open one closed, an
-    ``updated_at`` not earlier); a record ours extends is stale; anything else conflicts."""
+    ``updated_at`` not earlier); a record that is exactly a view our ledger gave before
+    (``earlier``) is stale; anything else - a state, attempt or time edited, attempts
+    dropped or reordered - conflicts."""
     if not run_record_usable(record):
         return "conflict"
     if ours is None:
@@ -144,6 +187,8 @@ def run_record_verdict(record: Any, ours: Mapping[str, Any] | None) -> Verdict:
         return "same"
     if any(record.get(k) != ours.get(k) for k in ("run_id", "job_id", "idempotency_key")):
         return "conflict"
+    if any(record == e for e in earlier):
+        return "stale"
     theirs_at, mine_at = _instant(record.get("updated_at")), _instant(ours.get("updated_at"))
     theirs, mine = _attempts(record), _attempts(ours)
     grows = len(theirs) > len(mine) or (
@@ -151,8 +196,6 @@ def run_record_verdict(record: Any, ours: Mapping[str, Any] | None) -> Verdict:
         and theirs[len(mine) - 1:len(mine)] != [mine[-1]])
     if theirs_at >= mine_at and grows and _prefix(mine, theirs):
         return "import"
-    if theirs_at <= mine_at and _prefix(theirs, mine):
-        return "stale"
     return "conflict"
 
 
@@ -183,14 +226,15 @@ def checkpoint_entry_ok(entry: Any) -> bool:
             and isinstance(entry.get("updated_at"), str))
 
 
-def checkpoint_verdict(entry: Any, ours: Mapping[str, Any] | None) -> Verdict:
-    """Import a checkpoint our fold does not reproduce exactly when it is newer than ours."""
+def checkpoint_verdict(
+    entry: Any, ours: Mapping[str, Any] | None, earlier: Iterable[Mapping[str, Any]] = (),
+) -> Verdict:
+    """Import a checkpoint our fold does not reproduce exactly, unless it is one our ledgers
+    recorded before (``earlier``: every checkpoint of the job in our runs): that is stale."""
     if not checkpoint_entry_ok(entry):
         return "conflict"
     if ours is not None and all(entry.get(k) == ours.get(k) for k in CHECKPOINT_KEYS):
         return "same"
-    if ours is None:
-        return "import"
-    theirs = (_instant(entry["updated_at"]), str(entry["last_run_id"]))
-    mine = (_instant(ours.get("updated_at")), str(ours.get("last_run_id")))
-    return "import" if theirs > mine else "stale"
+    if any(all(entry.get(k) == e.get(k) for k in CHECKPOINT_KEYS) for e in earlier):
+        return "stale"
+    return "import"

@@ -247,7 +247,14 @@ def _imported_facts(
         if not isinstance(record, dict):
             raise TypeError("record must be an object")
         entry = routines.get(raw["routine_id"]) or _create(routines, raw["routine_id"])
-        last_run, result, scheduled, results = facts(record)
+        last_run, result, accounted, results = facts(record)
+        scheduled = accounted
+        if facts is _upstream_line_facts and entry["last_scheduled_for"] is None \
+                and entry["last_run"] is not None:
+            # a run line names its occurrence for every routine, but last_scheduled_for is
+            # kept for cron routines only (SPEC §5): a routine on record without one is an
+            # interval routine, and stays without one
+            scheduled = None
         target = result if result in _UPSTREAM_RESULTS else "never"
         if entry["status"] == "running":
             target = "running"
@@ -259,8 +266,8 @@ def _imported_facts(
         entry["status"] = row.target
         entry["last_run"], entry["last_result"] = last_run, result
         entry["last_scheduled_for"], entry["last_action_results"] = scheduled, results
-        if isinstance(scheduled, str):  # the other tool's run accounted for it (SPEC §9.5)
-            entry["last_accounted_for"] = scheduled
+        if isinstance(accounted, str):  # the other tool's run accounted for it (SPEC §9.5)
+            entry["last_accounted_for"] = accounted
         if row.target != "running":
             entry["last_reason"] = entry["attempt_id"] = None
 

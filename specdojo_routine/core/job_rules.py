@@ -46,10 +46,17 @@ _NOT_IN_COMMAND_MODE = {
     "agent": "task.agent is not allowed in command mode; use task.analysis.agent",
     "description": "task.description is not allowed in command mode; use "
     "task.analysis.description",
-    "capabilities": "task.capabilities is not allowed in command mode",
-    "proficiency": "task.proficiency is not allowed in command mode",
+    **{k: "task.capabilities and task.proficiency are not allowed in command mode "
+          f"(got task.{k})" for k in ("capabilities", "proficiency")},
 }
-_ONLY_IN_COMMAND_MODE = {k: f"task.{k} is only allowed in command mode" for k in _COMMAND_ONLY}
+
+
+def _only_in_command_mode(mode: str) -> dict[str, str]:
+    """Upstream's one sentence for the command-mode keys (ours too), naming the one found."""
+    return {k: "task.command, task.precondition, and task.analysis are only allowed in "
+            f"command mode (got task.{k} in {mode} mode)" for k in _COMMAND_ONLY}
+
+
 PROFICIENCIES = ("low", "normal", "high", "expert")
 BUSY_EXIT_CODE = 75  # a command exiting 75 means "project busy" (SPEC §7.3)
 _PLAIN_NAMES = ("job_id", "project_id", "specdojo", "scheduled_at", "job_run_id")
@@ -240,7 +247,8 @@ def _nickname(r: Report, node: Node | None) -> str | None:
 
 
 def _agent_task(r: Report, node: Node, mode: Literal["edit", "review"]) -> model.AgentTask | None:
-    owner = _task_common(r, node, (*_COMMON_TASK_KEYS, *_AGENT_ONLY), _ONLY_IN_COMMAND_MODE)
+    owner = _task_common(r, node, (*_COMMON_TASK_KEYS, *_AGENT_ONLY),
+                         _only_in_command_mode(mode))
     description = text(r, required(r, node, "description"), nonempty=True)
     targets, paths = node.get("targets"), node.get("paths")
     if targets is None and paths is None:
@@ -252,7 +260,7 @@ def _agent_task(r: Report, node: Node, mode: Literal["edit", "review"]) -> model
         executor = _nickname(r, required(r, agent, "executor"))
         reporter = _nickname(r, agent.get("reporter"))
     capabilities = text_list(r, node.get("capabilities"))
-    proficiency = choice(r, node.get("proficiency"), PROFICIENCIES)
+    proficiency = choice(r, node.get("proficiency"), PROFICIENCIES, "|".join(PROFICIENCIES))
     timeout, seconds = _timeout(r, node.get("timeout"))
     review = _review(r, node.get("review"))
     if description is None:
@@ -289,10 +297,13 @@ def _checkpoint(r: Report, node: Node | None) -> model.CheckpointSpec | None:
     values: dict[str, str] = {}
     if values_node is not None and mapping(r, values_node, " of snake_case keys to templates"):
         for key, child in values_node.entries():
+            rule = f"{child.label} must be a string with a lowercase snake_case key"
             if not isinstance(key, str) or not SNAKE.fullmatch(key):
-                r.error(child.key_pos, f"{child.label} must use a lowercase snake_case key")
-            elif (value := text(r, child)) is not None:
-                values[key] = value
+                r.error(child.key_pos, f"{rule} (got key {got(key)})")
+            elif not isinstance(child.value, str):
+                r.error(child.where(), f"{rule} (got {got(child.value)})")
+            else:
+                values[key] = child.value
     advance = frozenset(_ADVANCE)
     advance_node = node.get("advance_on")
     if advance_node is not None:

@@ -242,12 +242,12 @@ def _specdojo_action(r: Report, node: Node) -> model.SpecdojoAction | None:
     args = text_list(r, args_node)
     for item in args_node.elements():
         word = item.value
+        rule = f"{args_node.label} must not include exec or --project"
         if word == "exec":
-            r.error(item.pos, f'{args_node.label} must not contain "exec" '
-                    "(use kind exec-auto, exec-resume or exec-cycle)")
+            r.error(item.pos, f'{rule} (got "exec"; use kind exec-auto, exec-resume or '
+                    "exec-cycle)")
         elif isinstance(word, str) and (word == "--project" or word.startswith("--project=")):
-            r.error(item.pos, f'{args_node.label} must not contain "--project" '
-                    "(the routine's project is appended)")
+            r.error(item.pos, f"{rule} (got {got(word)}; the routine's project is appended)")
     return model.SpecdojoAction(args=args) if args else None
 
 
@@ -332,8 +332,8 @@ def _routine_inputs(r: Report, node: Node | None) -> dict[str, Node]:
         if not isinstance(key, str):
             r.error(child.key_pos, f"{node.label} keys must be input names (got {got(key)})")
         elif not isinstance(child.value, str):
-            r.error(child.where(), f"{child.label} must be a string "
-                    f"(got {got(child.value)}; quote it)")
+            r.error(child.where(), f"{node.label} must be a mapping of string values "
+                    f"(got {got(child.value)} for {child.label}; quote it)")
         else:
             found[key] = child
             _check_routine_template(r, child)

@@ -242,11 +242,15 @@ def _alternatives(allowed: Sequence[str]) -> str:
     return ", ".join(items[:-1]) + ", or " + items[-1]
 
 
-def choice(r: Report, node: Node | None, allowed: Sequence[str]) -> str | None:
+def choice(
+    r: Report, node: Node | None, allowed: Sequence[str], shown: str | None = None
+) -> str | None:
+    """``node``'s value when it is one of ``allowed``; else reported as ``<label> must be
+    <shown>`` (default: the alternatives in words) plus what it got."""
     if node is None:
         return None
     if not isinstance(node.value, str) or node.value not in allowed:
-        r.error(node.where(), f"{node.label} must be {_alternatives(allowed)} "
+        r.error(node.where(), f"{node.label} must be {shown or _alternatives(allowed)} "
                 f"(got {got(node.value)})")
         return None
     return str(node.value)

@@ -21,157 +21,41 @@ facts: it stays a conflict, and is kept.
 
 from __future__ import annotations
 
-import hashlib
-import os
-import sys
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
+import orjson
 
 from specdojo_routine.core import adopt as rules
+from specdojo_routine.core import events as ev
 from specdojo_routine.core import jobfold
 from specdojo_routine.core.errors import RoutineError
-from specdojo_routine.core.fold import RoutineView, apply_all
-from specdojo_routine.store.config import NotRegularFile, ProjectPaths, read_regular
-from specdojo_routine.store.ledger import codec, documents, proven, views
+from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.ledger import codec, documents, views
 from specdojo_routine.store.ledger import journal as ledger
-
-if TYPE_CHECKING:  # the event classes are created where an import event is made
-    from specdojo_routine.core import events as ev
+from specdojo_routine.store.ledger.foreign import (
+    IN_MEMORY_AT,
+    RoutineImports,
+    import_before_publishing,
+    look,
+    move_aside,
+    plan_routine_imports,
+    raw_event,
+    sha256_hex,
+)
 
 __all__ = ["ImportConflict", "JobImports", "RoutineImports", "apply_job_imports",
-           "apply_routine_imports", "checkpoint", "import_job_runs", "import_routine_state",
-           "load_run", "plan_job_imports", "plan_routine_imports", "plan_run",
+           "apply_routine_imports", "checkpoint", "import_before_publishing", "import_job_runs",
+           "import_routine_state",
+           "load_run", "needed_run", "plan_job_imports", "plan_routine_imports", "plan_run",
            "run_checkpoints", "run_ids"]
-
-_IN_MEMORY_AT = "1970-01-01T00:00:00.000Z"
 
 
 class ImportConflict(RoutineError):
     """A foreign file contradicts our ledgers (SPEC §10 rule 4); nothing was overwritten."""
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _look(path: Path, member: str | None) -> tuple[bytes | None, str | None]:
-    """The bytes of a view file (None: no regular file there) and, when it holds no facts
-    (SPEC §10 rule 8), why: not a regular file, empty, not JSON, not a JSON object, or (with
-    ``member``) no ``member`` object in it."""
-    try:
-        data = read_regular(path)
-    except FileNotFoundError:
-        return None, None
-    except NotRegularFile:  # a FIFO is checked with fstat, never read
-        return None, "not a regular file"
-    if not data:
-        return data, "empty"
-    doc = documents.parse(data)
-    if doc is None and data.strip() != b"null":
-        return data, "not JSON"
-    if not isinstance(doc, dict):
-        return data, "not a JSON object"
-    if member is not None and not isinstance(doc.get(member), dict):
-        return data, f'no "{member}" object'
-    return data, None
-
-
-def _move_aside(
-    paths: ProjectPaths, path: Path, reason: str, source: str, clock: Callable[[], datetime]
-) -> None:
-    """Rename an unreadable view to ``<name>.unreadable-<UTC stamp>`` (``.<n>`` added when
-    that name is taken: nothing is overwritten) and say so in one ``warning:`` line. The
-    caller holds the lock that guards the view, so the name cannot be taken meanwhile."""
-    stamp = clock().astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
-    target, n = path.with_name(f"{path.name}.unreadable-{stamp}"), 1
-    while os.path.lexists(target):
-        n += 1
-        target = path.with_name(f"{path.name}.unreadable-{stamp}.{n}")
-    try:
-        os.rename(path, target)
-    except FileNotFoundError:
-        return  # gone already: nothing to keep
-    print(f"warning: {paths.rel(path)} holds no facts ({reason}); moved it aside to "
-          f"{paths.rel(target)} and rebuilt it from {source}", file=sys.stderr)
-
-
-def _raw(event: Any, seq: int, at: str) -> dict[str, Any]:
-    """The parsed ledger line ``event`` would be (to fold it in memory)."""
-    from specdojo_routine.core import events as ev
-
-    return {"version": 1, "seq": seq, "type": ev.tag_of(event), "at": at, **codec.payload(event)}
-
-
-# --- the routine ledger ----------------------------------------------------------------------
-
-
-@attrs.frozen(kw_only=True)
-class RoutineImports:
-    """What importing ``routine-state.json`` would append, and the view that would follow."""
-
-    events: list[ev.RoutineStateImported]
-    conflicts: list[str]
-    view: RoutineView  # the fold of the ledger plus ``events`` (in memory)
-    foreign: bool  # the file on disk is not the fold of our ledger
-    unreadable: str | None = None  # why the file holds no facts (SPEC §10 rule 8): move it aside
-    #: The ledger's fold as it stands, when no planned event was applied to it: applying the
-    #: plan publishes it, so a chain verified here is not verified again by the command.
-    proof: proven.Proven | None = None
-
-
-def plan_routine_imports(paths: ProjectPaths) -> RoutineImports:
-    """Whose is ``routine-state.json``? A view the snapshot proves (:mod:`.proven`: the view's
-    bytes, the ledger's identity and chain head) is ours, and so is one whose bytes equal the
-    full fold; any other is compared with the full fold (another tool may have rewritten it in
-    our shape) and its newer entries are imported."""
-    data, unreadable = _look(paths.routine_state, "routines")
-    found = proven.prove(paths.routine_ledger, paths.routine_state, paths.routine_snapshot)
-    document = found.document()
-    ours = RoutineView(document=document, torn_line=found.tail.torn_line)
-    if unreadable is not None:
-        if paths.routine_ledger.exists():
-            return RoutineImports(events=[], conflicts=[], view=ours, foreign=True,
-                                  unreadable=unreadable, proof=found)
-        return RoutineImports(events=[], conflicts=[
-            f"conflict: {paths.rel(paths.routine_state)} is not a routine state document "
-            f"({unreadable}); move it aside or fix it, then run `import` again"],
-            view=ours, foreign=True)
-    if data is None or found.resumed_at > 0 or data == views.render(document):
-        return RoutineImports(events=[], conflicts=[], view=ours, foreign=False, proof=found)
-    events, conflicts = _routine_entries(paths, data, document["routines"])
-    if not events:
-        return RoutineImports(events=[], conflicts=conflicts, view=ours, foreign=True,
-                              proof=found)
-    seq = found.state.seq
-    raws = [_raw(e, seq + i, _IN_MEMORY_AT) for i, e in enumerate(events, 1)]
-    apply_all(found.state, raws, where="<import>", upgrade=codec.upgrade)
-    document = found.content()  # in memory only: it covers lines not yet written
-    view = RoutineView(document=document, torn_line=found.tail.torn_line)
-    return RoutineImports(events=events, conflicts=conflicts, view=view, foreign=True)
-
-
-def _routine_entries(
-    paths: ProjectPaths, data: bytes, ours: Mapping[str, Any]
-) -> tuple[list[ev.RoutineStateImported], list[str]]:
-    from specdojo_routine.core import events as ev
-
-    source = paths.rel(paths.routine_state)
-    routines = documents.parse(data)["routines"]  # a dict: _look found the document readable
-    found, conflicts, sha = [], [], _sha256(data)
-    for routine_id, record in routines.items():
-        verdict = rules.routine_entry_verdict(record, ours.get(routine_id))
-        if verdict == "import" and ev.ROUTINE_ID.fullmatch(routine_id):
-            found.append(ev.RoutineStateImported(routine_id=routine_id, record=record,
-                                              source=source, source_sha256=sha))
-        elif verdict in ("import", "conflict"):
-            conflicts.append(f"conflict: {source} entry {routine_id!r} cannot be imported (it "
-                             "needs a routine id, a last_run and a last_result of success, "
-                             "failure or skipped); fix or remove the entry")
-    return found, conflicts
 
 
 def apply_routine_imports(
@@ -186,7 +70,7 @@ def apply_routine_imports(
     left to the caller (``fold`` reports what it rebuilds; ``import`` writes no view it did
     not import into)."""
     if plan.unreadable is not None:
-        _move_aside(paths, paths.routine_state, plan.unreadable,
+        move_aside(paths, paths.routine_state, plan.unreadable,
                     paths.rel(paths.routine_ledger), clock)
     if plan.events:
         ledger.Ledger(paths.routine_ledger, clock=clock).append_many(plan.events)
@@ -247,8 +131,6 @@ class JobImports:
 
 
 def _run_ids(paths: ProjectPaths, job_id: str | None) -> list[str]:
-    from specdojo_routine.core import events as ev
-
     if not paths.runs_dir.is_dir():
         return []
     slug = "*" if job_id is None else f"JBR-{job_id.removeprefix('job-')}-{'?' * 12}"
@@ -295,6 +177,17 @@ def load_run(paths: ProjectPaths, run_id: str) -> jobfold.JobRunDoc | None:
     return plan_run(paths, run_id).document(run_id)
 
 
+def needed_run(paths: ProjectPaths, run_id: str) -> tuple[jobfold.JobRunDoc | None, bool]:
+    """:func:`load_run` for a recording command that needs the run, and whether its file
+    holds facts still to import (the command imports them under its lock before it answers).
+    A record in conflict with our ledger refuses the command (SPEC §10 rule 4) instead of
+    being answered from our side of it."""
+    plan = plan_run(paths, run_id)
+    if run_id in plan.conflicts:
+        raise ImportConflict(plan.conflicts[run_id])
+    return plan.document(run_id), bool(plan.events)
+
+
 def checkpoint(paths: ProjectPaths, job_id: str) -> dict[str, Any] | None:
     """The job's latest checkpoint after an import (in memory): its runs' checkpoints and
     its ``job-state.json`` entry when our ledgers do not account for it."""
@@ -303,9 +196,7 @@ def checkpoint(paths: ProjectPaths, job_id: str) -> dict[str, Any] | None:
 
 
 def _plan_run(paths: ProjectPaths, plan: JobImports, run_id: str, fold: jobfold.RunFold) -> None:
-    from specdojo_routine.core import events as ev
-
-    data, unreadable = _look(paths.run_view(run_id), None)
+    data, unreadable = look(paths.run_view(run_id), None)
     ours = jobfold.run_document(fold)
     if unreadable is not None:
         if paths.run_ledger(run_id).exists():
@@ -317,11 +208,25 @@ def _plan_run(paths: ProjectPaths, plan: JobImports, run_id: str, fold: jobfold.
         return
     record = documents.parse(data)
     verdict = rules.run_record_verdict(record, ours)
+    if verdict in ("import", "conflict") and ours is not None:  # unless ours gave it earlier
+        verdict = rules.run_record_verdict(record, ours, _run_history(paths, run_id))
     if verdict == "conflict":
         plan.conflicts[run_id] = _run_conflict(paths, run_id, record, ours)
     elif verdict == "import":
-        event = ev.RunImported(run_id=run_id, record=record, source_sha256=_sha256(data))
+        event = ev.RunImported(run_id=run_id, record=record, source_sha256=sha256_hex(data))
         _add(plan, run_id, event)
+
+
+def _run_history(paths: ProjectPaths, run_id: str) -> list[jobfold.JobRunDoc]:
+    """Every view our ledger of ``run_id`` gave, line by line (only read for a foreign file)."""
+    state, history = jobfold.RunFold(), []
+    path = paths.run_ledger(run_id)
+    for found in ledger.read(path, torn="stop"):
+        jobfold.apply_run(state, codec.upgrade(found.raw), where=str(path), line=found.line)
+        doc = jobfold.run_document(state)
+        if doc is not None:
+            history.append(orjson.loads(orjson.dumps(doc)))
+    return history
 
 
 def _run_conflict(paths: ProjectPaths, run_id: str, record: Any,
@@ -333,13 +238,11 @@ def _run_conflict(paths: ProjectPaths, run_id: str, record: Any,
 def _add(plan: JobImports, run_id: str, event: ev.JobEvent) -> None:
     fold = plan.folds.setdefault(run_id, jobfold.RunFold())
     plan.events.setdefault(run_id, []).append(event)
-    jobfold.apply_run(fold, _raw(event, 0, _IN_MEMORY_AT), where="<import>", line=0)
+    jobfold.apply_run(fold, raw_event(event, 0, IN_MEMORY_AT), where="<import>", line=0)
 
 
 def _plan_checkpoints(paths: ProjectPaths, plan: JobImports, job_id: str | None) -> JobImports:
-    from specdojo_routine.core import events as ev
-
-    data, unreadable = _look(paths.job_state, "jobs")
+    data, unreadable = look(paths.job_state, "jobs")
     if unreadable is not None:
         if any(paths.runs_dir.glob("*.jsonl")):
             plan.unreadable["job-state"] = unreadable
@@ -350,12 +253,12 @@ def _plan_checkpoints(paths: ProjectPaths, plan: JobImports, job_id: str | None)
     ours = plan.jobs()
     if data is None or data == views.render(jobfold.job_state_document(ours)):
         return plan
-    entries = documents.parse(data)["jobs"]  # a dict: _look found the document readable
-    sha = _sha256(data)
+    entries = documents.parse(data)["jobs"]  # a dict: look found the document readable
+    sha = sha256_hex(data)
     for jid, entry in entries.items():
         if job_id is not None and jid != job_id:
             continue
-        verdict = rules.checkpoint_verdict(entry, ours.get(jid))
+        verdict = rules.checkpoint_verdict(entry, ours.get(jid), _candidates(plan, jid))
         if verdict == "import" and ev.RUN_ID.fullmatch(entry["last_run_id"]):
             if plan.settled.pop(entry["last_run_id"], None) is not None:  # read it after all
                 plan.folds[entry["last_run_id"]] = views.fold_run(paths, entry["last_run_id"])
@@ -368,6 +271,13 @@ def _plan_checkpoints(paths: ProjectPaths, plan: JobImports, job_id: str | None)
     return plan
 
 
+def _candidates(plan: JobImports, job_id: str) -> list[dict[str, Any]]:
+    """Every checkpoint of ``job_id`` our run ledgers recorded (the fold keeps the latest)."""
+    found = [c for fold in plan.folds.values() for c in fold.checkpoints]
+    found += [c for best in plan.settled.values() for c in run_checkpoints(best)]
+    return [c for c in found if c.get("job_id") == job_id]
+
+
 def apply_job_imports(
     paths: ProjectPaths, plan: JobImports, clock: Callable[[], datetime]
 ) -> list[str]:
@@ -376,9 +286,9 @@ def apply_job_imports(
     ``job-state.json``, except files a conflict keeps; returns the runs whose ledgers grew."""
     for key, reason in sorted(plan.unreadable.items()):
         if key == "job-state":
-            _move_aside(paths, paths.job_state, reason, "the Job Run ledgers", clock)
+            move_aside(paths, paths.job_state, reason, "the Job Run ledgers", clock)
         else:
-            _move_aside(paths, paths.run_view(key), reason, paths.rel(paths.run_ledger(key)),
+            move_aside(paths, paths.run_view(key), reason, paths.rel(paths.run_ledger(key)),
                         clock)
     touched = sorted(plan.events)
     for run_id in touched:

@@ -37,8 +37,8 @@ from specdojo_routine.core.jobfold import (
     merge_checkpoints,
     run_document,
 )
-from specdojo_routine.store.config import ProjectPaths
-from specdojo_routine.store.ledger import chain, codec, documents, proven, stamps
+from specdojo_routine.store.config import NotRegularFile, ProjectPaths, read_regular
+from specdojo_routine.store.ledger import chain, codec, documents, foreign, proven, stamps
 from specdojo_routine.store.ledger import journal as ledger
 
 if TYPE_CHECKING:  # the event classes are created where an event is replayed
@@ -96,13 +96,35 @@ def _proven(paths: ProjectPaths, *, incremental: bool) -> proven.Proven:
 
 def refresh_routine_view(paths: ProjectPaths) -> RoutineView:
     """Fold the routine ledger (incrementally) and publish ``routine-state.json`` with the
-    snapshot that proves it to the next command."""
+    snapshot that proves it to the next command.
+
+    Never over a foreign write (SPEC §10 rule 1): a file whose bytes are neither what we last
+    published (the snapshot proves that, the common case: nothing more is read) nor the fold
+    was written by another tool since - upstream's shallow merge while our run delegated - so
+    its facts are imported first (:func:`.foreign.import_before_publishing`); a file whose
+    entries cannot be imported is kept as it is."""
     found = _proven(paths, incremental=True)
-    if paths.routine_ledger.exists():
-        document = found.publish(paths.routine_state, paths.routine_snapshot)
-    else:
-        document = found.document()
+    if not paths.routine_ledger.exists():
+        return RoutineView(document=found.document(), torn_line=found.tail.torn_line)
+    if found.resumed_at == 0 and _foreign(paths.routine_state, found):
+        imported = foreign.import_before_publishing(paths, found)
+        if imported is False:
+            return RoutineView(document=found.document(), torn_line=found.tail.torn_line)
+        if imported:
+            found = _proven(paths, incremental=True)
+    document = found.publish(paths.routine_state, paths.routine_snapshot)
     return RoutineView(document=document, torn_line=found.tail.torn_line)
+
+
+def _foreign(path: Path, found: proven.Proven) -> bool:
+    """Something is at ``path`` and it is not the fold's own view."""
+    try:
+        data = read_regular(path)
+    except FileNotFoundError:
+        return False
+    except NotRegularFile:
+        return True
+    return data != render(found.document())
 
 
 def load_routine_view(paths: ProjectPaths) -> RoutineView:

@@ -1,0 +1,205 @@
+"""Foreign view files (SPEC §10): reading one, and planning the import of ``routine-state.json``.
+
+A view file is *ours* only if its bytes equal the fold of its ledger; anything else is foreign
+and its facts are imported before anything replaces it. This module reads such files (an
+unreadable one holds no facts, SPEC §10 rule 8: see :mod:`.adopt`) and computes, in memory, the
+routine-state import :mod:`.adopt` appends; :func:`import_before_publishing` is what
+:mod:`.views` calls when the ``routine-state.json`` it is about to replace is not what it last
+published. It builds on :mod:`.proven`, never on :mod:`.views` (which builds on it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import attrs
+import orjson
+
+from specdojo_routine.core import adopt as rules
+from specdojo_routine.core import events as ev
+from specdojo_routine.core.fold import RoutineFold, RoutineView, apply_all, routine_document
+from specdojo_routine.store.config import NotRegularFile, ProjectPaths, read_regular
+from specdojo_routine.store.ledger import codec, documents, proven
+from specdojo_routine.store.ledger import journal as ledger
+
+__all__ = ["IN_MEMORY_AT", "RoutineImports", "import_before_publishing", "look", "move_aside",
+           "plan_routine_imports", "raw_event", "sha256_hex"]
+
+#: The ``at`` of an event folded in memory before it is appended (import plans).
+IN_MEMORY_AT = "1970-01-01T00:00:00.000Z"
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def look(path: Path, member: str | None) -> tuple[bytes | None, str | None]:
+    """The bytes of a view file (None: no regular file there) and, when it holds no facts
+    (SPEC §10 rule 8), why: not a regular file, empty, not JSON, not a JSON object, or (with
+    ``member``) no ``member`` object in it."""
+    try:
+        data = read_regular(path)
+    except FileNotFoundError:
+        return None, None
+    except NotRegularFile:  # a FIFO is checked with fstat, never read
+        return None, "not a regular file"
+    if not data:
+        return data, "empty"
+    doc = documents.parse(data)
+    if doc is None and data.strip() != b"null":
+        return data, "not JSON"
+    if not isinstance(doc, dict):
+        return data, "not a JSON object"
+    if member is not None and not isinstance(doc.get(member), dict):
+        return data, f'no "{member}" object'
+    return data, None
+
+
+def move_aside(
+    paths: ProjectPaths, path: Path, reason: str, source: str, clock: Callable[[], datetime]
+) -> None:
+    """Rename an unreadable view to ``<name>.unreadable-<UTC stamp>`` (``.<n>`` added when
+    that name is taken: nothing is overwritten) and say so in one ``warning:`` line. The
+    caller holds the lock that guards the view, so the name cannot be taken meanwhile."""
+    stamp = clock().astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+    target, n = path.with_name(f"{path.name}.unreadable-{stamp}"), 1
+    while os.path.lexists(target):
+        n += 1
+        target = path.with_name(f"{path.name}.unreadable-{stamp}.{n}")
+    try:
+        os.rename(path, target)
+    except FileNotFoundError:
+        return  # gone already: nothing to keep
+    print(f"warning: {paths.rel(path)} holds no facts ({reason}); moved it aside to "
+          f"{paths.rel(target)} and rebuilt it from {source}", file=sys.stderr)
+
+
+def raw_event(event: Any, seq: int, at: str) -> dict[str, Any]:
+    """The parsed ledger line ``event`` would be (to fold it in memory)."""
+    return {"version": 1, "seq": seq, "type": ev.tag_of(event), "at": at, **codec.payload(event)}
+
+
+# --- the routine ledger ----------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class RoutineImports:
+    """What importing ``routine-state.json`` would append, and the view that would follow."""
+
+    events: list[ev.RoutineStateImported]
+    conflicts: list[str]
+    view: RoutineView  # the fold of the ledger plus ``events`` (in memory)
+    foreign: bool  # the file on disk is not the fold of our ledger
+    unreadable: str | None = None  # why the file holds no facts (SPEC §10 rule 8): move it aside
+    #: The ledger's fold as it stands, when no planned event was applied to it: applying the
+    #: plan publishes it, so a chain verified here is not verified again by the command.
+    proof: proven.Proven | None = None
+
+
+def plan_routine_imports(
+    paths: ProjectPaths, found: proven.Proven | None = None
+) -> RoutineImports:
+    """Whose is ``routine-state.json``? A view the snapshot proves (:mod:`.proven`: the view's
+    bytes, the ledger's identity and chain head) is ours, and so is one whose bytes equal the
+    full fold; any other is compared with the full fold (another tool may have rewritten it in
+    our shape) and the entries that differ from it are imported. ``found``: the fold the
+    caller proved just now (it is folded further, in memory, when there is something to
+    import)."""
+    data, unreadable = look(paths.routine_state, "routines")
+    if found is None:
+        found = proven.prove(paths.routine_ledger, paths.routine_state, paths.routine_snapshot)
+    document = found.document()
+    ours = RoutineView(document=document, torn_line=found.tail.torn_line)
+    if unreadable is not None:
+        if paths.routine_ledger.exists():
+            return RoutineImports(events=[], conflicts=[], view=ours, foreign=True,
+                                  unreadable=unreadable, proof=found)
+        return RoutineImports(events=[], conflicts=[
+            f"conflict: {paths.rel(paths.routine_state)} is not a routine state document "
+            f"({unreadable}); move it aside or fix it, then run `import` again"],
+            view=ours, foreign=True)
+    if data is None or found.resumed_at > 0 or data == proven.render(document):
+        return RoutineImports(events=[], conflicts=[], view=ours, foreign=False, proof=found)
+    events, conflicts = _routine_entries(paths, data, document["routines"])
+    if not events:
+        return RoutineImports(events=[], conflicts=conflicts, view=ours, foreign=True,
+                              proof=found)
+    seq = found.state.seq
+    raws = [raw_event(e, seq + i, IN_MEMORY_AT) for i, e in enumerate(events, 1)]
+    apply_all(found.state, raws, where="<import>", upgrade=codec.upgrade)
+    document = found.content()  # in memory only: it covers lines not yet written
+    view = RoutineView(document=document, torn_line=found.tail.torn_line)
+    return RoutineImports(events=events, conflicts=conflicts, view=view, foreign=True)
+
+
+def _routine_history(paths: ProjectPaths) -> dict[str, list[dict[str, Any]]]:
+    """Every entry our fold gave each routine, line by line of the routine ledger (in
+    published form): what tells a view of ours not yet republished, or a copy of it another
+    tool wrote back, from facts our ledger lacks. Only read for a foreign file."""
+    state, history = RoutineFold(), dict[str, list[dict[str, Any]]]()
+    for found in ledger.read(paths.routine_ledger, torn="stop"):
+        apply_all(state, [found.raw], where=str(paths.routine_ledger), upgrade=codec.upgrade)
+        routine_id = found.raw.get("routine_id")
+        if not isinstance(routine_id, str):
+            continue
+        entry = state.routines.get(routine_id)
+        if entry is not None:
+            doc = routine_document(RoutineFold(routines={routine_id: entry}), 0)
+            history.setdefault(routine_id, []).append(
+                orjson.loads(orjson.dumps(doc["routines"][routine_id])))
+    return history
+
+
+def _routine_entries(
+    paths: ProjectPaths, data: bytes, ours: Mapping[str, Any]
+) -> tuple[list[ev.RoutineStateImported], list[str]]:
+    source = paths.rel(paths.routine_state)
+    routines = documents.parse(data)["routines"]  # a dict: look found the document readable
+    found, conflicts, sha = [], [], sha256_hex(data)
+    history: dict[str, list[dict[str, Any]]] | None = None
+    for routine_id, record in routines.items():
+        verdict = rules.routine_entry_verdict(record, ours.get(routine_id))
+        if verdict == "import":  # unless it is a picture our own ledger gave earlier
+            history = _routine_history(paths) if history is None else history
+            verdict = rules.routine_entry_verdict(record, ours.get(routine_id),
+                                                  history.get(routine_id, ()))
+        if verdict == "import" and ev.ROUTINE_ID.fullmatch(routine_id):
+            found.append(ev.RoutineStateImported(routine_id=routine_id, record=record,
+                                              source=source, source_sha256=sha))
+        elif verdict in ("import", "conflict"):
+            conflicts.append(f"conflict: {source} entry {routine_id!r} cannot be imported (it "
+                             "needs a routine id, a last_run and a last_result of success, "
+                             "failure or skipped, or no last_result while the routine never "
+                             "ran); fix or remove the entry")
+    return found, conflicts
+
+
+def import_before_publishing(
+    paths: ProjectPaths, found: proven.Proven,
+    clock: Callable[[], datetime] = ledger.wall_clock,
+) -> bool | None:
+    """The routine-state.json about to be replaced is not ours: append its facts (SPEC §10
+    rule 1; the caller holds the routine lock and publishes next). An unreadable file is
+    moved aside. False when it holds an entry that cannot be imported: it is kept, and a
+    ``warning:`` line says why (`import` shows the conflict). None when it held nothing new
+    (``found`` is still the fold to publish); True when events were appended."""
+    plan = plan_routine_imports(paths, found)
+    if plan.unreadable is not None:
+        move_aside(paths, paths.routine_state, plan.unreadable,
+                    paths.rel(paths.routine_ledger), clock)
+    if plan.conflicts:
+        print(f"warning: {paths.rel(paths.routine_state)} was rewritten by another tool and "
+              f"is kept as it is ({'; '.join(plan.conflicts)})", file=sys.stderr)
+        return False
+    if not plan.events:
+        return None
+    ledger.Ledger(paths.routine_ledger, clock=clock).append_many(plan.events)
+    return True
+
+
