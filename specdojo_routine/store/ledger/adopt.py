@@ -24,13 +24,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
 
 from specdojo_routine.core import adopt as rules
-from specdojo_routine.core import events as ev
 from specdojo_routine.core import jobfold
 from specdojo_routine.core.errors import RoutineError
 from specdojo_routine.store.config import ProjectPaths
@@ -46,6 +45,9 @@ from specdojo_routine.store.ledger.foreign import (
     raw_event,
     sha256_hex,
 )
+
+if TYPE_CHECKING:  # the event classes are created where an import event is made
+    from specdojo_routine.core import events as ev
 
 __all__ = ["ImportConflict", "JobImports", "RoutineImports", "apply_job_imports",
            "apply_routine_imports", "checkpoint", "import_before_publishing", "import_job_runs",
@@ -131,6 +133,8 @@ class JobImports:
 
 
 def _run_ids(paths: ProjectPaths, job_id: str | None) -> list[str]:
+    from specdojo_routine.core import events as ev
+
     if not paths.runs_dir.is_dir():
         return []
     slug = "*" if job_id is None else f"JBR-{job_id.removeprefix('job-')}-{'?' * 12}"
@@ -196,6 +200,8 @@ def checkpoint(paths: ProjectPaths, job_id: str) -> dict[str, Any] | None:
 
 
 def _plan_run(paths: ProjectPaths, plan: JobImports, run_id: str, fold: jobfold.RunFold) -> None:
+    from specdojo_routine.core import events as ev
+
     data, unreadable = look(paths.run_view(run_id), None)
     ours = jobfold.run_document(fold)
     if unreadable is not None:
@@ -242,6 +248,8 @@ def _add(plan: JobImports, run_id: str, event: ev.JobEvent) -> None:
 
 
 def _plan_checkpoints(paths: ProjectPaths, plan: JobImports, job_id: str | None) -> JobImports:
+    from specdojo_routine.core import events as ev
+
     data, unreadable = look(paths.job_state, "jobs")
     if unreadable is not None:
         if any(paths.runs_dir.glob("*.jsonl")):

@@ -16,17 +16,19 @@ import sys
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
 
 from specdojo_routine.core import adopt as rules
-from specdojo_routine.core import events as ev
 from specdojo_routine.core.fold import RoutineFold, RoutineView, apply_all, routine_document
 from specdojo_routine.store.config import NotRegularFile, ProjectPaths, read_regular
 from specdojo_routine.store.ledger import codec, documents, proven
 from specdojo_routine.store.ledger import journal as ledger
+
+if TYPE_CHECKING:  # the event classes are created where an import event is made
+    from specdojo_routine.core import events as ev
 
 __all__ = ["IN_MEMORY_AT", "RoutineImports", "import_before_publishing", "look", "move_aside",
            "plan_routine_imports", "raw_event", "sha256_hex"]
@@ -82,6 +84,8 @@ def move_aside(
 
 def raw_event(event: Any, seq: int, at: str) -> dict[str, Any]:
     """The parsed ledger line ``event`` would be (to fold it in memory)."""
+    from specdojo_routine.core import events as ev
+
     return {"version": 1, "seq": seq, "type": ev.tag_of(event), "at": at, **codec.payload(event)}
 
 
@@ -159,6 +163,8 @@ def _routine_history(paths: ProjectPaths) -> dict[str, list[dict[str, Any]]]:
 def _routine_entries(
     paths: ProjectPaths, data: bytes, ours: Mapping[str, Any]
 ) -> tuple[list[ev.RoutineStateImported], list[str]]:
+    from specdojo_routine.core import events as ev
+
     source = paths.rel(paths.routine_state)
     routines = documents.parse(data)["routines"]  # a dict: look found the document readable
     found, conflicts, sha = [], [], sha256_hex(data)
