@@ -42,7 +42,7 @@ from specdojo_routine.core.errors import (
 )
 from specdojo_routine.core.model import OnInterrupted, Result, Routine, aggregate
 from specdojo_routine.core.redact import secret_values
-from specdojo_routine.core.timefmt import format_ms, format_s, to_utc
+from specdojo_routine.core.timefmt import format_ms, format_s, parse_instant, to_utc
 from specdojo_routine.execute import groups, prefix, runner, stop
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import load as definitions
@@ -50,6 +50,7 @@ from specdojo_routine.store.definitions.load import Definitions
 from specdojo_routine.store.ledger import adopt, views
 from specdojo_routine.store.ledger import journal as ledger
 from specdojo_routine.store.locks import routine as locks
+from specdojo_routine.store.locks import stoprequest
 
 if TYPE_CHECKING:
     from specdojo_routine.app.prune import PruneReport
@@ -100,6 +101,7 @@ class RunReport:
     errors: list[str] = attrs.field(factory=list)
     held: list[policy.Decision] = attrs.field(factory=list)  # SPEC §9.1
     missed: list[policy.Decision] = attrs.field(factory=list)  # SPEC §9.2
+    paused: list[policy.Decision] = attrs.field(factory=list)  # SPEC §13
     lock_lost: bool = False  # the routine lock was lost mid-run: the run stopped (SPEC §12)
     #: what ``retention.auto`` pruned as the run went (SPEC §15), and why it could not
     pruned: PruneReport | None = None
@@ -168,7 +170,7 @@ def _occurrences(
     explicit: bool,
 ) -> list[schedule.Occurrence]:
     try:
-        return schedule.due_occurrences(
+        found = schedule.due_occurrences(
             routine,
             last_run=(state or {}).get("last_run"),
             last_scheduled_for=(state or {}).get("last_scheduled_for"),
@@ -179,6 +181,13 @@ def _occurrences(
     except TooManyMissedOccurrences as exc:
         report.errors.append(str(exc))
         return []
+    resumed = ((state or {}).get("pause") or {}).get("resumed_at")
+    if resumed is None or explicit:
+        return found
+    # SPEC §13: what `latest` coalesced across the end of a pause is cut there, so the
+    # occurrences of the paused span are accounted for as paused and only later ones run
+    until = parse_instant(resumed)
+    return [part for occ in found for part in schedule.split_at(routine, occ, until)]
 
 
 def _choose(
@@ -193,6 +202,9 @@ def _choose(
         return decision
     if decision.verdict == "miss":
         report.missed.append(decision)
+        return decision
+    if decision.verdict == "pause":
+        report.paused.append(decision)
         return decision
     actions = decide.plan_actions(routine, occ.scheduled_for, project_id)
     chosen = Selected(routine=routine, occurrence=occ, actions=actions)
@@ -306,7 +318,7 @@ def _run_routine(
         if _stop_if_lock_lost(ctx, report):
             break
         chosen = _choose(report, routine, state, occ, ctx.now, ctx.paths.project_id)
-        if isinstance(chosen, policy.Decision):  # held or missed: the cursor moves past it
+        if isinstance(chosen, policy.Decision):  # paused, held or missed: the cursor moves on
             ctx.record(policy.record(routine, chosen))
             accounted = True
             continue
@@ -410,8 +422,21 @@ def _record_attempt(
     report = _end_attempt(
         ctx, routine, attempt_id, occ.scheduled_for, started_at, format_s(completed),
         [(a.index, a.kind, a.result, a.reason) for a in done],
-        [a.job_run_id for a in done if a.job_run_id], reason_override=stop.reason())
+        [a.job_run_id for a in done if a.job_run_id],
+        reason_override=_stop_reason(ctx, attempt_id))
     return attrs.evolve(report, actions=tuple(done))
+
+
+def _stop_reason(ctx: _Context, attempt_id: str) -> str | None:
+    """``stopped by SIGTERM``, with who asked and why when ``stop ID`` sent it (SPEC §13)."""
+    why = stop.reason()
+    if why is None:
+        return None
+    asked = stoprequest.take(ctx.paths.routine_locks_dir, attempt_id)
+    if asked is None:
+        return why
+    note = asked.get("note")
+    return f"{why} (stop by {asked.get('by')}" + (f": {note})" if note else ")")
 
 
 def _end_attempt(

@@ -155,6 +155,8 @@ def _add_resolve(sub: Subparsers, common: _Parser) -> None:
                    help="why: what you checked (kept in the ledger)")
     p.add_argument("--by", dest="resolved_by", metavar="NAME",
                    help="who resolved it (default: $USER)")
+    p.add_argument("--attempt", metavar="ATTEMPT_ID",
+                   help="change this ended attempt's outcome instead (see history --attempts)")
 
 
 def _add_fold(sub: Subparsers, common: _Parser) -> None:
@@ -220,11 +222,20 @@ _SUBCOMMANDS: dict[str, Callable[[Subparsers, _Parser], None]] = {
     "release": lambda sub, common: policycli.add_release(sub, common, _instant),
     "next": lambda sub, common: policycli.add_next(sub, common, _instant, _positive),
     "import": _add_import,
+    "pause": lambda sub, common: _controlcli().add_pause(sub, common, _instant, paused=True),
+    "resume": lambda sub, common: _controlcli().add_pause(sub, common, _instant, paused=False),
+    "stop": lambda sub, common: _controlcli().add_stop(sub, common),
     "status": lambda sub, common: _statuscli().add_status(sub, common, _instant),
     "logs": lambda sub, common: _logscli().add_logs(sub, common),
     "prune": lambda sub, common: prunecli.add_prune(sub, common, _instant),
     "job": _add_job_commands,
 }
+
+
+def _controlcli() -> Any:
+    from specdojo_routine.cli import controlcli
+
+    return controlcli
 
 
 def _statuscli() -> Any:
@@ -369,6 +380,8 @@ def _run_job_action(
 
 
 def cmd_resolve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.attempt is not None:  # SPEC §13: an ended attempt's outcome
+        return int(_controlcli().cmd_override(args, _paths(args), out))
     attempt_id = handlers.resolve(_paths(args), args.routine_id, result=args.result,
                                   note=args.note, by=args.resolved_by)
     out.write(f"{args.routine_id}: attempt {attempt_id} resolved as {args.result}\n")
@@ -438,6 +451,11 @@ _COMMANDS: dict[str, Command] = {
     "release": lambda a, o, e: policycli.cmd_release(a, _paths(a), o, e, _run_job_action),
     "next": lambda a, o, e: policycli.cmd_next(a, lambda: _paths(a), o, e),
     "import": cmd_import,
+    "pause": lambda a, o, e: int(_controlcli().cmd_pause(a, lambda: _paths(a), o, e,
+                                                         paused=True)),
+    "resume": lambda a, o, e: int(_controlcli().cmd_pause(a, lambda: _paths(a), o, e,
+                                                          paused=False)),
+    "stop": lambda a, o, e: int(_controlcli().cmd_stop(a, _paths(a), o, e)),
     "status": lambda a, o, e: int(_statuscli().cmd_status(a, _paths(a), o, e)),
     "logs": lambda a, o, e: int(_logscli().cmd_logs(a, _paths(a), o, e)),
     "prune": lambda a, o, e: prunecli.cmd_prune(a, _paths(a), o, e),
