@@ -114,6 +114,10 @@ def _policy_lines(r: RoutineRow, out: TextIO) -> None:
     if r.held:
         out.write(f"! {r.id}: on hold ({r.hold_reason}); {r.held_occurrences} held "
                   f"occurrence(s); fix the cause, then `release {r.id} --run none|latest|all`\n")
+    if r.paused is not None:  # SPEC §13: an operator's decision, not a problem
+        note = f": {r.paused['note']}" if r.paused.get("note") else ""
+        out.write(f"  {r.id}: paused by {r.paused['by']} at {r.paused['at']}{note}; "
+                  f"`resume {r.id}` to let run --due start it again\n")
     if r.last_missed is not None:
         out.write(f"! {r.id}: missed {r.last_missed['scheduled_for']}: "
                   f"{r.last_missed['reason']} (cleared by the next success)\n")
