@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from tests.conftest import Project
+from tests.conftest import Project, period_job
 
 HOURLY_ALL = """\
 trigger: {cron: "0 * * * *", timezone: UTC}
@@ -178,3 +178,43 @@ def test_resolve_attempt_overrides_an_ended_attempt_and_ends_its_hold(project: P
     assert "overrides the end of" in project.cli("history", "rtn-h").stdout
     assert 0 == project.cli("list", "--now", "2026-05-01T10:10:00Z").returncode
     assert 0 == project.cli("fold", "--check").returncode
+
+
+def _job_routine(project: Project) -> None:
+    project.job("job-report", period_job("report", "'echo {{inputs.period}}'"))
+    project.routine("rtn-report", """\
+        interval: 1d
+        action: {kind: job, job: job-report, inputs: {period: "{{scheduled_at | iso_week}}"}}
+        """)
+
+
+def test_run_id_input_overrides_the_job_inputs_for_that_attempt(project: Project) -> None:
+    """run --id --input k=v: the attempt's Job action runs with the given value (its Job Run
+    records it), attempt_started.inputs_override records it; the next attempt is as defined.
+    Unknown names, --due and secrets are refused (exit 2) with nothing recorded."""
+    _job_routine(project)
+    secret = "s3cr3t-t0ken-value"
+    env = project.env(API_TOKEN=secret)
+    for args in (["--id", "rtn-report", "--input", "nope=1"],
+                 ["--due", "--input", "period=x"],
+                 ["--id", "rtn-report", "--input", "period=a", "--input", "period=b"],
+                 ["--id", "rtn-report", "--input", f"period={secret}"]):
+        proc = project.cli("run", *args, env=env)
+        assert (2, 1) == (proc.returncode, len(proc.stderr.splitlines())), proc.stderr
+        assert proc.stderr.startswith("error: ") and not project.ledger.exists()
+    assert "unknown input nope for the Job actions of rtn-report (declared: period)" in (
+        project.cli("run", "--id", "rtn-report", "--input", "nope=1").stderr)
+    dry = _json(project.cli("run", "--id", "rtn-report", "--input", "period=2026-W01",
+                            "--dry-run", "--json"))
+    assert {"period": "2026-W01"} == dry["selected"][0]["actions"][0]["inputs"]
+    ran = project.cli("run", "--id", "rtn-report", "--input", "period=2026-W01", env=env)
+    assert 0 == ran.returncode, ran.stderr + ran.stdout
+    started = next(e for e in project.events() if e["type"] == "attempt_started")
+    assert {"period": "2026-W01"} == started["inputs_override"]
+    runs = sorted((project.root / "execution" / "jobs" / "runs").glob("*.jsonl"))
+    created = orjson.loads(runs[0].read_bytes().splitlines()[0])
+    assert {"period": "2026-W01"} == created["inputs"]
+    again = project.cli("run", "--id", "rtn-report", env=env)
+    assert 0 == again.returncode, again.stderr
+    last = [e for e in project.events() if e["type"] == "attempt_started"][-1]
+    assert "inputs_override" not in last

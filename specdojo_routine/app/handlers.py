@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
@@ -41,7 +41,7 @@ from specdojo_routine.core.errors import (
     UsageError,
 )
 from specdojo_routine.core.model import OnInterrupted, Result, Routine, aggregate
-from specdojo_routine.core.redact import secret_values
+from specdojo_routine.core.redact import redact, secret_values
 from specdojo_routine.core.timefmt import format_ms, format_s, parse_instant, to_utc
 from specdojo_routine.execute import groups, prefix, runner, stop
 from specdojo_routine.store.config import ProjectPaths
@@ -86,6 +86,8 @@ class Selected:
     routine: Routine
     occurrence: schedule.Occurrence
     actions: list[decide.PlannedAction]
+    #: ``run --id --input k=v`` (SPEC §13): recorded in ``attempt_started.inputs_override``
+    inputs_override: Mapping[str, str] | None = None
 
 
 @attrs.define(kw_only=True)
@@ -103,6 +105,9 @@ class RunReport:
     missed: list[policy.Decision] = attrs.field(factory=list)  # SPEC §9.2
     paused: list[policy.Decision] = attrs.field(factory=list)  # SPEC §13
     lock_lost: bool = False  # the routine lock was lost mid-run: the run stopped (SPEC §12)
+    #: ``run --id ID --input k=v`` (SPEC §13), checked: over the Job actions' own inputs
+    inputs_override: Mapping[str, str] = attrs.field(factory=dict)
+    defs: Definitions | None = None  # the Jobs the override applies to
     #: what ``retention.auto`` pruned as the run went (SPEC §15), and why it could not
     pruned: PruneReport | None = None
     prune_error: str | None = None
@@ -207,7 +212,13 @@ def _choose(
         report.paused.append(decision)
         return decision
     actions = decide.plan_actions(routine, occ.scheduled_for, project_id)
-    chosen = Selected(routine=routine, occurrence=occ, actions=actions)
+    override = report.inputs_override if occ.trigger == "id" else {}
+    if override and report.defs is not None:
+        from specdojo_routine.app import run_inputs
+
+        actions = run_inputs.apply(actions, override, report.defs)
+    chosen = Selected(routine=routine, occurrence=occ, actions=actions,
+                      inputs_override=dict(override) or None)
     report.selected.append(chosen)
     return chosen
 
@@ -230,14 +241,23 @@ def run(
     echo: TextIO | None = None,
     job_runner: JobActionRunner | None = None,
     clock: Callable[[], datetime] | None = None,
+    inputs: Sequence[str] = (),
 ) -> RunReport:
-    """``run --due`` (``routine_id`` None) or ``run --id`` (SPEC §6)."""
+    """``run --due`` (``routine_id`` None) or ``run --id`` (SPEC §6); ``inputs``: ``k=v``
+    overrides of the Job actions' inputs, with ``run --id`` only (SPEC §13)."""
     wall = clock or (lambda: datetime.now(UTC))
     env = dict(os.environ if env is None else env)
     defs = definitions.load_definitions(paths)  # first, in a dry run too: it refuses alike
-    report = RunReport(dry_run=dry_run, prefix=runner.specdojo_prefix(env))
+    report = RunReport(dry_run=dry_run, prefix=runner.specdojo_prefix(env), defs=defs)
     report.errors.extend(str(p) for p in defs.errors)
     candidates = _routines_to_consider(defs, routine_id)
+    if inputs:  # checked before anything is recorded (exit 2), as `job run --input` is
+        from specdojo_routine.app import run_inputs
+
+        if routine_id is None:
+            raise UsageError("--input overrides one routine's inputs: use it with --id ID")
+        report.inputs_override = run_inputs.parse(candidates[0], defs, inputs,
+                                                  tuple(secret_values(env)))
     the_now = to_utc(now) if now is not None else to_utc(wall())
     if dry_run:
         return _dry_run(report, candidates, paths, routine_id, the_now, env, wall)
@@ -391,6 +411,8 @@ def _record_attempt(
                            start=locks.process_start(os.getpid())),
         schedule="cron" if routine.trigger is not None else "interval",
         on_failure=policy.on_failure_marker(routine),
+        inputs_override=({k: redact(v, ctx.secrets) for k, v in chosen.inputs_override.items()}
+                         if chosen.inputs_override else None),
     ))
     views.refresh_routine_view(ctx.paths)  # before delegating: readers see running (§6, §10)
     ctx = attrs.evolve(ctx, echo=prefix.prefixed(ctx.echo, routine.id))  # whose output it is

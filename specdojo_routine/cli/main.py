@@ -143,6 +143,9 @@ def _add_run(sub: Subparsers, common: _Parser) -> None:
                    help="print one JSON document (delegated output goes to stderr)")
     p.add_argument("--now", type=_instant, metavar="T", help=_NOW_HELP)
     p.add_argument("--quiet", action="store_true", help=_QUIET_HELP)
+    p.add_argument("--input", action="append", default=[], metavar="K=V",
+                   help="with --id: an input of its Job actions for this attempt (repeatable; "
+                        "split at the first =)")
     policycli.add_backfill_options(p, _instant)
 
 
@@ -359,10 +362,12 @@ def cmd_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if policycli.backfill_requested(args):
+        if args.input:
+            raise errors.UsageError("--input is for one attempt of run --id, not a backfill")
         return policycli.run_backfill(args, _paths(args), out, err, _run_job_action)
     report = handlers.run(
         _paths(args), routine_id=args.routine_id, dry_run=args.dry_run, now=args.now,
-        echo=err if args.json else out, job_runner=_run_job_action,
+        echo=err if args.json else out, job_runner=_run_job_action, inputs=args.input,
     )
     render.run_report(report, out, err, as_json=args.json)
     prunecli.run_footer(report, err if args.json else out, err)
