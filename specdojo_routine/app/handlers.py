@@ -164,8 +164,11 @@ def _routines_to_consider(defs: Definitions, routine_id: str | None) -> list[Rou
     found = defs.routine(routine_id)
     if found is not None:
         return [found]
-    if any(p.path.rsplit("/", 1)[-1].split(".")[0] == routine_id for p in defs.errors):
-        raise RoutineError(f"routine {routine_id} is invalid; run `validate` and fix it first")
+    bad = sorted({p.path for p in defs.errors
+                  if p.path.rsplit("/", 1)[-1].split(".")[0] == routine_id})
+    if bad:  # every file that defines it: a duplicated id runs from neither (SPEC §13)
+        raise RoutineError(f"routine {routine_id} is invalid (in {', '.join(bad)}); run "
+                           "`validate` and fix it first")
     raise UsageError(suggest.unknown("routine", routine_id, (r.id for r in defs.routines),
                                      "list"))
 

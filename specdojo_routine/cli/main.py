@@ -209,6 +209,11 @@ def _add_job_commands(sub: Subparsers, common: _Parser) -> None:
     p.add_argument("--review-by", metavar="NICK", help="the review executor (a roster member)")
     p.add_argument("--reporter-by", metavar="NICK",
                    help="the reporter of the task and of the review (a roster member)")
+    p.add_argument("--executor-by", metavar="NICK",
+                   help="the executor stage, ahead of the Job's nomination (a roster member)")
+    p.add_argument("--by", metavar="NICK",
+                   help="one agent for the whole run (no reporter stage), ahead of the Job's "
+                        "nomination (a roster member)")
     _logscli().add_job_logs(jsub, common)
 
 
