@@ -2,9 +2,9 @@
 
 Random cron expressions and zones (``--now`` sequences around DST transitions, with long gaps),
 random policies (``missed_run`` latest|all, ``on_failure`` continue|hold, a starting deadline or
-none), random failure patterns, pauses and resumes (SPEC §13), releases and explicit runs at a ``--now`` in the past (a clock
-gone back: the cursor never moves back) drive the real run and release handlers on a
-temporary project. Then the ledger must account for every occurrence between the first call's
+none), random failure patterns, pauses and resumes (SPEC §13), releases and explicit runs at
+a ``--now`` in the past (a clock gone back: the cursor never moves back) drive the real run,
+pause and release handlers on a temporary project. Then the ledger must account for every occurrence between the first call's
 occurrence and the last call — as run, coalesced (inside a ``passed_over_since`` span), held,
 missed or consumed by an explicit run — exactly once, compared with the independent
 minute-scan reference of ``test_schedule_properties``. Paused occurrences count as accounted
