@@ -7,7 +7,8 @@ a ``--now`` in the past (a clock gone back: the cursor never moves back) drive t
 pause and release handlers on a temporary project. Then the ledger must account for every
 occurrence between the first call's occurrence and the last call — as run, coalesced (inside a
 ``passed_over_since`` span), held, missed, paused or consumed by an explicit run — exactly
-once, compared with the independent minute-scan reference of ``test_schedule_properties``. Paused occurrences count as accounted
+once, compared with the independent minute-scan reference of
+``test_schedule_properties``. Paused occurrences count as accounted
 for, and no due attempt starts while paused or for an occurrence scheduled by a resume.
 """
 
