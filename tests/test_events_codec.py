@@ -62,7 +62,7 @@ def attempt_resolved(draw: st.DrawFn) -> ev.AttemptResolved:
     return ev.AttemptResolved(
         routine_id=draw(routine_ids), attempt_id=draw(texts),
         transition=ev.RESULT_TRANSITIONS[result], result=result,  # type: ignore[arg-type]
-        note=draw(texts), resolved_by=draw(texts),
+        note=draw(texts), resolved_by=draw(texts), overrides=draw(st.sampled_from([None, True])),
     )
 
 
@@ -84,11 +84,19 @@ STRATEGIES: dict[type[Any], st.SearchStrategy[Any]] = {
         transition=st.sampled_from(["T-02", "T-06", "T-07", "T-08"]),
         trigger=st.sampled_from(ev.TRIGGERS), scheduled_for=ms_stamps, last_run=s_stamps,
         passed_over_since=st.none() | ms_stamps, owner=owners,
-        schedule=st.sampled_from(["cron", "interval"]), on_failure=st.sampled_from([None, "hold"])),
+        schedule=st.sampled_from(["cron", "interval"]), on_failure=st.sampled_from([None, "hold"]),
+        inputs_override=st.none() | json_objects),
     ev.OccurrenceHeld: st.builds(
         ev.OccurrenceHeld, routine_id=routine_ids, scheduled_for=ms_stamps, reason=texts,
         passed_over_since=st.none() | ms_stamps, schedule=st.sampled_from(["cron", "interval"])),
     ev.OccurrenceMissed: occurrence_missed(),
+    ev.OccurrencePaused: st.builds(  # SPEC §13
+        ev.OccurrencePaused, routine_id=routine_ids, scheduled_for=ms_stamps, reason=texts,
+        passed_over_since=st.none() | ms_stamps, schedule=st.sampled_from(["cron", "interval"])),
+    ev.RoutinePaused: st.builds(ev.RoutinePaused, routine_id=routine_ids, note=st.none() | texts,
+                                paused_by=texts, paused_at=ms_stamps),
+    ev.RoutineResumed: st.builds(ev.RoutineResumed, routine_id=routine_ids,
+                                 note=st.none() | texts, resumed_by=texts, resumed_at=ms_stamps),
     ev.RoutineReleased: st.builds(
         ev.RoutineReleased, routine_id=routine_ids, run=st.sampled_from(ev.RELEASE_RUNS),
         note=st.none() | texts, released_by=texts),
@@ -155,6 +163,8 @@ def test_routine_tag_set_is_frozen() -> None:
         "attempt_ended": ev.AttemptEnded, "attempt_resolved": ev.AttemptResolved,
         "occurrence_held": ev.OccurrenceHeld, "occurrence_missed": ev.OccurrenceMissed,
         "routine_released": ev.RoutineReleased,
+        "routine_paused": ev.RoutinePaused, "routine_resumed": ev.RoutineResumed,  # SPEC §13
+        "occurrence_paused": ev.OccurrencePaused,
         "routine_state_imported": ev.RoutineStateImported,  # SPEC §10
         "upstream_run_recorded": ev.UpstreamRunRecorded,
         "evidence_pruned": ev.RoutineEvidencePruned,  # SPEC §15

@@ -67,11 +67,12 @@ def ended(rid: str = "rtn-a", aid: str = "a1", result: str = "success", *,
         completed_at="2026-08-07T08:00:09Z", job_run_ids=[])
 
 
-def resolved(rid: str = "rtn-a", aid: str = "a1", result: str = "failure") -> ev.AttemptResolved:
+def resolved(rid: str = "rtn-a", aid: str = "a1", result: str = "failure", *,
+             overrides: bool | None = None) -> ev.AttemptResolved:
     return ev.AttemptResolved(routine_id=rid, attempt_id=aid,
                               transition=ev.RESULT_TRANSITIONS[result],  # type: ignore[arg-type]
                               result=result, note="checked by hand",  # type: ignore[arg-type]
-                              resolved_by="ops")
+                              resolved_by="ops", overrides=overrides)
 
 
 def registered(rid: str = "rtn-a", digest: str = "d1") -> ev.RoutineRegistered:
@@ -113,6 +114,9 @@ def probes(status: str) -> dict[str, ev.Event]:
         "action_ended": action(ev.ActionEnded, result="success"),
         **{f"attempt_ended/{r}": ended(result=r) for r in ev.RESULTS},
         **{f"attempt_resolved/{r}": resolved(result=r) for r in ev.RESULTS},
+        # SPEC §13: an operator changes an ended attempt's outcome
+        **{f"attempt_resolved+overrides/{r}": resolved(result=r, overrides=True)
+           for r in ev.RESULTS},
         "evidence_pruned": ev.RoutineEvidencePruned(
             routine_id="rtn-a", attempt_id="a0", paths=["e/exec/evidence/routines/a0"], bytes=1),
     }
@@ -120,8 +124,10 @@ def probes(status: str) -> dict[str, ev.Event]:
 
 def table_target(probe: str, status: str) -> str | None:
     event, _, result = probe.partition("/")
+    event, _, flag = event.partition("+")  # +overrides: the rows of an ended attempt
     for t in TRANSITIONS:
-        if t.event == event and t.source == status and (not result or t.target == result):
+        if (t.event == event and t.source == status and (not result or t.target == result)
+                and ("overrides" in t.note) == (flag == "overrides")):
             return t.target
     return None
 
@@ -142,7 +148,7 @@ def test_every_event_in_every_state_follows_the_table(status: str, probe: str) -
         with pytest.raises(InvalidTransition) as info:
             folded(event, state=state)
         assert (status, "rtn-a") == (info.value.state, info.value.routine_id)
-        assert info.value.event.startswith(probe.partition("/")[0])
+        assert info.value.event.startswith(probe.partition("/")[0].partition("+")[0])
     else:
         assert target == entry(folded(event, state=state))["status"]
 
@@ -178,6 +184,13 @@ def test_the_table_is_seed_000s() -> None:
         # SPEC §15: retention removed an ended attempt's action evidence
         *(("evidence_pruned", s, s, None)
           for s in ("running", "success", "failure", "skipped", "partial")),
+        # SPEC §13: an ended attempt's outcome changed; pause, resume, paused occurrences
+        *(("attempt_resolved", s, r, t) for s in ("success", "failure", "skipped", "partial")
+          for r, t in (("success", "T-03"), ("failure", "T-04"), ("skipped", "T-05"),
+                       ("partial", "T-03"))),
+        *((e, s, s, None) for e in ("routine_paused", "routine_resumed") for s in STATES),
+        *(("occurrence_paused", s, s, None)
+          for s in ("never", "success", "failure", "skipped", "partial")),
     } == rows
     assert len(rows) == len(TRANSITIONS)
 

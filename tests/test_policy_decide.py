@@ -102,3 +102,33 @@ def test_slots_on_one_instant_are_previewed_once() -> None:
     assert ["2026-03-29T03:00:00+02:00", "2026-03-29T03:30:00+02:00",
             "2026-03-30T02:00:00+02:00"] == [i.local for i in items]
     assert "02:00 does not exist on 2026-03-29: fires at 03:00" == items[0].note
+
+
+PAUSED = {"pause": {"by": "alice", "at": "2026-05-01T10:00:00.000Z", "note": "window",
+                    "resumed_at": None}, "held": True, "hold_attempt_id": "att-1"}
+RESUMED = {"pause": {**PAUSED["pause"], "resumed_at": "2026-05-01T12:00:00.000Z"}}  # type: ignore[dict-item]
+
+
+def test_pause_comes_before_hold_and_deadline_and_operators_still_run() -> None:
+    """SPEC §13: while paused every due occurrence is paused (even a held, late one), with
+    `paused by <name>: <note>`; run --id still runs."""
+    late = occ(NOW - timedelta(days=3))
+    decision = policy.classify(HOURLY, PAUSED, late, NOW)
+    assert ("pause", "paused by alice: window") == (decision.verdict, decision.reason)
+    assert "run" == policy.classify(HOURLY, PAUSED, occ(NOW, "id"), NOW).verdict
+
+
+@pytest.mark.parametrize(("routine", "became_due", "verdict"), [
+    (HOURLY, datetime(2026, 5, 1, 12, 0, tzinfo=UTC), "pause"),  # scheduled at the resume
+    (HOURLY, datetime(2026, 5, 1, 13, 0, tzinfo=UTC), "run"),
+    (INTERVAL, datetime(2026, 5, 1, 11, 0, tzinfo=UTC), "pause"),  # elapsed while paused
+    (INTERVAL, datetime(2026, 5, 1, 13, 29, tzinfo=UTC), "run"),
+    (INTERVAL, None, "run"),  # never ran: nothing became due inside the pause
+])
+def test_after_a_resume_what_became_due_by_it_is_still_paused(
+    routine: model.Routine, became_due: datetime | None, verdict: str,
+) -> None:
+    """A cron occurrence by its scheduled time, an interval one by when its interval elapsed."""
+    at = became_due if routine.trigger is not None and became_due else NOW
+    decision = policy.classify(routine, RESUMED, occ(at, due_at=became_due), NOW)
+    assert verdict == decision.verdict

@@ -2,12 +2,14 @@
 
 Random cron expressions and zones (``--now`` sequences around DST transitions, with long gaps),
 random policies (``missed_run`` latest|all, ``on_failure`` continue|hold, a starting deadline or
-none), random failure patterns, releases and explicit runs at a ``--now`` in the past (a clock
-gone back: the cursor never moves back) drive the real run and release handlers on a
-temporary project. Then the ledger must account for every occurrence between the first call's
-occurrence and the last call — as run, coalesced (inside a ``passed_over_since`` span), held,
-missed or consumed by an explicit run — exactly once, compared with the independent
-minute-scan reference of ``test_schedule_properties``.
+none), random failure patterns, pauses and resumes (SPEC §13), releases and explicit runs at
+a ``--now`` in the past (a clock gone back: the cursor never moves back) drive the real run,
+pause and release handlers on a temporary project. Then the ledger must account for every
+occurrence between the first call's occurrence and the last call — as run, coalesced (inside a
+``passed_over_since`` span), held, missed, paused or consumed by an explicit run — exactly
+once, compared with the independent minute-scan reference of
+``test_schedule_properties``. Paused occurrences count as accounted
+for, and no due attempt starts while paused or for an occurrence scheduled by a resume.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import orjson
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from specdojo_routine.app import handlers, release
+from specdojo_routine.app import controls, handlers, release
 from specdojo_routine.core import schedule
 from specdojo_routine.core.model import Result
 from specdojo_routine.core.timefmt import parse_instant
@@ -59,7 +61,9 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
         st.tuples(st.just("release"), st.sampled_from(["none", "latest", "all"]), st.just(0)),
         # `run --id` at a --now up to a day and a half before the last one (a clock gone back)
         st.tuples(st.just("explicit"), st.integers(0, 36 * 60), st.sampled_from([0, 30])),
-    ), min_size=1, max_size=7))
+        # SPEC §13: pause or resume (whichever applies) at the last --now
+        st.tuples(st.just("pause"), st.just(0), st.just(0)),
+    ), min_size=1, max_size=8))
     return {"expr": draw(EXPRESSIONS), "zone": zone, "missed_run": missed_run,
             "on_failure": draw(st.sampled_from(["continue", "hold"])),
             "deadline": draw(DEADLINES), "start": start, "steps": steps,
@@ -103,6 +107,10 @@ def _drive(root: Path, sc: dict[str, Any]) -> datetime:
         elif kind == "explicit":
             handlers.run(paths, routine_id="rtn-prop", job_runner=outcomes,
                          now=now - amount * MINUTE - timedelta(seconds=seconds))
+        elif kind == "pause":
+            entry = orjson.loads(paths.routine_state.read_bytes())["routines"]["rtn-prop"]
+            paused = bool(entry["pause"]) and entry["pause"]["resumed_at"] is None
+            controls.set_paused(paths, "rtn-prop", paused=not paused, by="prop", now=now)
         elif orjson.loads(paths.routine_state.read_bytes())["routines"]["rtn-prop"]["held"]:
             release.release(paths, "rtn-prop", run=amount, by="prop", now=now,
                             job_runner=outcomes)
@@ -113,7 +121,7 @@ def _accounted(lines: list[dict[str, Any]], sc: dict[str, Any],
                now: datetime) -> tuple[list[datetime], list[datetime]]:
     """(every occurrence the ledger accounts for, with coalesced spans expanded; the
     reference's occurrences from the first call's to the last call)."""
-    kinds = {"occurrence_held", "occurrence_missed"}
+    kinds = {"occurrence_held", "occurrence_missed", "occurrence_paused"}
     marks = [e for e in lines if e["type"] in kinds or (
         e["type"] == "attempt_started" and e["trigger"] == "due")]
     assert marks, "the first call runs (or accounts for) the most recent occurrence"
@@ -136,18 +144,24 @@ def _accounted(lines: list[dict[str, Any]], sc: dict[str, Any],
 
 
 def _check_policies(lines: list[dict[str, Any]], sc: dict[str, Any]) -> None:
-    """Nothing due starts while held; every started due occurrence was on time."""
-    held = False
+    """Nothing due starts while held or paused, nor for an occurrence scheduled by the last
+    resume; every started due occurrence was on time."""
+    held, paused, resumed = False, False, ""
     deadline = schedule.parse_duration(sc["deadline"]) if sc["deadline"] else None
     for e in lines:
         if e["type"] == "attempt_started" and e["trigger"] == "due":
             assert not held, "a held routine starts nothing due"
+            assert not paused, "a paused routine starts nothing due"
+            assert (e["passed_over_since"] or e["scheduled_for"]) > resumed, "no catch-up"
             late = parse_instant(e["last_run"]) - parse_instant(e["scheduled_for"])
             assert deadline is None or late <= timedelta(seconds=deadline)
         if e["type"] == "attempt_ended" and e["result"] == "failure" and sc["on_failure"] == "hold":
             held = True
         if e["type"] == "routine_released":
             held = False
+        if e["type"] in ("routine_paused", "routine_resumed"):
+            paused = e["type"] == "routine_paused"
+            resumed = e.get("resumed_at") or resumed
         if e["type"] == "occurrence_missed":
             assert not held and deadline is not None and e["late_by_s"] > deadline - 1
 

@@ -1,4 +1,5 @@
-"""``job run --reporter-by / --review-by`` (SPEC §11.3, §11.4): the CLI's agent choices.
+"""``job run --by / --executor-by / --reporter-by / --review-by`` (SPEC §11.3, §11.4, §13):
+the CLI's agent choices.
 
 A nickname given on the command line must be a member of the roster; an unknown one (or one
 given to a project without a roster) is a usage error (exit 2).
@@ -30,16 +31,26 @@ def check_nicknames(paths: ProjectPaths, **given: str | None) -> None:
     for option, nick in named.items():
         flag = "--" + option.replace("_", "-")
         if config is None:
-            raise UsageError(f"{flag} {nick}: the project names no members_path (roster)")
+            raise UsageError(f"{flag} {nick}: the project has no roster (no members_path, "
+                             "no .specdojo/agent-members.yaml)")
         if config.roster.get(str(nick)) is None:
             raise UsageError(f'{flag} "{nick}" is not a member of {config.roster.path}; '
                              "register the nickname there before use")
 
 
-def cli_executor(paths: ProjectPaths, reporter_by: str | None) -> RosterExecutor | None:
-    """The roster executor with ``--reporter-by`` applied (None without a roster)."""
-    check_nicknames(paths, reporter_by=reporter_by)
-    return agentflow.default_executor(paths, reporter=reporter_by)
+def cli_executor(
+    paths: ProjectPaths, reporter_by: str | None, *, executor_by: str | None = None,
+    by: str | None = None,
+) -> RosterExecutor | None:
+    """The roster executor with ``--reporter-by`` / ``--executor-by`` (per stage) or ``--by``
+    (one agent for the run) applied (None without a roster); ``--by`` with a stage option is
+    a usage error."""
+    if by and (reporter_by or executor_by):
+        raise UsageError("--by replaces the whole nomination with one agent: use it alone, or "
+                         "--executor-by / --reporter-by per stage")
+    check_nicknames(paths, by=by, executor_by=executor_by, reporter_by=reporter_by)
+    return agentflow.default_executor(paths, reporter=reporter_by, executor=executor_by,
+                                      single=by)
 
 
 # --- review options (SPEC §11.3) ---------------------------------------------------------------

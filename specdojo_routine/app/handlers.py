@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
@@ -38,9 +39,9 @@ from specdojo_routine.core.errors import (
     UsageError,
 )
 from specdojo_routine.core.model import OnInterrupted, Result, Routine, aggregate
-from specdojo_routine.core.redact import secret_values
-from specdojo_routine.core.timefmt import format_ms, format_s, to_utc
-from specdojo_routine.execute import prefix, stop
+from specdojo_routine.core.redact import redact, secret_values
+from specdojo_routine.core.timefmt import format_ms, format_s, parse_instant, to_utc
+from specdojo_routine.execute import groups, prefix, stop
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import load as definitions
 from specdojo_routine.store.definitions.defcache import UNKNOWN, DefinitionCache
@@ -48,6 +49,7 @@ from specdojo_routine.store.definitions.load import Definitions
 from specdojo_routine.store.ledger import adopt, views
 from specdojo_routine.store.ledger import journal as ledger
 from specdojo_routine.store.locks import routine as locks
+from specdojo_routine.store.locks import stoprequest
 
 if TYPE_CHECKING:  # events: the classes are created where an event is recorded
     from specdojo_routine.app.actions import ActionReport
@@ -85,6 +87,8 @@ class Selected:
     routine: Routine
     occurrence: schedule.Occurrence
     actions: list[decide.PlannedAction]
+    #: ``run --id --input k=v`` (SPEC §13): recorded in ``attempt_started.inputs_override``
+    inputs_override: Mapping[str, str] | None = None
 
 
 @attrs.define(kw_only=True)
@@ -100,7 +104,11 @@ class RunReport:
     errors: list[str] = attrs.field(factory=list)
     held: list[policy.Decision] = attrs.field(factory=list)  # SPEC §9.1
     missed: list[policy.Decision] = attrs.field(factory=list)  # SPEC §9.2
+    paused: list[policy.Decision] = attrs.field(factory=list)  # SPEC §13
     lock_lost: bool = False  # the routine lock was lost mid-run: the run stopped (SPEC §12)
+    #: ``run --id ID --input k=v`` (SPEC §13), checked: over the Job actions' own inputs
+    inputs_override: Mapping[str, str] = attrs.field(factory=dict)
+    defs: Definitions | None = None  # the Jobs the override applies to
     #: what ``retention.auto`` pruned as the run went (SPEC §15), and why it could not
     pruned: PruneReport | None = None
     prune_error: str | None = None
@@ -159,8 +167,11 @@ def _routines_to_consider(defs: Definitions, routine_id: str | None) -> list[Rou
     found = defs.routine(routine_id)
     if found is not None:
         return [found]
-    if any(p.path.rsplit("/", 1)[-1].split(".")[0] == routine_id for p in defs.errors):
-        raise RoutineError(f"routine {routine_id} is invalid; run `validate` and fix it first")
+    bad = sorted({p.path for p in defs.errors
+                  if p.path.rsplit("/", 1)[-1].split(".")[0] == routine_id})
+    if bad:  # every file that defines it: a duplicated id runs from neither (SPEC §13)
+        raise RoutineError(f"routine {routine_id} is invalid (in {', '.join(bad)}); run "
+                           "`validate` and fix it first")
     raise UsageError(suggest.unknown("routine", routine_id, (r.id for r in defs.routines),
                                      "list"))
 
@@ -172,7 +183,7 @@ def _occurrences(
     if memo is not None and not explicit and _none_due(memo, routine, state, now):
         return []
     try:
-        return schedule.due_occurrences(
+        found = schedule.due_occurrences(
             routine,
             last_run=(state or {}).get("last_run"),
             last_scheduled_for=(state or {}).get("last_scheduled_for"),
@@ -183,6 +194,13 @@ def _occurrences(
     except TooManyMissedOccurrences as exc:
         report.errors.append(str(exc))
         return []
+    resumed = ((state or {}).get("pause") or {}).get("resumed_at")
+    if resumed is None or explicit:
+        return found
+    # SPEC §13: what `latest` coalesced across the end of a pause is cut there, so the
+    # occurrences of the paused span are accounted for as paused and only later ones run
+    until = parse_instant(resumed)
+    return [part for occ in found for part in schedule.split_at(routine, occ, until)]
 
 
 def _none_due(
@@ -222,8 +240,17 @@ def _choose(
     if decision.verdict == "miss":
         report.missed.append(decision)
         return decision
+    if decision.verdict == "pause":
+        report.paused.append(decision)
+        return decision
     actions = decide.plan_actions(routine, occ.scheduled_for, project_id)
-    chosen = Selected(routine=routine, occurrence=occ, actions=actions)
+    override = report.inputs_override if occ.trigger == "id" else {}
+    if override and report.defs is not None:
+        from specdojo_routine.app import run_inputs
+
+        actions = run_inputs.apply(actions, override, report.defs)
+    chosen = Selected(routine=routine, occurrence=occ, actions=actions,
+                      inputs_override=dict(override) or None)
     report.selected.append(chosen)
     return chosen
 
@@ -246,14 +273,23 @@ def run(
     echo: TextIO | None = None,
     job_runner: JobActionRunner | None = None,
     clock: Callable[[], datetime] | None = None,
+    inputs: Sequence[str] = (),
 ) -> RunReport:
-    """``run --due`` (``routine_id`` None) or ``run --id`` (SPEC §6)."""
+    """``run --due`` (``routine_id`` None) or ``run --id`` (SPEC §6); ``inputs``: ``k=v``
+    overrides of the Job actions' inputs, with ``run --id`` only (SPEC §13)."""
     wall = clock or (lambda: datetime.now(UTC))
     env = dict(os.environ if env is None else env)
     defs = definitions.load_definitions(paths)  # first, in a dry run too: it refuses alike
-    report = RunReport(dry_run=dry_run, prefix=prefix.specdojo_prefix(env))
+    report = RunReport(dry_run=dry_run, prefix=prefix.specdojo_prefix(env), defs=defs)
     report.errors.extend(str(p) for p in defs.errors)
     candidates = _routines_to_consider(defs, routine_id)
+    if inputs:  # checked before anything is recorded (exit 2), as `job run --input` is
+        from specdojo_routine.app import run_inputs
+
+        if routine_id is None:
+            raise UsageError("--input overrides one routine's inputs: use it with --id ID")
+        report.inputs_override = run_inputs.parse(candidates[0], defs, inputs,
+                                                  tuple(secret_values(env)))
     the_now = to_utc(now) if now is not None else to_utc(wall())
     if dry_run:
         return _dry_run(report, candidates, paths, routine_id, the_now, env, wall, defs.cache)
@@ -344,7 +380,7 @@ def _run_routine(
         if _stop_if_lock_lost(ctx, report):
             break
         chosen = _choose(report, routine, state, occ, ctx.now, ctx.paths.project_id)
-        if isinstance(chosen, policy.Decision):  # held or missed: the cursor moves past it
+        if isinstance(chosen, policy.Decision):  # paused, held or missed: the cursor moves on
             ctx.record(policy.record(routine, chosen))
             accounted = True
             continue
@@ -427,6 +463,8 @@ def _record_attempt(
                            start=locks.process_start(os.getpid())),
         schedule="cron" if routine.trigger is not None else "interval",
         on_failure=policy.on_failure_marker(routine),
+        inputs_override=({k: redact(v, ctx.secrets) for k, v in chosen.inputs_override.items()}
+                         if chosen.inputs_override else None),
     ))
     views.refresh_routine_view(ctx.paths)  # before delegating: readers see running (§6, §10)
     ctx = attrs.evolve(ctx, echo=prefix.prefixed(ctx.echo, routine.id))  # whose output it is
@@ -458,8 +496,21 @@ def _record_attempt(
     report = _end_attempt(
         ctx, routine, attempt_id, occ.scheduled_for, started_at, format_s(completed),
         [(a.index, a.kind, a.result, a.reason) for a in done],
-        [a.job_run_id for a in done if a.job_run_id], reason_override=stop.reason())
+        [a.job_run_id for a in done if a.job_run_id],
+        reason_override=_stop_reason(ctx, attempt_id))
     return attrs.evolve(report, actions=tuple(done))
+
+
+def _stop_reason(ctx: _Context, attempt_id: str) -> str | None:
+    """``stopped by SIGTERM``, with who asked and why when ``stop ID`` sent it (SPEC §13)."""
+    why = stop.reason()
+    if why is None:
+        return None
+    asked = stoprequest.take(ctx.paths.routine_locks_dir, attempt_id)
+    if asked is None:
+        return why
+    note = asked.get("note")
+    return f"{why} (stop by {asked.get('by')}" + (f": {note})" if note else ")")
 
 
 def _end_attempt(

@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-from specdojo_routine.core import health, policy, schedule
+from specdojo_routine.core import health, pausefold, policy, schedule
 from specdojo_routine.core.errors import EXIT_FAILURE, EXIT_OK, TooManyMissedOccurrences
 from specdojo_routine.core.model import Routine
 from specdojo_routine.core.timefmt import format_ms, format_s, to_utc, try_parse_instant
@@ -37,6 +37,8 @@ class RoutineRow:
     held_occurrences: int = 0
     hold_reason: str | None = None
     last_missed: dict[str, str] | None = None  # SPEC §9.2: the last miss since the last success
+    #: SPEC §13: ``{by, at, note}`` of the pause while the routine is paused, else None
+    paused: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = attrs.asdict(self)
@@ -48,7 +50,8 @@ class RoutineRow:
         """What the health rule of ``status`` and ``list`` looks at."""
         return health.Facts(enabled=self.enabled, status=self.status,
                             last_result=self.last_result, interrupted=self.interrupted,
-                            held=self.held, missed=self.last_missed is not None)
+                            held=self.held, missed=self.last_missed is not None,
+                            paused=self.paused is not None)
 
     @property
     def problems(self) -> list[str]:
@@ -165,10 +168,13 @@ def _row(
         kinds=[a.kind for a in routine.actions], status=status, interrupted=interrupted,
         last_run=state.get("last_run"), last_result=state.get("last_result"),
         last_scheduled_for=state.get("last_scheduled_for"), last_reason=state.get("last_reason"),
-        due=due and routine.enabled and status != "running" and not policy.is_held(state),
+        due=(due and routine.enabled and status != "running" and not policy.is_held(state)
+             and not pausefold.is_paused(state)),
         next_occurrence=next_text, held=policy.is_held(state),
         held_occurrences=len(state.get("held_occurrences") or []),
         hold_reason=(policy.held_reason(state.get("hold_attempt_id"))
                      if policy.is_held(state) else None),
         last_missed=state.get("last_missed"),
+        paused=({k: state["pause"][k] for k in ("by", "at", "note")}
+                if pausefold.is_paused(state) else None),
     )

@@ -61,7 +61,8 @@ ENVIRONMENT_READ: tuple[tuple[str, str], ...] = (
                                "(as --quiet; for cron, so MAILTO mails only failures)"),
     ("SPECDOJO_ROUTINE_PURE_YAML", "1: read every definition with the located (slow) YAML "
                                    "parser instead of the libyaml fast path"),
-    ("USER", "the default of `resolve --by` and `release --by`"),
+    ("USER", "the default of `resolve --by`, `release --by`, `pause --by`, `resume --by` "
+             "and `stop --by`"),
 )
 ENVIRONMENT_SET: tuple[str, ...] = (
     "SPECDOJO_PROJECT", "SPECDOJO_ROUTINE_EXEC=1", "SPECDOJO_JOB_RUN_ID",
@@ -150,10 +151,32 @@ COMMANDS: dict[str, CommandHelp] = {
         ((0, "printed"), (2, "a bad cron expression or time zone, or usage error"))),
     "resolve": CommandHelp(
         "Record the outcome of a routine's interrupted attempt (one whose runner died), so "
-        "the routine runs again.",
+        "the routine runs again; with --attempt, change an ended attempt's outcome.",
         ('{prog} resolve rtn-nightly --result failure --note "host rebooted mid-run"',
-         '{prog} resolve rtn-nightly --result success --note "checked the output" --by alice'),
-        ((0, "recorded"), (1, "the routine has no interrupted attempt"), _USAGE, _BUSY)),
+         '{prog} resolve rtn-nightly --result success --note "checked the output" --by alice',
+         "{prog} resolve rtn-nightly --attempt att-20260807T080000Z-0a1b2c3d --result success "
+         '--note "re-sent by hand"'),
+        ((0, "recorded"), (1, "the routine has no interrupted attempt (or, with --attempt, "
+                             "the attempt is unknown or still open)"), _USAGE, _BUSY)),
+    "pause": CommandHelp(
+        "Pause a routine (or --all): run --due starts nothing for it and accounts for each "
+        "occurrence that becomes due as paused, with who and why; run --id still runs it.",
+        ('{prog} pause rtn-nightly --note "database migration"',
+         '{prog} pause --all --note "maintenance window" --by alice'),
+        ((0, "paused"), (1, "already paused"), _USAGE, _BUSY)),
+    "resume": CommandHelp(
+        "Resume a paused routine (or --all). Nothing runs by itself: occurrences scheduled "
+        "while it was paused are recorded as paused, never run; only later ones run.",
+        ('{prog} resume rtn-nightly --note "migration done"', "{prog} resume --all"),
+        ((0, "resumed"), (1, "the routine is not paused"), _USAGE, _BUSY)),
+    "stop": CommandHelp(
+        "Stop a routine's running attempt: SIGTERM to the verified runner, which ends the "
+        "running action's process group and records the attempt as failed (\"stopped by "
+        "SIGTERM\"). Waits up to 30 s for that record.",
+        ('{prog} stop rtn-nightly --note "runaway export"',),
+        ((0, "stopped and recorded"),
+         (1, "no running attempt, its runner is dead (use resolve), or no record in 30 s"),
+         _USAGE)),
     "fold": CommandHelp(
         "Rebuild every view (routine state, Job Run views, job state) from the ledgers. Views "
         "are caches: delete one and fold rewrites it byte for byte.",

@@ -43,7 +43,9 @@ def cmd_job_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.dry_run:
         return _dry_run(paths, defs, args, explicit, scheduled_at, out)
     options = agentopts.review_options(paths, args)
-    agent = agentopts.cli_executor(paths, options.reporter_by)
+    agent = agentopts.cli_executor(paths, options.reporter_by,
+                                   executor_by=getattr(args, "executor_by", None),
+                                   by=getattr(args, "by", None))
     outcome = jobs.run_job(paths, defs, job.id, explicit, scheduled_at=scheduled_at,
                            trigger=args.trigger, echo=err if args.json else out, agent=agent,
                            review=options)

@@ -145,6 +145,9 @@ def _add_run(sub: Subparsers, common: _Parser) -> None:
                    help="print one JSON document (delegated output goes to stderr)")
     p.add_argument("--now", type=_instant, metavar="T", help=_NOW_HELP)
     p.add_argument("--quiet", action="store_true", help=_QUIET_HELP)
+    p.add_argument("--input", action="append", default=[], metavar="K=V",
+                   help="with --id: an input of its Job actions for this attempt (repeatable; "
+                        "split at the first =)")
     policycli.add_backfill_options(p, _instant)
 
 
@@ -157,6 +160,8 @@ def _add_resolve(sub: Subparsers, common: _Parser) -> None:
                    help="why: what you checked (kept in the ledger)")
     p.add_argument("--by", dest="resolved_by", metavar="NAME",
                    help="who resolved it (default: $USER)")
+    p.add_argument("--attempt", metavar="ATTEMPT_ID",
+                   help="change this ended attempt's outcome instead (see history --attempts)")
 
 
 def _add_fold(sub: Subparsers, common: _Parser) -> None:
@@ -206,6 +211,11 @@ def _add_job_commands(sub: Subparsers, common: _Parser) -> None:
     p.add_argument("--review-by", metavar="NICK", help="the review executor (a roster member)")
     p.add_argument("--reporter-by", metavar="NICK",
                    help="the reporter of the task and of the review (a roster member)")
+    p.add_argument("--executor-by", metavar="NICK",
+                   help="the executor stage, ahead of the Job's nomination (a roster member)")
+    p.add_argument("--by", metavar="NICK",
+                   help="one agent for the whole run (no reporter stage), ahead of the Job's "
+                        "nomination (a roster member)")
     _logscli().add_job_logs(jsub, common)
 
 
@@ -222,12 +232,21 @@ _SUBCOMMANDS: dict[str, Callable[[Subparsers, _Parser], None]] = {
     "release": lambda sub, common: policycli.add_release(sub, common, _instant),
     "next": lambda sub, common: policycli.add_next(sub, common, _instant, _positive),
     "import": _add_import,
+    "pause": lambda sub, common: _controlcli().add_pause(sub, common, _instant, paused=True),
+    "resume": lambda sub, common: _controlcli().add_pause(sub, common, _instant, paused=False),
+    "stop": lambda sub, common: _controlcli().add_stop(sub, common),
     "status": lambda sub, common: _statuscli().add_status(sub, common, _instant),
     "logs": lambda sub, common: _logscli().add_logs(sub, common),
     "prune": lambda sub, common: prunecli.add_prune(sub, common, _instant),
     "report": lambda sub, common: _reportcli().add_report(sub, common, _instant),
     "job": _add_job_commands,
 }
+
+
+def _controlcli() -> Any:
+    from specdojo_routine.cli import controlcli
+
+    return controlcli
 
 
 def _statuscli() -> Any:
@@ -359,12 +378,14 @@ def cmd_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if policycli.backfill_requested(args):
+        if args.input:
+            raise errors.UsageError("--input is for one attempt of run --id, not a backfill")
         return policycli.run_backfill(args, _paths(args), out, err, _run_job_action)
     from specdojo_routine.app import handlers
 
     report = handlers.run(
         _paths(args), routine_id=args.routine_id, dry_run=args.dry_run, now=args.now,
-        echo=err if args.json else out, job_runner=_run_job_action,
+        echo=err if args.json else out, job_runner=_run_job_action, inputs=args.input,
     )
     render.run_report(report, out, err, as_json=args.json)
     prunecli.run_footer(report, err if args.json else out, err)
@@ -382,6 +403,8 @@ def _run_job_action(
 
 
 def cmd_resolve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.attempt is not None:  # SPEC §13: an ended attempt's outcome
+        return int(_controlcli().cmd_override(args, _paths(args), out))
     from specdojo_routine.app import handlers
 
     attempt_id = handlers.resolve(_paths(args), args.routine_id, result=args.result,
@@ -453,6 +476,11 @@ _COMMANDS: dict[str, Command] = {
     "release": lambda a, o, e: policycli.cmd_release(a, _paths(a), o, e, _run_job_action),
     "next": lambda a, o, e: policycli.cmd_next(a, lambda: _paths(a), o, e),
     "import": cmd_import,
+    "pause": lambda a, o, e: int(_controlcli().cmd_pause(a, lambda: _paths(a), o, e,
+                                                         paused=True)),
+    "resume": lambda a, o, e: int(_controlcli().cmd_pause(a, lambda: _paths(a), o, e,
+                                                          paused=False)),
+    "stop": lambda a, o, e: int(_controlcli().cmd_stop(a, _paths(a), o, e)),
     "status": lambda a, o, e: int(_statuscli().cmd_status(a, _paths(a), o, e)),
     "logs": lambda a, o, e: int(_logscli().cmd_logs(a, _paths(a), o, e)),
     "prune": lambda a, o, e: prunecli.cmd_prune(a, _paths(a), o, e),

@@ -98,6 +98,10 @@ def _policy_lines(r: RoutineRow, out: TextIO) -> None:
     if r.held:
         out.write(f"! {r.id}: on hold ({r.hold_reason}); {r.held_occurrences} held "
                   f"occurrence(s); fix the cause, then `release {r.id} --run none|latest|all`\n")
+    if r.paused is not None:  # SPEC §13: an operator's decision, not a problem
+        note = f": {r.paused['note']}" if r.paused.get("note") else ""
+        out.write(f"  {r.id}: paused by {r.paused['by']} at {r.paused['at']}{note}; "
+                  f"`resume {r.id}` to let run --due start it again\n")
     if r.last_missed is not None:
         out.write(f"! {r.id}: missed {r.last_missed['scheduled_for']}: "
                   f"{r.last_missed['reason']} (cleared by the next success)\n")
@@ -131,9 +135,10 @@ def run_report(report: RunReport, out: TextIO, err: TextIO, *, as_json: bool) ->
             "errors": report.errors,
             "held": [d.to_json() for d in report.held],
             "missed": [d.to_json() for d in report.missed],
+            "paused": [d.to_json() for d in report.paused],
         }))
         return
-    if not (report.selected or report.held or report.missed):
+    if not (report.selected or report.held or report.missed or report.paused):
         out.write("no due routines\n")
         return
     if report.dry_run:
@@ -172,9 +177,11 @@ def _action_lines(report: AttemptReport) -> str:
 
 
 def _accounted_text(report: RunReport, out: TextIO) -> None:
-    """Held and missed occurrences (SPEC §9): recorded, not run; a dry run only shows them."""
+    """Paused, held and missed occurrences (SPEC §9, §13): recorded, not run; a dry run only
+    shows them."""
     would = "would be " if report.dry_run else ""
-    for verdict, decisions in (("held", report.held), ("missed", report.missed)):
+    for verdict, decisions in (("paused", report.paused), ("held", report.held),
+                               ("missed", report.missed)):
         for d in decisions:
             since = d.occurrence.passed_over_since
             extra = f" (coalesces occurrences since {format_ms(since)})" if since else ""
@@ -224,20 +231,27 @@ def _event_detail(event: dict[str, Any]) -> str:
         reason = f" ({event['reason']})" if event.get("reason") else ""
         return f"{event.get('transition')} {event.get('result')}{reason}"
     if etype == "attempt_resolved":
-        return (f"{event.get('transition')} {event.get('result')} by "
+        overrides = (f" (overrides the end of {event.get('attempt_id')})"
+                     if event.get("overrides") else "")
+        return (f"{event.get('transition')} {event.get('result')}{overrides} by "
                 f"{event.get('resolved_by')}: {event.get('note')}")
     return _policy_detail(etype, event)
 
 
 def _policy_detail(etype: Any, event: dict[str, Any]) -> str:
     """SPEC §9 events: what was held or missed and why, and who released what."""
-    if etype in ("occurrence_held", "occurrence_missed"):
+    if etype in ("occurrence_held", "occurrence_missed", "occurrence_paused"):
         since = event.get("passed_over_since")
         coalesced = f", coalesced since {since}" if since else ""
         return f"{event.get('scheduled_for')}{coalesced}: {event.get('reason')}"
     if etype == "routine_released":
         note = f": {event['note']}" if event.get("note") else ""
         return f"--run {event.get('run')} by {event.get('released_by')}{note}"
+    if etype in ("routine_paused", "routine_resumed"):  # SPEC §13
+        who, when = ("paused_by", "paused_at") if etype == "routine_paused" else (
+            "resumed_by", "resumed_at")
+        note = f": {event['note']}" if event.get("note") else ""
+        return f"by {event.get(who)} at {event.get(when)}{note}"
     if etype == "evidence_pruned":  # SPEC §15
         return (f"attempt {event.get('attempt_id')}: {len(event.get('paths') or [])} path(s), "
                 f"{event.get('bytes')} bytes")

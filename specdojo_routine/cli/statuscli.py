@@ -61,6 +61,10 @@ def _why(row: RoutineRow) -> str:
         return f"runner died mid-attempt: `resolve {row.id}`"
     if row.held:
         return row.hold_reason or "held"
+    if row.paused is not None:  # SPEC §13: who, when and why
+        note = row.paused.get("note")
+        return f"paused by {row.paused.get('by')} at {row.paused.get('at')}" + (
+            f": {note}" if note else "")
     if row.last_result not in (None, "success"):
         return row.last_reason or ""
     if row.last_missed is not None:
@@ -116,6 +120,8 @@ def _state_line(detail: status_app.Detail) -> str:
     text = row.state
     if row.state == "running" and detail.owner:
         text += f" (pid {detail.owner.get('pid')} on {detail.owner.get('host')})"
+    if row.paused is not None and row.state == "paused":
+        text += f" ({_why(row)})"
     if row.problems:
         text += " - unhealthy: " + ", ".join(row.problems)
     return text
@@ -183,7 +189,8 @@ def _block(detail: status_app.Detail, now: datetime) -> str:
 def _row_json(row: RoutineRow) -> dict[str, Any]:
     return {"id": row.id, "state": row.state, "healthy": not row.problems,
             "problems": row.problems, "enabled": row.enabled, "status": row.status,
-            "interrupted": row.interrupted, "held": row.held, "last_run": row.last_run,
+            "interrupted": row.interrupted, "held": row.held, "paused": row.paused,
+            "last_run": row.last_run,
             "last_result": row.last_result, "last_reason": row.last_reason,
             "last_missed": row.last_missed, "next_occurrence": row.next_occurrence}
 

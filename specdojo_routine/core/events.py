@@ -137,6 +137,10 @@ class AttemptStarted:
     #: (SPEC §9.1): its failure then puts the routine on hold. Left out otherwise.
     on_failure: Literal["hold"] | None = attrs.field(default=None, validator=_optional(
         _one_of("hold")))
+    #: ``run --id ID --input k=v`` (SPEC §13): the inputs given for this attempt's Job actions,
+    #: over the routine's own (secrets redacted). Left out when none were given.
+    inputs_override: Mapping[str, Any] | None = attrs.field(
+        default=None, validator=_optional(_json_object))
 
 
 @attrs.frozen(kw_only=True)
@@ -197,6 +201,10 @@ class AttemptResolved:
     result: Result = attrs.field(validator=[_result, _transition_matches_result])
     note: str = attrs.field(validator=_text)
     resolved_by: str = attrs.field(validator=_text)
+    #: ``True`` when an operator changed the outcome of an attempt that had already ended
+    #: (``resolve --attempt``, SPEC §13; JP1's status change). Left out otherwise.
+    overrides: bool | None = attrs.field(
+        default=None, validator=_optional(attrs.validators.in_((True,))))
 
 
 def _late_enough(inst: Any, _attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -236,6 +244,40 @@ class RoutineReleased:
     run: Literal["none", "latest", "all"] = attrs.field(validator=_one_of(*RELEASE_RUNS))
     note: str | None = attrs.field(validator=_optional(_text))
     released_by: str = attrs.field(validator=_text)
+
+
+@attrs.frozen(kw_only=True)
+class RoutinePaused:
+    """An operator paused a routine (SPEC §13): ``run --due`` starts nothing for it until it is
+    resumed. ``paused_at`` is when (the command's ``--now`` or the clock)."""
+
+    routine_id: str = attrs.field(validator=_routine_id)
+    note: str | None = attrs.field(validator=_optional(_text))
+    paused_by: str = attrs.field(validator=_text)
+    paused_at: str = attrs.field(validator=_ms)
+
+
+@attrs.frozen(kw_only=True)
+class RoutineResumed:
+    """An operator resumed a paused routine (SPEC §13). Nothing runs by itself: occurrences
+    scheduled up to ``resumed_at`` are still accounted for as paused."""
+
+    routine_id: str = attrs.field(validator=_routine_id)
+    note: str | None = attrs.field(validator=_optional(_text))
+    resumed_by: str = attrs.field(validator=_text)
+    resumed_at: str = attrs.field(validator=_ms)
+
+
+@attrs.frozen(kw_only=True)
+class OccurrencePaused:
+    """An occurrence became due while the routine was paused (or inside a paused span that no
+    run saw): accounted for, never run (SPEC §13)."""
+
+    routine_id: str = attrs.field(validator=_routine_id)
+    scheduled_for: str = attrs.field(validator=_ms)
+    reason: str = attrs.field(validator=_text)
+    passed_over_since: str | None = attrs.field(validator=_optional(_ms))
+    schedule: Literal["cron", "interval"] = attrs.field(validator=_one_of("cron", "interval"))
 
 
 # --- Job Run ledgers -------------------------------------------------------------------------
@@ -387,6 +429,7 @@ class CheckpointImported:
 RoutineEvent = (
     RoutineRegistered | AttemptStarted | ActionStarted | ActionEnded | AttemptEnded
     | AttemptResolved | OccurrenceHeld | OccurrenceMissed | RoutineReleased
+    | RoutinePaused | RoutineResumed | OccurrencePaused
     | RoutineStateImported | UpstreamRunRecorded | RoutineEvidencePruned
 )
 JobEvent = (
@@ -407,6 +450,9 @@ ROUTINE_EVENT_TYPES: dict[str, type[RoutineEvent]] = {
     "occurrence_held": OccurrenceHeld,
     "occurrence_missed": OccurrenceMissed,
     "routine_released": RoutineReleased,
+    "routine_paused": RoutinePaused,  # SPEC §13
+    "routine_resumed": RoutineResumed,
+    "occurrence_paused": OccurrencePaused,
     "routine_state_imported": RoutineStateImported,
     "upstream_run_recorded": UpstreamRunRecorded,
     "evidence_pruned": RoutineEvidencePruned,  # SPEC §15

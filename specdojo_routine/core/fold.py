@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from specdojo_routine.core import holdfold
+from specdojo_routine.core import holdfold, pausefold
 from specdojo_routine.core.adopt import is_upstream_line, upstream_event
 from specdojo_routine.core.errors import CorruptLedgerError, InvalidTransition
 from specdojo_routine.core.event_checks import CURRENT_VERSION
@@ -82,6 +82,8 @@ _HELD, _MISSED, _RELEASED = map(_index, (
 _STATE_IMPORTED, _UPSTREAM_RECORDED = map(_index, ("routine_state_imported",
                                                    "upstream_run_recorded"))
 _PRUNED = _index("evidence_pruned")
+_PAUSED, _RESUMED, _OCC_PAUSED = map(_index, (
+    "routine_paused", "routine_resumed", "occurrence_paused"))
 
 
 # --- the routine fold (hot path) ---------------------------------------------------------------
@@ -213,12 +215,61 @@ def _resolved(routines: dict[str, Raw], raw: Raw) -> None:
     row = _RESOLVED.get((entry["status"], raw["result"]))
     if row is None or row.label != raw["transition"] or not isinstance(raw["resolved_by"], str):
         raise _illegal(raw, entry)
+    if (raw.get("overrides") is True) != (row.source != "running"):  # ended vs open attempt
+        raise _illegal(raw, entry, "overrides" if raw.get("overrides") else "")
+    if raw.get("overrides") is True:
+        _overridden(entry, raw)
+        return
     if entry["open"]["attempt_id"] != raw["attempt_id"]:
         raise _mismatch(raw, entry)
     holdfold.settle(entry, row.target)
     entry["last_reason"] = raw["note"]  # the operator's note is the reason
     entry["last_action_results"] = None
     entry["open"] = entry["actions"] = None
+
+
+def _overridden(entry: Raw, raw: Raw) -> None:
+    """SPEC §13: an ended attempt's new outcome. The routine's last attempt sets its result;
+    a hold that attempt began ends when it becomes success. An override never begins a hold."""
+    if not isinstance(raw["attempt_id"], str) or not isinstance(raw["note"], str):
+        raise TypeError("attempt_id and note must be strings")
+    result = raw["result"]
+    if raw["attempt_id"] == entry["attempt_id"]:
+        entry["status"] = entry["last_result"] = result
+        entry["last_reason"] = raw["note"]
+        if result == "success":
+            entry["last_missed"] = None
+    if result == "success" and entry["held"] and entry["hold_attempt_id"] == raw["attempt_id"]:
+        holdfold.release(entry)
+
+
+def _pause_handler(rows: dict[Any, Transition]) -> _Handler:
+    """``routine_paused`` / ``routine_resumed`` (SPEC §13): the pause region."""
+    def apply(routines: dict[str, Raw], raw: Raw) -> None:
+        entry = routines.get(raw["routine_id"]) or _create(routines, raw["routine_id"])
+        if entry["status"] not in rows:
+            raise _illegal(raw, entry)
+        if not pausefold.allowed(raw["type"], entry):
+            raise _illegal(raw, entry, "paused" if pausefold.is_paused(entry) else "not paused")
+        if raw["note"] is not None and not isinstance(raw["note"], str):
+            raise TypeError("note must be a string or null")
+        (pausefold.pause if raw["type"] == "routine_paused" else pausefold.resume)(entry, raw)
+
+    return apply
+
+
+def _occurrence_paused(routines: dict[str, Raw], raw: Raw) -> None:
+    entry = routines.get(raw["routine_id"]) or _create(routines, raw["routine_id"])
+    if entry["status"] not in _OCC_PAUSED:
+        raise _illegal(raw, entry)
+    if entry["pause"] is None:
+        raise _illegal(raw, entry, "never paused")
+    scheduled, kind = raw["scheduled_for"], raw["schedule"]
+    if not isinstance(scheduled, str) or kind not in ("cron", "interval"):
+        raise TypeError("scheduled_for must be a string and schedule cron or interval")
+    if not isinstance(raw["reason"], str):
+        raise TypeError("reason must be a string")
+    holdfold.account(entry, raw["type"], scheduled, kind, raw["reason"])
 
 
 def _pruned(routines: dict[str, Raw], raw: Raw) -> None:
@@ -296,6 +347,9 @@ _HANDLERS: dict[str, _Handler] = {
     "occurrence_missed": _accounted(_MISSED),
     "routine_released": _released,
     "evidence_pruned": _pruned,
+    "routine_paused": _pause_handler(_PAUSED),
+    "routine_resumed": _pause_handler(_RESUMED),
+    "occurrence_paused": _occurrence_paused,
 }
 assert set(_HANDLERS) == {t.event for t in TRANSITIONS}
 
@@ -376,4 +430,5 @@ def render_state_diagram() -> str:
         "```", "",
         "| event | from | to | transition | note |", "|---|---|---|---|---|", *rows, "",
         *holdfold.hold_region(),
+        *pausefold.pause_region(),
     ])

@@ -54,6 +54,15 @@ class MissDoc(TypedDict):
     reason: str
 
 
+class PauseDoc(TypedDict):
+    """The routine's last pause (SPEC §13): paused while ``resumed_at`` is null."""
+
+    by: str
+    at: str
+    note: str | None
+    resumed_at: str | None
+
+
 class RoutineEntryDoc(TypedDict):
     """One routine of ``routine-state.json`` (a superset of upstream's entry)."""
 
@@ -72,6 +81,7 @@ class RoutineEntryDoc(TypedDict):
     hold_attempt_id: str | None
     held_occurrences: list[str]
     last_missed: MissDoc | None
+    pause: PauseDoc | None  # SPEC §13
     open_attempt: OpenAttemptDoc | None
 
 
@@ -94,7 +104,7 @@ def never_entry() -> RoutineEntryDoc:
     return {"status": "never", "last_run": None, "last_result": None, "last_scheduled_for": None,
             "last_action_results": None, "last_reason": None, "attempt_id": None, "digest": None,
             "last_accounted_for": None, "held": False, "hold_attempt_id": None,
-            "held_occurrences": [], "last_missed": None, "open_attempt": None}
+            "held_occurrences": [], "last_missed": None, "pause": None, "open_attempt": None}
 
 
 @attrs.frozen(kw_only=True)

@@ -53,6 +53,16 @@ TRANSITIONS: tuple[Transition, ...] = (
                  note="past the starting deadline: accounted for, not run") for s in _SETTLED),
     *(Transition(event="routine_released", source=s, target=s, note="operator; ends the hold")
       for s in _SETTLED[1:]),
+    # SPEC §13: an operator changes the outcome of an ended attempt (``overrides: true``);
+    # the routine takes the new result when the attempt is its last one.
+    *(Transition(event="attempt_resolved", source=s, target=r, label=t,
+                 note="operator overrides an ended attempt (its last: else the state stands)")
+      for s in _SETTLED[1:] for r, t in _ENDS),
+    # SPEC §13: pause and resume (the pause region), and occurrences accounted for as paused.
+    *(Transition(event=e, source=s, target=s, note="operator; the pause region")
+      for e in ("routine_paused", "routine_resumed") for s in STATES),
+    *(Transition(event="occurrence_paused", source=s, target=s,
+                 note="paused: accounted for, not run") for s in _SETTLED),
     # SPEC §10: facts another tool recorded; the target is the record's result. A routine with
     # an open attempt of ours stays running (the attempt is still ours to end or resolve).
     *(Transition(event=e, source=s, target=r, note="imported")

@@ -88,13 +88,13 @@ def advance_cursor(entry: Raw, scheduled: str) -> None:
 
 
 def account(entry: Raw, event: str, scheduled: str, kind: str, reason: str) -> None:
-    """A held or missed occurrence: the cursor moves past it (SPEC §9.5), never back."""
+    """A held, missed or paused occurrence: the cursor moves past it (SPEC §9.5), never back."""
     if kind == "cron":
         advance_cursor(entry, scheduled)
     entry["last_accounted_for"] = scheduled
     if event == "occurrence_held":
         entry["held_occurrences"] = [*entry["held_occurrences"], scheduled]
-    else:
+    elif event == "occurrence_missed":
         entry["last_missed"] = {"scheduled_for": scheduled, "reason": reason}
 
 

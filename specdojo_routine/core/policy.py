@@ -1,8 +1,9 @@
 """Operational policies (SPEC §9): hold after failure and the starting deadline (pure).
 
 For each occurrence that :func:`schedule.due_occurrences` selects, :func:`classify` decides
-whether it starts, is held (the routine is on hold) or is missed (it would start after its
-starting deadline). Hold comes before the deadline (§9.5); operator actions (``run --id``,
+whether it starts, is paused (an operator paused the routine, §13), is held (the routine is on
+hold) or is missed (it would start after its starting deadline). Pause comes before hold, hold
+before the deadline (§9.5); operator actions (``run --id``,
 ``release --run``, backfill) always start. Every decision is O(1): nothing here enumerates
 occurrences, so a 300-day gap costs what :func:`schedule.due_occurrences` costs.
 """
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
+from specdojo_routine.core import pausefold
 from specdojo_routine.core.model import OnFailure, Routine
 from specdojo_routine.core.schedule import Occurrence
 from specdojo_routine.core.timefmt import format_ms, to_utc
@@ -22,7 +24,7 @@ from specdojo_routine.core.timefmt import format_ms, to_utc
 if TYPE_CHECKING:  # imported by record(): `list` asks is_held() without an event class
     from specdojo_routine.core import events
 
-Verdict = Literal["run", "hold", "miss"]
+Verdict = Literal["run", "hold", "miss", "pause"]
 
 
 @attrs.frozen(kw_only=True)
@@ -71,6 +73,10 @@ def classify(
     """Start, hold or miss ``occurrence`` at ``now``, given the routine's folded ``state``."""
     if occurrence.trigger != "due":
         return Decision(verdict="run", occurrence=occurrence)
+    became_due = occurrence.scheduled_for if routine.trigger is not None else occurrence.due_at
+    paused = pausefold.pause_reason(state, format_ms(became_due) if became_due else None)
+    if paused is not None:  # an operator's pause comes before the hold (SPEC §13)
+        return Decision(verdict="pause", occurrence=occurrence, reason=paused)
     if is_held(state):
         reason = held_reason((state or {}).get("hold_attempt_id"))
         return Decision(verdict="hold", occurrence=occurrence, reason=reason)
@@ -88,8 +94,10 @@ def classify(
                     deadline_s=deadline.seconds, reason=miss_reason(late_by, deadline.text))
 
 
-def record(routine: Routine, decision: Decision) -> events.OccurrenceHeld | events.OccurrenceMissed:
-    """The event that accounts for a held or missed occurrence."""
+def record(
+    routine: Routine, decision: Decision,
+) -> events.OccurrenceHeld | events.OccurrenceMissed | events.OccurrencePaused:
+    """The event that accounts for a held, missed or paused occurrence."""
     from specdojo_routine.core import events
 
     occ = decision.occurrence
@@ -102,6 +110,8 @@ def record(routine: Routine, decision: Decision) -> events.OccurrenceHeld | even
     }
     if decision.verdict == "hold":
         return events.OccurrenceHeld(**common)
+    if decision.verdict == "pause":
+        return events.OccurrencePaused(**common)
     if decision.verdict == "miss":
         assert decision.late_by_s is not None and decision.deadline_s is not None
         return events.OccurrenceMissed(**common, late_by_s=decision.late_by_s,

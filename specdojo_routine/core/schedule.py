@@ -429,3 +429,23 @@ def next_interval_due(routine: model.Routine, *, last_run: str | None, now: date
         return last + timedelta(seconds=routine.interval.seconds)
     except OverflowError:
         return datetime.max.replace(tzinfo=UTC)
+
+
+def split_at(routine: model.Routine, occurrence: Occurrence, until: datetime) -> list[Occurrence]:
+    """A coalesced cron occurrence cut at ``until`` (SPEC §13: the end of a pause): when its
+    ``passed_over_since`` span starts at or before ``until`` and it is scheduled after, the
+    occurrences up to ``until`` become one occurrence (the newest of them, coalescing the
+    rest) and the ones after stay with ``occurrence``; otherwise ``[occurrence]``."""
+    since = occurrence.passed_over_since
+    at = occurrence.scheduled_for
+    if routine.trigger is None or since is None or not since <= until < at:
+        return [occurrence]
+    cron = _compile(routine.trigger.cron, routine.trigger.timezone)
+    before = _latest(cron, since - _TICK, until)
+    after = _earliest(cron, until, at)
+    if before is None:  # cannot happen: `since` is an occurrence at or before `until`
+        return [occurrence]
+    first = attrs.evolve(occurrence, scheduled_for=before,
+                         passed_over_since=since if since != before else None)
+    rest = attrs.evolve(occurrence, passed_over_since=after if after not in (None, at) else None)
+    return [first, rest]

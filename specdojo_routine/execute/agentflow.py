@@ -28,11 +28,17 @@ from specdojo_routine.store.definitions import agentconfig
 __all__ = ["Analysed", "analyse", "default_executor", "stamp_result"]
 
 
-def default_executor(paths: ProjectPaths, reporter: str | None = None) -> RosterExecutor | None:
+def default_executor(
+    paths: ProjectPaths, reporter: str | None = None, *, executor: str | None = None,
+    single: str | None = None,
+) -> RosterExecutor | None:
+    """The roster executor, with ``job run``'s choices (``--reporter-by``, ``--executor-by``
+    per stage; ``--by``: one agent for the whole run) ahead of the Job's nomination."""
     config = agentconfig.load_agent_config(paths)
     if config is None:
         return None
-    return RosterExecutor(config=config, reporter_override=reporter)
+    return RosterExecutor(config=config, reporter_override=reporter,
+                          executor_override=executor, single_override=single)
 
 
 @attrs.frozen(kw_only=True)

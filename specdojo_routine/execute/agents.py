@@ -300,6 +300,9 @@ class RosterExecutor:
 
     config: AgentConfig
     reporter_override: str | None = None  # job run --reporter-by
+    executor_override: str | None = None  # job run --executor-by
+    #: job run --by: one agent replaces the nomination, as a single-agent run (seed 002)
+    single_override: str | None = None
 
     def __call__(self, request: AgentRequest) -> AgentResult:
         task = request.task
@@ -335,6 +338,9 @@ class RosterExecutor:
         agent = task.get("agent")
         named = agent if isinstance(agent, dict) else {}
         executor_name, reporter_name = named.get("executor"), named.get("reporter")
+        if self.single_override is not None:  # ahead of the Job's own nomination (seed 002)
+            return member_of(self.config, self.single_override), None
+        executor_name = self.executor_override or executor_name
         executor = (member_of(self.config, executor_name) if isinstance(executor_name, str)
                     else agent_rules.executor_for_mode(self.config.roster, mode))
         reporter_name = self.reporter_override or reporter_name

@@ -254,6 +254,10 @@ def resolve_project(
     )
 
 
+#: The roster a project has when its config names no ``members_path`` (seed 002), if present.
+DEFAULT_MEMBERS = "agent-members.yaml"
+
+
 def _agent_paths(
     root: Path, entry: Mapping[str, object], where: Path, project_id: str
 ) -> dict[str, Path | None]:
@@ -269,6 +273,9 @@ def _agent_paths(
         if value is not None and (not isinstance(value, str) or not value):
             raise ConfigError(f'{where}: project "{project_id}" "{key}" must be a path')
         found[name] = (root / value).resolve() if isinstance(value, str) else None
+    default = root / ".specdojo" / DEFAULT_MEMBERS
+    if found["members_path"] is None and default.is_file():  # seed 002's roster (SPEC §13)
+        found["members_path"] = default.resolve()
     return found
 
 

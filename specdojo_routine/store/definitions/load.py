@@ -237,18 +237,27 @@ def _load_routines(
             cache.put_routine(key, routine)  # built now, not taken whole from the cache
         built.append((report.problems, routine))
     routines: dict[str, Routine] = {}
+    places: dict[str, list[str]] = {}  # routine id -> every file that defines it
     problems: list[Problem] = []
     for path, (found, routine) in zip(files, built, strict=True):
         problems += found
-        if routine is not None and routine.id in routines:
-            rel = rel_of(path)
+        if routine is not None:
+            places.setdefault(routine.id, []).append(str(path))
+            routines.setdefault(routine.id, routine)
+    for routine_id, where in places.items():
+        if len(where) < 2:
+            continue
+        # Seed 000 T-01: a duplicated id runs from neither file (the first is not "right"),
+        # and every file that defines it is reported.
+        del routines[routine_id]
+        rels = [rel_of(p) for p in where]
+        for path, rel in zip(where, rels, strict=True):
             duplicate = Report(rel)
+            others = ", ".join(r for r in rels if r != rel)
             duplicate.error(_id_pos(path, rel, "routine", None),
-                            f'duplicate routine id "{routine.id}" (also in '
-                            f'{routines[routine.id].path})')
+                            f'duplicate routine id "{routine_id}" (also in {others}); it runs '
+                            "from neither file until one is removed or renamed")
             problems += duplicate.problems
-        elif routine is not None:
-            routines[routine.id] = routine
     return list(routines.values()), problems
 
 

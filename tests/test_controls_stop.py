@@ -1,0 +1,89 @@
+"""`stop ID` (SPEC §13): SIGTERM to the verified runner of a routine's open attempt, which
+records it as stopped (§6.5); a dead runner is refused and nothing is recorded.
+
+A real `run --id` whose action sleeps with a child and a grandchild, a real signal, real
+process groups.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import orjson
+
+from specdojo_routine.app import controls
+from tests.conftest import Project
+from tests.test_stop import _cli_running, _group_gone, _members, _pgid, _routine_lock_free
+
+
+def test_stop_signals_the_runner_which_records_the_stop_and_leaves_no_process(
+    project: Project,
+) -> None:
+    """stop exits 0 once the attempt is recorded ended: failure, reason stopped by SIGTERM
+    with who asked and why; the runner exits 143, the action's group is gone, the lock free."""
+    project.routine("rtn-long", "interval: 1h\naction: {kind: specdojo, args: [sleepy]}\n")
+    env = _cli_running(project, "sh -c 'sleep 60 & sleep 60'")
+    runner = project.popen("run", "--id", "rtn-long", env=env)
+    pgid = _pgid(project)
+    stopped = project.cli("stop", "rtn-long", "--note", "runaway export", "--by", "dave",
+                          env=env)
+    assert 0 == stopped.returncode, stopped.stderr
+    attempt = next(e for e in project.events() if e["type"] == "attempt_started")["attempt_id"]
+    assert f"rtn-long: attempt {attempt} stopped and recorded\n" == stopped.stdout
+    assert 143 == runner.wait(timeout=30)
+    ended = project.events()[-1]
+    assert ("attempt_ended", "failure", "stopped by SIGTERM (stop by dave: runaway export)") == (
+        ended["type"], ended["result"], ended["reason"])
+    assert _group_gone(pgid), _members(pgid)
+    assert _routine_lock_free(project)
+    assert not list((project.root / "routines" / ".locks").glob("stop-*"))
+
+
+def test_stop_refuses_a_dead_runner_and_records_nothing(project: Project) -> None:
+    """An open attempt whose runner died (SIGKILL): stop sends nothing, records nothing and
+    says to use resolve (exit 1)."""
+    project.routine("rtn-long", "interval: 1h\naction: {kind: specdojo, args: [sleepy]}\n")
+    env = _cli_running(project, "sh -c 'sleep 60 & sleep 60'")
+    runner = project.popen("run", "--id", "rtn-long", env=env)
+    pgid = _pgid(project)
+    runner.send_signal(signal.SIGKILL)
+    runner.wait(timeout=30)
+    os.killpg(pgid, signal.SIGKILL)
+    before = project.ledger.read_bytes()
+    refused = project.cli("stop", "rtn-long", env=env)
+    assert 1 == refused.returncode and "" == refused.stdout
+    assert 1 == len(refused.stderr.splitlines()), refused.stderr
+    assert "is dead" in refused.stderr and "resolve rtn-long" in refused.stderr
+    assert before == project.ledger.read_bytes()
+
+
+def test_stop_never_signals_a_pid_that_is_not_the_runner(project: Project) -> None:
+    """The open attempt names a live process that is not the runner (a reused pid: its start
+    time differs): nothing is sent, it keeps running, nothing is recorded."""
+    project.routine("rtn-x", "interval: 1h\naction: {kind: specdojo, args: [x]}\n")
+    assert 0 == project.cli("run", "--id", "rtn-x").returncode
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        events = project.events()
+        started = next(e for e in events if e["type"] == "attempt_started")
+        import hashlib
+        prev = hashlib.sha256(project.ledger.read_bytes().splitlines()[-1]).hexdigest()
+        owner = {**started["owner"], "pid": bystander.pid}  # the runner's start time, kept
+        line = {**started, "seq": events[-1]["seq"] + 1, "attempt_id": "att-open",
+                "transition": "T-06", "owner": owner, "prev": prev}
+        with project.ledger.open("ab") as fh:
+            fh.write(orjson.dumps(line) + b"\n")
+        refused = project.cli("stop", "rtn-x")
+        assert 1 == refused.returncode, refused.stderr
+        assert bystander.poll() is None, "the bystander was not signalled"
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def test_stop_waits_thirty_seconds() -> None:
+    """The SPEC-visible wait for the runner's record."""
+    assert 30.0 == controls.STOP_WAIT_S
