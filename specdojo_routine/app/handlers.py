@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
