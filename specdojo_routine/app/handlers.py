@@ -32,7 +32,7 @@ from specdojo_routine.app.routine_commands import resolve as resolve
 from specdojo_routine.app.run_owner import _is_open as _is_open
 from specdojo_routine.app.run_owner import live_owner as live_owner
 from specdojo_routine.app.run_owner import refuse_if_owner_lives as refuse_if_owner_lives
-from specdojo_routine.core import decide, errors, events, policy, schedule, suggest
+from specdojo_routine.core import decide, errors, events, policy, schedule, suggest, timeouts
 from specdojo_routine.core.errors import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -394,12 +394,24 @@ def _record_attempt(
             done.append(actions.ActionReport(index=planned.index, kind=planned.kind,
                                              result=Result.SKIPPED, reason=LOCK_LOST_REASON))
             continue
+        limit = timeouts.action_limit(planned.timeout, planned.kind,
+                                      attempt=routine.policy.timeout,
+                                      used_s=time.monotonic() - t0)
+        if limit is not None and limit.seconds <= 0:  # the attempt's budget is used up
+            ctx.record(events.ActionEnded(
+                routine_id=routine.id, attempt_id=attempt_id, index=planned.index,
+                kind=planned.kind, result=Result.SKIPPED.value,
+                reason=timeouts.ATTEMPT_TIMED_OUT))
+            done.append(actions.ActionReport(index=planned.index, kind=planned.kind,
+                                             result=Result.SKIPPED,
+                                             reason=timeouts.ATTEMPT_TIMED_OUT))
+            continue
         ctx.record(events.ActionStarted(routine_id=routine.id, attempt_id=attempt_id,
                                         index=planned.index, kind=planned.kind))
         action = actions.execute(
             actions.Where(paths=ctx.paths, defs=ctx.defs, env=ctx.env, echo=ctx.echo,
                           job_runner=ctx.job_runner, routine_id=routine.id,
-                          attempt_id=attempt_id), planned, occ.scheduled_for)
+                          attempt_id=attempt_id), planned, occ.scheduled_for, limit)
         ended = ctx.record(events.ActionEnded(
             routine_id=routine.id, attempt_id=attempt_id, index=planned.index,
             kind=planned.kind, result=action.result.value, reason=action.reason,

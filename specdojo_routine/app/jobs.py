@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO, TypeVar
@@ -152,15 +153,18 @@ def run_job(
     paths: ProjectPaths, defs: Definitions, job_id: str, inputs: Mapping[str, InputValue], *,
     scheduled_at: datetime, trigger: Trigger = "manual", agent: AgentExecutor | None = None,
     echo: TextIO | None = None, env: Mapping[str, str] | None = None, clock: Clock | None = None,
-    review: review_flow.ReviewOptions | None = None,
+    review: review_flow.ReviewOptions | None = None, timeout_s: float | None = None,
 ) -> JobRunOutcome:
-    """Materialise (or find) the Job Run for these inputs and run one attempt (SPEC §7.3)."""
+    """Materialise (or find) the Job Run for these inputs and run one attempt (SPEC §7.3);
+    ``timeout_s`` is the caller's bound (a routine's timeout, SPEC §13) on top of the task's
+    own ``task.timeout``: the attempt's task gets the smaller."""
     base_env = dict(os.environ if env is None else env)
     if agent is None:  # the CLI's own executor, from the project's roster (SPEC §11.1)
         agent = agentflow.default_executor(paths)
     ctx = _Env(paths=paths, env=base_env, secrets=secret_values(base_env), echo=echo,
                agent=agent, clock=clock or _utc_now, trigger=trigger,
-               review=review or review_flow.ReviewOptions())
+               review=review or review_flow.ReviewOptions(),
+               limit=None if timeout_s is None else time.monotonic() + timeout_s)
     prep = prepare(paths, defs, job_id, inputs, scheduled_at=scheduled_at, trigger=trigger,
                    env=base_env)
     view = adopt.load_run(paths, prep.run_id)  # another tool's record counts (SPEC §10)
@@ -395,12 +399,14 @@ class RoutineJobRunner:
     def __call__(
         self, paths: ProjectPaths, defs: Definitions, *, job_id: str, inputs: Mapping[str, str],
         scheduled_at: datetime, echo: TextIO | None, worktree: bool = False,
+        timeout_s: float | None = None,
     ) -> JobActionOutcome:
         try:
             typed = jobplan.parse_text_inputs(find_job(defs, job_id), inputs)
             outcome = run_job(paths, defs, job_id, typed, scheduled_at=scheduled_at,
                               trigger="routine", echo=echo, agent=self.agent, env=self.env,
-                              review=review_flow.ReviewOptions(worktree=worktree))
+                              review=review_flow.ReviewOptions(worktree=worktree),
+                              timeout_s=timeout_s)
         except (RoutineError, OSError) as exc:
             secrets = secret_values(os.environ if self.env is None else self.env)
             message = redact(str(exc), secrets).replace("\n", " ")[:REASON_LIMIT]

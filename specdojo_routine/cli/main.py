@@ -361,11 +361,13 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _run_job_action(
     paths: ProjectPaths, defs: Definitions, *, job_id: str, inputs: Mapping[str, str],
     scheduled_at: datetime, echo: TextIO | None, worktree: bool = False,
+    timeout_s: float | None = None,
 ) -> handlers.JobActionOutcome:
     from specdojo_routine.app.jobs import routine_job_runner
 
     return routine_job_runner(paths, defs, job_id=job_id, inputs=inputs,
-                              scheduled_at=scheduled_at, echo=echo, worktree=worktree)
+                              scheduled_at=scheduled_at, echo=echo, worktree=worktree,
+                              timeout_s=timeout_s)
 
 
 def cmd_resolve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
