@@ -115,6 +115,8 @@ def probes(status: str) -> dict[str, ev.Event]:
         **{f"attempt_resolved/{r}": resolved(result=r) for r in ev.RESULTS},
         "evidence_pruned": ev.RoutineEvidencePruned(
             routine_id="rtn-a", attempt_id="a0", paths=["e/exec/evidence/routines/a0"], bytes=1),
+        "notification_sent": ev.NotificationSent(
+            routine_id="rtn-a", event="failure", exit_code=3, duration_s=0.25, attempt_id="a1"),
     }
 
 
@@ -178,6 +180,8 @@ def test_the_table_is_seed_000s() -> None:
         # SPEC §15: retention removed an ended attempt's action evidence
         *(("evidence_pruned", s, s, None)
           for s in ("running", "success", "failure", "skipped", "partial")),
+        # SPEC §13: a notification hook ran; the state stands
+        *(("notification_sent", s, s, None) for s in STATES),
     } == rows
     assert len(rows) == len(TRANSITIONS)
 

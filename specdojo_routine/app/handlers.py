@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import attrs
 
-from specdojo_routine.app import actions
+from specdojo_routine.app import actions, notifications
 from specdojo_routine.app.actions import ActionReport as ActionReport
 from specdojo_routine.app.job_seam import JobActionOutcome as JobActionOutcome
 from specdojo_routine.app.job_seam import JobActionRunner as JobActionRunner
@@ -98,6 +98,8 @@ class RunReport:
     #: open attempts left alone: their action's process group outlived the runner (§6.5)
     still_running: list[str] = attrs.field(factory=list)
     errors: list[str] = attrs.field(factory=list)
+    #: ``warning:`` lines that do not change the exit (a failing notification hook, SPEC §13)
+    warnings: list[str] = attrs.field(factory=list)
     held: list[policy.Decision] = attrs.field(factory=list)  # SPEC §9.1
     missed: list[policy.Decision] = attrs.field(factory=list)  # SPEC §9.2
     lock_lost: bool = False  # the routine lock was lost mid-run: the run stopped (SPEC §12)
@@ -130,6 +132,17 @@ class _Context:
     secrets: tuple[str, ...] = attrs.field(
         init=False, default=attrs.Factory(lambda self: tuple(secret_values(self.env)),
                                           takes_self=True))
+    #: where a failing notification hook's warning goes (the run's report)
+    warnings: list[str] = attrs.field(factory=list)
+
+    def notify(self, routine: Routine, kind: str, *, cause: str,
+               attempt_id: str | None = None, scheduled_for: str | None = None,
+               result: str | None = None, reason: str | None = None) -> None:
+        """Run the routine's notification hook for ``kind``, if it asks (SPEC §13)."""
+        notifications.notify(paths=self.paths, routine=routine, kind=kind, env=self.env,
+                             secrets=self.secrets, record=self.record, warnings=self.warnings,
+                             attempt_id=attempt_id, scheduled_for=scheduled_for,
+                             result=result, reason=reason, cause=cause)
 
     def record(self, event: _E) -> _E:
         """Append ``event`` to the routine ledger with its free text redacted; the event as
@@ -235,7 +248,8 @@ def run(
         adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
         log = ledger.Ledger(paths.routine_ledger, clock=wall)
         ctx = _Context(paths=paths, defs=defs, now=the_now, env=env, echo=echo,
-                       job_runner=job_runner, append=log.append, lock_lost=held.lost)
+                       job_runner=job_runner, append=log.append, lock_lost=held.lost,
+                       warnings=report.warnings)
         view = views.refresh_routine_view(paths)
         refuse_if_owner_lives(view, paths)
         view = _register(ctx, defs, view)
@@ -290,8 +304,14 @@ def _run_routine(
     is an interrupted one: refused, or closed first under ``on_interrupted: resume``)."""
     state = view.routines.get(routine.id)
     if _is_open(state):
+        entry: Mapping[str, Any] = state or {}
+        opened: Mapping[str, Any] = entry.get("open_attempt") or {}
         if routine.policy.on_interrupted is not OnInterrupted.RESUME:
             report.interrupted.append(routine.id)
+            ctx.notify(routine, "interrupted", cause="attempt_started",
+                       attempt_id=entry.get("attempt_id"),
+                       scheduled_for=opened.get("scheduled_for"),
+                       reason="its runner died mid-attempt; waiting for resolve")
             return view
         if state is not None and groups.action_still_running(
                 ctx.paths, state["attempt_id"]) is not None:
@@ -299,6 +319,10 @@ def _run_routine(
             return view
         _close_interrupted(ctx, routine, state or {})
         report.closed_interrupted.append(routine.id)
+        ctx.notify(routine, "interrupted", cause="attempt_ended",
+                   attempt_id=entry.get("attempt_id"),
+                   scheduled_for=opened.get("scheduled_for"), result="failure",
+                   reason="interrupted")
         view = views.refresh_routine_view(ctx.paths)
         state = view.routines.get(routine.id)
     accounted = False
@@ -307,8 +331,11 @@ def _run_routine(
             break
         chosen = _choose(report, routine, state, occ, ctx.now, ctx.paths.project_id)
         if isinstance(chosen, policy.Decision):  # held or missed: the cursor moves past it
-            ctx.record(policy.record(routine, chosen))
+            recorded = ctx.record(policy.record(routine, chosen))
             accounted = True
+            ctx.notify(routine, "held" if chosen.verdict == "hold" else "missed",
+                       cause=events.tag_of(recorded), scheduled_for=recorded.scheduled_for,
+                       reason=recorded.reason)
             continue
         if accounted:
             view, accounted = views.refresh_routine_view(ctx.paths), False
@@ -360,6 +387,14 @@ def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -
         report = _record_attempt(ctx, chosen, state)
         if stop.requested() is not None:
             views.refresh_routine_view(ctx.paths)  # the end is published before unwinding
+    before = (state or {}).get("status")
+    kind = ("failure" if report.result == Result.FAILURE.value else
+            "recovered" if report.result == Result.SUCCESS.value and before == "failure"
+            else None)
+    if kind is not None:
+        ctx.notify(chosen.routine, kind, cause="attempt_ended", attempt_id=report.attempt_id,
+                   scheduled_for=report.scheduled_for, result=report.result,
+                   reason=report.reason)
     return report
 
 

@@ -61,12 +61,17 @@ ENVIRONMENT_READ: tuple[tuple[str, str], ...] = (
                                "(as --quiet; for cron, so MAILTO mails only failures)"),
     ("SPECDOJO_ROUTINE_PURE_YAML", "1: read every definition with the located (slow) YAML "
                                    "parser instead of the libyaml fast path"),
+    ("SPECDOJO_NOTIFY_TIMEOUT_S", "seconds a notification hook may run before it is killed "
+                                  "(default 60)"),
     ("USER", "the default of `resolve --by` and `release --by`"),
 )
 ENVIRONMENT_SET: tuple[str, ...] = (
     "SPECDOJO_PROJECT", "SPECDOJO_ROUTINE_EXEC=1", "SPECDOJO_JOB_RUN_ID",
     "SPECDOJO_EXEC_RUN_LOCK_TOKEN", "SPECDOJO_JOB_REVIEW_WORKTREE_CHILD=1",
     "and for agents SPECDOJO_AGENT_ROLE, SPECDOJO_PLAN_PATH, SPECDOJO_RESULT_PATH",
+    "and for notification hooks SPECDOJO_NOTIFY_EVENT, SPECDOJO_ROUTINE_ID, "
+    "SPECDOJO_ATTEMPT_ID, SPECDOJO_SCHEDULED_FOR, SPECDOJO_RESULT, SPECDOJO_REASON, "
+    "SPECDOJO_NOTIFY_JSON",
 )
 NO_COLOR_NOTE = ("Output never contains colour codes, on a terminal or not, so NO_COLOR is "
                  "always honoured.")

@@ -125,6 +125,8 @@ def run_report(report: RunReport, out: TextIO, err: TextIO, *, as_json: bool) ->
         if problem.startswith("Too many missed cron occurrences"):
             err.write("  (missed_run: all found over 1000 occurrences in the 366-day window; set "
                       "missed_run: latest for one run to coalesce them, then restore all)\n")
+    for warning in report.warnings:
+        err.write(f"{warning}\n")
     for rid in report.closed_interrupted:
         err.write(f"{rid}: closed its interrupted attempt as failure (on_interrupted: resume)\n")
     for rid in report.still_running:
@@ -145,6 +147,7 @@ def run_report(report: RunReport, out: TextIO, err: TextIO, *, as_json: bool) ->
             "closed_interrupted": report.closed_interrupted,
             "still_running": report.still_running,
             "errors": report.errors,
+            "warnings": report.warnings,
             "held": [d.to_json() for d in report.held],
             "missed": [d.to_json() for d in report.missed],
         }))
@@ -257,6 +260,12 @@ def _policy_detail(etype: Any, event: dict[str, Any]) -> str:
     if etype == "evidence_pruned":  # SPEC §15
         return (f"attempt {event.get('attempt_id')}: {len(event.get('paths') or [])} path(s), "
                 f"{event.get('bytes')} bytes")
+    if etype == "notification_sent":  # SPEC §13
+        code = event.get("exit_code")
+        outcome = event.get("reason") or ("ok" if code == 0 else f"exit {code}")
+        about = f" attempt {event['attempt_id']}" if event.get("attempt_id") else ""
+        return (f"{event.get('event')}{about}: hook {outcome} "
+                f"({event.get('duration_s')}s)")
     return ""
 
 

@@ -238,6 +238,31 @@ class RoutineReleased:
     released_by: str = attrs.field(validator=_text)
 
 
+#: ``notification_sent.event`` / ``policy.notify.on`` (SPEC §13).
+NOTIFY_EVENTS = ("failure", "missed", "held", "interrupted", "recovered")
+
+
+def _seconds(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if type(value) is not float or not 0.0 <= value < 1e9:
+        raise ValueError(f"{attribute.name} must be a non-negative number of seconds "
+                         f"(got {value!r})")
+
+
+@attrs.frozen(kw_only=True)
+class NotificationSent:
+    """A notification hook ran after an event of the routine (SPEC §13); its outcome never
+    changes the routine's state. ``exit_code`` is None when it could not start or was killed
+    at its timeout (``reason`` says which)."""
+
+    routine_id: str = attrs.field(validator=_routine_id)
+    event: str = attrs.field(validator=_one_of(*NOTIFY_EVENTS))
+    exit_code: int | None = attrs.field(validator=_optional(_int_at_least(0)))
+    duration_s: float = attrs.field(validator=_seconds)
+    attempt_id: str | None = attrs.field(default=None, validator=_optional(_text))
+    scheduled_for: str | None = attrs.field(default=None, validator=_optional(_ms))
+    reason: str | None = attrs.field(default=None, validator=_optional(_text))
+
+
 # --- Job Run ledgers -------------------------------------------------------------------------
 
 
@@ -388,6 +413,7 @@ RoutineEvent = (
     RoutineRegistered | AttemptStarted | ActionStarted | ActionEnded | AttemptEnded
     | AttemptResolved | OccurrenceHeld | OccurrenceMissed | RoutineReleased
     | RoutineStateImported | UpstreamRunRecorded | RoutineEvidencePruned
+    | NotificationSent
 )
 JobEvent = (
     RunCreated | RunAttemptStarted | RunAttemptEnded | CheckpointAdvanced | ReviewEnded
@@ -410,6 +436,7 @@ ROUTINE_EVENT_TYPES: dict[str, type[RoutineEvent]] = {
     "routine_state_imported": RoutineStateImported,
     "upstream_run_recorded": UpstreamRunRecorded,
     "evidence_pruned": RoutineEvidencePruned,  # SPEC §15
+    "notification_sent": NotificationSent,  # SPEC §13
 }
 JOB_EVENT_TYPES: dict[str, type[JobEvent]] = {
     "run_created": RunCreated,

@@ -82,6 +82,7 @@ _HELD, _MISSED, _RELEASED = map(_index, (
 _STATE_IMPORTED, _UPSTREAM_RECORDED = map(_index, ("routine_state_imported",
                                                    "upstream_run_recorded"))
 _PRUNED = _index("evidence_pruned")
+_NOTIFIED = _index("notification_sent")
 
 
 # --- the routine fold (hot path) ---------------------------------------------------------------
@@ -233,6 +234,15 @@ def _pruned(routines: dict[str, Raw], raw: Raw) -> None:
         raise TypeError("attempt_id must be a string and paths a list")
 
 
+def _notified(routines: dict[str, Raw], raw: Raw) -> None:
+    """SPEC §13: a notification hook ran; nothing in the view changes."""
+    entry = routines.get(raw["routine_id"]) or _create(routines, raw["routine_id"])
+    if entry["status"] not in _NOTIFIED:
+        raise _illegal(raw, entry)
+    if not isinstance(raw["event"], str) or not isinstance(raw["duration_s"], int | float):
+        raise TypeError("event must be a string and duration_s a number")
+
+
 _UPSTREAM_RESULTS = ("success", "failure", "skipped")  # what the upstream CLI records
 
 
@@ -289,6 +299,7 @@ _HANDLERS: dict[str, _Handler] = {
     "occurrence_missed": _accounted(_MISSED),
     "routine_released": _released,
     "evidence_pruned": _pruned,
+    "notification_sent": _notified,
 }
 assert set(_HANDLERS) == {t.event for t in TRANSITIONS}
 
