@@ -166,7 +166,8 @@ SELF_CONTAINED = {  # routines without a Job action: every field and action kind
                   "  - kind: exec-auto\n    strategy: fifo\n    loop: true\n    max_rounds: 4\n"
                   "  - kind: exec-cycle\n    parallel: 2\n  - kind: exec-resume\n"
                   "  - kind: register\n    limit: 9\n",
-    "rtn-c-skip": "interval: 1w\npolicy: {missed_run: skip}\n"
+    "rtn-c-skip": "interval: 1w\npolicy: {missed_run: skip, retry: {attempts: 4, delay: 1m, "
+                  "backoff: 1.5, max_delay: 2h}}\n"
                   "action: {kind: register, filter: {statuses: [open, review]}}\n",
 }
 

@@ -138,6 +138,9 @@ STRATEGIES: dict[type[Any], st.SearchStrategy[Any]] = {
         duration_s=st.floats(0, 1e6, allow_nan=False, allow_infinity=False),
         attempt_id=st.none() | texts, scheduled_for=st.none() | ms_stamps,
         reason=st.none() | texts),
+    ev.RetrySuperseded: st.builds(
+        ev.RetrySuperseded, routine_id=routine_ids, attempt_id=texts, retry_of=texts,
+        scheduled_for=ms_stamps, superseded_by=ms_stamps, reason=texts),
 }
 ALL_CLASSES = sorted(ev.TAGS, key=lambda cls: cls.__name__)
 
@@ -165,6 +168,7 @@ def test_routine_tag_set_is_frozen() -> None:
         "upstream_run_recorded": ev.UpstreamRunRecorded,
         "evidence_pruned": ev.RoutineEvidencePruned,  # SPEC §15
         "notification_sent": ev.NotificationSent,  # SPEC §13
+        "retry_superseded": ev.RetrySuperseded,  # SPEC §13
     } == ev.ROUTINE_EVENT_TYPES
 
 

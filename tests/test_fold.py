@@ -117,6 +117,10 @@ def probes(status: str) -> dict[str, ev.Event]:
             routine_id="rtn-a", attempt_id="a0", paths=["e/exec/evidence/routines/a0"], bytes=1),
         "notification_sent": ev.NotificationSent(
             routine_id="rtn-a", event="failure", exit_code=3, duration_s=0.25, attempt_id="a1"),
+        "retry_superseded": ev.RetrySuperseded(
+            routine_id="rtn-a", attempt_id="a1", retry_of="a1",
+            scheduled_for="2026-08-07T08:00:00.000Z", superseded_by="2026-08-07T09:00:00.000Z",
+            reason="superseded"),
     }
 
 
@@ -182,6 +186,7 @@ def test_the_table_is_seed_000s() -> None:
           for s in ("running", "success", "failure", "skipped", "partial")),
         # SPEC §13: a notification hook ran; the state stands
         *(("notification_sent", s, s, None) for s in STATES),
+        ("retry_superseded", "failure", "failure", None),
     } == rows
     assert len(rows) == len(TRANSITIONS)
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import attrs
 
-from specdojo_routine.app import actions, notifications
+from specdojo_routine.app import actions, notifications, retry
 from specdojo_routine.app.actions import ActionReport as ActionReport
 from specdojo_routine.app.job_seam import JobActionOutcome as JobActionOutcome
 from specdojo_routine.app.job_seam import JobActionRunner as JobActionRunner
@@ -32,7 +32,16 @@ from specdojo_routine.app.routine_commands import resolve as resolve
 from specdojo_routine.app.run_owner import _is_open as _is_open
 from specdojo_routine.app.run_owner import live_owner as live_owner
 from specdojo_routine.app.run_owner import refuse_if_owner_lives as refuse_if_owner_lives
-from specdojo_routine.core import decide, errors, events, policy, schedule, suggest, timeouts
+from specdojo_routine.core import (
+    decide,
+    errors,
+    events,
+    policy,
+    retry_rules,
+    schedule,
+    suggest,
+    timeouts,
+)
 from specdojo_routine.core.errors import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -42,7 +51,7 @@ from specdojo_routine.core.errors import (
 )
 from specdojo_routine.core.model import OnInterrupted, Result, Routine, aggregate
 from specdojo_routine.core.redact import secret_values
-from specdojo_routine.core.timefmt import format_ms, format_s, to_utc
+from specdojo_routine.core.timefmt import format_ms, format_s, parse_instant, to_utc
 from specdojo_routine.execute import groups, prefix, runner, stop
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import load as definitions
@@ -85,6 +94,9 @@ class Selected:
     routine: Routine
     occurrence: schedule.Occurrence
     actions: list[decide.PlannedAction]
+    #: a retry (SPEC §13): the occurrence's first attempt and this attempt's number
+    retry_of: str | None = None
+    retry_number: int | None = None
 
 
 @attrs.define(kw_only=True)
@@ -325,6 +337,8 @@ def _run_routine(
                    reason="interrupted")
         view = views.refresh_routine_view(ctx.paths)
         state = view.routines.get(routine.id)
+    if not explicit and _retry_or_supersede(ctx, report, routine, state):
+        return views.refresh_routine_view(ctx.paths)
     accounted = False
     for occ in _occurrences(report, routine, state, ctx.now, explicit):
         if _stop_if_lock_lost(ctx, report):
@@ -346,6 +360,59 @@ def _run_routine(
     return views.refresh_routine_view(ctx.paths) if accounted else view
 
 
+def _due_now(routine: Routine, state: Mapping[str, Any] | None, now: datetime) -> str | None:
+    """The ``scheduled_for`` of the routine's first due occurrence, if one is due."""
+    try:
+        due = schedule.due_occurrences(
+            routine, last_run=(state or {}).get("last_run"),
+            last_scheduled_for=(state or {}).get("last_scheduled_for"), now=now,
+            explicit=False, last_accounted_for=(state or {}).get("last_accounted_for"))
+    except TooManyMissedOccurrences:
+        return "many"  # the occurrences are due (the run reports the error)
+    return format_ms(due[0].scheduled_for) if due else None
+
+
+def _retry_selection(
+    ctx_paths: ProjectPaths, routine: Routine, state: Mapping[str, Any] | None, now: datetime,
+) -> tuple[retry_rules.PendingRetry | None, str | None, Selected | None]:
+    """(the pending retry, the occurrence that supersedes it, the retry to start now)."""
+    pending = retry.pending_retry(ctx_paths, routine, state)
+    if pending is None:
+        return None, None, None
+    due = _due_now(routine, state, now)
+    if due is not None:
+        return pending, due, None
+    if now < pending.due_at:
+        return pending, None, None
+    at = parse_instant(pending.scheduled_for)
+    occ = schedule.Occurrence(routine_id=routine.id, scheduled_for=at, trigger="retry")
+    chosen = Selected(routine=routine, occurrence=occ,
+                      actions=decide.plan_actions(routine, at, ctx_paths.project_id),
+                      retry_of=pending.first_attempt_id, retry_number=pending.number)
+    return pending, None, chosen
+
+
+def _retry_or_supersede(
+    ctx: _Context, report: RunReport, routine: Routine, state: Mapping[str, Any] | None,
+) -> bool:
+    """SPEC §13: start the retry the routine's failed last attempt waits for once its delay
+    has passed (True), or drop it for the next occurrence that became due first (recorded
+    ``retry_superseded``; False: that occurrence is selected as usual)."""
+    pending, superseded_by, chosen = _retry_selection(ctx.paths, routine, state, ctx.now)
+    if pending is not None and superseded_by is not None:
+        when = superseded_by if superseded_by != "many" else format_ms(ctx.now)
+        ctx.record(events.RetrySuperseded(
+            routine_id=routine.id, attempt_id=pending.failed_attempt_id,
+            retry_of=pending.first_attempt_id, scheduled_for=pending.scheduled_for,
+            superseded_by=when, reason=retry_rules.superseded_reason(when)))
+        return False
+    if chosen is None:
+        return False
+    report.selected.append(chosen)
+    report.results.append(_attempt(ctx, chosen, state))
+    return True
+
+
 def plan_selection(
     report: RunReport, candidates: list[Routine], view: views.RoutineView, now: datetime,
     routine_id: str | None, paths: ProjectPaths, *, interrupted: Callable[[], bool],
@@ -362,6 +429,11 @@ def plan_selection(
                 report.interrupted.append(routine.id)
                 continue
             report.closed_interrupted.append(routine.id)  # a real run would close it first
+        if routine_id is None:
+            chosen = _retry_selection(paths, routine, state, now)[2]
+            if chosen is not None:  # the retry would start instead of any occurrence
+                report.selected.append(chosen)
+                continue
         _select(report, routine, state, now, routine_id is not None, paths.project_id)
 
 
@@ -388,7 +460,10 @@ def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -
         if stop.requested() is not None:
             views.refresh_routine_view(ctx.paths)  # the end is published before unwinding
     before = (state or {}).get("status")
-    kind = ("failure" if report.result == Result.FAILURE.value else
+    retried = retry_rules.retries_after(chosen.routine.policy.retry, chosen.occurrence.trigger,
+                                        chosen.retry_number or 1) and not (
+        report.reason or "").startswith("stopped by ")
+    kind = ("failure" if report.result == Result.FAILURE.value and not retried else
             "recovered" if report.result == Result.SUCCESS.value and before == "failure"
             else None)
     if kind is not None:
@@ -413,7 +488,11 @@ def _record_attempt(
         owner=events.Owner(pid=os.getpid(), host=locks.this_host(),
                            start=locks.process_start(os.getpid())),
         schedule="cron" if routine.trigger is not None else "interval",
-        on_failure=policy.on_failure_marker(routine),
+        # a failure that will be retried does not hold: only the last one does (SPEC §13)
+        on_failure=None if retry_rules.retries_after(
+            routine.policy.retry, occ.trigger, chosen.retry_number or 1)
+        else policy.on_failure_marker(routine),
+        retry_of=chosen.retry_of, retry_attempt=chosen.retry_number,
     ))
     views.refresh_routine_view(ctx.paths)  # before delegating: readers see running (§6, §10)
     ctx = attrs.evolve(ctx, echo=prefix.prefixed(ctx.echo, routine.id))  # whose output it is

@@ -111,6 +111,9 @@ def listing(listing: Listing, out: TextIO, err: TextIO, *, as_json: bool) -> Non
 
 def _policy_lines(r: RoutineRow, out: TextIO) -> None:
     """Held and missed routines in ``list`` (SPEC §9): what happened and what to do."""
+    if r.retrying:
+        out.write(f"  {r.id}: {r.retrying} (policy.retry; the next `run --due` after it "
+                  "starts it)\n")
     if r.held:
         out.write(f"! {r.id}: on hold ({r.hold_reason}); {r.held_occurrences} held "
                   f"occurrence(s); fix the cause, then `release {r.id} --run none|latest|all`\n")

@@ -61,6 +61,8 @@ def _why(row: RoutineRow) -> str:
         return f"runner died mid-attempt: `resolve {row.id}`"
     if row.held:
         return row.hold_reason or "held"
+    if row.retrying:
+        return f"{row.retrying}: {row.last_reason or 'failed'}"
     if row.last_result not in (None, "success"):
         return row.last_reason or ""
     if row.last_missed is not None:
@@ -185,7 +187,8 @@ def _row_json(row: RoutineRow) -> dict[str, Any]:
             "problems": row.problems, "enabled": row.enabled, "status": row.status,
             "interrupted": row.interrupted, "held": row.held, "last_run": row.last_run,
             "last_result": row.last_result, "last_reason": row.last_reason,
-            "last_missed": row.last_missed, "next_occurrence": row.next_occurrence}
+            "last_missed": row.last_missed, "next_occurrence": row.next_occurrence,
+            "retrying": row.retrying}
 
 
 def _detail_json(detail: status_app.Detail) -> dict[str, Any]:

@@ -49,9 +49,10 @@ RESULTS = ("success", "failure", "skipped", "partial")
 RESULT_TRANSITIONS = {"success": "T-03", "failure": "T-04", "skipped": "T-05",
                       "partial": "T-03"}
 
-#: ``attempt_started.trigger`` (SPEC §9.1): due, an explicit run, a release, a backfill.
-TRIGGERS = ("due", "id", "release", "backfill")
-Trigger = Literal["due", "id", "release", "backfill"]
+#: ``attempt_started.trigger`` (SPEC §9.1, §13): due, an explicit run, a release, a backfill,
+#: a retry of a failed attempt.
+TRIGGERS = ("due", "id", "release", "backfill", "retry")
+Trigger = Literal["due", "id", "release", "backfill", "retry"]
 RELEASE_RUNS = ("none", "latest", "all")
 
 Result = Literal["success", "failure", "skipped", "partial"]
@@ -137,6 +138,10 @@ class AttemptStarted:
     #: (SPEC §9.1): its failure then puts the routine on hold. Left out otherwise.
     on_failure: Literal["hold"] | None = attrs.field(default=None, validator=_optional(
         _one_of("hold")))
+    #: a retry (SPEC §13): the first attempt of the occurrence, and this attempt's number
+    #: counting the first (2 for the first retry). Left out otherwise.
+    retry_of: str | None = attrs.field(default=None, validator=_optional(_text))
+    retry_attempt: int | None = attrs.field(default=None, validator=_optional(_int_at_least(2)))
 
 
 @attrs.frozen(kw_only=True)
@@ -261,6 +266,19 @@ class NotificationSent:
     attempt_id: str | None = attrs.field(default=None, validator=_optional(_text))
     scheduled_for: str | None = attrs.field(default=None, validator=_optional(_ms))
     reason: str | None = attrs.field(default=None, validator=_optional(_text))
+
+
+@attrs.frozen(kw_only=True)
+class RetrySuperseded:
+    """A pending retry of a failed attempt was dropped because the routine's next occurrence
+    became due first (SPEC §13); the state stands."""
+
+    routine_id: str = attrs.field(validator=_routine_id)
+    attempt_id: str = attrs.field(validator=_text)  # the failed attempt it would have retried
+    retry_of: str = attrs.field(validator=_text)  # the occurrence's first attempt
+    scheduled_for: str = attrs.field(validator=_ms)  # of the dropped retry
+    superseded_by: str = attrs.field(validator=_ms)  # the occurrence that became due
+    reason: str = attrs.field(validator=_text)
 
 
 # --- Job Run ledgers -------------------------------------------------------------------------
@@ -413,7 +431,7 @@ RoutineEvent = (
     RoutineRegistered | AttemptStarted | ActionStarted | ActionEnded | AttemptEnded
     | AttemptResolved | OccurrenceHeld | OccurrenceMissed | RoutineReleased
     | RoutineStateImported | UpstreamRunRecorded | RoutineEvidencePruned
-    | NotificationSent
+    | NotificationSent | RetrySuperseded
 )
 JobEvent = (
     RunCreated | RunAttemptStarted | RunAttemptEnded | CheckpointAdvanced | ReviewEnded
@@ -437,6 +455,7 @@ ROUTINE_EVENT_TYPES: dict[str, type[RoutineEvent]] = {
     "upstream_run_recorded": UpstreamRunRecorded,
     "evidence_pruned": RoutineEvidencePruned,  # SPEC §15
     "notification_sent": NotificationSent,  # SPEC §13
+    "retry_superseded": RetrySuperseded,  # SPEC §13
 }
 JOB_EVENT_TYPES: dict[str, type[JobEvent]] = {
     "run_created": RunCreated,

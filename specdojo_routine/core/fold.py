@@ -83,6 +83,7 @@ _STATE_IMPORTED, _UPSTREAM_RECORDED = map(_index, ("routine_state_imported",
                                                    "upstream_run_recorded"))
 _PRUNED = _index("evidence_pruned")
 _NOTIFIED = _index("notification_sent")
+_SUPERSEDED = _index("retry_superseded")
 
 
 # --- the routine fold (hot path) ---------------------------------------------------------------
@@ -243,6 +244,17 @@ def _notified(routines: dict[str, Raw], raw: Raw) -> None:
         raise TypeError("event must be a string and duration_s a number")
 
 
+def _superseded(routines: dict[str, Raw], raw: Raw) -> None:
+    """SPEC §13: the pending retry of the routine's failed last attempt was dropped."""
+    entry = routines.get(raw["routine_id"]) or _create(routines, raw["routine_id"])
+    if entry["status"] not in _SUPERSEDED:
+        raise _illegal(raw, entry)
+    if entry["attempt_id"] != raw["attempt_id"]:
+        raise _illegal(raw, entry, f"attempt {raw['attempt_id']} is not the last one")
+    if not isinstance(raw["scheduled_for"], str) or not isinstance(raw["superseded_by"], str):
+        raise TypeError("scheduled_for and superseded_by must be strings")
+
+
 _UPSTREAM_RESULTS = ("success", "failure", "skipped")  # what the upstream CLI records
 
 
@@ -300,6 +312,7 @@ _HANDLERS: dict[str, _Handler] = {
     "routine_released": _released,
     "evidence_pruned": _pruned,
     "notification_sent": _notified,
+    "retry_superseded": _superseded,
 }
 assert set(_HANDLERS) == {t.event for t in TRANSITIONS}
 

@@ -74,6 +74,17 @@ NOTIFY_EVENTS = ("failure", "missed", "held", "interrupted", "recovered")
 
 
 @attrs.frozen(kw_only=True)
+class Retry:
+    """``policy.retry`` (SPEC §13): ``attempts`` counts the first; the n-th retry waits
+    ``min(delay x backoff^(n-1), max_delay)`` from the end of the attempt it retries."""
+
+    attempts: int
+    delay: Duration = Duration(text="30s", seconds=30)
+    backoff: float = 2.0
+    max_delay: Duration = Duration(text="1h", seconds=3600)
+
+
+@attrs.frozen(kw_only=True)
 class Policy:
     missed_run: MissedRun = MissedRun.LATEST
     overlap: str = "skip"
@@ -82,6 +93,7 @@ class Policy:
     starting_deadline: Duration | None = None  # SPEC §9.2; None = no deadline
     timeout: Duration | None = None  # SPEC §13: bounds a whole attempt; None = no bound
     notify: Notify | None = None  # SPEC §13: None = the project's routine.notify, if any
+    retry: Retry | None = None  # SPEC §13: None = a failure waits for the next occurrence
 
 
 @attrs.frozen(kw_only=True)

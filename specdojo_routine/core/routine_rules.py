@@ -162,11 +162,12 @@ def _policy(r: Report, node: Node | None) -> model.Policy | None:
         starting_deadline=_deadline(r, node.get("starting_deadline")),
         timeout=timeout(r, node.get("timeout")),
         notify=notify_block(r, node.get("notify")),
+        retry=_retry(r, node.get("retry")),
     )
 
 
 POLICY_KEYS = ("missed_run", "overlap", "on_interrupted", "on_failure", "starting_deadline",
-               "timeout", "notify")
+               "timeout", "notify", "retry")
 _POLICY_SHAPE = " (" + ", ".join(POLICY_KEYS) + ")"
 # value -> member, in declaration order (the allowed values of the messages)
 _MISSED_RUN = {m.value: m for m in model.MissedRun}
@@ -207,6 +208,41 @@ def timeout(r: Report, node: Node | None) -> model.Duration | None:
                 f"(got {got(node.value)})")
         return None
     return model.Duration(text=str(node.value).strip(), seconds=seconds)
+
+
+RETRY_KEYS = ("attempts", "delay", "backoff", "max_delay")
+
+
+def _retry(r: Report, node: Node | None) -> model.Retry | None:
+    """``policy.retry`` (SPEC §13): ``attempts`` 2-10 (required), ``delay`` and ``max_delay``
+    durations, ``backoff`` 1-10."""
+    if node is None or not mapping(r, node, " with attempts (and delay, backoff, max_delay)"):
+        return None
+    unknown_keys(r, node, RETRY_KEYS, node.label)
+    base = model.Retry(attempts=2)
+    attempts_node = required(r, node, "attempts")
+    attempts = None
+    if attempts_node is not None:
+        value = attempts_node.value
+        if type(value) is int and 2 <= value <= 10:
+            attempts = value
+        else:
+            r.error(attempts_node.where(), f"{attempts_node.label} must be an integer from 2 to "
+                    f"10, counting the first attempt (got {got(value)})")
+    backoff_node = node.get("backoff")
+    backoff = base.backoff
+    if backoff_node is not None:
+        value = backoff_node.value
+        if type(value) in (int, float) and 1 <= value <= 10:
+            backoff = float(value)
+        else:
+            r.error(backoff_node.where(), f"{backoff_node.label} must be a number from 1 to 10 "
+                    f"(got {got(value)})")
+    delay, max_delay = timeout(r, node.get("delay")), timeout(r, node.get("max_delay"))
+    if attempts is None or r.failed:
+        return None
+    return model.Retry(attempts=attempts, delay=delay or base.delay, backoff=backoff,
+                       max_delay=max_delay or base.max_delay)
 
 
 NOTIFY_KEYS = ("on", "command")

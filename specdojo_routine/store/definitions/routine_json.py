@@ -45,7 +45,8 @@ def encode(routine: model.Routine) -> list[Any]:
                       policy.on_failure.value, _encode_duration(deadline),
                       _encode_duration(policy.timeout),
                       None if policy.notify is None else [list(policy.notify.on),
-                                                          policy.notify.command]]).decode(),
+                                                          policy.notify.command],
+                      _encode_retry(policy.retry)]).decode(),
         orjson.dumps([[*_encode_action(action), _encode_duration(action.timeout)]
                       for action in routine.actions]).decode(),
     ]
@@ -53,6 +54,27 @@ def encode(routine: model.Routine) -> list[Any]:
 
 def _encode_duration(value: model.Duration | None) -> list[Any] | None:
     return None if value is None else [value.text, value.seconds]
+
+
+def _encode_retry(retry: model.Retry | None) -> list[Any] | None:
+    if retry is None:
+        return None
+    return [retry.attempts, _encode_duration(retry.delay), retry.backoff,
+            _encode_duration(retry.max_delay)]
+
+
+def _retry(value: object) -> model.Retry | None:
+    if value is None:
+        return None
+    attempts, delay, backoff, max_delay = _list(value)
+    if type(backoff) is not float:
+        raise _Bad
+    return model.Retry(attempts=_int(attempts), delay=_duration(delay) or _no(),
+                       backoff=backoff, max_delay=_duration(max_delay) or _no())
+
+
+def _no() -> model.Duration:
+    raise _Bad
 
 
 def _duration(value: object) -> model.Duration | None:
@@ -134,14 +156,14 @@ class Decoder:
 
 def _policy(doc: object) -> model.Policy:
     items = _list(doc)
-    if len(items) != 7:
+    if len(items) != 8:
         raise _Bad
-    missed, overlap, interrupted, failure, deadline, timeout, notify = items
+    missed, overlap, interrupted, failure, deadline, timeout, notify, retry = items
     return model.Policy(
         missed_run=_MISSED[_text(missed)], overlap=_text(overlap),
         on_interrupted=_INTERRUPTED[_text(interrupted)], on_failure=_FAILURE[_text(failure)],
         starting_deadline=_duration(deadline), timeout=_duration(timeout),
-        notify=_notify(notify),
+        notify=_notify(notify), retry=_retry(retry),
     )
 
 
