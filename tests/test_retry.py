@@ -35,7 +35,7 @@ def test_a_job_action_is_retried_with_backoff_in_its_own_job_run(project: Projec
         """)
     project.routine("rtn-retry", """\
         trigger: {cron: "0 * * * *", timezone: UTC}
-        policy: {retry: {attempts: 3, delay: 1m, backoff: 2}}
+        policy: {retry: {attempts: 3, delay: 1m, backoff: 2.0}}
         action: {kind: job, job: job-flaky}
         """)
     assert 1 == project.cli("run", "--due", "--now", "2026-05-01T10:00:10Z").returncode

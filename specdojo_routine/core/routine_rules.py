@@ -224,8 +224,8 @@ def _retry(r: Report, node: Node | None) -> model.Retry | None:
     attempts = None
     if attempts_node is not None:
         value = attempts_node.value
-        if type(value) is int and 2 <= value <= 10:
-            attempts = value
+        if isinstance(value, int) and not isinstance(value, bool) and 2 <= value <= 10:
+            attempts = int(value)
         else:
             r.error(attempts_node.where(), f"{attempts_node.label} must be an integer from 2 to "
                     f"10, counting the first attempt (got {got(value)})")
@@ -233,7 +233,7 @@ def _retry(r: Report, node: Node | None) -> model.Retry | None:
     backoff = base.backoff
     if backoff_node is not None:
         value = backoff_node.value
-        if type(value) in (int, float) and 1 <= value <= 10:
+        if isinstance(value, int | float) and not isinstance(value, bool) and 1 <= value <= 10:
             backoff = float(value)
         else:
             r.error(backoff_node.where(), f"{backoff_node.label} must be a number from 1 to 10 "
