@@ -245,6 +245,11 @@ def _locked(
             return JobRunOutcome(job_id=prep.job.id, run_id=prep.run_id, state=view["state"],
                                  attempt=None, skipped=True, reason=busy, trigger=ctx.trigger)
         if decision.open_attempt is not None:
+            if prep.job.on_interrupted != "retry":  # never re-sent silently (SPEC §7.3)
+                _refuse_if_owner_lives(ctx, prep, handle, decision.open_attempt)
+                return JobRunOutcome(
+                    job_id=prep.job.id, run_id=prep.run_id, state=view["state"], attempt=None,
+                    reason=interrupted_reason(prep.run_id), trigger=ctx.trigger)
             _close_interrupted(ctx, prep, handle, log, decision.open_attempt)
         if not jobfiles.plan_path(ctx.paths, prep.run_id).exists():
             jobfiles.write_plan(ctx.paths, prep)
@@ -276,14 +281,26 @@ def _still_running(ctx: _Env, prep: Prepared, attempt: int) -> str | None:
     return None
 
 
-def _close_interrupted(
-    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, log: _RunLog, attempt: int
+def interrupted_reason(run_id: str) -> str:
+    """Why ``job run`` and a routine job action refuse an interrupted run (SPEC §7.3)."""
+    return f"Job Run {run_id} was interrupted; resolve it first"
+
+
+def _refuse_if_owner_lives(
+    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, attempt: int
 ) -> None:
-    """Close the open attempt of a dead runner as failed/interrupted."""
     owner = jobfiles.attempt_owner(ctx.paths, prep.run_id, attempt)
     if handle.inherited and owner is not None and jobfiles.owner_alive(owner):
         raise JobError(f"Job Run {prep.run_id} attempt {attempt} is still running "
                        f"(pid {owner.get('pid')} on {owner.get('host')})")
+
+
+def _close_interrupted(
+    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, log: _RunLog, attempt: int
+) -> None:
+    """``run.on_interrupted: retry``: close the open attempt of a dead runner as
+    failed/interrupted (a new attempt follows)."""
+    _refuse_if_owner_lives(ctx, prep, handle, attempt)
     log.append(RunAttemptEnded(run_id=prep.run_id, attempt=attempt, status="failed",
                                reason="interrupted"))
 

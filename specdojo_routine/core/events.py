@@ -325,6 +325,20 @@ class RunAttemptEnded:
 
 
 @attrs.frozen(kw_only=True)
+class RunAttemptResolved:
+    """An operator recorded the outcome of an interrupted attempt (SPEC §7.3): the runner
+    died, so nothing re-sends it; ``note`` says what was checked."""
+
+    run_id: str = attrs.field(validator=_run_id)
+    attempt: int = attrs.field(validator=_int_at_least(1))
+    status: Literal["succeeded", "failed", "noop"] = attrs.field(
+        validator=_one_of("succeeded", "failed", "noop"))
+    note: str = attrs.field(validator=_text)
+    resolved_by: str = attrs.field(validator=_text)
+    reason: str | None = attrs.field(default=None, validator=_optional(_text))
+
+
+@attrs.frozen(kw_only=True)
 class CheckpointAdvanced:
     """The Job's checkpoint moved to ``values`` after a run in ``advance_on``."""
 
@@ -435,6 +449,7 @@ RoutineEvent = (
 )
 JobEvent = (
     RunCreated | RunAttemptStarted | RunAttemptEnded | CheckpointAdvanced | ReviewEnded
+    | RunAttemptResolved
     | RunImported | CheckpointImported | EvidencePruned
 )
 Event = RoutineEvent | JobEvent
@@ -461,6 +476,7 @@ JOB_EVENT_TYPES: dict[str, type[JobEvent]] = {
     "run_created": RunCreated,
     "attempt_started": RunAttemptStarted,
     "attempt_ended": RunAttemptEnded,
+    "attempt_resolved": RunAttemptResolved,  # SPEC §7.3
     "checkpoint_advanced": CheckpointAdvanced,
     "review_ended": ReviewEnded,
     "run_imported": RunImported,

@@ -284,6 +284,10 @@ class JobDefinition:
     task: Task
     idempotency_key: str
     checkpoint: CheckpointSpec | None = None
+    #: ``run.on_interrupted`` (SPEC §7.3): ``review`` (default: an interrupted attempt waits
+    #: for ``job resolve``) or ``retry`` (closed as failed and attempted again, for commands
+    #: that are safe to repeat)
+    on_interrupted: Literal["review", "retry"] = "review"
 
     @property
     def slug(self) -> str:
