@@ -235,6 +235,14 @@ COMMANDS: dict[str, CommandHelp] = {
          "{prog} job logs JBR-weekly-report-0123456789ab --attempt 1"),
         ((0, "printed"), (1, "the run has no attempt yet"), _DAMAGED,
          (2, "no such Job Run or attempt, an invalid id, or usage error"))),
+    "job resolve": CommandHelp(
+        "Record the outcome of a Job Run's interrupted attempt (one whose runner died), so it "
+        "is never re-sent silently; succeeded and noop advance the checkpoint.",
+        ('{prog} job resolve JBR-weekly-report-0123456789ab --status succeeded '
+         '--note "the report was sent"',
+         '{prog} job resolve JBR-weekly-report-0123456789ab --status failed --note "not sent" '
+         "--by alice"),
+        ((0, "recorded"), (1, "the run is not interrupted"), _USAGE, _BUSY)),
     "job run": CommandHelp(
         "Create (or retry) the Job Run of a Job Definition for the given inputs and run it. "
         "The same inputs give the same run id: a complete run is not run twice.",
