@@ -52,6 +52,8 @@ def test_a_job_action_is_retried_with_backoff_in_its_own_job_run(project: Projec
     assert 0 == project.cli("run", "--due", "--now", "2026-05-01T10:03:10Z").returncode
     starts = _started(project)
     first = starts[0]["attempt_id"]
+    history = project.cli("history", "rtn-retry").stdout
+    assert f"T-07 retry for 2026-05-01T10:00:00.000Z, retry 3 of {first}" in history
     assert [("due", None, None), ("retry", first, 2), ("retry", first, 3)] == [
         (e["trigger"], e.get("retry_of"), e.get("retry_attempt")) for e in starts]
     assert {"2026-05-01T10:00:00.000Z"} == {e["scheduled_for"] for e in starts}
@@ -116,6 +118,8 @@ def test_a_pending_retry_gives_way_to_the_next_occurrence(project: Project) -> N
         (e["trigger"], e["scheduled_for"]) for e in starts]
     history = project.cli("history", "rtn-slow")
     assert "retry_superseded" in history.stdout
+    assert f"retry of {starts[0]['attempt_id']} for 2026-05-01T10:00:00.000Z dropped" in \
+        history.stdout
 
 
 def test_validate_locates_bad_retry_keys(project: Project) -> None:

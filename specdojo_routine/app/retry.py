@@ -23,9 +23,9 @@ def pending_retry(
     paths: ProjectPaths, routine: Routine, state: Mapping[str, Any] | None,
 ) -> PendingRetry | None:
     """The retry the routine's failed last attempt waits for, or None."""
-    if routine.policy.retry is None or not state or state.get("status") != "failure" \
-            or state.get("held"):
-        return None
+    if routine.policy.retry is None or not routine.enabled or not state \
+            or state.get("status") != "failure" or state.get("held"):
+        return None  # a disabled routine starts nothing by itself, retries included
     return retry_rules.pending(routine.policy.retry,
                                last_attempt(paths, routine.id, state.get("attempt_id")))
 

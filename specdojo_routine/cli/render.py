@@ -235,8 +235,10 @@ def _event_detail(event: dict[str, Any]) -> str:
     if etype == "attempt_started":
         since = event.get("passed_over_since")
         coalesced = f", coalesced since {since}" if since else ""
+        retry = (f", retry {event['retry_attempt']} of {event.get('retry_of')}"
+                 if event.get("retry_attempt") else "")  # SPEC §13
         return (f"{event.get('transition')} {event.get('trigger')} for "
-                f"{event.get('scheduled_for')}{coalesced}")
+                f"{event.get('scheduled_for')}{coalesced}{retry}")
     if etype in ("action_started", "action_ended"):
         tail = f" -> {event.get('result')}" if etype == "action_ended" else ""
         reason = f" ({event['reason']})" if event.get("reason") else ""
@@ -263,6 +265,9 @@ def _policy_detail(etype: Any, event: dict[str, Any]) -> str:
     if etype == "evidence_pruned":  # SPEC §15
         return (f"attempt {event.get('attempt_id')}: {len(event.get('paths') or [])} path(s), "
                 f"{event.get('bytes')} bytes")
+    if etype == "retry_superseded":  # SPEC §13
+        return (f"retry of {event.get('attempt_id')} for {event.get('scheduled_for')} dropped: "
+                f"{event.get('reason')}")
     if etype == "notification_sent":  # SPEC §13
         code = event.get("exit_code")
         outcome = event.get("reason") or ("ok" if code == 0 else f"exit {code}")
