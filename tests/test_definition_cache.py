@@ -159,12 +159,15 @@ SELF_CONTAINED = {  # routines without a Job action: every field and action kind
                   "action: {kind: specdojo, args: [index, build]}\n",
     "rtn-c-policy": "description: every field\nenabled: false\ninterval: 90m\n"
                     "policy: {missed_run: all, on_interrupted: resume, on_failure: hold, "
-                    "starting_deadline: 90s}\naction: {kind: exec-resume, parallel: 3}\n",
+                    "starting_deadline: 90s, timeout: 2h, notify: {on: [failure, recovered], "
+                    "command: ./tell.sh}}\naction: {kind: exec-resume, parallel: 3, "
+                    "timeout: 10m}\n",
     "rtn-c-list": 'trigger: {cron: "0 */6 * * *", timezone: Europe/Berlin}\naction:\n'
                   "  - kind: exec-auto\n    strategy: fifo\n    loop: true\n    max_rounds: 4\n"
                   "  - kind: exec-cycle\n    parallel: 2\n  - kind: exec-resume\n"
                   "  - kind: register\n    limit: 9\n",
-    "rtn-c-skip": "interval: 1w\npolicy: {missed_run: skip}\n"
+    "rtn-c-skip": "interval: 1w\npolicy: {missed_run: skip, retry: {attempts: 4, delay: 1m, "
+                  "backoff: 1.5, max_delay: 2h}}\n"
                   "action: {kind: register, filter: {statuses: [open, review]}}\n",
 }
 

@@ -320,7 +320,8 @@ def test_unknown_keys_are_one_sorted_line_in_upstreams_wording(tmp_path: Path) -
             "action:\n  - {kind: exec-auto}\n  - {kind: exec-auto, lopp: true}\n")
     assert [
         "routines/rtn-k.yaml:3:10: policy has unknown key(s): alpha, zeta (allowed: "
-        "missed_run, overlap, on_interrupted, on_failure, starting_deadline)",
+        "missed_run, overlap, on_interrupted, on_failure, starting_deadline, timeout, notify, "
+        "retry)",
         'routines/rtn-k.yaml:3:31: policy.missed_run must be skip, latest, or all (got '
         '"sometimes")',
         'routines/rtn-k.yaml:6:23: action[1] has unknown key(s): lopp (did you mean "loop"?)',

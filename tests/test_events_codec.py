@@ -140,6 +140,15 @@ STRATEGIES: dict[type[Any], st.SearchStrategy[Any]] = {
                                         attempt_id=texts,
                                         paths=st.lists(texts, min_size=1, max_size=4),
                                         bytes=st.integers(0, 2**40)),
+    ev.NotificationSent: st.builds(
+        ev.NotificationSent, routine_id=routine_ids, event=st.sampled_from(ev.NOTIFY_EVENTS),
+        exit_code=st.none() | st.integers(0, 255),
+        duration_s=st.floats(0, 1e6, allow_nan=False, allow_infinity=False),
+        attempt_id=st.none() | texts, scheduled_for=st.none() | ms_stamps,
+        reason=st.none() | texts),
+    ev.RetrySuperseded: st.builds(
+        ev.RetrySuperseded, routine_id=routine_ids, attempt_id=texts, retry_of=texts,
+        scheduled_for=ms_stamps, superseded_by=ms_stamps, reason=texts),
 }
 ALL_CLASSES = sorted(ev.TAGS, key=lambda cls: cls.__name__)
 
@@ -168,6 +177,8 @@ def test_routine_tag_set_is_frozen() -> None:
         "routine_state_imported": ev.RoutineStateImported,  # SPEC §10
         "upstream_run_recorded": ev.UpstreamRunRecorded,
         "evidence_pruned": ev.RoutineEvidencePruned,  # SPEC §15
+        "notification_sent": ev.NotificationSent,  # SPEC §13
+        "retry_superseded": ev.RetrySuperseded,  # SPEC §13
     } == ev.ROUTINE_EVENT_TYPES
 
 

@@ -119,6 +119,12 @@ def probes(status: str) -> dict[str, ev.Event]:
            for r in ev.RESULTS},
         "evidence_pruned": ev.RoutineEvidencePruned(
             routine_id="rtn-a", attempt_id="a0", paths=["e/exec/evidence/routines/a0"], bytes=1),
+        "notification_sent": ev.NotificationSent(
+            routine_id="rtn-a", event="failure", exit_code=3, duration_s=0.25, attempt_id="a1"),
+        "retry_superseded": ev.RetrySuperseded(
+            routine_id="rtn-a", attempt_id="a1", retry_of="a1",
+            scheduled_for="2026-08-07T08:00:00.000Z", superseded_by="2026-08-07T09:00:00.000Z",
+            reason="superseded"),
     }
 
 
@@ -191,6 +197,9 @@ def test_the_table_is_seed_000s() -> None:
         *((e, s, s, None) for e in ("routine_paused", "routine_resumed") for s in STATES),
         *(("occurrence_paused", s, s, None)
           for s in ("never", "success", "failure", "skipped", "partial")),
+        # SPEC §13: a notification hook ran; the state stands
+        *(("notification_sent", s, s, None) for s in STATES),
+        ("retry_superseded", "failure", "failure", None),
     } == rows
     assert len(rows) == len(TRANSITIONS)
 

@@ -269,8 +269,9 @@ def test_failing_precondition_is_a_failure_without_a_run(project: Project) -> No
     assert before == project.files()
 
 
-def test_open_attempt_is_closed_as_interrupted_under_our_exec_lock(project: Project) -> None:
-    """Holding the exec lock ourselves, an open attempt cannot be running: it is closed."""
+def test_open_attempt_is_interrupted_under_our_exec_lock(project: Project) -> None:
+    """Holding the exec lock ourselves, an open attempt cannot be running: it is interrupted,
+    and never re-sent silently (SPEC §7.3): the run waits for `job resolve`."""
     weekly(project)
     paths = paths_of(project.root)
     prep = jobs.prepare(paths, load_jobs(paths), "job-weekly", {"period": "W1"},
@@ -283,9 +284,9 @@ def test_open_attempt_is_closed_as_interrupted_under_our_exec_lock(project: Proj
         RunAttemptStarted(run_id=prep.run_id, attempt=1, owner=Owner(pid=os.getpid(), host="x")),
     ])
     out = run(project.root, "job-weekly", {"period": "W1"})
-    events = ledger_events(paths, prep.run_id)
-    assert (2, "succeeded") == (out.attempt, out.state)
-    assert ("failed", "interrupted") == (events[2]["status"], events[2]["reason"])
+    assert (None, f"Job Run {prep.run_id} was interrupted; resolve it first") == (
+        out.attempt, out.reason)
+    assert 2 == len(ledger_events(paths, prep.run_id))
 
 
 # --- statuses ----------------------------------------------------------------------------------

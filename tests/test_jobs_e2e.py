@@ -181,6 +181,7 @@ task:
   command: if [ -e armed ]; then rm armed; echo $$ > pid.txt; sleep 60; fi; echo done
 run:
   idempotency_key: "{{job_id}}:{{inputs.period}}"
+  on_interrupted: retry
 """
 
 
@@ -194,7 +195,9 @@ def _wait_for(path: Path, timeout: float = 20) -> str:
 
 
 def test_killed_runner_is_recorded_as_interrupted_by_the_next_run(project: Project) -> None:
-    """SIGKILL mid-command: the next run closes attempt 1 (interrupted) and runs attempt 2."""
+    """SIGKILL mid-command of a Job with `run.on_interrupted: retry`: the next run closes
+    attempt 1 (interrupted) and runs attempt 2 (without it the run waits for `job resolve`:
+    tests/test_job_interrupted.py)."""
     project.job("job-crashy", CRASHY)
     (project.root / "armed").write_text("")
     args = ("job", "run", "--job", "job-crashy", "--input", "period=W1")
@@ -241,6 +244,7 @@ task:
   command: echo "start $$" >> effects.log; sleep 5; echo "end $$" >> effects.log
 run:
   idempotency_key: "{{job_id}}:{{inputs.period}}"
+  on_interrupted: retry
 """
 
 
@@ -249,7 +253,8 @@ def test_a_command_is_never_run_twice_at_once_after_its_runner_is_killed(
 ) -> None:
     """kill -9 a `job run` mid-command and retry at once: the command's shell died with its
     runner (PR_SET_PDEATHSIG), the retry finds the recorded process group still alive (its
-    `sleep`) and is a busy skip; once the group is gone, the next retry runs attempt 2."""
+    `sleep`) and is a busy skip; once the group is gone, the next retry runs attempt 2 (the
+    Job opts in with `run.on_interrupted: retry`)."""
     project.job("job-slow", SLOW)
     effects = project.root / "effects.log"
     args = ("job", "run", "--job", "job-slow", "--input", "period=W1")

@@ -7,9 +7,10 @@ output is kept as evidence under ``E/exec/evidence/routines/<attempt_id>/action-
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from datetime import datetime
-from typing import TextIO
+from typing import Any, TextIO
 
 import attrs
 
@@ -17,6 +18,7 @@ from specdojo_routine.app.job_seam import JobActionRunner
 from specdojo_routine.core import decide, errors, tail
 from specdojo_routine.core.model import Result
 from specdojo_routine.core.redact import redact, secret_values
+from specdojo_routine.core.timeouts import Limit
 from specdojo_routine.execute import evidence, groups, runner
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions.load import Definitions
@@ -49,16 +51,28 @@ class ActionReport:
     stderr_tail: tuple[str, ...] = ()  # the last lines of its stderr, redacted (SPEC §14)
 
 
-def execute(ctx: Where, planned: decide.PlannedAction, scheduled_for: datetime) -> ActionReport:
-    """Run one action. Never raises for the action's own failures - they are results."""
+#: SIGTERM -> SIGKILL when an action's timeout expires (SPEC §13: 10 s, as for a stop).
+TIMEOUT_GRACE_S = 10.0
+
+
+def execute(
+    ctx: Where, planned: decide.PlannedAction, scheduled_for: datetime,
+    limit: Limit | None = None,
+) -> ActionReport:
+    """Run one action, bounded by ``limit`` (SPEC §13: on expiry its process group is
+    terminated and it fails ``timed out after <d>``). Never raises for the action's own
+    failures - they are results."""
     if planned.argv is None:
-        return _execute_job(ctx, planned, scheduled_for)
+        return _execute_job(ctx, planned, scheduled_for, limit)
     argv = [*runner.specdojo_prefix(ctx.env), *planned.argv]
     extra = {"SPECDOJO_PROJECT": ctx.paths.project_id, "SPECDOJO_ROUTINE_EXEC": "1"}
     outcome = runner.run_argv(
         argv, cwd=ctx.paths.root, env=runner.child_env(ctx.env, extra), echo=ctx.echo,
         on_start=lambda pgid: groups.record_action(ctx.paths, pgid, attempt_id=ctx.attempt_id,
-                                                   index=planned.index))
+                                                   index=planned.index),
+        timeout_s=None if limit is None else limit.seconds, kill_grace_s=TIMEOUT_GRACE_S)
+    if outcome.timed_out and limit is not None:
+        outcome = attrs.evolve(outcome, error=limit.reason)
     secrets = secret_values(ctx.env)
     base = ActionReport(index=planned.index, kind=planned.kind, result=Result.FAILURE,
                         exit_code=outcome.exit_code,
@@ -91,19 +105,27 @@ def _action_evidence(
         return None
 
 
-def _execute_job(ctx: Where, planned: decide.PlannedAction, scheduled_for: datetime
-                 ) -> ActionReport:
+def _execute_job(ctx: Where, planned: decide.PlannedAction, scheduled_for: datetime,
+                 limit: Limit | None) -> ActionReport:
     job_id = planned.job or ""
     failed = ActionReport(index=planned.index, kind=planned.kind, result=Result.FAILURE)
     if job_id in ctx.defs.invalid_job_ids or ctx.defs.job(job_id) is None:
         return attrs.evolve(failed, reason=f"invalid Job Definition: {job_id}")
     if ctx.job_runner is None:
         return attrs.evolve(failed, reason="no Job runner configured")
-    legacy = {"worktree": True} if planned.commit else {}  # commit: true (SPEC §11.3)
+    extra: dict[str, Any] = {"worktree": True} if planned.commit else {}  # SPEC §11.3
+    if limit is not None:  # passed only when set: a runner written before it keeps working
+        extra["timeout_s"] = limit.seconds
+    t0 = time.monotonic()
     out = ctx.job_runner(ctx.paths, ctx.defs, job_id=job_id, inputs=dict(planned.inputs or {}),
-                         scheduled_at=scheduled_for, echo=ctx.echo, **legacy)
+                         scheduled_at=scheduled_for, echo=ctx.echo, **extra)
     ref = getattr(out, "evidence_ref", None)  # a runner written before it had one
-    return attrs.evolve(failed, result=out.result, reason=out.reason, job_run_id=out.job_run_id,
+    reason = out.reason
+    if (limit is not None and out.result is Result.FAILURE and reason is not None
+            and reason.startswith("timed out after")
+            and time.monotonic() - t0 >= limit.seconds - 0.5):  # our bound, not task.timeout
+        reason = limit.reason
+    return attrs.evolve(failed, result=out.result, reason=reason, job_run_id=out.job_run_id,
                         exit_code=out.exit_code, evidence_ref=ref,
                         stderr_tail=tuple(evidence.stderr_tail(ctx.paths.root, ref))
                         if out.result is not Result.SUCCESS else ())

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import attrs
 
+from specdojo_routine.app import actions, notifications, retry
+from specdojo_routine.app.actions import ActionReport as ActionReport
 from specdojo_routine.app.job_seam import JobActionOutcome as JobActionOutcome
 from specdojo_routine.app.job_seam import JobActionRunner as JobActionRunner
 from specdojo_routine.app.project import project as project
@@ -29,7 +31,17 @@ from specdojo_routine.app.routine_commands import resolve as resolve
 from specdojo_routine.app.run_owner import _is_open as _is_open
 from specdojo_routine.app.run_owner import live_owner as live_owner
 from specdojo_routine.app.run_owner import refuse_if_owner_lives as refuse_if_owner_lives
-from specdojo_routine.core import decide, errors, policy, schedule, suggest, timefmt
+from specdojo_routine.core import (
+    decide,
+    errors,
+    pausefold,
+    policy,
+    retry_rules,
+    schedule,
+    suggest,
+    timefmt,
+    timeouts,
+)
 from specdojo_routine.core.errors import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -40,7 +52,7 @@ from specdojo_routine.core.errors import (
 from specdojo_routine.core.model import OnInterrupted, Result, Routine, aggregate
 from specdojo_routine.core.redact import redact, secret_values
 from specdojo_routine.core.timefmt import format_ms, format_s, parse_instant, to_utc
-from specdojo_routine.execute import groups, prefix, stop
+from specdojo_routine.execute import prefix, stop
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import load as definitions
 from specdojo_routine.store.definitions.defcache import UNKNOWN, DefinitionCache
@@ -88,6 +100,9 @@ class Selected:
     actions: list[decide.PlannedAction]
     #: ``run --id --input k=v`` (SPEC §13): recorded in ``attempt_started.inputs_override``
     inputs_override: Mapping[str, str] | None = None
+    #: a retry (SPEC §13): the occurrence's first attempt and this attempt's number
+    retry_of: str | None = None
+    retry_number: int | None = None
 
 
 @attrs.define(kw_only=True)
@@ -101,6 +116,8 @@ class RunReport:
     #: open attempts left alone: their action's process group outlived the runner (§6.5)
     still_running: list[str] = attrs.field(factory=list)
     errors: list[str] = attrs.field(factory=list)
+    #: ``warning:`` lines that do not change the exit (a failing notification hook, SPEC §13)
+    warnings: list[str] = attrs.field(factory=list)
     held: list[policy.Decision] = attrs.field(factory=list)  # SPEC §9.1
     missed: list[policy.Decision] = attrs.field(factory=list)  # SPEC §9.2
     paused: list[policy.Decision] = attrs.field(factory=list)  # SPEC §13
@@ -137,6 +154,17 @@ class _Context:
     secrets: tuple[str, ...] = attrs.field(
         init=False, default=attrs.Factory(lambda self: tuple(secret_values(self.env)),
                                           takes_self=True))
+    #: where a failing notification hook's warning goes (the run's report)
+    warnings: list[str] = attrs.field(factory=list)
+
+    def notify(self, routine: Routine, kind: str, *, cause: str,
+               attempt_id: str | None = None, scheduled_for: str | None = None,
+               result: str | None = None, reason: str | None = None) -> None:
+        """Run the routine's notification hook for ``kind``, if it asks (SPEC §13)."""
+        notifications.notify(paths=self.paths, routine=routine, kind=kind, env=self.env,
+                             secrets=self.secrets, record=self.record, warnings=self.warnings,
+                             attempt_id=attempt_id, scheduled_for=scheduled_for,
+                             result=result, reason=reason, cause=cause)
 
     def record(self, event: _E) -> _E:
         """Append ``event`` to the routine ledger with its free text redacted; the event as
@@ -297,7 +325,8 @@ def run(
         adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
         log = ledger.Ledger(paths.routine_ledger, clock=wall)
         ctx = _Context(paths=paths, defs=defs, now=the_now, env=env, echo=echo,
-                       job_runner=job_runner, append=log.append, lock_lost=held.lost)
+                       job_runner=job_runner, append=log.append, lock_lost=held.lost,
+                       warnings=report.warnings)
         view = views.refresh_routine_view(paths)
         refuse_if_owner_lives(view, paths)
         view = _register(ctx, defs, view)
@@ -361,8 +390,14 @@ def _run_routine(
     is an interrupted one: refused, or closed first under ``on_interrupted: resume``)."""
     state = view.routines.get(routine.id)
     if _is_open(state):
+        entry: Mapping[str, Any] = state or {}
+        opened: Mapping[str, Any] = entry.get("open_attempt") or {}
         if routine.policy.on_interrupted is not OnInterrupted.RESUME:
             report.interrupted.append(routine.id)
+            ctx.notify(routine, "interrupted", cause="attempt_started",
+                       attempt_id=entry.get("attempt_id"),
+                       scheduled_for=opened.get("scheduled_for"),
+                       reason="its runner died mid-attempt; waiting for resolve")
             return view
         from specdojo_routine.execute import groups  # only for an attempt left open
 
@@ -372,16 +407,25 @@ def _run_routine(
             return view
         _close_interrupted(ctx, routine, state or {})
         report.closed_interrupted.append(routine.id)
+        ctx.notify(routine, "interrupted", cause="attempt_ended",
+                   attempt_id=entry.get("attempt_id"),
+                   scheduled_for=opened.get("scheduled_for"), result="failure",
+                   reason="interrupted")
         view = views.refresh_routine_view(ctx.paths)
         state = view.routines.get(routine.id)
+    if not explicit and _retry_or_supersede(ctx, report, routine, state):
+        return views.refresh_routine_view(ctx.paths)
     accounted = False
     for occ in _occurrences(report, routine, state, ctx.now, explicit, ctx.defs.cache):
         if _stop_if_lock_lost(ctx, report):
             break
         chosen = _choose(report, routine, state, occ, ctx.now, ctx.paths.project_id)
         if isinstance(chosen, policy.Decision):  # paused, held or missed: the cursor moves on
-            ctx.record(policy.record(routine, chosen))
+            recorded = ctx.record(policy.record(routine, chosen))
             accounted = True
+            ctx.notify(routine, "held" if chosen.verdict == "hold" else "missed",
+                       cause=events.tag_of(recorded), scheduled_for=recorded.scheduled_for,
+                       reason=recorded.reason)
             continue
         if accounted:
             view, accounted = views.refresh_routine_view(ctx.paths), False
@@ -390,6 +434,59 @@ def _run_routine(
         view = views.refresh_routine_view(ctx.paths)
         state = view.routines.get(routine.id)  # a failure under hold holds the rest at once
     return views.refresh_routine_view(ctx.paths) if accounted else view
+
+
+def _due_now(routine: Routine, state: Mapping[str, Any] | None, now: datetime) -> str | None:
+    """The ``scheduled_for`` of the routine's first due occurrence, if one is due."""
+    try:
+        due = schedule.due_occurrences(
+            routine, last_run=(state or {}).get("last_run"),
+            last_scheduled_for=(state or {}).get("last_scheduled_for"), now=now,
+            explicit=False, last_accounted_for=(state or {}).get("last_accounted_for"))
+    except TooManyMissedOccurrences:
+        return "many"  # the occurrences are due (the run reports the error)
+    return format_ms(due[0].scheduled_for) if due else None
+
+
+def _retry_selection(
+    ctx_paths: ProjectPaths, routine: Routine, state: Mapping[str, Any] | None, now: datetime,
+) -> tuple[retry_rules.PendingRetry | None, str | None, Selected | None]:
+    """(the pending retry, the occurrence that supersedes it, the retry to start now)."""
+    pending = retry.pending_retry(ctx_paths, routine, state)
+    if pending is None:
+        return None, None, None
+    due = _due_now(routine, state, now)
+    if due is not None:
+        return pending, due, None
+    if now < pending.due_at or pausefold.is_paused(state):  # a paused routine starts nothing
+        return pending, None, None
+    at = parse_instant(pending.scheduled_for)
+    occ = schedule.Occurrence(routine_id=routine.id, scheduled_for=at, trigger="retry")
+    chosen = Selected(routine=routine, occurrence=occ,
+                      actions=decide.plan_actions(routine, at, ctx_paths.project_id),
+                      retry_of=pending.first_attempt_id, retry_number=pending.number)
+    return pending, None, chosen
+
+
+def _retry_or_supersede(
+    ctx: _Context, report: RunReport, routine: Routine, state: Mapping[str, Any] | None,
+) -> bool:
+    """SPEC §13: start the retry the routine's failed last attempt waits for once its delay
+    has passed (True), or drop it for the next occurrence that became due first (recorded
+    ``retry_superseded``; False: that occurrence is selected as usual)."""
+    pending, superseded_by, chosen = _retry_selection(ctx.paths, routine, state, ctx.now)
+    if pending is not None and superseded_by is not None:
+        when = superseded_by if superseded_by != "many" else format_ms(ctx.now)
+        ctx.record(events.RetrySuperseded(
+            routine_id=routine.id, attempt_id=pending.failed_attempt_id,
+            retry_of=pending.first_attempt_id, scheduled_for=pending.scheduled_for,
+            superseded_by=when, reason=retry_rules.superseded_reason(when)))
+        return False
+    if chosen is None:
+        return False
+    report.selected.append(chosen)
+    report.results.append(_attempt(ctx, chosen, state))
+    return True
 
 
 def plan_selection(
@@ -409,7 +506,12 @@ def plan_selection(
                 report.interrupted.append(routine.id)
                 continue
             report.closed_interrupted.append(routine.id)  # a real run would close it first
-        _select(report, routine, state, now, routine_id is not None, paths.project_id, memo)
+        if routine_id is None:
+            chosen = _retry_selection(paths, routine, state, now)[2]
+            if chosen is not None:  # the retry would start instead of any occurrence
+                report.selected.append(chosen)
+                continue
+        _select(report, routine, state, now, routine_id is not None, paths.project_id)
 
 
 def _register(ctx: _Context, defs: Definitions, view: views.RoutineView) -> views.RoutineView:
@@ -440,13 +542,23 @@ def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -
         report = _record_attempt(ctx, chosen, state)
         if stop.requested() is not None:
             views.refresh_routine_view(ctx.paths)  # the end is published before unwinding
+    before = (state or {}).get("status")
+    retried = retry_rules.retries_after(chosen.routine.policy.retry, chosen.occurrence.trigger,
+                                        chosen.retry_number or 1) and not (
+        report.reason or "").startswith("stopped by ")
+    kind = ("failure" if report.result == Result.FAILURE.value and not retried else
+            "recovered" if report.result == Result.SUCCESS.value and before == "failure"
+            else None)
+    if kind is not None:
+        ctx.notify(chosen.routine, kind, cause="attempt_ended", attempt_id=report.attempt_id,
+                   scheduled_for=report.scheduled_for, result=report.result,
+                   reason=report.reason)
     return report
 
 
 def _record_attempt(
     ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None
 ) -> AttemptReport:
-    from specdojo_routine.app import actions  # the process machinery: only to start an action
     from specdojo_routine.core import events
 
     routine, occ = chosen.routine, chosen.occurrence
@@ -461,9 +573,13 @@ def _record_attempt(
         owner=events.Owner(pid=os.getpid(), host=locks.this_host(),
                            start=locks.process_start(os.getpid())),
         schedule="cron" if routine.trigger is not None else "interval",
-        on_failure=policy.on_failure_marker(routine),
         inputs_override=({k: redact(v, ctx.secrets) for k, v in chosen.inputs_override.items()}
                          if chosen.inputs_override else None),
+        # a failure that will be retried does not hold: only the last one does (SPEC §13)
+        on_failure=None if retry_rules.retries_after(
+            routine.policy.retry, occ.trigger, chosen.retry_number or 1)
+        else policy.on_failure_marker(routine),
+        retry_of=chosen.retry_of, retry_attempt=chosen.retry_number,
     ))
     views.refresh_routine_view(ctx.paths)  # before delegating: readers see running (§6, §10)
     ctx = attrs.evolve(ctx, echo=prefix.prefixed(ctx.echo, routine.id))  # whose output it is
@@ -479,12 +595,24 @@ def _record_attempt(
             done.append(actions.ActionReport(index=planned.index, kind=planned.kind,
                                              result=Result.SKIPPED, reason=LOCK_LOST_REASON))
             continue
+        limit = timeouts.action_limit(planned.timeout, planned.kind,
+                                      attempt=routine.policy.timeout,
+                                      used_s=time.monotonic() - t0)
+        if limit is not None and limit.seconds <= 0:  # the attempt's budget is used up
+            ctx.record(events.ActionEnded(
+                routine_id=routine.id, attempt_id=attempt_id, index=planned.index,
+                kind=planned.kind, result=Result.SKIPPED.value,
+                reason=timeouts.ATTEMPT_TIMED_OUT))
+            done.append(actions.ActionReport(index=planned.index, kind=planned.kind,
+                                             result=Result.SKIPPED,
+                                             reason=timeouts.ATTEMPT_TIMED_OUT))
+            continue
         ctx.record(events.ActionStarted(routine_id=routine.id, attempt_id=attempt_id,
                                         index=planned.index, kind=planned.kind))
         action = actions.execute(
             actions.Where(paths=ctx.paths, defs=ctx.defs, env=ctx.env, echo=ctx.echo,
                           job_runner=ctx.job_runner, routine_id=routine.id,
-                          attempt_id=attempt_id), planned, occ.scheduled_for)
+                          attempt_id=attempt_id), planned, occ.scheduled_for, limit)
         ended = ctx.record(events.ActionEnded(
             routine_id=routine.id, attempt_id=attempt_id, index=planned.index,
             kind=planned.kind, result=action.result.value, reason=action.reason,

@@ -43,6 +43,7 @@ class _Env:
     cwd: Path | None = None  # the review worktree the task runs in (None: the root)
     extra_env: Mapping[str, str] = attrs.field(factory=dict)
     deadline: float | None = None  # time.monotonic() when task.timeout runs out (SPEC §11.4)
+    limit: float | None = None  # time.monotonic() when the caller's bound runs out (SPEC §13)
 
     def child(self, run_id: str, token: str | None) -> dict[str, str]:
         extra = {"SPECDOJO_JOB_RUN_ID": run_id, "SPECDOJO_PROJECT": self.paths.project_id}
@@ -75,7 +76,9 @@ class _Done:
 def _execute(ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, attempt: int) -> _Done:
     """The attempt's task, in place, or in a review worktree (SPEC §11.3). ``task.timeout`` is
     one budget for the whole attempt: every stage gets what is left of it (SPEC §11.4)."""
-    ctx = attrs.evolve(ctx, deadline=review_flow.deadline_for(prep.task))
+    own = review_flow.deadline_for(prep.task)
+    ctx = attrs.evolve(ctx, deadline=min((d for d in (own, ctx.limit) if d is not None),
+                                         default=None))
     if not review_flow.selected(prep.task, ctx.review, ctx.env):
         return _execute_here(ctx, prep, handle, attempt)
     info = review_flow.RunInfo(

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO, TypeVar
@@ -152,15 +153,18 @@ def run_job(
     paths: ProjectPaths, defs: Definitions, job_id: str, inputs: Mapping[str, InputValue], *,
     scheduled_at: datetime, trigger: Trigger = "manual", agent: AgentExecutor | None = None,
     echo: TextIO | None = None, env: Mapping[str, str] | None = None, clock: Clock | None = None,
-    review: review_flow.ReviewOptions | None = None,
+    review: review_flow.ReviewOptions | None = None, timeout_s: float | None = None,
 ) -> JobRunOutcome:
-    """Materialise (or find) the Job Run for these inputs and run one attempt (SPEC §7.3)."""
+    """Materialise (or find) the Job Run for these inputs and run one attempt (SPEC §7.3);
+    ``timeout_s`` is the caller's bound (a routine's timeout, SPEC §13) on top of the task's
+    own ``task.timeout``: the attempt's task gets the smaller."""
     base_env = dict(os.environ if env is None else env)
     if agent is None:  # the CLI's own executor, from the project's roster (SPEC §11.1)
         agent = agentflow.default_executor(paths)
     ctx = _Env(paths=paths, env=base_env, secrets=secret_values(base_env), echo=echo,
                agent=agent, clock=clock or _utc_now, trigger=trigger,
-               review=review or review_flow.ReviewOptions())
+               review=review or review_flow.ReviewOptions(),
+               limit=None if timeout_s is None else time.monotonic() + timeout_s)
     prep = prepare(paths, defs, job_id, inputs, scheduled_at=scheduled_at, trigger=trigger,
                    env=base_env)
     # another tool's record counts (SPEC §10); one still to import is imported under the lock
@@ -245,6 +249,11 @@ def _locked(
             return JobRunOutcome(job_id=prep.job.id, run_id=prep.run_id, state=view["state"],
                                  attempt=None, skipped=True, reason=busy, trigger=ctx.trigger)
         if decision.open_attempt is not None:
+            if prep.job.on_interrupted != "retry":  # never re-sent silently (SPEC §7.3)
+                _refuse_if_owner_lives(ctx, prep, handle, decision.open_attempt)
+                return JobRunOutcome(
+                    job_id=prep.job.id, run_id=prep.run_id, state=view["state"], attempt=None,
+                    reason=interrupted_reason(prep.run_id), trigger=ctx.trigger)
             _close_interrupted(ctx, prep, handle, log, decision.open_attempt)
         if not jobfiles.plan_path(ctx.paths, prep.run_id).exists():
             jobfiles.write_plan(ctx.paths, prep)
@@ -276,14 +285,26 @@ def _still_running(ctx: _Env, prep: Prepared, attempt: int) -> str | None:
     return None
 
 
-def _close_interrupted(
-    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, log: _RunLog, attempt: int
+def interrupted_reason(run_id: str) -> str:
+    """Why ``job run`` and a routine job action refuse an interrupted run (SPEC §7.3)."""
+    return f"Job Run {run_id} was interrupted; resolve it first"
+
+
+def _refuse_if_owner_lives(
+    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, attempt: int
 ) -> None:
-    """Close the open attempt of a dead runner as failed/interrupted."""
     owner = jobfiles.attempt_owner(ctx.paths, prep.run_id, attempt)
     if handle.inherited and owner is not None and jobfiles.owner_alive(owner):
         raise JobError(f"Job Run {prep.run_id} attempt {attempt} is still running "
                        f"(pid {owner.get('pid')} on {owner.get('host')})")
+
+
+def _close_interrupted(
+    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, log: _RunLog, attempt: int
+) -> None:
+    """``run.on_interrupted: retry``: close the open attempt of a dead runner as
+    failed/interrupted (a new attempt follows)."""
+    _refuse_if_owner_lives(ctx, prep, handle, attempt)
     log.append(RunAttemptEnded(run_id=prep.run_id, attempt=attempt, status="failed",
                                reason="interrupted"))
 
@@ -399,12 +420,14 @@ class RoutineJobRunner:
     def __call__(
         self, paths: ProjectPaths, defs: Definitions, *, job_id: str, inputs: Mapping[str, str],
         scheduled_at: datetime, echo: TextIO | None, worktree: bool = False,
+        timeout_s: float | None = None,
     ) -> JobActionOutcome:
         try:
             typed = jobplan.parse_text_inputs(find_job(defs, job_id), inputs)
             outcome = run_job(paths, defs, job_id, typed, scheduled_at=scheduled_at,
                               trigger="routine", echo=echo, agent=self.agent, env=self.env,
-                              review=review_flow.ReviewOptions(worktree=worktree))
+                              review=review_flow.ReviewOptions(worktree=worktree),
+                              timeout_s=timeout_s)
         except (RoutineError, OSError) as exc:
             secrets = secret_values(os.environ if self.env is None else self.env)
             message = redact(str(exc), secrets).replace("\n", " ")[:REASON_LIMIT]

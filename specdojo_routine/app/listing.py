@@ -39,6 +39,8 @@ class RoutineRow:
     last_missed: dict[str, str] | None = None  # SPEC §9.2: the last miss since the last success
     #: SPEC §13: ``{by, at, note}`` of the pause while the routine is paused, else None
     paused: dict[str, Any] | None = None
+    #: SPEC §13: ``retrying (2/3) at <time>`` while a failed attempt waits for its retry
+    retrying: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = attrs.asdict(self)
@@ -101,7 +103,21 @@ def list_routines(
     lock = lock_status()
     rows = [_row(r, state, the_now, lock.held, *due_next)
             for r, state, due_next in zip(defs.routines, states, when, strict=True)]
+    rows = [_with_retry(paths, r, state, row)
+            for r, state, row in zip(defs.routines, states, rows, strict=True)]
     return Listing(now=the_now, rows=rows, lock=lock, problems=[str(p) for p in defs.errors])
+
+
+def _with_retry(
+    paths: ProjectPaths, routine: Routine, state: Mapping[str, Any], row: RoutineRow,
+) -> RoutineRow:
+    """The row with the retry its failed last attempt waits for (SPEC §13), if any."""
+    if routine.policy.retry is None:
+        return row
+    from specdojo_routine.app import retry  # only for routines with policy.retry
+
+    pending = retry.pending_retry(paths, routine, state)
+    return row if pending is None else attrs.evolve(row, retrying=pending.label)
 
 
 def _routine_states(paths: ProjectPaths) -> Mapping[str, Any]:

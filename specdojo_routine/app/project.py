@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
+
 from specdojo_routine.store.config import ProjectPaths, resolve_project
 from specdojo_routine.store.definitions import load as definitions
 from specdojo_routine.store.definitions.load import Definitions
@@ -19,5 +21,12 @@ def project(root: Path | None = None, project_id: str | None = None) -> ProjectP
 
 
 def validate(paths: ProjectPaths, *, jobs_only: bool = False) -> Definitions:
-    """Load and validate every definition; problems are in the result, not raised."""
-    return definitions.load_jobs(paths) if jobs_only else definitions.load_definitions(paths)
+    """Load and validate every definition, and the config's ``routine.notify`` (SPEC §13);
+    problems are in the result, not raised."""
+    if jobs_only:
+        return definitions.load_jobs(paths)
+    from specdojo_routine.store.definitions.notifyconfig import load_default_notify
+
+    defs = definitions.load_definitions(paths)
+    _, problems = load_default_notify(paths)
+    return attrs.evolve(defs, problems=(*defs.problems, *problems)) if problems else defs

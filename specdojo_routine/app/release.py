@@ -61,7 +61,8 @@ def release(
         adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
         log = ledger.Ledger(paths.routine_ledger, clock=wall)
         ctx = handlers._Context(paths=paths, defs=defs, now=the_now, env=the_env, echo=echo,
-                                job_runner=job_runner, append=log.append, lock_lost=lk.lost)
+                                job_runner=job_runner, append=log.append, lock_lost=lk.lost,
+                                warnings=report.warnings)
         view = handlers._register(ctx, defs, views.refresh_routine_view(paths))
         state = view.get(routine_id)
         if not policy.is_held(state):
@@ -138,7 +139,7 @@ def backfill(
         the_now = to_utc(now if now is not None else wall())  # when the attempts start
         ctx = handlers._Context(paths=paths, defs=defs, now=the_now, env=the_env,
                                 echo=echo, job_runner=job_runner, append=log.append,
-                                lock_lost=lk.lost)
+                                lock_lost=lk.lost, warnings=report.warnings)
         view = handlers._register(ctx, defs, views.refresh_routine_view(paths))
         if handlers._is_open(view.routines.get(routine_id)):
             report.interrupted.append(routine_id)

@@ -54,7 +54,28 @@ def resolve(
             transition=decide.END_TRANSITIONS[outcome], result=outcome.value, note=note,
             resolved_by=who))
         views.refresh_routine_view(paths)
+        _resolve_its_job_runs(paths, routine_id, state, result=outcome.value, note=note,
+                              who=who, clock=wall)
         return attempt_id
+
+
+def _resolve_its_job_runs(
+    paths: ProjectPaths, routine_id: str, state: Any, *, result: str, note: str, who: str,
+    clock: Callable[[], datetime],
+) -> None:
+    """One decision covers both (SPEC §7.3): the interrupted Job Runs the attempt started
+    are resolved with the matching status."""
+    from specdojo_routine.app import job_resolve
+    from specdojo_routine.core.model import JobAction
+    from specdojo_routine.store.definitions import load as definitions
+
+    opened = state.get("open_attempt") or {}
+    known = [a.get("job_run_id") for a in opened.get("actions") or []]
+    routine = definitions.load_definitions(paths).routine(routine_id)
+    job_ids = [a.job for a in (routine.actions if routine else ()) if isinstance(a, JobAction)]
+    runs = job_resolve.runs_started_by(paths, job_ids, opened.get("owner") or {}, known)
+    job_resolve.resolve_started_by(paths, runs, result=result, note=note, who=who,
+                                   clock=clock)
 
 
 def _refuse_if_action_lives(paths: ProjectPaths, routine_id: str, attempt_id: str) -> None:

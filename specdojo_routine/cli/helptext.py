@@ -61,6 +61,8 @@ ENVIRONMENT_READ: tuple[tuple[str, str], ...] = (
                                "(as --quiet; for cron, so MAILTO mails only failures)"),
     ("SPECDOJO_ROUTINE_PURE_YAML", "1: read every definition with the located (slow) YAML "
                                    "parser instead of the libyaml fast path"),
+    ("SPECDOJO_NOTIFY_TIMEOUT_S", "seconds a notification hook may run before it is killed "
+                                  "(default 60)"),
     ("USER", "the default of `resolve --by`, `release --by`, `pause --by`, `resume --by` "
              "and `stop --by`"),
 )
@@ -68,6 +70,9 @@ ENVIRONMENT_SET: tuple[str, ...] = (
     "SPECDOJO_PROJECT", "SPECDOJO_ROUTINE_EXEC=1", "SPECDOJO_JOB_RUN_ID",
     "SPECDOJO_EXEC_RUN_LOCK_TOKEN", "SPECDOJO_JOB_REVIEW_WORKTREE_CHILD=1",
     "and for agents SPECDOJO_AGENT_ROLE, SPECDOJO_PLAN_PATH, SPECDOJO_RESULT_PATH",
+    "and for notification hooks SPECDOJO_NOTIFY_EVENT, SPECDOJO_ROUTINE_ID, "
+    "SPECDOJO_ATTEMPT_ID, SPECDOJO_SCHEDULED_FOR, SPECDOJO_RESULT, SPECDOJO_REASON, "
+    "SPECDOJO_NOTIFY_JSON",
 )
 NO_COLOR_NOTE = ("Output never contains colour codes, on a terminal or not, so NO_COLOR is "
                  "always honoured.")
@@ -266,6 +271,14 @@ COMMANDS: dict[str, CommandHelp] = {
          "{prog} job logs JBR-weekly-report-0123456789ab --attempt 1"),
         ((0, "printed"), (1, "the run has no attempt yet"), _DAMAGED,
          (2, "no such Job Run or attempt, an invalid id, or usage error"))),
+    "job resolve": CommandHelp(
+        "Record the outcome of a Job Run's interrupted attempt (one whose runner died), so it "
+        "is never re-sent silently; succeeded and noop advance the checkpoint.",
+        ('{prog} job resolve JBR-weekly-report-0123456789ab --status succeeded '
+         '--note "the report was sent"',
+         '{prog} job resolve JBR-weekly-report-0123456789ab --status failed --note "not sent" '
+         "--by alice"),
+        ((0, "recorded"), (1, "the run is not interrupted"), _USAGE, _BUSY)),
     "job run": CommandHelp(
         "Create (or retry) the Job Run of a Job Definition for the given inputs and run it. "
         "The same inputs give the same run id: a complete run is not run twice.",

@@ -121,7 +121,21 @@ def _runs(plan: adopt.JobImports) -> list[JobRunDoc]:
     return [doc for doc in found if doc is not None]
 
 
-def _run_row(doc: JobRunDoc) -> dict[str, Any]:
+def _interrupted(paths: ProjectPaths, doc: JobRunDoc) -> bool:
+    """An open attempt whose runner is gone (SPEC §7.3); asked only of running runs."""
+    from specdojo_routine.app import job_resolve
+
+    return doc["state"] == "running" and job_resolve.interrupted(paths, doc["run_id"], doc)
+
+
+def _run_row(paths: ProjectPaths, doc: JobRunDoc) -> dict[str, Any]:
+    row = _row_of(doc)
+    if _interrupted(paths, doc):
+        row |= {"state": "interrupted", "interrupted": True}
+    return row
+
+
+def _row_of(doc: JobRunDoc) -> dict[str, Any]:
     return {"run_id": doc["run_id"], "job_id": doc["job_id"], "state": doc["state"],
             "attempts": len(doc["attempts"]), "trigger": doc["trigger"],
             "scheduled_at": doc["scheduled_at"], "created_at": doc["created_at"],
@@ -133,7 +147,7 @@ def cmd_job_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     paths = _paths(args)
     defs = definitions.load_jobs(paths)
     plan = adopt.plan_job_imports(paths)  # another tool's records, imported in memory (§10)
-    runs = sorted((_run_row(doc) for doc in _runs(plan)),
+    runs = sorted((_run_row(paths, doc) for doc in _runs(plan)),
                   key=lambda r: (r["job_id"], r["created_at"], r["run_id"]))
     state = plan.jobs()
     listing: list[dict[str, Any]] = [
@@ -183,10 +197,15 @@ def cmd_job_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     found = adopt.load_run(paths, run_id)  # imported in memory (SPEC §10)
     if found is None:
         raise UsageError(f"no Job Run {run_id} in {paths.rel(paths.runs_dir)} (see `job list`)")
-    if args.json:
-        out.write(views.render(found).decode("utf-8"))
+    interrupted = _interrupted(paths, found)
+    if args.json:  # the view as stored; an interrupted run says so (SPEC §7.3)
+        shown: Any = {**found, "interrupted": True} if interrupted else found
+        out.write(views.render(shown).decode("utf-8"))
         return 0
     doc: dict[str, Any] = dict(found)
+    if interrupted:
+        doc["state"] = ("interrupted (its runner died; `job resolve "
+                        f"{run_id} --status succeeded|failed|noop --note TEXT`)")
     lines = [f"{key}: {doc[key]}" for key in
              ("run_id", "job_id", "state", "trigger", "scheduled_at", "created_at",
               "updated_at", "idempotency_key", "plan_ref", "result_ref")]
@@ -210,4 +229,20 @@ def cmd_job_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                        a.get("completed_at", "-"), str(a.get("exit_code", "-")),
                        a.get("reason", "-"), a.get("evidence_ref", "-")]
                       for a in doc["attempts"]]))
+    return 0
+
+
+# --- job resolve ---------------------------------------------------------------------------------
+
+
+def cmd_job_resolve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``job resolve RUN_ID --status S --note TEXT [--by NAME]`` (SPEC §7.3)."""
+    from specdojo_routine.app import job_resolve
+
+    paths = _paths(args)
+    if not _RUN_ID.fullmatch(args.run_id):
+        raise UsageError(f"invalid Job Run id {args.run_id!r} (expected JBR-<slug>-<hash>)")
+    attempt = job_resolve.resolve_job_run(paths, args.run_id, status=args.status,
+                                          note=args.note, by=args.resolved_by)
+    out.write(f"{args.run_id}: attempt {attempt} resolved as {args.status}\n")
     return 0

@@ -195,6 +195,14 @@ def _add_job_commands(sub: Subparsers, common: _Parser) -> None:
     p.add_argument("run_id", metavar="RUN_ID", help="the Job Run id (JBR-…, see `job list`)")
     p.add_argument("--json", action="store_true",
                    help="print the run's view exactly as stored (runs/<RUN_ID>.json)")
+    p = jsub.add_parser("resolve", parents=[common],
+                        help="record the outcome of an interrupted Job Run attempt")
+    p.add_argument("run_id", metavar="RUN_ID", help="the interrupted Job Run (see `job list`)")
+    p.add_argument("--status", required=True, choices=["succeeded", "failed", "noop"],
+                   help="what the interrupted attempt achieved, as checked by you")
+    p.add_argument("--note", required=True, metavar="TEXT", help="what was checked")
+    p.add_argument("--by", dest="resolved_by", metavar="NAME",
+                   help="who decided (default: $USER)")
     p = jsub.add_parser("run", parents=[common], help="run a Job")
     p.add_argument("--job", required=True, metavar="ID", help="the Job Definition id")
     p.add_argument("--input", action="append", default=[], metavar="K=V",
@@ -395,11 +403,13 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _run_job_action(
     paths: ProjectPaths, defs: Definitions, *, job_id: str, inputs: Mapping[str, str],
     scheduled_at: datetime, echo: TextIO | None, worktree: bool = False,
+    timeout_s: float | None = None,
 ) -> handlers.JobActionOutcome:
     from specdojo_routine.app.jobs import routine_job_runner
 
     return routine_job_runner(paths, defs, job_id=job_id, inputs=inputs,
-                              scheduled_at=scheduled_at, echo=echo, worktree=worktree)
+                              scheduled_at=scheduled_at, echo=echo, worktree=worktree,
+                              timeout_s=timeout_s)
 
 
 def cmd_resolve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -501,5 +511,6 @@ _JOB_COMMANDS: dict[str, Command] = {
     "run": _job_command("cmd_job_run"),
     "list": _job_command("cmd_job_list"),
     "show": _job_command("cmd_job_show"),
+    "resolve": _job_command("cmd_job_resolve"),
     "logs": lambda a, o, e: int(_logscli().cmd_job_logs(a, _paths(a), o, e)),
 }

@@ -95,6 +95,9 @@ def listing(listing: Listing, out: TextIO, err: TextIO, *, as_json: bool) -> Non
 
 def _policy_lines(r: RoutineRow, out: TextIO) -> None:
     """Held and missed routines in ``list`` (SPEC §9): what happened and what to do."""
+    if r.retrying:
+        out.write(f"  {r.id}: {r.retrying} (policy.retry; the next `run --due` after it "
+                  "starts it)\n")
     if r.held:
         out.write(f"! {r.id}: on hold ({r.hold_reason}); {r.held_occurrences} held "
                   f"occurrence(s); fix the cause, then `release {r.id} --run none|latest|all`\n")
@@ -113,6 +116,8 @@ def run_report(report: RunReport, out: TextIO, err: TextIO, *, as_json: bool) ->
         if problem.startswith("Too many missed cron occurrences"):
             err.write("  (missed_run: all found over 1000 occurrences in the 366-day window; set "
                       "missed_run: latest for one run to coalesce them, then restore all)\n")
+    for warning in report.warnings:
+        err.write(f"{warning}\n")
     for rid in report.closed_interrupted:
         err.write(f"{rid}: closed its interrupted attempt as failure (on_interrupted: resume)\n")
     for rid in report.still_running:
@@ -133,6 +138,7 @@ def run_report(report: RunReport, out: TextIO, err: TextIO, *, as_json: bool) ->
             "closed_interrupted": report.closed_interrupted,
             "still_running": report.still_running,
             "errors": report.errors,
+            "warnings": report.warnings,
             "held": [d.to_json() for d in report.held],
             "missed": [d.to_json() for d in report.missed],
             "paused": [d.to_json() for d in report.paused],
@@ -220,8 +226,10 @@ def _event_detail(event: dict[str, Any]) -> str:
     if etype == "attempt_started":
         since = event.get("passed_over_since")
         coalesced = f", coalesced since {since}" if since else ""
+        retry = (f", retry {event['retry_attempt']} of {event.get('retry_of')}"
+                 if event.get("retry_attempt") else "")  # SPEC §13
         return (f"{event.get('transition')} {event.get('trigger')} for "
-                f"{event.get('scheduled_for')}{coalesced}")
+                f"{event.get('scheduled_for')}{coalesced}{retry}")
     if etype in ("action_started", "action_ended"):
         tail = f" -> {event.get('result')}" if etype == "action_ended" else ""
         reason = f" ({event['reason']})" if event.get("reason") else ""
@@ -255,6 +263,15 @@ def _policy_detail(etype: Any, event: dict[str, Any]) -> str:
     if etype == "evidence_pruned":  # SPEC §15
         return (f"attempt {event.get('attempt_id')}: {len(event.get('paths') or [])} path(s), "
                 f"{event.get('bytes')} bytes")
+    if etype == "retry_superseded":  # SPEC §13
+        return (f"retry of {event.get('attempt_id')} for {event.get('scheduled_for')} dropped: "
+                f"{event.get('reason')}")
+    if etype == "notification_sent":  # SPEC §13
+        code = event.get("exit_code")
+        outcome = event.get("reason") or ("ok" if code == 0 else f"exit {code}")
+        about = f" attempt {event['attempt_id']}" if event.get("attempt_id") else ""
+        return (f"{event.get('event')}{about}: hook {outcome} "
+                f"({event.get('duration_s')}s)")
     return ""
 
 

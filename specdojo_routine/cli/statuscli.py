@@ -65,6 +65,8 @@ def _why(row: RoutineRow) -> str:
         note = row.paused.get("note")
         return f"paused by {row.paused.get('by')} at {row.paused.get('at')}" + (
             f": {note}" if note else "")
+    if row.retrying:
+        return f"{row.retrying}: {row.last_reason or 'failed'}"
     if row.last_result not in (None, "success"):
         return row.last_reason or ""
     if row.last_missed is not None:
@@ -192,7 +194,8 @@ def _row_json(row: RoutineRow) -> dict[str, Any]:
             "interrupted": row.interrupted, "held": row.held, "paused": row.paused,
             "last_run": row.last_run,
             "last_result": row.last_result, "last_reason": row.last_reason,
-            "last_missed": row.last_missed, "next_occurrence": row.next_occurrence}
+            "last_missed": row.last_missed, "next_occurrence": row.next_occurrence,
+            "retrying": row.retrying}
 
 
 def _detail_json(detail: status_app.Detail) -> dict[str, Any]:

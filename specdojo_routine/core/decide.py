@@ -13,6 +13,7 @@ import attrs
 
 from specdojo_routine.core.model import (
     Action,
+    Duration,
     ExecAutoAction,
     ExecResumeAction,
     JobAction,
@@ -51,6 +52,7 @@ class PlannedAction:
     job: str | None = None
     inputs: Mapping[str, str] | None = None  # rendered routine inputs
     commit: bool = False  # legacy ``commit: true``: review before merge (SPEC §11.3)
+    timeout: Duration | None = None  # the action's own ``timeout`` (SPEC §13)
 
     def to_json(self, prefix: Sequence[str]) -> dict[str, Any]:
         data: dict[str, Any] = {"index": self.index, "kind": self.kind}
@@ -116,10 +118,11 @@ def plan_actions(routine: Routine, scheduled_for: datetime, project_id: str) -> 
                 action.inputs, scheduled_for=scheduled_for, timezone=routine.timezone
             )
             planned.append(PlannedAction(index=index, kind="job", job=action.job, inputs=inputs,
-                                         commit=action.commit))
+                                         commit=action.commit, timeout=action.timeout))
         else:
             argv = delegated_argv(action, project_id)
-            planned.append(PlannedAction(index=index, kind=action.kind, argv=tuple(argv or ())))
+            planned.append(PlannedAction(index=index, kind=action.kind, argv=tuple(argv or ()),
+                                         timeout=action.timeout))
     return planned
 
 

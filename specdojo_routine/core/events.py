@@ -49,9 +49,10 @@ RESULTS = ("success", "failure", "skipped", "partial")
 RESULT_TRANSITIONS = {"success": "T-03", "failure": "T-04", "skipped": "T-05",
                       "partial": "T-03"}
 
-#: ``attempt_started.trigger`` (SPEC §9.1): due, an explicit run, a release, a backfill.
-TRIGGERS = ("due", "id", "release", "backfill")
-Trigger = Literal["due", "id", "release", "backfill"]
+#: ``attempt_started.trigger`` (SPEC §9.1, §13): due, an explicit run, a release, a backfill,
+#: a retry of a failed attempt.
+TRIGGERS = ("due", "id", "release", "backfill", "retry")
+Trigger = Literal["due", "id", "release", "backfill", "retry"]
 RELEASE_RUNS = ("none", "latest", "all")
 
 Result = Literal["success", "failure", "skipped", "partial"]
@@ -141,6 +142,10 @@ class AttemptStarted:
     #: over the routine's own (secrets redacted). Left out when none were given.
     inputs_override: Mapping[str, Any] | None = attrs.field(
         default=None, validator=_optional(_json_object))
+    #: a retry (SPEC §13): the first attempt of the occurrence, and this attempt's number
+    #: counting the first (2 for the first retry). Left out otherwise.
+    retry_of: str | None = attrs.field(default=None, validator=_optional(_text))
+    retry_attempt: int | None = attrs.field(default=None, validator=_optional(_int_at_least(2)))
 
 
 @attrs.frozen(kw_only=True)
@@ -278,6 +283,42 @@ class OccurrencePaused:
     reason: str = attrs.field(validator=_text)
     passed_over_since: str | None = attrs.field(validator=_optional(_ms))
     schedule: Literal["cron", "interval"] = attrs.field(validator=_one_of("cron", "interval"))
+#: ``notification_sent.event`` / ``policy.notify.on`` (SPEC §13).
+NOTIFY_EVENTS = ("failure", "missed", "held", "interrupted", "recovered")
+
+
+def _seconds(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if type(value) is not float or not 0.0 <= value < 1e9:
+        raise ValueError(f"{attribute.name} must be a non-negative number of seconds "
+                         f"(got {value!r})")
+
+
+@attrs.frozen(kw_only=True)
+class NotificationSent:
+    """A notification hook ran after an event of the routine (SPEC §13); its outcome never
+    changes the routine's state. ``exit_code`` is None when it could not start or was killed
+    at its timeout (``reason`` says which)."""
+
+    routine_id: str = attrs.field(validator=_routine_id)
+    event: str = attrs.field(validator=_one_of(*NOTIFY_EVENTS))
+    exit_code: int | None = attrs.field(validator=_optional(_int_at_least(0)))
+    duration_s: float = attrs.field(validator=_seconds)
+    attempt_id: str | None = attrs.field(default=None, validator=_optional(_text))
+    scheduled_for: str | None = attrs.field(default=None, validator=_optional(_ms))
+    reason: str | None = attrs.field(default=None, validator=_optional(_text))
+
+
+@attrs.frozen(kw_only=True)
+class RetrySuperseded:
+    """A pending retry of a failed attempt was dropped because the routine's next occurrence
+    became due first (SPEC §13); the state stands."""
+
+    routine_id: str = attrs.field(validator=_routine_id)
+    attempt_id: str = attrs.field(validator=_text)  # the failed attempt it would have retried
+    retry_of: str = attrs.field(validator=_text)  # the occurrence's first attempt
+    scheduled_for: str = attrs.field(validator=_ms)  # of the dropped retry
+    superseded_by: str = attrs.field(validator=_ms)  # the occurrence that became due
+    reason: str = attrs.field(validator=_text)
 
 
 # --- Job Run ledgers -------------------------------------------------------------------------
@@ -320,6 +361,20 @@ class RunAttemptEnded:
     )
     exit_code: int | None = attrs.field(default=None, validator=_optional(_int_at_least(-255)))
     evidence_ref: str | None = attrs.field(default=None, validator=_optional(_text))
+    reason: str | None = attrs.field(default=None, validator=_optional(_text))
+
+
+@attrs.frozen(kw_only=True)
+class RunAttemptResolved:
+    """An operator recorded the outcome of an interrupted attempt (SPEC §7.3): the runner
+    died, so nothing re-sends it; ``note`` says what was checked."""
+
+    run_id: str = attrs.field(validator=_run_id)
+    attempt: int = attrs.field(validator=_int_at_least(1))
+    status: Literal["succeeded", "failed", "noop"] = attrs.field(
+        validator=_one_of("succeeded", "failed", "noop"))
+    note: str = attrs.field(validator=_text)
+    resolved_by: str = attrs.field(validator=_text)
     reason: str | None = attrs.field(default=None, validator=_optional(_text))
 
 
@@ -431,9 +486,11 @@ RoutineEvent = (
     | AttemptResolved | OccurrenceHeld | OccurrenceMissed | RoutineReleased
     | RoutinePaused | RoutineResumed | OccurrencePaused
     | RoutineStateImported | UpstreamRunRecorded | RoutineEvidencePruned
+    | NotificationSent | RetrySuperseded
 )
 JobEvent = (
     RunCreated | RunAttemptStarted | RunAttemptEnded | CheckpointAdvanced | ReviewEnded
+    | RunAttemptResolved
     | RunImported | CheckpointImported | EvidencePruned
 )
 Event = RoutineEvent | JobEvent
@@ -456,11 +513,14 @@ ROUTINE_EVENT_TYPES: dict[str, type[RoutineEvent]] = {
     "routine_state_imported": RoutineStateImported,
     "upstream_run_recorded": UpstreamRunRecorded,
     "evidence_pruned": RoutineEvidencePruned,  # SPEC §15
+    "notification_sent": NotificationSent,  # SPEC §13
+    "retry_superseded": RetrySuperseded,  # SPEC §13
 }
 JOB_EVENT_TYPES: dict[str, type[JobEvent]] = {
     "run_created": RunCreated,
     "attempt_started": RunAttemptStarted,
     "attempt_ended": RunAttemptEnded,
+    "attempt_resolved": RunAttemptResolved,  # SPEC §7.3
     "checkpoint_advanced": CheckpointAdvanced,
     "review_ended": ReviewEnded,
     "run_imported": RunImported,

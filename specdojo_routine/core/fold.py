@@ -84,6 +84,8 @@ _STATE_IMPORTED, _UPSTREAM_RECORDED = map(_index, ("routine_state_imported",
 _PRUNED = _index("evidence_pruned")
 _PAUSED, _RESUMED, _OCC_PAUSED = map(_index, (
     "routine_paused", "routine_resumed", "occurrence_paused"))
+_NOTIFIED = _index("notification_sent")
+_SUPERSEDED = _index("retry_superseded")
 
 
 # --- the routine fold (hot path) ---------------------------------------------------------------
@@ -284,6 +286,26 @@ def _pruned(routines: dict[str, Raw], raw: Raw) -> None:
         raise TypeError("attempt_id must be a string and paths a list")
 
 
+def _notified(routines: dict[str, Raw], raw: Raw) -> None:
+    """SPEC §13: a notification hook ran; nothing in the view changes."""
+    entry = routines.get(raw["routine_id"]) or _create(routines, raw["routine_id"])
+    if entry["status"] not in _NOTIFIED:
+        raise _illegal(raw, entry)
+    if not isinstance(raw["event"], str) or not isinstance(raw["duration_s"], int | float):
+        raise TypeError("event must be a string and duration_s a number")
+
+
+def _superseded(routines: dict[str, Raw], raw: Raw) -> None:
+    """SPEC §13: the pending retry of the routine's failed last attempt was dropped."""
+    entry = routines.get(raw["routine_id"]) or _create(routines, raw["routine_id"])
+    if entry["status"] not in _SUPERSEDED:
+        raise _illegal(raw, entry)
+    if entry["attempt_id"] != raw["attempt_id"]:
+        raise _illegal(raw, entry, f"attempt {raw['attempt_id']} is not the last one")
+    if not isinstance(raw["scheduled_for"], str) or not isinstance(raw["superseded_by"], str):
+        raise TypeError("scheduled_for and superseded_by must be strings")
+
+
 _UPSTREAM_RESULTS = ("success", "failure", "skipped")  # what the upstream CLI records
 
 
@@ -350,6 +372,8 @@ _HANDLERS: dict[str, _Handler] = {
     "routine_paused": _pause_handler(_PAUSED),
     "routine_resumed": _pause_handler(_RESUMED),
     "occurrence_paused": _occurrence_paused,
+    "notification_sent": _notified,
+    "retry_superseded": _superseded,
 }
 assert set(_HANDLERS) == {t.event for t in TRANSITIONS}
 

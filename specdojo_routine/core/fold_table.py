@@ -76,6 +76,12 @@ TRANSITIONS: tuple[Transition, ...] = (
     # SPEC §15: retention removed an ended attempt's action evidence; the state stands.
     *(Transition(event="evidence_pruned", source=s, target=s,
                  note="retention: an ended attempt's evidence") for s in STATES[1:]),
+    # SPEC §13: a notification hook ran after an event; the state stands.
+    *(Transition(event="notification_sent", source=s, target=s,
+                 note="a hook ran; the state stands") for s in STATES),
+    # SPEC §13: a failed attempt's pending retry gave way to the next occurrence.
+    Transition(event="retry_superseded", source="failure", target="failure",
+               note="the next occurrence came due first; the retry is dropped"),
 )
 #: Events whose target state is their ``result``: their rows are keyed by (source, result).
 BY_RESULT = frozenset({"attempt_ended", "attempt_resolved", "routine_state_imported",

@@ -72,13 +72,14 @@ def build_job(r: Report, root: Node, *, file_id: str) -> model.JobDefinition | N
     specs = _input_specs(r, root.get("inputs"))
     task = _task(r, root.get("task"))
     key = _idempotency_key(r, root.get("run"))
+    on_interrupted = _on_interrupted(r, root.get("run"))
     checkpoint = _checkpoint(r, root.get("checkpoint"))
     _check_job_templates(r, root, specs)
     if r.failed or job_id is None or name is None or task is None or key is None:
         return None
     return model.JobDefinition(
         id=job_id, path=r.path, name=name, description=description, inputs=specs,
-        task=task, idempotency_key=key, checkpoint=checkpoint,
+        task=task, idempotency_key=key, checkpoint=checkpoint, on_interrupted=on_interrupted,
     )
 
 
@@ -279,13 +280,27 @@ def _strings(node: Node | None) -> tuple[str, ...]:
     return tuple(str(v) for v in node.value)
 
 
+def _on_interrupted(r: Report, node: Node | None) -> Literal["review", "retry"]:
+    """``run.on_interrupted`` (SPEC §7.3): review (default) or retry."""
+    value = node.get("on_interrupted") if node is not None and isinstance(node.value, dict) \
+        else None
+    if value is None:
+        return "review"
+    if value.value == "retry":
+        return "retry"
+    if value.value != "review":
+        r.error(value.where(),
+                f"run.on_interrupted must be review or retry (got {got(value.value)})")
+    return "review"
+
+
 def _idempotency_key(r: Report, node: Node | None) -> str | None:
     if node is None:
         r.error((1, 1), "run.idempotency_key is required")
         return None
     if not mapping(r, node, " with idempotency_key"):
         return None
-    unknown_keys(r, node, ("idempotency_key",), "run")
+    unknown_keys(r, node, ("idempotency_key", "on_interrupted"), "run")
     return text(r, required(r, node, "idempotency_key"), nonempty=True)
 
 

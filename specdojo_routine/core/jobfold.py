@@ -79,6 +79,7 @@ RUN_RULES: dict[str, dict[str, str | None]] = {
     "attempt_started": {"created": "running", "failed": "running", "partial": "running",
                         "waiting": "running"},
     "attempt_ended": {"running": None},
+    "attempt_resolved": {"running": None},  # SPEC §7.3: an operator closed an interrupted one
     "checkpoint_advanced": {"succeeded": "succeeded", "noop": "noop"},
     # SPEC §11.3: a committed, unmerged review leaves the run waiting (None: see _next_state)
     "review_ended": {"succeeded": None, "partial": None, "failed": "failed", "noop": "noop"},
@@ -203,6 +204,10 @@ def _run_ok(state: RunFold, raw: Raw) -> bool:
         return bool(raw["attempt"] == len(attempts) + 1)
     if raw["type"] == "attempt_ended":
         return bool(raw["attempt"] == attempts[-1]["attempt"] and raw["status"] in RUN_STATUSES)
+    if raw["type"] == "attempt_resolved":
+        return bool(raw["attempt"] == attempts[-1]["attempt"]
+                    and raw["status"] in ("succeeded", "failed", "noop")
+                    and isinstance(raw["note"], str) and isinstance(raw["resolved_by"], str))
     if raw["type"] == "review_ended":
         return bool(raw["attempt"] == attempts[-1]["attempt"]
                     and isinstance(raw["merged"], bool))
@@ -232,6 +237,13 @@ def _run_attempt_ended(state: RunFold, raw: Raw, at: str) -> None:
     attempts[-1] = ended
 
 
+def _run_attempt_resolved(state: RunFold, raw: Raw, at: str) -> None:
+    """The open attempt ends with the operator's status; its reason says who and why."""
+    why = raw.get("reason") or f"resolved by {raw['resolved_by']}: {raw['note']}"
+    _run_attempt_ended(state, {"status": raw["status"], "reason": why}, at)
+    state.record["attempts"][-1]["resolved_by"] = raw["resolved_by"]
+
+
 def _checkpoint_advanced(state: RunFold, raw: Raw, at: str) -> None:
     values = raw["values"]
     if not isinstance(values, dict):
@@ -252,6 +264,7 @@ _RUN_HANDLERS: dict[str, Callable[[RunFold, Raw, str], None]] = {
     "run_created": _run_created,
     "attempt_started": _run_attempt_started,
     "attempt_ended": _run_attempt_ended,
+    "attempt_resolved": _run_attempt_resolved,
     "checkpoint_advanced": _checkpoint_advanced,
     "review_ended": _review_ended,
 }

@@ -62,12 +62,38 @@ class Duration:
 
 
 @attrs.frozen(kw_only=True)
+class Notify:
+    """``policy.notify`` / the config's ``routine.notify`` (SPEC §13): a shell command run
+    after each recorded event whose kind is in ``on``."""
+
+    on: tuple[str, ...]
+    command: str
+
+
+NOTIFY_EVENTS = ("failure", "missed", "held", "interrupted", "recovered")
+
+
+@attrs.frozen(kw_only=True)
+class Retry:
+    """``policy.retry`` (SPEC §13): ``attempts`` counts the first; the n-th retry waits
+    ``min(delay x backoff^(n-1), max_delay)`` from the end of the attempt it retries."""
+
+    attempts: int
+    delay: Duration = Duration(text="30s", seconds=30)
+    backoff: float = 2.0
+    max_delay: Duration = Duration(text="1h", seconds=3600)
+
+
+@attrs.frozen(kw_only=True)
 class Policy:
     missed_run: MissedRun = MissedRun.LATEST
     overlap: str = "skip"
     on_interrupted: OnInterrupted = OnInterrupted.REVIEW
     on_failure: OnFailure = OnFailure.CONTINUE
     starting_deadline: Duration | None = None  # SPEC §9.2; None = no deadline
+    timeout: Duration | None = None  # SPEC §13: bounds a whole attempt; None = no bound
+    notify: Notify | None = None  # SPEC §13: None = the project's routine.notify, if any
+    retry: Retry | None = None  # SPEC §13: None = a failure waits for the next occurrence
 
 
 @attrs.frozen(kw_only=True)
@@ -91,12 +117,14 @@ class JobAction:
     inputs: Mapping[str, str] = attrs.field(factory=dict)
     commit: bool = False  # legacy: review before merge in a worktree (SPEC §11.3)
     kind: Literal["job"] = "job"
+    timeout: Duration | None = None  # the action's own bound (SPEC §13)
 
 
 @attrs.frozen(kw_only=True)
 class SpecdojoAction:
     args: tuple[str, ...]
     kind: Literal["specdojo"] = "specdojo"
+    timeout: Duration | None = None  # the action's own bound (SPEC §13)
 
 
 @attrs.frozen(kw_only=True)
@@ -106,6 +134,7 @@ class RegisterAction:
     statuses: tuple[str, ...] = ()
     limit: int | None = None
     kind: Literal["register"] = "register"
+    timeout: Duration | None = None  # the action's own bound (SPEC §13)
 
 
 @attrs.frozen(kw_only=True)
@@ -117,12 +146,14 @@ class ExecAutoAction:
     parallel: int | None = None
     loop: bool = False
     max_rounds: int | None = None
+    timeout: Duration | None = None  # the action's own bound (SPEC §13)
 
 
 @attrs.frozen(kw_only=True)
 class ExecResumeAction:
     parallel: int | None = None
     kind: Literal["exec-resume"] = "exec-resume"
+    timeout: Duration | None = None  # the action's own bound (SPEC §13)
 
 
 Action = JobAction | SpecdojoAction | RegisterAction | ExecAutoAction | ExecResumeAction
@@ -253,6 +284,10 @@ class JobDefinition:
     task: Task
     idempotency_key: str
     checkpoint: CheckpointSpec | None = None
+    #: ``run.on_interrupted`` (SPEC §7.3): ``review`` (default: an interrupted attempt waits
+    #: for ``job resolve``) or ``retry`` (closed as failed and attempted again, for commands
+    #: that are safe to repeat)
+    on_interrupted: Literal["review", "retry"] = "review"
 
     @property
     def slug(self) -> str:

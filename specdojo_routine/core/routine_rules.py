@@ -45,12 +45,12 @@ from specdojo_routine.core.validation import (
 
 ROUTINE_KEYS = ("id", "name", "description", "enabled", "trigger", "interval", "policy", "action")
 _ACTION_KEYS: dict[str, tuple[str, ...]] = {
-    "job": ("kind", "job", "inputs", "commit"),
-    "specdojo": ("kind", "args"),
-    "register": ("kind", "filter", "limit"),
-    "exec-auto": ("kind", "strategy", "parallel", "loop", "max_rounds"),
-    "exec-cycle": ("kind", "strategy", "parallel", "loop", "max_rounds"),
-    "exec-resume": ("kind", "parallel"),
+    "job": ("kind", "job", "inputs", "commit", "timeout"),
+    "specdojo": ("kind", "args", "timeout"),
+    "register": ("kind", "filter", "limit", "timeout"),
+    "exec-auto": ("kind", "strategy", "parallel", "loop", "max_rounds", "timeout"),
+    "exec-cycle": ("kind", "strategy", "parallel", "loop", "max_rounds", "timeout"),
+    "exec-resume": ("kind", "parallel", "timeout"),
 }
 _FILTERS = (
     ("types", model.REGISTER_TYPES),
@@ -160,10 +160,14 @@ def _policy(r: Report, node: Node | None) -> model.Policy | None:
         on_interrupted=_ON_INTERRUPTED[resume or "review"],
         on_failure=_on_failure(r, node.get("on_failure")),
         starting_deadline=_deadline(r, node.get("starting_deadline")),
+        timeout=timeout(r, node.get("timeout")),
+        notify=notify_block(r, node.get("notify")),
+        retry=_retry(r, node.get("retry")),
     )
 
 
-POLICY_KEYS = ("missed_run", "overlap", "on_interrupted", "on_failure", "starting_deadline")
+POLICY_KEYS = ("missed_run", "overlap", "on_interrupted", "on_failure", "starting_deadline",
+               "timeout", "notify", "retry")
 _POLICY_SHAPE = " (" + ", ".join(POLICY_KEYS) + ")"
 # value -> member, in declaration order (the allowed values of the messages)
 _MISSED_RUN = {m.value: m for m in model.MissedRun}
@@ -192,6 +196,86 @@ def _deadline(r: Report, node: Node | None) -> model.Duration | None:
                 f"policy.starting_deadline must be <n>s|m|h|d|w (got {got(node.value)})")
         return None
     return model.Duration(text=str(node.value).strip(), seconds=seconds)
+
+
+def timeout(r: Report, node: Node | None) -> model.Duration | None:
+    """``policy.timeout`` or an action's ``timeout`` (SPEC §13): interval syntax plus ``s``."""
+    if node is None:
+        return None
+    seconds = parse_duration(node.value)
+    if seconds is None:
+        r.error(node.where(), f"{node.label} must be <n>s|m|h|d|w, e.g. 90s or 6h "
+                f"(got {got(node.value)})")
+        return None
+    return model.Duration(text=str(node.value).strip(), seconds=seconds)
+
+
+RETRY_KEYS = ("attempts", "delay", "backoff", "max_delay")
+
+
+def _retry(r: Report, node: Node | None) -> model.Retry | None:
+    """``policy.retry`` (SPEC §13): ``attempts`` 2-10 (required), ``delay`` and ``max_delay``
+    durations, ``backoff`` 1-10."""
+    if node is None or not mapping(r, node, " with attempts (and delay, backoff, max_delay)"):
+        return None
+    unknown_keys(r, node, RETRY_KEYS, node.label)
+    base = model.Retry(attempts=2)
+    attempts_node = required(r, node, "attempts")
+    attempts = None
+    if attempts_node is not None:
+        value = attempts_node.value
+        if isinstance(value, int) and not isinstance(value, bool) and 2 <= value <= 10:
+            attempts = int(value)
+        else:
+            r.error(attempts_node.where(), f"{attempts_node.label} must be an integer from 2 to "
+                    f"10, counting the first attempt (got {got(value)})")
+    backoff_node = node.get("backoff")
+    backoff = base.backoff
+    if backoff_node is not None:
+        value = backoff_node.value
+        if isinstance(value, int | float) and not isinstance(value, bool) and 1 <= value <= 10:
+            backoff = float(value)
+        else:
+            r.error(backoff_node.where(), f"{backoff_node.label} must be a number from 1 to 10 "
+                    f"(got {got(value)})")
+    delay, max_delay = timeout(r, node.get("delay")), timeout(r, node.get("max_delay"))
+    if attempts is None or r.failed:
+        return None
+    return model.Retry(attempts=attempts, delay=delay or base.delay, backoff=backoff,
+                       max_delay=max_delay or base.max_delay)
+
+
+NOTIFY_KEYS = ("on", "command")
+
+
+def notify_block(r: Report, node: Node | None) -> model.Notify | None:
+    """``policy.notify`` or the config's ``routine.notify`` (SPEC §13): ``on`` (a non-empty
+    list of event kinds) and ``command`` (a shell command), both required."""
+    if node is None or not mapping(r, node, " with on and command"):
+        return None
+    unknown_keys(r, node, NOTIFY_KEYS, node.label)
+    on_node, command_node = required(r, node, "on"), required(r, node, "command")
+    command = text(r, command_node, nonempty=True)
+    kinds = _notify_events(r, on_node) if on_node is not None else None
+    if command is None or kinds is None:
+        return None
+    return model.Notify(on=kinds, command=command)
+
+
+def _notify_events(r: Report, node: Node) -> tuple[str, ...] | None:
+    allowed = ", ".join(model.NOTIFY_EVENTS)
+    if not isinstance(node.value, list) or not node.value:
+        r.error(node.where(), f"{node.label} must be a non-empty list of: {allowed} "
+                f"(got {got(node.value)})")
+        return None
+    kinds: list[str] = []
+    for item in node.elements():
+        if isinstance(item.value, str) and item.value in model.NOTIFY_EVENTS:
+            kinds.append(item.value)
+        else:
+            r.error(item.pos, f"{node.label} contains unknown event {got(item.value)}. "
+                    f"Allowed: {allowed}")
+    return tuple(dict.fromkeys(kinds)) if len(kinds) == len(node.value) else None
 
 
 def _actions(r: Report, root: Node, jobs: JobIndex) -> tuple[tuple[model.Action, ...], bool]:
@@ -224,6 +308,12 @@ def _action(r: Report, node: Node, jobs: JobIndex) -> model.Action | None:
         return None
     allowed = _ACTION_KEYS[kind]
     unknown_keys(r, node, allowed, "action", hint=f"kind {kind} takes: {', '.join(allowed)}")
+    own = timeout(r, node.get("timeout"))
+    built = _action_of_kind(r, node, kind, jobs)
+    return built if built is None or own is None else attrs.evolve(built, timeout=own)
+
+
+def _action_of_kind(r: Report, node: Node, kind: str, jobs: JobIndex) -> model.Action | None:
     if kind == "job":
         return _job_action(r, node, jobs)
     if kind == "specdojo":

@@ -111,7 +111,7 @@ class Occurrence:
 
     routine_id: str
     scheduled_for: datetime  # aware UTC; whole minutes for cron
-    trigger: Literal["due", "id", "release", "backfill"]
+    trigger: Literal["due", "id", "release", "backfill", "retry"]
     passed_over_since: datetime | None = None  # `latest`: earliest occurrence coalesced
     #: interval routines: when the interval elapsed (anchor + interval), None if never run
     due_at: datetime | None = None

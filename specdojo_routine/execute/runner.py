@@ -5,7 +5,8 @@ when the runner dies (``PR_SET_PDEATHSIG``; the caller records the group id, so 
 whether anything of it still runs); stdout and stderr are captured
 (the first 4 MiB of each) and streamed live, line by line and redacted, to an optional ``echo``
 stream. When the command ends, or its timeout expires, the whole group is terminated (SIGTERM,
-then SIGKILL after 2 s), so no background child outlives its Job. An operator's stop (SIGINT or
+then SIGKILL after 2 s, or the caller's ``kill_grace_s`` on a timeout), so no background child
+outlives its Job. An operator's stop (SIGINT or
 SIGTERM to the runner, :mod:`.stop`) terminates the group the same way with a 10 s grace, and
 the outcome says ``stopped by SIG…``; once a stop is requested no command starts.
 """
@@ -154,11 +155,13 @@ def run_argv(
     timeout_s: float | None = None,
     echo: TextIO | None = None,
     on_start: Callable[[int], None] | None = None,
+    kill_grace_s: float = KILL_GRACE_S,
 ) -> CommandOutcome:
     """Run ``argv`` without a shell; a missing executable is an outcome, not an exception;
-    ``on_start`` as for :func:`run_shell`."""
+    ``on_start`` as for :func:`run_shell`; ``kill_grace_s``: how long the group has between
+    SIGTERM and SIGKILL when the timeout expires."""
     return _run(list(argv), cwd=cwd, env=env, timeout_s=timeout_s, echo=echo,
-                on_start=on_start)
+                on_start=on_start, kill_grace_s=kill_grace_s)
 
 
 def _start_error(exc: Exception, argv: Sequence[str], cwd: Path) -> str:
@@ -183,12 +186,13 @@ def _run(
     timeout_s: float | None,
     echo: TextIO | None,
     on_start: Callable[[int], None] | None = None,
+    kill_grace_s: float = KILL_GRACE_S,
 ) -> CommandOutcome:
     """Run one command to its end; a stop arriving meanwhile ends it in order (its outcome
     is returned inside a deferred section, :mod:`.stop`; raised as ``Stopped`` outside)."""
     with stop.deferred():
         return _run_deferred(argv, cwd=cwd, env=env, timeout_s=timeout_s, echo=echo,
-                             on_start=on_start)
+                             on_start=on_start, kill_grace_s=kill_grace_s)
 
 
 def _run_deferred(
@@ -199,6 +203,7 @@ def _run_deferred(
     timeout_s: float | None,
     echo: TextIO | None,
     on_start: Callable[[int], None] | None,
+    kill_grace_s: float = KILL_GRACE_S,
 ) -> CommandOutcome:
     started_at, t0 = datetime.now(UTC), time.monotonic()
     if stop.requested() is not None:  # a stop starts nothing more
@@ -225,7 +230,7 @@ def _run_deferred(
     secrets = secret_values(env)
     streams = {pipe: Stream(echo, LineRedactor(secrets)) for pipe in (proc.stdout, proc.stderr)}
     try:
-        ending = _pump(proc, streams, timeout_s)
+        ending = _pump(proc, streams, timeout_s, kill_grace_s)
     except BaseException:  # e.g. Ctrl-C: the command's own group does not get the signal
         _kill_now(proc)
         raise
@@ -295,7 +300,8 @@ _Ending = Literal[None, "timeout", "stopped"]
 
 
 def _pump(
-    proc: subprocess.Popen[bytes], streams: Mapping[IO[bytes], Stream], timeout_s: float | None
+    proc: subprocess.Popen[bytes], streams: Mapping[IO[bytes], Stream], timeout_s: float | None,
+    kill_grace_s: float = KILL_GRACE_S,
 ) -> _Ending:
     """Read both pipes until the command and its process group are gone; how we ended it:
     None (it ended itself), "timeout", or "stopped" (an operator's stop, :mod:`.stop`)."""
@@ -315,7 +321,8 @@ def _pump(
             if killer is None and not exited and stop.requested() is not None:
                 ending, killer = "stopped", _GroupKiller(proc.pid, grace_s=stop.GRACE_S)
             elif killer is None and (exited or (deadline is not None and now >= deadline)):
-                ending, killer = (None if exited else "timeout"), _GroupKiller(proc.pid)
+                ending = None if exited else "timeout"
+                killer = _GroupKiller(proc.pid, grace_s=kill_grace_s if ending else KILL_GRACE_S)
             elif ending == "stopped" and killer is not None and stop.count() > 1:
                 killer.hurry()  # a second stop: no more grace
             if (

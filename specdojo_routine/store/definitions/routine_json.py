@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import orjson
 
 from specdojo_routine.core import model
@@ -41,10 +42,56 @@ def encode(routine: model.Routine) -> list[Any]:
         None if trigger is None else [trigger.cron, trigger.timezone],
         None if interval is None else [interval.text, interval.seconds],
         orjson.dumps([policy.missed_run.value, policy.overlap, policy.on_interrupted.value,
-                      policy.on_failure.value,
-                      None if deadline is None else [deadline.text, deadline.seconds]]).decode(),
-        orjson.dumps([_encode_action(action) for action in routine.actions]).decode(),
+                      policy.on_failure.value, _encode_duration(deadline),
+                      _encode_duration(policy.timeout),
+                      None if policy.notify is None else [list(policy.notify.on),
+                                                          policy.notify.command],
+                      _encode_retry(policy.retry)]).decode(),
+        orjson.dumps([[*_encode_action(action), _encode_duration(action.timeout)]
+                      for action in routine.actions]).decode(),
     ]
+
+
+def _encode_duration(value: model.Duration | None) -> list[Any] | None:
+    return None if value is None else [value.text, value.seconds]
+
+
+def _encode_retry(retry: model.Retry | None) -> list[Any] | None:
+    if retry is None:
+        return None
+    return [retry.attempts, _encode_duration(retry.delay), retry.backoff,
+            _encode_duration(retry.max_delay)]
+
+
+def _retry(value: object) -> model.Retry | None:
+    if value is None:
+        return None
+    attempts, delay, backoff, max_delay = _list(value)
+    if type(backoff) is not float:
+        raise _Bad
+    return model.Retry(attempts=_int(attempts), delay=_duration(delay) or _no(),
+                       backoff=backoff, max_delay=_duration(max_delay) or _no())
+
+
+def _no() -> model.Duration:
+    raise _Bad
+
+
+def _duration(value: object) -> model.Duration | None:
+    if value is None:
+        return None
+    pair = _pair(value)
+    return model.Duration(text=_text(pair[0]), seconds=_int(pair[1]))
+
+
+def _notify(value: object) -> model.Notify | None:
+    if value is None:
+        return None
+    on, command = _pair(value)
+    kinds = _texts(on)
+    if not kinds or any(kind not in model.NOTIFY_EVENTS for kind in kinds):
+        raise _Bad
+    return model.Notify(on=kinds, command=_text(command))
 
 
 def _encode_action(action: model.Action) -> list[Any]:
@@ -102,21 +149,32 @@ class Decoder:
     def _action_list(self, text: str) -> tuple[model.Action, ...]:
         found = self._actions.get(text)
         if found is None:
-            found = self._actions[text] = tuple(_action(a) for a in _list(orjson.loads(text)))
+            found = self._actions[text] = tuple(_timed_action(a)
+                                                for a in _list(orjson.loads(text)))
         return found
 
 
 def _policy(doc: object) -> model.Policy:
     items = _list(doc)
-    if len(items) != 5:
+    if len(items) != 8:
         raise _Bad
-    missed, overlap, interrupted, failure, deadline = items
+    missed, overlap, interrupted, failure, deadline, timeout, notify, retry = items
     return model.Policy(
         missed_run=_MISSED[_text(missed)], overlap=_text(overlap),
         on_interrupted=_INTERRUPTED[_text(interrupted)], on_failure=_FAILURE[_text(failure)],
-        starting_deadline=None if deadline is None else model.Duration(
-            text=_text(_pair(deadline)[0]), seconds=_int(deadline[1])),
+        starting_deadline=_duration(deadline), timeout=_duration(timeout),
+        notify=_notify(notify), retry=_retry(retry),
     )
+
+
+def _timed_action(doc: object) -> model.Action:
+    """An action and, as its last item, its own ``timeout`` (SPEC §13)."""
+    items = _list(doc)
+    if len(items) < 2:
+        raise _Bad
+    action = _action(items[:-1])
+    timeout = _duration(items[-1])
+    return action if timeout is None else attrs.evolve(action, timeout=timeout)
 
 
 def _action(doc: object) -> model.Action:

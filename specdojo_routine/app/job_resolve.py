@@ -1,0 +1,161 @@
+"""``job resolve RUN_ID --status …``: an operator's outcome for an interrupted Job Run attempt
+(SPEC §7.3, seed 004: a run that stopped mid-way is never re-sent silently).
+
+An attempt is interrupted when it is open and its runner is dead (no live owner, no command
+group that outlived it). ``job run`` and routine job actions refuse such a run until this
+records ``attempt_resolved``; ``succeeded`` / ``noop`` then advance the checkpoint by
+``advance_on`` as an ended attempt would. ``resolve`` of a routine attempt resolves the Job
+Run attempts that attempt started (:func:`resolve_started_by`), so one decision covers both.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from specdojo_routine.core import jobplan
+from specdojo_routine.core.errors import RoutineError, UsageError
+from specdojo_routine.core.events import CheckpointAdvanced, JobEvent, RunAttemptResolved
+from specdojo_routine.core.redact import redact, secret_values
+from specdojo_routine.core.templates import job_context
+from specdojo_routine.execute import jobfiles, runner
+from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.definitions import load as definitions
+from specdojo_routine.store.ledger import adopt, runcheck, views
+from specdojo_routine.store.ledger import journal as ledger
+from specdojo_routine.store.locks import execlock
+from specdojo_routine.store.locks import routine as locks
+
+ACTOR = "specdojo_routine"
+STATUSES = ("succeeded", "failed", "noop")
+#: a routine attempt's resolved result -> its Job Runs' status (SPEC §7.3)
+FROM_ROUTINE = {"success": "succeeded", "failure": "failed", "skipped": "failed",
+                "partial": "succeeded"}
+Clock = Callable[[], datetime]
+
+
+def open_attempt(view: Mapping[str, Any] | None) -> int | None:
+    """The run's open attempt, if any."""
+    attempts = (view or {}).get("attempts") or []
+    opened = [int(a["attempt"]) for a in attempts if a.get("status") == "running"]
+    return max(opened, default=None)
+
+
+def interrupted(paths: ProjectPaths, run_id: str, view: Mapping[str, Any] | None) -> bool:
+    """Whether the run has an open attempt whose runner is gone (and nothing of it runs)."""
+    attempt = open_attempt(view)
+    if attempt is None:
+        return False
+    owner = jobfiles.attempt_owner(paths, run_id, attempt) or {}
+    if locks.owner_alive(owner.get("pid"), owner.get("host"), owner.get("start")) is True:
+        return False  # alive on this host (another host's cannot be checked: as `job run`)
+    return jobfiles.group_still_running(paths, run_id, attempt) is None
+
+
+def resolve_job_run(
+    paths: ProjectPaths, run_id: str, *, status: str, note: str, by: str | None = None,
+    env: Mapping[str, str] | None = None, clock: Clock | None = None,
+) -> int:
+    """Record the operator's ``status`` for the run's interrupted attempt; its number."""
+    if status not in STATUSES:
+        raise UsageError(f"--status must be one of {', '.join(STATUSES)} (got {status!r})")
+    if not note.strip():
+        raise UsageError("job resolve needs a --note saying what was checked (got an empty "
+                         "note)")
+    if adopt.load_run(paths, run_id) is None:
+        raise UsageError(f"unknown Job Run {run_id}; `job list` shows the runs")
+    the_env = dict(os.environ if env is None else env)
+    who = by or the_env.get("USER") or "unknown"
+    with _exec_lock(paths, the_env):
+        done = _resolve_locked(paths, [run_id], status=status, note=note, who=who,
+                               env=the_env, clock=clock or _now, strict=True)
+    return done[run_id]
+
+
+def resolve_started_by(
+    paths: ProjectPaths, run_ids: Iterable[str], *, result: str, note: str, who: str,
+    clock: Clock | None = None,
+) -> list[str]:
+    """``resolve`` of a routine attempt: its interrupted Job Runs with the matching status
+    (skipped -> failed, reason ``resolved as skipped``); the runs resolved."""
+    wanted = [r for r in dict.fromkeys(run_ids) if r]
+    if not wanted:
+        return []
+    env = dict(os.environ)
+    with _exec_lock(paths, env):
+        done = _resolve_locked(paths, wanted, status=FROM_ROUTINE[result], note=note, who=who,
+                               env=env, clock=clock or _now, strict=False,
+                               reason="resolved as skipped" if result == "skipped" else None)
+    return sorted(done)
+
+
+def runs_started_by(
+    paths: ProjectPaths, job_ids: Iterable[str], owner: Mapping[str, Any], known: Iterable[str],
+) -> list[str]:
+    """The Job Runs a routine attempt started: those its action events name (``known``) and
+    the runs of its Jobs with an open attempt of the same owner (pid, host and start: an
+    action interrupted before it could record its run id)."""
+    found = [r for r in known if r]
+    key = (owner.get("pid"), owner.get("host"), owner.get("start"))
+    for job_id in dict.fromkeys(job_ids):
+        for run_id in adopt.run_ids(paths, job_id):
+            view = views.load_job_run(paths, run_id)
+            attempt = open_attempt(view)
+            if attempt is None or run_id in found:
+                continue
+            theirs = jobfiles.attempt_owner(paths, run_id, attempt) or {}
+            if (theirs.get("pid"), theirs.get("host"), theirs.get("start")) == key:
+                found.append(run_id)
+    return found
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _exec_lock(paths: ProjectPaths, env: Mapping[str, str]) -> Any:
+    """The project exec lock (busy: ``ExecLockBusy``, exit 75), as ``job run`` takes it."""
+    return execlock.exec_lock(paths.exec_locks_dir, actor=ACTOR, env=env)
+
+
+def _resolve_locked(
+    paths: ProjectPaths, run_ids: list[str], *, status: str, note: str, who: str,
+    env: Mapping[str, str], clock: Clock, strict: bool, reason: str | None = None,
+) -> dict[str, int]:
+    defs = definitions.load_jobs(paths)
+    secrets = secret_values(env)
+    done: dict[str, int] = {}
+    for run_id in run_ids:
+        view = adopt.load_run(paths, run_id)
+        if view is None:
+            continue
+        runcheck.import_job_runs(paths, clock, job_id=view["job_id"], needed=run_id)
+        log = ledger.Ledger(paths.run_ledger(run_id), clock=clock)
+        view = views.load_job_run(paths, run_id)
+        attempt = open_attempt(view)
+        if view is None or attempt is None or not interrupted(paths, run_id, view):
+            if strict:
+                shown = "running" if attempt is not None else view["state"] if view else None
+                raise RoutineError(f"Job Run {run_id} is not interrupted (state: {shown}); "
+                                   "nothing was recorded")
+            continue
+        batch: list[JobEvent] = [RunAttemptResolved(
+            run_id=run_id, attempt=attempt, status=status,  # type: ignore[arg-type]
+            note=redact(note, secrets), resolved_by=who, reason=reason)]
+        job = defs.job(view["job_id"])
+        if job is not None:
+            context = job_context(
+                job_id=job.id, project_id=view["project_id"],
+                specdojo=shlex.join(runner.specdojo_prefix(env)),
+                scheduled_at=view["scheduled_at"], inputs=dict(view["inputs"]),
+                checkpoint=dict(view["checkpoint_before"]) or None, job_run_id=run_id)
+            values = jobplan.checkpoint_after(job, status, context)
+            if values is not None:
+                batch.append(CheckpointAdvanced(run_id=run_id, job_id=job.id, values=values))
+        log.append_many(batch)
+        views.refresh_job_views(paths, [run_id])
+        done[run_id] = attempt
+    return done

@@ -1,0 +1,78 @@
+"""Notification hooks wired to the routine ledger (SPEC §13).
+
+After :mod:`.handlers` records an event an operator may want to hear about - an attempt that
+ended ``failure``, the first ``success`` after a failure (``recovered``), an occurrence
+``held`` or ``missed``, an attempt found ``interrupted`` - :func:`notify` runs the routine's
+``policy.notify`` command (else the project's ``routine.notify``) when its ``on`` lists that
+kind, and appends ``notification_sent``. The hook's outcome never changes a result: a hook that
+fails, cannot start or is killed at its timeout is a ``warning:`` line of the run. An attempt
+found interrupted is notified once (the ledger already saying so is enough). While a stop is
+being recorded nothing is notified: the operator is stopping the runner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from specdojo_routine.core import events
+from specdojo_routine.core.model import Notify, Routine
+from specdojo_routine.core.redact import redact
+from specdojo_routine.execute import notify as hooks
+from specdojo_routine.execute import stop
+from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.definitions.notifyconfig import load_default_notify
+from specdojo_routine.store.ledger.backwards import read_backwards
+
+
+def hook_for(paths: ProjectPaths, routine: Routine) -> Notify | None:
+    """The routine's own ``policy.notify``, else the project's default (a default with
+    problems is not used: ``validate`` names them)."""
+    if routine.policy.notify is not None:
+        return routine.policy.notify
+    default, problems = load_default_notify(paths)
+    return None if any(not p.warning for p in problems) else default
+
+
+def notify(
+    *, paths: ProjectPaths, routine: Routine, kind: str, env: Mapping[str, str],
+    secrets: tuple[str, ...], record: Callable[[events.NotificationSent], object],
+    warnings: list[str], attempt_id: str | None = None, scheduled_for: str | None = None,
+    result: str | None = None, reason: str | None = None, cause: str = "",
+) -> None:
+    """Run the hook for ``kind`` if the routine's notify block asks for it (see the module
+    docstring); ``cause`` is the ledger type of the event being notified."""
+    hook = hook_for(paths, routine)
+    if hook is None or kind not in hook.on or stop.requested() is not None:
+        return
+    if kind == "interrupted" and attempt_id is not None and _already_told(
+            paths, routine.id, attempt_id):
+        return
+    payload: dict[str, Any] = {
+        "event": kind, "type": cause, "routine_id": routine.id, "attempt_id": attempt_id,
+        "scheduled_for": scheduled_for, "result": result, "reason": reason,
+    }
+    outcome = hooks.run_hook(hook.command, root=paths.root, env=env, payload=payload,
+                             secrets=list(secrets))
+    record(events.NotificationSent(
+        routine_id=routine.id, event=kind, exit_code=outcome.exit_code,
+        duration_s=float(outcome.duration_s), attempt_id=attempt_id,
+        scheduled_for=scheduled_for, reason=outcome.error))
+    if outcome.exit_code != 0:
+        why = outcome.error or f"exited with code {outcome.exit_code}"
+        warnings.append(redact(f"warning: {routine.id}: the {kind} notification hook {why}; "
+                               "the routine's result stands (fix policy.notify.command or "
+                               "routine.notify in the config)", list(secrets)))
+
+
+def _already_told(paths: ProjectPaths, routine_id: str, attempt_id: str) -> bool:
+    """Whether the ledger records an ``interrupted`` notification for this attempt (read from
+    the end back to the attempt's start, so the cost is what happened since)."""
+    for _, raw in read_backwards(paths.routine_ledger):
+        if raw.get("routine_id") != routine_id or raw.get("attempt_id") != attempt_id:
+            continue
+        if raw.get("type") == "notification_sent" and raw.get("event") == "interrupted":
+            return True
+        if raw.get("type") == "attempt_started":
+            return False
+    return False

@@ -1,0 +1,80 @@
+"""Retry with backoff (SPEC §13), pure: whether a routine's last attempt waits for a retry,
+and when.
+
+A failed attempt is retried when the routine has ``policy.retry``, the attempt was started by
+``due``, ``release`` or ``retry`` (never an operator's ``run --id`` or a backfill), it failed
+on its own (not stopped by a signal, not closed as interrupted, not resolved by an operator)
+and fewer than ``attempts`` attempts of its occurrence have run. The n-th retry waits
+``min(delay x backoff^(n-1), max_delay)`` from the end of the attempt it retries.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import attrs
+
+from specdojo_routine.core.model import Retry
+from specdojo_routine.core.timefmt import format_s
+
+RETRIED_TRIGGERS = frozenset({"due", "release", "retry"})
+
+
+@attrs.frozen(kw_only=True)
+class LastAttempt:
+    """The routine's last ended attempt, as its ``attempt_started`` / ``attempt_ended`` say."""
+
+    attempt_id: str
+    trigger: str
+    scheduled_for: str
+    retry_of: str | None  # the occurrence's first attempt (None: this is the first)
+    number: int  # counting the first attempt: 1 for it, 2 for its first retry
+    result: str
+    reason: str | None
+    completed_at: datetime
+
+
+@attrs.frozen(kw_only=True)
+class PendingRetry:
+    failed_attempt_id: str
+    first_attempt_id: str
+    scheduled_for: str
+    number: int  # the attempt the retry will be, counting the first
+    of: int  # policy.retry.attempts
+    due_at: datetime
+
+    @property
+    def label(self) -> str:
+        """``retrying (2/3) at <time>``: what ``list`` and ``status`` show."""
+        return f"retrying ({self.number}/{self.of}) at {format_s(self.due_at)}"
+
+
+def wait(retry: Retry, n: int) -> timedelta:
+    """How long the ``n``-th retry (n >= 1) waits after the attempt it retries."""
+    seconds = min(retry.delay.seconds * retry.backoff ** (n - 1), retry.max_delay.seconds)
+    return timedelta(seconds=seconds)
+
+
+def retries_after(retry: Retry | None, trigger: str, number: int) -> bool:
+    """Whether a failure of an attempt with ``trigger`` and ``number`` would be retried (so
+    it does not begin a hold: ``on_failure: hold`` holds only after the last one, §13)."""
+    return retry is not None and trigger in RETRIED_TRIGGERS and number < retry.attempts
+
+
+def pending(retry: Retry | None, last: LastAttempt | None) -> PendingRetry | None:
+    """The retry the routine's last attempt waits for, or None."""
+    if retry is None or last is None or last.result != "failure":
+        return None
+    reason = last.reason or ""
+    if reason.startswith("stopped by ") or reason == "interrupted":
+        return None
+    if not retries_after(retry, last.trigger, last.number):
+        return None
+    return PendingRetry(
+        failed_attempt_id=last.attempt_id, first_attempt_id=last.retry_of or last.attempt_id,
+        scheduled_for=last.scheduled_for, number=last.number + 1, of=retry.attempts,
+        due_at=last.completed_at + wait(retry, last.number))
+
+
+def superseded_reason(scheduled_for: str) -> str:
+    return f"superseded by the occurrence of {scheduled_for}, which became due first"

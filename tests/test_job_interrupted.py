@@ -1,0 +1,132 @@
+"""SPEC §7.3 "an interrupted attempt is never re-sent silently": a Job Run whose runner was
+SIGKILLed mid-task waits for `job resolve RUN_ID --status … --note …`; `job run` (and a routine
+job action) refuse it meanwhile; `resolve` of a routine attempt resolves the Job Runs it
+started; `run.on_interrupted: retry` opts a Job back in. Real runners, real SIGKILL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from typing import Any
+
+import orjson
+
+from tests.conftest import Project
+
+T0 = "2026-05-01T10:00:30Z"
+
+
+def _job(project: Project, extra: str = "") -> None:
+    """A Job that sleeps (recording its group) until the file `ok` exists, then succeeds."""
+    command = (f'if [ -e "{project.root}/ok" ]; then exit 0; fi; '
+               f'echo $$ > "{project.root}/pgid"; sleep 60')
+    project.job("job-send", f"""\
+        name: Send the weekly report
+        task: {{mode: command, command: {orjson.dumps(command).decode()}}}
+        run: {{idempotency_key: "{{{{job_id}}}}"{extra}}}
+        checkpoint: {{values: {{sent: "{{{{job_run_id}}}}"}}}}
+        """)
+
+
+def _kill_mid_task(project: Project, proc: subprocess.Popen[str]) -> None:
+    marker = project.root / "pgid"
+    deadline = time.monotonic() + 60
+    while not (marker.exists() and marker.read_text().strip()):
+        assert time.monotonic() < deadline and proc.poll() is None, proc.stderr
+        time.sleep(0.02)
+    pgid = int(marker.read_text())
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    with contextlib.suppress(ProcessLookupError):  # the task dies with its runner; be sure
+        os.killpg(pgid, signal.SIGKILL)
+    marker.unlink()
+
+
+def _view(project: Project, run_id: str) -> dict[str, Any]:
+    data: dict[str, Any] = orjson.loads(
+        (project.root / "execution" / "jobs" / "runs" / f"{run_id}.json").read_bytes())
+    return data
+
+
+def test_an_interrupted_job_run_waits_for_job_resolve(project: Project) -> None:
+    _job(project)
+    _kill_mid_task(project, project.popen("job", "run", "--job", "job-send"))
+    (project.root / "ok").touch()  # a re-send would now "succeed": it must not happen
+    listed = orjson.loads(project.cli("job", "list", "--json").stdout)
+    (run,) = listed["runs"]
+    run_id = run["run_id"]
+    assert ("interrupted", True) == (run["state"], run["interrupted"])
+    refused = project.cli("job", "run", "--job", "job-send")
+    assert 1 == refused.returncode
+    assert f"Job Run {run_id} was interrupted; resolve it first" in refused.stdout + \
+        refused.stderr
+    assert 1 == len(_view(project, run_id)["attempts"])  # nothing was re-sent
+    shown = project.cli("job", "show", run_id)
+    assert "state: interrupted" in shown.stdout
+    done = project.cli("job", "resolve", run_id, "--status", "succeeded", "--note",
+                       "the report was in the outbox", "--by", "ops")
+    assert 0 == done.returncode, done.stderr
+    view = _view(project, run_id)
+    assert "succeeded" == view["state"]
+    attempt = view["attempts"][-1]
+    assert ("succeeded", "ops") == (attempt["status"], attempt["resolved_by"])
+    assert "the report was in the outbox" in attempt["reason"]
+    assert {"sent": run_id} == view["checkpoint_after"]  # advanced as an ended attempt would
+    again = project.cli("job", "run", "--job", "job-send")
+    assert 0 == again.returncode and "duplicate complete" in again.stdout
+    wrong = project.cli("job", "resolve", run_id, "--status", "failed", "--note", "x")
+    assert 1 == wrong.returncode and "is not interrupted" in wrong.stderr
+    assert 1 == len(wrong.stderr.strip().splitlines())
+
+
+def test_on_interrupted_retry_runs_it_again(project: Project) -> None:
+    _job(project, ", on_interrupted: retry")
+    _kill_mid_task(project, project.popen("job", "run", "--job", "job-send"))
+    (project.root / "ok").touch()
+    again = project.cli("job", "run", "--job", "job-send")
+    assert 0 == again.returncode, again.stdout + again.stderr
+    (run_file,) = (project.root / "execution" / "jobs" / "runs").glob("*.json")
+    attempts = orjson.loads(run_file.read_bytes())["attempts"]
+    assert [("failed", "interrupted"), ("succeeded", None)] == [
+        (a["status"], a.get("reason")) for a in attempts]
+
+
+def test_resolving_the_routine_attempt_resolves_its_job_run(project: Project) -> None:
+    """A routine attempt killed mid-Job: a routine job action refuses the interrupted run
+    (`resolve` first), and `resolve --result skipped` closes the Job Run as failed,
+    `resolved as skipped`."""
+    _job(project)
+    project.routine("rtn-send", "interval: 1h\naction: {kind: job, job: job-send}\n")
+    _kill_mid_task(project, project.popen("run", "--due", "--now", T0))
+    done = project.cli("resolve", "rtn-send", "--result", "skipped", "--note", "checked")
+    assert 0 == done.returncode, done.stderr
+    (run_file,) = (project.root / "execution" / "jobs" / "runs").glob("*.json")
+    view = orjson.loads(run_file.read_bytes())
+    assert ("failed", "resolved as skipped") == (view["state"], view["attempts"][-1]["reason"])
+    assert "checkpoint_after" not in view
+
+
+def test_a_routine_job_action_refuses_an_interrupted_run(project: Project) -> None:
+    _job(project)
+    _kill_mid_task(project, project.popen("job", "run", "--job", "job-send"))
+    project.routine("rtn-send", "interval: 1h\naction: {kind: job, job: job-send}\n")
+    done = project.cli("run", "--due", "--now", T0)
+    assert 1 == done.returncode
+    ended = next(e for e in project.events() if e["type"] == "action_ended")
+    assert ended["reason"].endswith("was interrupted; resolve it first")
+
+
+def test_validate_checks_run_on_interrupted(project: Project) -> None:
+    project.job("job-bad", """\
+        name: Bad
+        task: {mode: command, command: "true"}
+        run: {idempotency_key: "{{job_id}}", on_interrupted: again}
+        """)
+    done = project.cli("validate")
+    assert 1 == done.returncode
+    assert ("jobs/job-bad.yaml:4:54: run.on_interrupted must be review or retry "
+            '(got "again")') in done.stdout + done.stderr

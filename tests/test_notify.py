@@ -1,0 +1,215 @@
+"""SPEC §13 "Notifications": `policy.notify` (or the config's `routine.notify`) runs a shell
+command after failure, missed, held, interrupted and recovered events, with the event in
+SPECDOJO_NOTIFY_* (secrets redacted); its outcome is `notification_sent` and never changes the
+routine's result (a failing hook is a `warning:` line). Real hooks in real runs.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from specdojo_routine.execute import notify
+from tests.conftest import Project, children
+
+T0 = "2026-05-01T10:00:30Z"
+T1 = "2026-05-01T12:00:30Z"
+T2 = "2026-05-01T14:00:30Z"
+SECRET = "s3cr3t-hook-value"
+
+
+def _hook(project: Project, tail: str = "exit 3") -> str:
+    """A hook that writes what it was given into the root, then ``tail``."""
+    return ('printf "%s|%s|%s|%s|%s|%s" "$SPECDOJO_NOTIFY_EVENT" "$SPECDOJO_ROUTINE_ID" '
+            '"$SPECDOJO_ATTEMPT_ID" "$SPECDOJO_SCHEDULED_FOR" "$SPECDOJO_RESULT" '
+            '"$SPECDOJO_REASON" >> hook.out; echo >> hook.out; '
+            'printf "%s\\n" "$SPECDOJO_NOTIFY_JSON" >> hook.json; ' + tail)
+
+
+def _sent(project: Project) -> list[dict[str, Any]]:
+    return [e for e in project.events() if e["type"] == "notification_sent"]
+
+
+def test_a_failing_hook_is_a_warning_and_the_hook_sees_the_event_redacted(
+    project: Project,
+) -> None:
+    """The action fails (its executable path holds a secret); the hook gets the event with
+    the secret redacted and exits 3: `notification_sent` records exit 3, stderr has one
+    `warning:` line and the run's result (exit 1, failure) is the action's, not the hook's."""
+    command = orjson.dumps(_hook(project)).decode()
+    project.routine("rtn-fail", f"""\
+        interval: 1h
+        policy: {{notify: {{on: [failure], command: {command}}}}}
+        action: {{kind: specdojo, args: [go]}}
+        """)
+    env = project.env(SPECDOJO_CLI=f"/nowhere/{SECRET}/specdojo", HOOK_TOKEN=SECRET)
+    done = project.cli("run", "--due", "--now", T0, env=env)
+    assert 1 == done.returncode, done.stderr
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    assert 1 == len(warnings) and "failure notification hook exited with code 3" in warnings[0]
+    attempt = next(e for e in project.events() if e["type"] == "attempt_ended")
+    assert "failure" == attempt["result"]
+    (sent,) = _sent(project)
+    assert ("failure", 3, attempt["attempt_id"]) == (sent["event"], sent["exit_code"],
+                                                     sent["attempt_id"])
+    assert isinstance(sent["duration_s"], float)
+    seen = (project.root / "hook.out").read_text().strip().split("|")
+    assert ["failure", "rtn-fail", attempt["attempt_id"], attempt["scheduled_for"],
+            "failure"] == seen[:5]
+    assert "executable not found" in seen[5] and SECRET not in seen[5]
+    event = orjson.loads((project.root / "hook.json").read_text())
+    assert ("failure", "attempt_ended", attempt["attempt_id"]) == (
+        event["event"], event["type"], event["attempt_id"])
+    assert SECRET not in (project.root / "hook.json").read_text()
+    assert SECRET not in project.ledger.read_text()
+    history = project.cli("history", "rtn-fail", env=env)
+    assert "notification_sent" in history.stdout and "exit 3" in history.stdout
+
+
+def test_a_hanging_hook_is_killed_at_its_timeout_and_leaves_no_process(
+    project: Project,
+) -> None:
+    """A hook that sleeps in a child and a grandchild is killed at the timeout (1 s here, by
+    the documented override): `notification_sent` has no exit code and says why; nothing of
+    the hook remains."""
+    hook = orjson.dumps('echo $$ > hook.pgid; sh -c "sleep 60 & sleep 60"').decode()
+    project.routine("rtn-hang", f"""\
+        interval: 1h
+        policy: {{notify: {{on: [failure], command: {hook}}}}}
+        action: {{kind: specdojo, args: [go]}}
+        """)
+    project.exit_codes({"go": 4})
+    t0 = time.monotonic()
+    done = project.cli("run", "--due", "--now", T0,
+                       env=project.env(SPECDOJO_NOTIFY_TIMEOUT_S="1"))
+    assert time.monotonic() - t0 < 30
+    assert 1 == done.returncode, done.stderr
+    (sent,) = _sent(project)
+    assert (None, "timed out after 1s") == (sent["exit_code"], sent["reason"])
+    assert 1.0 <= sent["duration_s"] < 10
+    assert "warning: rtn-hang: the failure notification hook timed out after 1s" in done.stderr
+    pgid = int((project.root / "hook.pgid").read_text())
+    assert not _alive_in_group(pgid)
+
+
+def test_the_default_timeout_is_sixty_seconds() -> None:
+    assert 60.0 == notify.TIMEOUT_S
+    assert 60.0 == notify.timeout_s({})
+    assert 60.0 == notify.timeout_s({notify.TIMEOUT_ENV: "soon"})
+    assert 60.0 == notify.timeout_s({notify.TIMEOUT_ENV: "-1"})
+    assert 2.5 == notify.timeout_s({notify.TIMEOUT_ENV: "2.5"})
+
+
+def test_recovered_fires_on_the_first_success_after_a_failure_from_the_config_default(
+    project: Project,
+) -> None:
+    """The project's routine.notify (on: [recovered]) is the default: a failure is not
+    notified, the next success is (`recovered`), the success after it is not."""
+    config = project.root / ".specdojo" / "specdojo.config.json"
+    data = orjson.loads(config.read_bytes())
+    data["projects"]["demo"]["routine"] = {"notify": {"on": ["recovered"],
+                                                      "command": _hook(project, "exit 0")}}
+    config.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    project.routine("rtn-flaky", "interval: 1h\naction: {kind: specdojo, args: [go]}\n")
+    project.exit_codes({"go": 1})
+    assert 1 == project.cli("run", "--due", "--now", T0).returncode
+    project.exit_codes({})
+    ok = project.cli("run", "--due", "--now", T1)
+    assert 0 == ok.returncode and "warning" not in ok.stderr, ok.stderr
+    assert 0 == project.cli("run", "--due", "--now", T2).returncode
+    sent = _sent(project)
+    assert [("recovered", 0)] == [(e["event"], e["exit_code"]) for e in sent]
+    lines = (project.root / "hook.out").read_text().splitlines()
+    assert 1 == len(lines) and lines[0].startswith("recovered|rtn-flaky|att-")
+    assert "|success|" in lines[0]
+
+
+def test_missed_and_held_are_notified(project: Project) -> None:
+    """An occurrence past its starting deadline is `missed`; under hold, the next occurrence
+    after a failure is `held`; each hook run is recorded."""
+    hook = orjson.dumps(_hook(project, "exit 0")).decode()
+    project.routine("rtn-late", f"""\
+        trigger: {{cron: "0 * * * *", timezone: UTC}}
+        policy: {{starting_deadline: 1m, notify: {{on: [missed], command: {hook}}}}}
+        action: {{kind: specdojo, args: [late]}}
+        """)
+    project.routine("rtn-hold", f"""\
+        trigger: {{cron: "0 * * * *", timezone: UTC}}
+        policy: {{on_failure: hold, notify: {{on: [held], command: {hook}}}}}
+        action: {{kind: specdojo, args: [hold]}}
+        """)
+    project.exit_codes({"hold": 1})
+    project.cli("run", "--due", "--now", "2026-05-01T10:00:10Z")
+    project.cli("run", "--due", "--now", "2026-05-01T11:05:00Z")
+    sent = sorted((e["routine_id"], e["event"]) for e in _sent(project))
+    assert [("rtn-hold", "held"), ("rtn-late", "missed")] == sent
+    lines = sorted((project.root / "hook.out").read_text().splitlines())
+    assert lines[0].startswith("held|rtn-hold||2026-05-01T11:00:00.000Z||held after failure")
+    assert lines[1].startswith("missed|rtn-late||2026-05-01T11:00:00.000Z||started 5m late")
+
+
+def test_an_interrupted_attempt_is_notified_once(project: Project) -> None:
+    """A runner SIGKILLed mid-action leaves an interrupted attempt: the next run notifies
+    `interrupted`, the run after it (still interrupted) does not notify again."""
+    hook = orjson.dumps(_hook(project, "exit 0")).decode()
+    project.routine("rtn-crash", f"""\
+        interval: 1h
+        policy: {{notify: {{on: [interrupted], command: {hook}}}}}
+        action: {{kind: specdojo, args: [sleep-30]}}
+        """)
+    proc = project.popen("run", "--due", "--now", T0)
+    deadline = time.monotonic() + 30
+    while not project.calls() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    sleepers = children(proc.pid)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    for child in sleepers:
+        os.killpg(child, signal.SIGKILL)
+    first = project.cli("run", "--due", "--now", T1)
+    second = project.cli("run", "--due", "--now", T2)
+    assert (1, 1) == (first.returncode, second.returncode)
+    (sent,) = _sent(project)
+    started = next(e for e in project.events() if e["type"] == "attempt_started")
+    assert ("interrupted", started["attempt_id"]) == (sent["event"], sent["attempt_id"])
+
+
+def test_validate_locates_notify_problems(project: Project) -> None:
+    project.routine("rtn-bad", """\
+        interval: 1h
+        policy:
+          notify: {on: [failure, sometimes], command: ""}
+        action: {kind: specdojo, args: [x]}
+        """)
+    config = project.root / ".specdojo" / "specdojo.config.json"
+    data = orjson.loads(config.read_bytes())
+    data["projects"]["demo"]["routine"] = {"notify": {"on": "failure"}}
+    config.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    done = project.cli("validate")
+    assert 1 == done.returncode
+    text = done.stdout + done.stderr
+    assert ('routines/rtn-bad.yaml:4:26: policy.notify.on contains unknown event "sometimes"'
+            in text), text
+    assert "routines/rtn-bad.yaml:4:47: policy.notify.command must not be empty" in text
+    assert (".specdojo/specdojo.config.json:11:17: projects.demo.routine.notify.on must be a "
+            "non-empty list of" in text), text
+    assert ".specdojo/specdojo.config.json:10:9:" in text and "command is required" in text
+
+
+def _alive_in_group(pgid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_bytes().rpartition(b")")[2].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            found.append(int(entry.name))
+    return found
