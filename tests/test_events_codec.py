@@ -118,6 +118,10 @@ STRATEGIES: dict[type[Any], st.SearchStrategy[Any]] = {
         ev.RunAttemptEnded, run_id=run_ids, attempt=st.integers(1, 99),
         status=st.sampled_from(ev.RUN_STATUSES), exit_code=st.none() | st.integers(-255, 255),
         evidence_ref=st.none() | texts, reason=st.none() | texts),
+    ev.RunAttemptResolved: st.builds(  # SPEC §7.3
+        ev.RunAttemptResolved, run_id=run_ids, attempt=st.integers(1, 99),
+        status=st.sampled_from(["succeeded", "failed", "noop"]), note=texts, resolved_by=texts,
+        reason=st.none() | texts),
     ev.CheckpointAdvanced: st.builds(ev.CheckpointAdvanced, run_id=run_ids, job_id=job_ids,
                                      values=json_objects),
     ev.ReviewEnded: st.builds(
@@ -187,6 +191,7 @@ def test_job_tag_set_is_frozen() -> None:
     assert {
         "run_created": ev.RunCreated, "attempt_started": ev.RunAttemptStarted,
         "attempt_ended": ev.RunAttemptEnded, "checkpoint_advanced": ev.CheckpointAdvanced,
+        "attempt_resolved": ev.RunAttemptResolved,  # SPEC §7.3
         "review_ended": ev.ReviewEnded,  # SPEC §11.3
         "run_imported": ev.RunImported, "checkpoint_imported": ev.CheckpointImported,  # §10
         "evidence_pruned": ev.EvidencePruned,  # SPEC §15

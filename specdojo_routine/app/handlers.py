@@ -423,9 +423,12 @@ def _run_routine(
         if isinstance(chosen, policy.Decision):  # paused, held or missed: the cursor moves on
             recorded = ctx.record(policy.record(routine, chosen))
             accounted = True
-            ctx.notify(routine, "held" if chosen.verdict == "hold" else "missed",
-                       cause=events.tag_of(recorded), scheduled_for=recorded.scheduled_for,
-                       reason=recorded.reason)
+            if chosen.verdict != "pause":  # an operator's pause is not an alarm (SPEC §13)
+                from specdojo_routine.core import events  # only when there is one to record
+
+                ctx.notify(routine, "held" if chosen.verdict == "hold" else "missed",
+                           cause=events.tag_of(recorded), scheduled_for=recorded.scheduled_for,
+                           reason=recorded.reason)
             continue
         if accounted:
             view, accounted = views.refresh_routine_view(ctx.paths), False
@@ -476,6 +479,8 @@ def _retry_or_supersede(
     ``retry_superseded``; False: that occurrence is selected as usual)."""
     pending, superseded_by, chosen = _retry_selection(ctx.paths, routine, state, ctx.now)
     if pending is not None and superseded_by is not None:
+        from specdojo_routine.core import events  # only when there is one to record
+
         when = superseded_by if superseded_by != "many" else format_ms(ctx.now)
         ctx.record(events.RetrySuperseded(
             routine_id=routine.id, attempt_id=pending.failed_attempt_id,

@@ -13,8 +13,12 @@ import orjson
 from specdojo_routine.core import model, routine_rules
 from specdojo_routine.core.errors import Problem
 from specdojo_routine.core.validation import Node, Report
-from specdojo_routine.store.config import CONFIG_RELPATH, ProjectPaths
-from specdojo_routine.store.definitions.safeyaml import read_definition
+from specdojo_routine.store.config import (
+    CONFIG_RELPATH,
+    NotRegularFile,
+    ProjectPaths,
+    read_regular,
+)
 
 
 def load_default_notify(paths: ProjectPaths) -> tuple[model.Notify | None, tuple[Problem, ...]]:
@@ -22,13 +26,15 @@ def load_default_notify(paths: ProjectPaths) -> tuple[model.Notify | None, tuple
     path = paths.root / CONFIG_RELPATH
     rel = CONFIG_RELPATH.as_posix()
     try:
-        raw = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):  # resolve_project read it: it changed since
+        raw = orjson.loads(read_regular(path))  # never a FIFO (SPEC §10 rule 8)
+    except (OSError, NotRegularFile, orjson.JSONDecodeError):  # resolve_project read it
         return None, ()
     entry = (raw.get("projects") or {}).get(paths.project_id) if isinstance(raw, dict) else None
     block = entry.get("routine") if isinstance(entry, dict) else None
     if not isinstance(block, dict) or "notify" not in block:
         return None, ()
+    from specdojo_routine.store.definitions.safeyaml import read_definition  # ruamel: only here
+
     report, data = read_definition(path, rel, "config")
     if data is None:  # not readable as YAML (tabs, say): check it unlocated
         report, data = Report(rel), raw
