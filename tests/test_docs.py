@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -38,11 +39,19 @@ CASES = [(p, lang, body, line) for p in DOCS for lang, body, line in blocks(p)
          if lang in ("python", "sh", "bash")]
 
 
-def _workspace(tmp_path: Path) -> Path:
-    """A scratch copy of the repository's fixtures (source files only), laid out like the
-    repository."""
+@pytest.fixture(scope="session")
+def _fixtures_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The repository's fixtures (source files only), copied once per session (per worker);
+    never run in: each block gets its own copy of it (:func:`_workspace`)."""
+    work = tmp_path_factory.mktemp("docs-fixtures") / "fixtures"
+    copy_source(REPO / "fixtures", work)
+    return work
+
+
+def _workspace(tmp_path: Path, fixtures: Path) -> Path:
+    """A scratch copy of the repository's fixtures, laid out like the repository."""
     work = tmp_path / "repo"
-    copy_source(REPO / "fixtures", work / "fixtures")
+    shutil.copytree(fixtures, work / "fixtures", symlinks=True)
     return work
 
 
@@ -75,9 +84,9 @@ def _run_shell_block(body: str, work: Path) -> None:
 @pytest.mark.parametrize(("path", "lang", "body", "line"), CASES,
                          ids=[f"{p.relative_to(REPO)}:{line}" for p, _, _, line in CASES])
 def test_doc_block_runs(path: Path, lang: str, body: str, line: int, tmp_path: Path,
-                        monkeypatch: pytest.MonkeyPatch) -> None:
+                        monkeypatch: pytest.MonkeyPatch, _fixtures_copy: Path) -> None:
     """The code block runs as written."""
-    work = _workspace(tmp_path)
+    work = _workspace(tmp_path, _fixtures_copy)
     if lang == "python":
         monkeypatch.chdir(work / "fixtures" / "demo")
         for key, value in _env(work).items():
