@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -93,11 +94,19 @@ CASES = [b for b in ALL if b.lang in ("python", "sh", "bash")]
 OUTPUTS = [b for b in ALL if b.kind == "output"]
 
 
-def _workspace(tmp_path: Path) -> Path:
-    """A scratch copy of the repository's fixtures (source files only), laid out like the
-    repository."""
+@pytest.fixture(scope="session")
+def _fixtures_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The repository's fixtures (source files only), copied once per session (per worker);
+    never run in: each block gets its own copy of it (:func:`_workspace`)."""
+    work = tmp_path_factory.mktemp("docs-fixtures") / "fixtures"
+    copy_source(REPO / "fixtures", work)
+    return work
+
+
+def _workspace(tmp_path: Path, fixtures: Path) -> Path:
+    """A scratch copy of the repository's fixtures, laid out like the repository."""
     work = tmp_path / "repo"
-    copy_source(REPO / "fixtures", work / "fixtures")
+    shutil.copytree(fixtures, work / "fixtures", symlinks=True)
     return work
 
 
@@ -153,9 +162,10 @@ def _run_shell(body: str, work: Path, capture: str | None = None) -> None:
 
 
 @pytest.mark.parametrize("block", CASES, ids=[b.name for b in CASES])
-def test_doc_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_doc_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                        _fixtures_copy: Path) -> None:
     """The code block runs as written."""
-    work = _workspace(tmp_path)
+    work = _workspace(tmp_path, _fixtures_copy)
     if block.lang == "python":
         monkeypatch.chdir(work / "fixtures" / "demo")
         for key, value in _env(work).items():
@@ -237,10 +247,11 @@ def _above(block: Block) -> Block:
 
 
 @pytest.mark.parametrize("block", OUTPUTS, ids=[b.name for b in OUTPUTS])
-def test_sample_output_is_what_the_command_prints(block: Block, tmp_path: Path) -> None:
+def test_sample_output_is_what_the_command_prints(block: Block, tmp_path: Path,
+                                                 _fixtures_copy: Path) -> None:
     """The sample is the output of its command, run for real (the set-up above it first)."""
     assert block.command and block.lang in ("text", "json"), block.name
-    work = _workspace(tmp_path)
+    work = _workspace(tmp_path, _fixtures_copy)
     window = Window()
     if block.above:
         _run_shell(_above(block).body, work)

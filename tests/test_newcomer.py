@@ -130,8 +130,11 @@ def test_ci_installs_the_system_packages_the_tests_use_when_they_are_missing(
     work = _ci_copy(tmp_path, "echo one > order.txt", "echo two >> order.txt")
     bin_dir = tmp_path / "bin"  # a PATH with what .ci/run needs, and neither package
     bin_dir.mkdir()
-    for name in ("sh", "python3", "rm", "dirname"):
+    for name in ("sh", "rm", "dirname"):
         (bin_dir / name).symlink_to(shutil.which(name) or f"/bin/{name}")
+    # the interpreter itself, not a launcher on PATH (a pyenv shim is a bash script that
+    # needs bash and env, which this PATH leaves out)
+    (bin_dir / "python3").symlink_to(Path(sys.executable).resolve())
     (bin_dir / "apt-get").write_text(
         '#!/bin/sh\necho "$*" >> "$APT_LOG"\ncase "$*" in *chromium*) exit 100 ;; esac\n')
     (bin_dir / "apt-get").chmod(0o755)
