@@ -230,7 +230,7 @@ def test_list_json_has_exactly_the_documented_keys(project: Project) -> None:
         ["now", "routines", "lock"],
         ["id", "enabled", "schedule", "kinds", "status", "interrupted", "last_run",
          "last_result", "last_scheduled_for", "last_reason", "due", "next_occurrence", "held",
-         "held_occurrences", "last_missed", "retrying"],
+         "held_occurrences", "last_missed", "paused", "retrying"],
         ["held", "pid", "host", "acquired_at", "suspicious"],
     ) == (list(doc), list(doc["routines"][0]), list(doc["lock"]))
 

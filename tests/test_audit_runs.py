@@ -15,6 +15,7 @@ import pytest
 
 from specdojo_routine.core import events
 from specdojo_routine.core.timefmt import format_s, parse_instant
+from specdojo_routine.store.ledger import chain
 from specdojo_routine.store.ledger import journal as ledger
 from tests.conftest import REPO, Project, period_job
 
@@ -348,9 +349,10 @@ def test_unknown_event_type_is_refused_naming_file_and_line(
     project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [x]}\n")
     ledger.Ledger(project.ledger).append(
         events.RoutineRegistered(routine_id="rtn-a", digest="d", path="p"))
+    prev = chain.line_hash(project.ledger.read_bytes().splitlines()[-1])  # a chained line
     with project.ledger.open("ab") as f:
         f.write(b'{"version":1,"seq":2,"type":"attempt_paused","at":"2026-05-01T10:00:00.000Z",'
-                b'"routine_id":"rtn-a"}\n')
+                b'"routine_id":"rtn-a","prev":"' + prev.encode() + b'"}\n')
     before = project.ledger.read_bytes()
     proc = project.cli(*command)
     assert (1, 1) == (proc.returncode, len(proc.stderr.splitlines())), proc.stderr
