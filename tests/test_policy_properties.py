@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from specdojo_routine.app import controls, handlers, release
@@ -67,6 +67,9 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
     return {"expr": draw(EXPRESSIONS), "zone": zone, "missed_run": missed_run,
             "on_failure": draw(st.sampled_from(["continue", "hold"])),
             "deadline": draw(DEADLINES), "start": start, "steps": steps,
+            # SPEC §13: a retry policy or none (a retry is the same occurrence, never a new one)
+            "retry": draw(st.one_of(st.none(), st.tuples(st.integers(2, 3),
+                                                         st.sampled_from(["1m", "30m", "2h"])))),
             "failures": draw(st.lists(st.booleans(), min_size=1, max_size=8))}
 
 
@@ -90,6 +93,8 @@ def _project(root: Path, sc: dict[str, Any]) -> None:
     (root / "jobs").mkdir()
     (root / "jobs" / "job-work.yaml").write_text(JOB)
     deadline = f", starting_deadline: {sc['deadline']}" if sc["deadline"] else ""
+    if sc["retry"] is not None:
+        deadline += f", retry: {{attempts: {sc['retry'][0]}, delay: {sc['retry'][1]}}}"
     (root / "routines" / "rtn-prop.yaml").write_text(
         f'id: rtn-prop\ntrigger: {{cron: "{sc["expr"]}", timezone: {sc["zone"]}}}\n'
         f"policy: {{missed_run: {sc['missed_run']}, on_failure: {sc['on_failure']}{deadline}}}\n"
@@ -144,18 +149,35 @@ def _accounted(lines: list[dict[str, Any]], sc: dict[str, Any],
 
 
 def _check_policies(lines: list[dict[str, Any]], sc: dict[str, Any]) -> None:
-    """Nothing due starts while held or paused, nor for an occurrence scheduled by the last
-    resume; every started due occurrence was on time."""
+    """Nothing due (nor a retry) starts while held or paused, nor for an occurrence scheduled
+    by the last resume; every started due occurrence was on time; a retry repeats a failed due
+    or release attempt's occurrence, at most ``attempts - 1`` times, and only the last failure
+    of an occurrence holds."""
     held, paused, resumed = False, False, ""
     deadline = schedule.parse_duration(sc["deadline"]) if sc["deadline"] else None
+    marker: dict[str, Any] = {}  # attempt id -> its recorded on_failure
+    retried: Counter[str] = Counter()  # first attempt id -> retries started
+    first_of: dict[str, dict[str, Any]] = {}  # attempt id -> its attempt_started
     for e in lines:
+        if e["type"] == "attempt_started":
+            marker[e["attempt_id"]] = e.get("on_failure")
+            first_of[e["attempt_id"]] = e
+        if e["type"] == "attempt_started" and e["trigger"] in ("due", "retry"):
+            assert not held, "a held routine starts nothing due, no retry either"
+            assert not paused, "a paused routine starts nothing due, no retry either"
         if e["type"] == "attempt_started" and e["trigger"] == "due":
-            assert not held, "a held routine starts nothing due"
-            assert not paused, "a paused routine starts nothing due"
             assert (e["passed_over_since"] or e["scheduled_for"]) > resumed, "no catch-up"
             late = parse_instant(e["last_run"]) - parse_instant(e["scheduled_for"])
             assert deadline is None or late <= timedelta(seconds=deadline)
-        if e["type"] == "attempt_ended" and e["result"] == "failure" and sc["on_failure"] == "hold":
+        if e["type"] == "attempt_started" and e["trigger"] == "retry":
+            assert sc["retry"] is not None, "no retry without policy.retry"
+            first = first_of[e["retry_of"]]
+            assert first["trigger"] in ("due", "release"), "never a run --id retried"
+            assert first["scheduled_for"] == e["scheduled_for"], "a retry is the same occurrence"
+            retried[e["retry_of"]] += 1
+            assert retried[e["retry_of"]] <= sc["retry"][0] - 1, "at most attempts - 1 retries"
+        if e["type"] == "attempt_ended" and e["result"] == "failure" and \
+                marker.get(e["attempt_id"]) == "hold":
             held = True
         if e["type"] == "routine_released":
             held = False
@@ -174,7 +196,8 @@ def _first_has_occurrence(sc: dict[str, Any]) -> bool:
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(sc=scenarios())
 def test_every_occurrence_is_accounted_for_exactly_once(sc: dict[str, Any]) -> None:
-    """Run, coalesced, held or missed: each reference occurrence once, nothing else."""
+    """Run, coalesced, held, paused, retried or missed: each reference occurrence once,
+    nothing else."""
     assume(_first_has_occurrence(sc))
     with tempfile.TemporaryDirectory(prefix="prop15-") as tmp:
         root = Path(tmp) / "proj"
@@ -182,6 +205,8 @@ def test_every_occurrence_is_accounted_for_exactly_once(sc: dict[str, Any]) -> N
         now = _drive(root, sc)
         paths = resolve_project(root)
         lines = [orjson.loads(line) for line in paths.routine_ledger.read_bytes().splitlines()]
+    event(f"a retry started: {any(e.get('trigger') == 'retry' for e in lines)}")
+    event(f"paused: {any(e['type'] == 'occurrence_paused' for e in lines)}")
     found, ref = _accounted(lines, sc, now)
     assert [] == [u for u, n in Counter(found).items() if n > 1], "accounted for twice"
     assert sorted(ref) == sorted(found)

@@ -1,12 +1,12 @@
 """The ledger file's locks (SPEC §5, §6.2): an append's exclusive flock, a reader's shared one.
 
-Appends and repairs take portalocker's exclusive lock; readers take the shared flock with
-``fcntl.flock`` directly - the call portalocker makes on POSIX, so the two exclude each other -
-because importing portalocker (and redis, which its ``__init__`` imports when installed) costs
-a read-only command like ``list`` more than the rest of its start-up. For the same reason
-portalocker is imported here, where an exclusive lock is first taken, and not when the module
-loads. A lock-free read was rejected: tests/test_ledger_concurrency.py shows a reader without
-the shared lock seeing an append in progress as a torn tail.
+Appends and repairs take an exclusive flock, readers a shared one, with ``fcntl.flock``
+directly: the call portalocker makes on POSIX (``LockFlags.EXCLUSIVE`` / ``SHARED``), so the
+locks exclude portalocker's and each other. Importing portalocker (and redis, which its
+``__init__`` imports when installed) costs a command more than the rest of its start-up, so
+portalocker is imported only where ``flock`` itself fails, to make the call again and raise
+the error it always did. A lock-free read was rejected: tests/test_ledger_concurrency.py shows
+a reader without the shared lock seeing an append in progress as a torn tail.
 """
 
 from __future__ import annotations
@@ -32,26 +32,29 @@ def _refuse_non_regular(fd: int, path: Path) -> None:
 
 
 def lock_exclusive(fd: int) -> Unlock:
-    """Take portalocker's exclusive lock on ``fd``; returns how to release it."""
-    import portalocker  # here: a command that only reads never pays for it (module docstring)
-
-    portalocker.lock(fd, portalocker.LockFlags.EXCLUSIVE)
-    return portalocker.unlock
+    """Take the exclusive flock on ``fd`` (portalocker's ``LockFlags.EXCLUSIVE``); returns how
+    to release it."""
+    return _flock(fd, exclusive=True)
 
 
 def lock_shared(fd: int) -> Unlock:
-    """Take the shared flock portalocker would (``LockFlags.SHARED`` is ``fcntl.flock(fd,
-    LOCK_SH)`` on POSIX, and it excludes portalocker's exclusive flock of a writer), without
-    importing portalocker. Where flock fails, portalocker makes the call again, so the error
-    raised is the one it always was."""
+    """Take the shared flock on ``fd`` (portalocker's ``LockFlags.SHARED``), which excludes a
+    writer's exclusive one; returns how to release it."""
+    return _flock(fd, exclusive=False)
+
+
+def _flock(fd: int, *, exclusive: bool) -> Unlock:
+    """``fcntl.flock``, blocking; where it fails, portalocker makes the call again, so the
+    error raised is the one it always was."""
     import fcntl  # POSIX, as portalocker's flock locker; here so that importing stays portable
 
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH)
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
     except OSError:
         import portalocker
 
-        portalocker.lock(fd, portalocker.LockFlags.SHARED)
+        portalocker.lock(fd, portalocker.LockFlags.EXCLUSIVE if exclusive
+                         else portalocker.LockFlags.SHARED)
         return portalocker.unlock
     return lambda locked: fcntl.flock(locked, fcntl.LOCK_UN)
 

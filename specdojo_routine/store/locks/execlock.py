@@ -224,14 +224,14 @@ def _takeover_mutex(lock_dir: Path) -> Iterator[None]:
         fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     except OSError as exc:  # a symbolic link there (ELOOP) is refused, never followed
         raise locks._unusable(path, exc) from None
-    import portalocker  # here: only a take-over or a release takes this flock
+    import fcntl  # the flock portalocker takes on POSIX, without importing it (and redis)
 
     with os.fdopen(fd, "rb") as fh:
-        portalocker.lock(fh, portalocker.LockFlags.EXCLUSIVE)
+        fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
         finally:
-            portalocker.unlock(fh)
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _heartbeat(lock_dir: Path, token: str, interval_s: float, stop: threading.Event) -> None:
