@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import attrs
 
-from specdojo_routine.app import actions, notifications, retry
-from specdojo_routine.app.actions import ActionReport as ActionReport
+from specdojo_routine.app import retry
 from specdojo_routine.app.job_seam import JobActionOutcome as JobActionOutcome
 from specdojo_routine.app.job_seam import JobActionRunner as JobActionRunner
 from specdojo_routine.app.project import project as project
@@ -161,6 +160,8 @@ class _Context:
                attempt_id: str | None = None, scheduled_for: str | None = None,
                result: str | None = None, reason: str | None = None) -> None:
         """Run the routine's notification hook for ``kind``, if it asks (SPEC §13)."""
+        from specdojo_routine.app import notifications  # the hook machinery: only for an event
+
         notifications.notify(paths=self.paths, routine=routine, kind=kind, env=self.env,
                              secrets=self.secrets, record=self.record, warnings=self.warnings,
                              attempt_id=attempt_id, scheduled_for=scheduled_for,
@@ -564,6 +565,7 @@ def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -
 def _record_attempt(
     ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None
 ) -> AttemptReport:
+    from specdojo_routine.app import actions  # the process machinery: only to start an action
     from specdojo_routine.core import events
 
     routine, occ = chosen.routine, chosen.occurrence
