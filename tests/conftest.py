@@ -234,3 +234,19 @@ def project(tmp_path: Path) -> Iterator[Project]:
 
 # The week of history of SPEC §14's tests (tests/weekhistory.py): its fixtures, for every module.
 from tests.weekhistory import week, week_built, week_copy  # noqa: E402, F401
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes of process group ``pgid``: what a stopped or timed-out
+    action, or a killed hook, must leave none of (a reaper-less PID 1 may keep zombies)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_bytes().rpartition(b")")[2].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            found.append(int(entry.name))
+    return found

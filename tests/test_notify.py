@@ -9,13 +9,12 @@ from __future__ import annotations
 import os
 import signal
 import time
-from pathlib import Path
 from typing import Any
 
 import orjson
 
 from specdojo_routine.execute import notify
-from tests.conftest import Project, children
+from tests.conftest import Project, children, group_members
 
 T0 = "2026-05-01T10:00:30Z"
 T1 = "2026-05-01T12:00:30Z"
@@ -94,7 +93,7 @@ def test_a_hanging_hook_is_killed_at_its_timeout_and_leaves_no_process(
     assert 1.0 <= sent["duration_s"] < 10
     assert "warning: rtn-hang: the failure notification hook timed out after 1s" in done.stderr
     pgid = int((project.root / "hook.pgid").read_text())
-    assert not _alive_in_group(pgid)
+    assert not group_members(pgid)
 
 
 def test_the_default_timeout_is_sixty_seconds() -> None:
@@ -200,16 +199,3 @@ def test_validate_locates_notify_problems(project: Project) -> None:
             "non-empty list of" in text), text
     assert ".specdojo/specdojo.config.json:10:9:" in text and "command is required" in text
 
-
-def _alive_in_group(pgid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_bytes().rpartition(b")")[2].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            found.append(int(entry.name))
-    return found

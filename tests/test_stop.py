@@ -14,14 +14,13 @@ import fcntl
 import os
 import signal
 import time
-from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
 from specdojo_routine.store.locks.execlock import EXEC_LOCK_NAME
-from tests.conftest import Project
+from tests.conftest import Project, group_members
 
 T0 = "2026-05-01T10:00:30Z"
 T1 = "2026-05-01T12:00:30Z"
@@ -37,27 +36,13 @@ def _wait_for(predicate: Any, timeout: float = 30.0) -> None:
     raise AssertionError("condition not reached in time")
 
 
-def _members(pgid: int) -> list[int]:
-    """Live (non-zombie) processes of group ``pgid`` (a reaper-less PID 1 may keep zombies)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_bytes().rpartition(b")")[2].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            found.append(int(entry.name))
-    return found
-
 
 def _group_gone(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return True
-    return not _members(pgid)
+    return not group_members(pgid)
 
 
 def _cli_running(project: Project, body: str) -> dict[str, str]:
@@ -75,7 +60,7 @@ def _pgid(project: Project) -> int:
     marker = project.root / "pgid"
     _wait_for(lambda: marker.exists() and marker.read_text().strip())
     pgid = int(marker.read_text())
-    _wait_for(lambda: len(_members(pgid)) >= 3)  # the script, sh, and the sleeps it started
+    _wait_for(lambda: len(group_members(pgid)) >= 3)  # the script, sh, and the sleeps it started
     return pgid
 
 
@@ -122,7 +107,7 @@ def test_a_stopped_run_records_the_stop_kills_the_group_and_frees_the_locks(
     reason = f"stopped by {signum.name}"
     assert CODES[signum] == code, stderr
     assert 1 == len(stderr.splitlines()) and stderr.startswith(f"error: {reason}"), stderr
-    assert _group_gone(pgid), _members(pgid)
+    assert _group_gone(pgid), group_members(pgid)
     events = project.events()
     assert ["attempt_started", "action_started", "action_ended", "attempt_ended"] == [
         e["type"] for e in events[-4:]]
@@ -151,7 +136,7 @@ def test_a_command_that_ignores_sigterm_is_killed_after_the_grace(project: Proje
     code, stderr, took = _stop(proc, signal.SIGTERM)
     assert 143 == code, stderr
     assert 9.5 <= took < 30, took
-    assert _group_gone(pgid), _members(pgid)
+    assert _group_gone(pgid), group_members(pgid)
     assert ("attempt_ended", "stopped by SIGTERM") == (project.events()[-1]["type"],
                                                       project.events()[-1]["reason"])
     assert _routine_lock_free(project)
@@ -187,7 +172,7 @@ def test_job_run_stopped_records_a_failed_attempt_and_retries_next_time(
     pgid = _pgid(project)
     code, stderr, _ = _stop(proc, signal.SIGTERM)
     assert 143 == code, stderr
-    assert _group_gone(pgid), _members(pgid)
+    assert _group_gone(pgid), group_members(pgid)
     ended = _run_ledger(project)[-1]
     assert ("attempt_ended", 1, "failed", "stopped by SIGTERM") == (
         ended["type"], ended["attempt"], ended["status"], ended["reason"])
@@ -208,7 +193,7 @@ def test_a_routine_job_action_stopped_by_sigint_closes_both_attempts(project: Pr
     pgid = _pgid(project)
     code, stderr, _ = _stop(proc, signal.SIGINT)
     assert 130 == code, stderr
-    assert _group_gone(pgid), _members(pgid)
+    assert _group_gone(pgid), group_members(pgid)
     run_end = _run_ledger(project)[-1]
     assert ("failed", "stopped by SIGINT") == (run_end["status"], run_end["reason"])
     action, attempt = project.events()[-2:]
@@ -237,7 +222,7 @@ def test_release_stopped_by_sigterm_records_its_attempt_as_stopped(project: Proj
     pgid = _pgid(project)
     code, stderr, _ = _stop(proc, signal.SIGTERM)
     assert 143 == code, stderr
-    assert _group_gone(pgid), _members(pgid)
+    assert _group_gone(pgid), group_members(pgid)
     started = [e for e in project.events() if e["type"] == "attempt_started"][-1]
     ended = project.events()[-1]
     assert ("release", "attempt_ended", started["attempt_id"], "stopped by SIGTERM") == (

@@ -11,31 +11,16 @@ Real runners in subprocesses, real sleeping children and grandchildren.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import orjson
 
 from specdojo_routine.app import actions
 from specdojo_routine.core import timeouts
 from specdojo_routine.core.model import Duration
-from tests.conftest import Project
+from tests.conftest import Project, group_members
 
 T0 = "2026-05-01T10:00:30Z"
 
-
-def _members(pgid: int) -> list[int]:
-    """Live (non-zombie) processes of group ``pgid``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_bytes().rpartition(b")")[2].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            found.append(int(entry.name))
-    return found
 
 
 def _sleepy_cli(project: Project) -> dict[str, str]:
@@ -67,7 +52,7 @@ def test_an_attempt_budget_times_out_each_action_in_turn_and_leaves_no_process(
     assert 1 == done.returncode, done.stderr
     pgids = [int(x) for x in (project.root / "pgids").read_text().split()]
     assert 2 == len(pgids)  # the third action never started
-    assert all(not _members(pgid) for pgid in pgids), [_members(p) for p in pgids]
+    assert all(not group_members(pgid) for pgid in pgids), [group_members(p) for p in pgids]
     ended = [e for e in project.events() if e["type"] == "action_ended"]
     assert [(1, "failure", "timed out after 1s"), (2, "failure", "timed out after 2s"),
             (3, "skipped", "attempt timed out")] == [
@@ -98,7 +83,7 @@ def test_a_job_action_is_bounded_by_the_routine_timeout(project: Project) -> Non
         """)
     done = project.cli("run", "--due", "--now", T0)
     assert 1 == done.returncode, done.stderr
-    assert not _members(int((project.root / "pgid").read_text()))
+    assert not group_members(int((project.root / "pgid").read_text()))
     ended = next(e for e in project.events() if e["type"] == "action_ended")
     assert ("failure", "timed out after 1s") == (ended["result"], ended["reason"])
     run_id = ended["job_run_id"]

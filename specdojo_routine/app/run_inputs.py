@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 import attrs
 
 from specdojo_routine.core import decide, jobplan
-from specdojo_routine.core.jobplan import InputError
+from specdojo_routine.core.jobplan import InputError, split_cli_inputs
 from specdojo_routine.core.model import JobAction, Routine
 from specdojo_routine.core.redact import redact
 from specdojo_routine.store.definitions.load import Definitions
@@ -26,15 +26,7 @@ def parse(
     """The overrides ``pairs`` give for ``routine`` (text values, as routine inputs are);
     :class:`InputError` (exit 2) for a bad pair, a duplicate, an unknown name, a bad value or
     a secret."""
-    texts: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, text = pair.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise InputError(f"invalid --input {pair!r}: use key=value")
-        if key in texts:
-            raise InputError(f"duplicate --input {key}: give each input once")
-        texts[key] = text
+    texts = split_cli_inputs(pairs)
     jobs = [defs.job(a.job) for a in routine.actions if isinstance(a, JobAction)]
     known = [job for job in jobs if job is not None]
     if texts and not known:

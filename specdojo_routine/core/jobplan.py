@@ -64,8 +64,9 @@ def _spec(job: JobDefinition, name: str) -> InputSpec:
     return spec
 
 
-def parse_cli_inputs(job: JobDefinition, pairs: Sequence[str]) -> dict[str, InputValue]:
-    """``--input k=v`` (split at the first ``=``) -> typed values; duplicates are errors."""
+def split_cli_inputs(pairs: Sequence[str]) -> dict[str, str]:
+    """``--input k=v`` pairs (split at the first ``=``) -> their texts; a pair without ``=``
+    or a key given twice is an :class:`InputError`."""
     texts: dict[str, str] = {}
     for pair in pairs:
         key, sep, text = pair.partition("=")
@@ -75,7 +76,12 @@ def parse_cli_inputs(job: JobDefinition, pairs: Sequence[str]) -> dict[str, Inpu
         if key in texts:
             raise InputError(f"duplicate --input {key}: give each input once")
         texts[key] = text
-    return parse_text_inputs(job, texts)
+    return texts
+
+
+def parse_cli_inputs(job: JobDefinition, pairs: Sequence[str]) -> dict[str, InputValue]:
+    """``--input k=v`` (split at the first ``=``) -> typed values; duplicates are errors."""
+    return parse_text_inputs(job, split_cli_inputs(pairs))
 
 
 def parse_text_inputs(job: JobDefinition, texts: Mapping[str, str]) -> dict[str, InputValue]:
