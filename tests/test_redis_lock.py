@@ -283,7 +283,7 @@ def test_without_the_redis_package_run_and_list_say_the_same(
                               check=False)
         seen.append((done.returncode, done.stderr))
     expected = (f"error: SPECDOJO_ROUTINE_LOCK_URL={redis_url}: the redis package is not "
-                "installed (pip install 'specdojo_routine[redis]')\n")
+                "installed (pip install -e '.[redis]' in the specdojo_routine clone)\n")
     assert [(2, expected), (2, expected)] == seen
     assert not (b / "calls.log").exists()
 

@@ -19,8 +19,8 @@ The holder's identity ``{"pid", "host", "acquired_at"}`` is written to the key
 subscription says whether the lock is held: a key left by a killed holder, with nobody on the
 channel, means free.
 
-Failures: an unusable URL or a missing ``redis`` package (``pip install
-'specdojo_routine[redis]'``) is a configuration error, and so is a Redis that cannot be
+Failures: an unusable URL or a missing ``redis`` package (``pip install -e '.[redis]'`` in
+the clone) is a configuration error, and so is a Redis that cannot be
 reached: one line, exit 2, nothing is run or recorded. A scheduler should alert on it - exit 75
 means that another runner holds the lock, and a Redis outage is not that. No message ever
 shows the URL as written: only its scheme, host, port and database, and only the parts that
@@ -50,7 +50,8 @@ ACQUIRE_TIMEOUT_S = 0.5  # a probe of a contended channel; then the lock is busy
 HOLDER_SILENCE_S = 60.0
 _SCHEMES = ("redis", "rediss")
 _FORM = "use redis://[:password@]host[:port][/db] (or rediss:// for TLS)"
-_MISSING = "the redis package is not installed (pip install 'specdojo_routine[redis]')"
+_MISSING = ("the redis package is not installed "
+            "(pip install -e '.[redis]' in the specdojo_routine clone)")
 _DB = re.compile(r"/?\d*")
 
 
