@@ -15,8 +15,8 @@ import sys
 import orjson
 
 from specdojo_routine.app import controls
-from tests.conftest import Project
-from tests.test_stop import _cli_running, _group_gone, _members, _pgid, _routine_lock_free
+from tests.conftest import Project, group_members
+from tests.test_stop import _cli_running, _group_gone, _pgid, _routine_lock_free
 
 
 def test_stop_signals_the_runner_which_records_the_stop_and_leaves_no_process(
@@ -37,7 +37,7 @@ def test_stop_signals_the_runner_which_records_the_stop_and_leaves_no_process(
     ended = project.events()[-1]
     assert ("attempt_ended", "failure", "stopped by SIGTERM (stop by dave: runaway export)") == (
         ended["type"], ended["result"], ended["reason"])
-    assert _group_gone(pgid), _members(pgid)
+    assert _group_gone(pgid), group_members(pgid)
     assert _routine_lock_free(project)
     assert not list((project.root / "routines" / ".locks").glob("stop-*"))
 
