@@ -199,3 +199,28 @@ def test_validate_locates_notify_problems(project: Project) -> None:
             "non-empty list of" in text), text
     assert ".specdojo/specdojo.config.json:10:9:" in text and "command is required" in text
 
+
+
+def test_a_paused_routine_starts_no_retry_and_sends_no_hook(project: Project) -> None:
+    """SPEC §13: while paused, run --due starts nothing for the routine - not the retry its
+    failed attempt waits for - and the occurrence recorded as paused is an operator's
+    decision, not a `missed` or `held` alarm."""
+    hook = orjson.dumps(_hook(project, "exit 0")).decode()
+    project.routine("rtn-paused", f"""\
+        trigger: {{cron: "0 * * * *", timezone: UTC}}
+        policy: {{retry: {{attempts: 3, delay: 1m}}, on_failure: hold,
+                  notify: {{on: [missed, held], command: {hook}}}}}
+        action: {{kind: specdojo, args: [boom]}}
+        """)
+    project.exit_codes({"boom": 1})
+    project.cli("run", "--due", "--now", "2026-05-01T10:00:10Z")
+    paused = project.cli("pause", "rtn-paused", "--note", "window", "--by", "ops",
+                         "--now", "2026-05-01T10:00:30Z")
+    assert 0 == paused.returncode, paused.stderr
+    project.cli("run", "--due", "--now", "2026-05-01T10:05:00Z")  # the retry's delay passed
+    project.cli("run", "--due", "--now", "2026-05-01T11:00:10Z")  # the next occurrence
+    kinds = [e["type"] for e in project.events()]
+    triggers = [e["trigger"] for e in project.events() if e["type"] == "attempt_started"]
+    assert ["due"] == triggers, "no retry while paused"
+    assert "occurrence_paused" in kinds
+    assert [] == _sent(project), "a pause is not an alarm"
