@@ -1,4 +1,4 @@
-"""Shared fixtures: temporary SpecDojo projects and a CLI runner (in-process or subprocess)."""
+"""Shared fixtures: temporary SpecDojo projects and their CLI runner (:mod:`tests.clirun`)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from typing import Any
 
 import orjson
 import pytest
+
+from tests.clirun import run_cli
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -182,13 +184,12 @@ class Project:
         return env
 
     def cli(self, *args: str, env: Mapping[str, str] | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        """Run ``python -m specdojo_routine`` for real, in a subprocess."""
-        return subprocess.run(
-            [sys.executable, "-m", "specdojo_routine", *args, "--root", str(self.root)],
-            cwd=self.root, env=dict(env or self.env()), capture_output=True, text=True,
-            timeout=timeout,
-        )
+            timeout: float | None = None, process: bool = False,
+            ) -> subprocess.CompletedProcess[str]:
+        """``python -m specdojo_routine ARGS --root ROOT`` (:func:`tests.clirun.run_cli`: in
+        this process, or in a child when ``process`` or a ``timeout`` is given)."""
+        return run_cli([*args, "--root", str(self.root)], cwd=self.root,
+                       env=env or self.env(), timeout=timeout, process=process)
 
     def popen(self, *args: str, env: Mapping[str, str] | None = None,
               script: bool = False) -> subprocess.Popen[str]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import orjson
 import pytest
 
+from tests.clirun import run_cli
 from tests.conftest import extract_archive
 
 REPO = Path(__file__).resolve().parent.parent
@@ -46,9 +46,7 @@ class Upstream:
         return env | {"SPECDOJO_CLI": str(FAKE_CLI), "FAKE_SPECDOJO_LOG": str(self.log)}
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "specdojo_routine", *args, "--root",
-                               str(self.root)], cwd=self.root, env=self.env(),
-                              capture_output=True, text=True, timeout=120)
+        return run_cli([*args, "--root", str(self.root)], cwd=self.root, env=self.env())
 
     def ok(self, *args: str) -> str:
         proc = self.cli(*args)

@@ -40,14 +40,14 @@ def test_nothing_due_needs_no_schedule_iteration_and_still_sees_the_next_occurre
     before = project.ledger.read_bytes()
     for minute in (MINUTE_LATER, TWO_MINUTES_LATER):
         idle = project.cli("run", "--due", "--now", minute,
-                           env=project.env(PYTHONPROFILEIMPORTTIME="1"))
+                           env=project.env(PYTHONPROFILEIMPORTTIME="1"), process=True)
         assert (0, "no due routines\n") == (idle.returncode, idle.stdout), idle.stderr[-2000:]
         imported = _imported(idle.stderr)
         assert "specdojo_routine.app.handlers" in imported  # the measurement saw the run
         assert [] == [m for m in imported if any(m == h or m.startswith(h + ".") for h in HEAVY)]
     assert before == project.ledger.read_bytes()  # nothing recorded
     listed = project.cli("list", "--json", "--now", MINUTE_LATER,
-                         env=project.env(PYTHONPROFILEIMPORTTIME="1"))
+                         env=project.env(PYTHONPROFILEIMPORTTIME="1"), process=True)
     assert not any(m.startswith("croniter") for m in _imported(listed.stderr))
     worked_out = project.cli("list", "--json", "--now", MINUTE_LATER,
                              env=project.env(SPECDOJO_ROUTINE_PURE_YAML="1"))  # no cache

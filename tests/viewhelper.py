@@ -19,6 +19,8 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tests.clirun import run_cli
+
 HERE = Path(__file__).resolve()
 REPO = HERE.parent.parent
 #: The routines dir of the demo project (``R``).
@@ -35,11 +37,10 @@ def env_for(root: Path) -> dict[str, str]:
     return env
 
 
-def cli(root: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """``python -m specdojo_routine ARGS --root ROOT``, for real."""
-    return subprocess.run([sys.executable, "-m", "specdojo_routine", *args, "--root", str(root)],
-                          cwd=root, env=env_for(root), capture_output=True, text=True,
-                          timeout=timeout)
+def cli(root: Path, *args: str, timeout: float | None = None
+        ) -> subprocess.CompletedProcess[str]:
+    """``python -m specdojo_routine ARGS --root ROOT`` (:func:`tests.clirun.run_cli`)."""
+    return run_cli([*args, "--root", str(root)], cwd=root, env=env_for(root), timeout=timeout)
 
 
 def spied(root: Path, *args: str, timeout: float = 120) -> tuple[int, list[int]]:

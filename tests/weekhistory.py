@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import textwrap
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
@@ -22,6 +21,8 @@ from typing import Any
 
 import orjson
 import pytest
+
+from tests.clirun import run_cli
 
 START = datetime(2026, 8, 3, 0, 0, tzinfo=UTC)
 END = datetime(2026, 8, 10, 0, 0, tzinfo=UTC)
@@ -87,12 +88,10 @@ class Week:
         return env
 
     def cli(self, *args: str, env: Mapping[str, str] | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        """``python -m specdojo_routine ARGS --root ROOT`` in a subprocess."""
-        return subprocess.run(
-            [sys.executable, "-m", "specdojo_routine", *args, "--root", str(self.root)],
-            cwd=self.root, env=dict(env or self.env()), capture_output=True, text=True,
-            timeout=timeout)
+            timeout: float | None = None) -> subprocess.CompletedProcess[str]:
+        """``python -m specdojo_routine ARGS --root ROOT`` (:func:`tests.clirun.run_cli`)."""
+        return run_cli([*args, "--root", str(self.root)], cwd=self.root,
+                       env=env or self.env(), timeout=timeout)
 
     def json(self, *args: str) -> Any:
         return orjson.loads(self.cli(*args).stdout)
