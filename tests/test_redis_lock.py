@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.clirun import run_cli
 from tests.conftest import Project
 
 REPO = Path(__file__).resolve().parent.parent
@@ -107,8 +108,7 @@ def cli(root: Path, *args: str, url: str | None, popen: bool = False) -> object:
     if popen:
         return subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
-    return subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=60,
-                          check=False)
+    return run_cli(argv[3:], cwd=REPO, env=env)
 
 
 def run(root: Path, url: str | None) -> subprocess.CompletedProcess[str]:
