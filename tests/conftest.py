@@ -251,3 +251,11 @@ def group_members(pgid: int) -> list[int]:
         if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
             found.append(int(entry.name))
     return found
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: two workers per usable core. Most of the suite's tests spend their time
+    waiting - on a child process, a lock, a redis-server, a sleep of a test about time - so one
+    worker per core left the cores idle about half the time (on 2 cores the suite took 365 s
+    with 2 workers and 211 s with 4, the same tests)."""
+    return 2 * max(1, len(os.sched_getaffinity(0)))
