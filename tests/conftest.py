@@ -47,7 +47,8 @@ ENVIRON_AT_START = dict(os.environ)
 
 @pytest.fixture(scope="session", autouse=True)
 def _bytecode_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """The tests start Python subprocesses by the thousand. Where ``PYTHONDONTWRITEBYTECODE``
+    """The tests start Python subprocesses by the hundred (the process-boundary tests, the doc
+    blocks). Where ``PYTHONDONTWRITEBYTECODE``
     is set (the reference machine sets it), each compiled the package from source again
     (~50 ms a process); they share one bytecode cache under this run's temp dir instead, so
     nothing is written into the source tree, as that variable intends. A
