@@ -218,10 +218,12 @@ def test_chunked_chain_check_agrees_across_chunk_boundaries(tmp_path: Path,
 def test_a_deleted_lock_file_does_not_rob_a_live_run(project: Project) -> None:
     """Delete the flock file under a live run: a second run exits 75 without calling the live
     attempt interrupted or recording anything, resolve is refused, and the live run finishes
-    cleanly (one delivery, fold --check clean)."""
-    project.routine("rtn-slow", """\
-        trigger: {cron: "0 * * * *", timezone: UTC}
-        action: {kind: specdojo, args: [sleep-6]}
+    cleanly (one delivery, fold --check clean). The live call waits for a gate file the test
+    creates after its checks, so a slow machine cannot end it first."""
+    gate = project.root / "gate"
+    project.routine("rtn-slow", f"""\
+        trigger: {{cron: "0 * * * *", timezone: UTC}}
+        action: {{kind: specdojo, args: [gate-{gate}]}}
         """)
     first = project.popen("run", "--due", "--now", NOW)
     _wait_for(lambda: len(project.calls()) == 1)
@@ -239,6 +241,8 @@ def test_a_deleted_lock_file_does_not_rob_a_live_run(project: Project) -> None:
     listing = orjson.loads(project.cli("list", "--json", "--now", LATER).stdout)
     assert [False] == [row["interrupted"] for row in listing["routines"]]
     assert before == project.ledger.read_bytes()
+    assert first.poll() is None  # the checks above all ran while the first run was live
+    gate.touch()
     assert 0 == first.wait(timeout=60)
     assert 1 == len(project.calls())
     assert ["success"] == [e["result"] for e in project.events() if e["type"] == "attempt_ended"]
