@@ -13,6 +13,7 @@ from specdojo_routine.core.redact import (
     cut_is_clean,
     names_a_credential,
     redact,
+    redact_words,
     secret_values,
 )
 
@@ -55,6 +56,11 @@ PEM = (
         ("git clone https://user:hunter22@example.com/repo", "hunter22"),
         (f"key:\n{PEM}\nafter", "secretbodyline1"),
         ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n(truncated", "b3BlbnNzaC1rZXk"),
+        ("specdojo index --password=hunter22 --project demo", "hunter22"),
+        ("curl --api-token=s3cr3tvalue https://x", "s3cr3tvalue"),
+        ("mysql --password hunter22 -h db", "hunter22"),
+        ("tool -db-token s3cr3tvalue", "s3cr3tvalue"),
+        ('echo "--secret hunter22"', "hunter22"),
     ],
 )
 def test_redact_removes_the_secret(text: str, secret: str) -> None:
@@ -111,6 +117,8 @@ def test_redact_prefers_the_longest_secret() -> None:
         "url=https://example.com/path?page=2",
         "task-abcdefghijklmnop",
         "the secretary said",
+        "tool --token-file /etc/tool/token --token-count 5",
+        "mysql --password --host db",
     ],
 )
 def test_redact_leaves_ordinary_text(text: str) -> None:
@@ -245,3 +253,28 @@ def test_a_probe_left_intact_leaves_the_head_redacted_as_alone(head: str) -> Non
     probed = redact(head + _PROBE, ["env-secret-value"])
     if probed.endswith(_PROBE):
         assert redact(head, ["env-secret-value"]) == probed[: -len(_PROBE)]
+
+
+@pytest.mark.parametrize(
+    ("words", "shown"),
+    [
+        (["index", "--password", "hunter22", "-v"], ["index", "--password", REDACTED, "-v"]),
+        (["--password=hunter22"], [f"--password={REDACTED}"]),
+        (["-api-token", "s3cr3tvalue"], ["-api-token", REDACTED]),
+        (["--password", "--prompt"], ["--password", "--prompt"]),
+        (["--token-file", "/etc/token"], ["--token-file", "/etc/token"]),
+        (["index", "build"], ["index", "build"]),
+    ],
+)
+def test_redact_words_hides_the_value_after_a_credential_option(words: list[str],
+                                                                shown: list[str]) -> None:
+    """A command's words: each redacted, and the word after ``--password`` too (a separate
+    word that no text pattern can tell from an ordinary argument)."""
+    assert shown == redact_words(words)
+
+
+@given(st.lists(st.text(alphabet="ab-=-_ ", max_size=8), max_size=6))
+def test_redact_words_is_redact_of_each_word_when_no_word_is_a_credential_option(
+        words: list[str]) -> None:
+    """Words with no credential option among them are shown as each word redacted alone."""
+    assert [redact(w) for w in words] == redact_words(words)

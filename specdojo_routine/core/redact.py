@@ -4,10 +4,12 @@ Redaction runs on the full text before any bounding, so a cut can never expose p
 What is covered: the given secret values (and their JSON-escaped form), PEM private key blocks
 (a BEGIN without END is redacted to the end), ``Bearer <token>``, well-known token shapes
 (``sk-``, ``sk-proj-``, ``ghp_``/``gho_``/``ghs_``/``ghu_``, ``github_pat_``, ``AKIA``/``ASIA``,
-``xox?-``), ``user:password@`` in URLs, and ``key=value`` / ``key: value`` (also quoted, JSON
-style) whose key names a credential (api_key, access_token, auth, authorization, password,
-passwd, secret, token, credential, private_key, in any case, also as part of a longer name such
-as ``DB_PASSWORD`` or ``clientSecret``).
+``xox?-``), ``user:password@`` in URLs, ``key=value`` / ``key: value`` (also quoted, JSON
+style, and as a command-line option ``--key=value``) whose key names a credential (api_key,
+access_token, auth, authorization, password, passwd, secret, token, credential, private_key, in
+any case, also as part of a longer name such as ``DB_PASSWORD`` or ``clientSecret``), and the
+value after an option whose name ends with such a word (``--password VALUE``,
+``-db-token VALUE``; not ``--token-file PATH``).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class _Patterns(NamedTuple):
     url_password: re.Pattern[str]
     key_sep: re.Pattern[str]
     value: re.Pattern[str]
+    option: re.Pattern[str]
 
 
 @functools.cache
@@ -66,13 +69,17 @@ def _patterns() -> _Patterns:
         ),
         bearer=re.compile(r"\b(Bearer\s+)[A-Za-z0-9._~+/=-]+", re.I),
         url_password=re.compile(r"(://[^/\s:@]+:)[^/\s@]+(@)"),
+        # a key starts a word or follows an option's dashes (`--password=x`); inside a
+        # longer name (`db-password`) the match starts at the name's beginning
         key_sep=re.compile(
-            r"""(?<![A-Za-z0-9_.-])(["']?)([A-Za-z][A-Za-z0-9_.-]*)\1([ \t]*[:=][ \t]*)"""
+            r"""(?<![A-Za-z0-9_.])(["']?)([A-Za-z][A-Za-z0-9_.-]*)\1([ \t]*[:=][ \t]*)"""
         ),
         value=re.compile(
             r"""(?:(?:Bearer|Basic|Token|Digest|Bot)[ \t]+)?"""
             r"""("(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^\s,;]+)"""
         ),
+        # an option and the blanks before its value (which does not start with a dash)
+        option=re.compile(r"(?<![^\s\"'=])--?([A-Za-z][A-Za-z0-9_.-]*)[ \t]+(?=[^\s-])"),
     )
 
 
@@ -138,11 +145,20 @@ def _closing_quotes(value: str) -> str:
 
 
 def _redact_key_values(text: str) -> str:
+    return _redact_after(_redact_after(text, "key_sep"), "option")
+
+
+def _redact_after(text: str, kind: str) -> str:
+    """The values after the credential keys (``key_sep``) or options (``option``) of
+    ``text`` redacted."""
     out: list[str] = []
     pos = 0
     patterns = _patterns()
-    for key in patterns.key_sep.finditer(text):
-        if key.start() < pos or not _is_credential_key(key[2]):
+    keys = patterns.key_sep if kind == "key_sep" else patterns.option
+    credential = _is_credential_key if kind == "key_sep" else names_a_credential
+    for key in keys.finditer(text):
+        name = key[2] if kind == "key_sep" else key[1]
+        if key.start() < pos or not credential(name):
             continue
         value = patterns.value.match(text, key.end())
         if value is None:
@@ -155,6 +171,26 @@ def _redact_key_values(text: str) -> str:
         ]
         pos = value.end()
     return "".join(out) + text[pos:]
+
+
+def redact_words(words: Iterable[str], secrets: Iterable[str] = ()) -> list[str]:
+    """A command's words, each redacted, and the word after an option whose name ends with a
+    credential word (``--password``, ``-api-token``) replaced whole: what a command line
+    shows of itself (a dry run's plan) without the secrets written into it."""
+    secrets = tuple(secrets)
+    shown: list[str] = []
+    after_credential = False
+    for word in words:
+        if after_credential and not word.startswith("-"):
+            shown.append(REDACTED)
+        else:
+            shown.append(redact(word, secrets))
+        option = _OPTION_WORD.fullmatch(word)
+        after_credential = option is not None and names_a_credential(option[1])
+    return shown
+
+
+_OPTION_WORD = re.compile(r"--?([A-Za-z][A-Za-z0-9_.-]*)")
 
 
 @functools.lru_cache(maxsize=16)
