@@ -16,6 +16,7 @@ from typing import Any
 
 from specdojo_routine.core.errors import Problem
 from specdojo_routine.core.inputs import MAX_SAFE_INTEGER, describe, is_int, safe_int
+from specdojo_routine.core.redact import redact
 from specdojo_routine.core.templates import Placeholder, TemplateError, find_placeholders
 
 Pos = tuple[int, int]
@@ -29,6 +30,13 @@ def one_line(message: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
 
 
+def _shown(message: str) -> str:
+    """A problem's message as it may be shown: one line, and redacted (it may quote a file's
+    text - a symlink to a key file, a literal ``--password=...`` - and secrets never reach an
+    error message, SPEC §7.5)."""
+    return one_line(redact(message))
+
+
 class Report:
     """The problems of one definition file, and its source lines (for template columns)."""
 
@@ -39,12 +47,12 @@ class Report:
 
     def error(self, pos: Pos, message: str) -> None:
         self.problems.append(
-            Problem(path=self.path, line=pos[0], col=pos[1], message=one_line(message))
+            Problem(path=self.path, line=pos[0], col=pos[1], message=_shown(message))
         )
 
     def warn(self, pos: Pos, message: str) -> None:
         self.problems.append(Problem(
-            path=self.path, line=pos[0], col=pos[1], message=one_line(message), warning=True
+            path=self.path, line=pos[0], col=pos[1], message=_shown(message), warning=True
         ))
 
     @property
