@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import orjson
 
 from specdojo_routine.core.errors import EXIT_FAILURE, EXIT_OK
+from specdojo_routine.core.redact import redact, redact_words
 from specdojo_routine.core.timefmt import format_ms, format_s
 from specdojo_routine.core.timefmt import relative as relative  # re-exported: render.relative
 from specdojo_routine.store.config import ProjectPaths
@@ -197,7 +198,8 @@ def _accounted_text(report: RunReport, out: TextIO) -> None:
 
 @functools.lru_cache(maxsize=1024)  # routines share their calls: 10,000 may be one command
 def _shell_words(prefix: tuple[str, ...], argv: tuple[str, ...]) -> str:
-    return shlex.join([*prefix, *argv])
+    """The command line a dry run shows, redacted (SPEC §7.5)."""
+    return shlex.join(redact_words([*prefix, *argv]))
 
 
 def _dry_run_text(report: RunReport, out: TextIO) -> None:
@@ -213,7 +215,7 @@ def _dry_run_text(report: RunReport, out: TextIO) -> None:
             if a.argv is not None:
                 lines.append(f"  {a.index}. {a.kind}: {_shell_words(prefix, tuple(a.argv))}\n")
             else:
-                inputs = ", ".join(f"{k}={v}" for k, v in (a.inputs or {}).items())
+                inputs = ", ".join(f"{k}={redact(v)}" for k, v in (a.inputs or {}).items())
                 lines.append(f"  {a.index}. job {a.job}" + (f" ({inputs})" if inputs else "")
                              + "\n")
     out.write("".join(lines))

@@ -18,6 +18,7 @@ from specdojo_routine.core import cronwords
 from specdojo_routine.core.attempts import Attempt
 from specdojo_routine.core.model import Routine
 from specdojo_routine.core.policy import span_text
+from specdojo_routine.core.redact import redact_words
 from specdojo_routine.core.timefmt import format_s, try_parse_instant
 from specdojo_routine.store.config import ProjectPaths
 
@@ -112,7 +113,8 @@ def _policy(routine: Routine) -> str:
 def _actions(routine: Routine) -> list[str]:
     found = []
     for index, action in enumerate(routine.actions, 1):
-        target = getattr(action, "job", None) or " ".join(getattr(action, "args", ()) or ())
+        target = getattr(action, "job", None) or " ".join(
+            redact_words(getattr(action, "args", ()) or ()))  # as any command line is shown
         found.append(f"{index}. {action.kind}" + (f" {target}" if target else ""))
     return found
 

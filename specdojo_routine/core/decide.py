@@ -22,6 +22,7 @@ from specdojo_routine.core.model import (
     Routine,
     SpecdojoAction,
 )
+from specdojo_routine.core.redact import redact, redact_words
 from specdojo_routine.core.templates import render_routine_inputs
 
 if TYPE_CHECKING:  # annotations only: deciding creates no event class
@@ -55,12 +56,14 @@ class PlannedAction:
     timeout: Duration | None = None  # the action's own ``timeout`` (SPEC §13)
 
     def to_json(self, prefix: Sequence[str]) -> dict[str, Any]:
+        """The plan as a dry run shows it: redacted (a ``--password=...`` written into a
+        definition never reaches the console, SPEC §7.5)."""
         data: dict[str, Any] = {"index": self.index, "kind": self.kind}
         if self.argv is not None:
-            data["command"] = [*prefix, *self.argv]
+            data["command"] = redact_words([*prefix, *self.argv])
         else:
             data["job"] = self.job
-            data["inputs"] = dict(self.inputs or {})
+            data["inputs"] = {k: redact(v) for k, v in (self.inputs or {}).items()}
             if self.commit:
                 data["commit"] = True
         return data

@@ -20,7 +20,7 @@ from pathlib import Path
 import orjson
 
 from specdojo_routine.core.errors import JobError
-from specdojo_routine.core.redact import bound, redact
+from specdojo_routine.core.redact import bound, redact, redact_words
 from specdojo_routine.core.timefmt import format_s
 from specdojo_routine.execute.runner import SHELL, CommandOutcome
 
@@ -118,7 +118,7 @@ def write_action_evidence(
         "action": index,
         "kind": kind,
         "command": {
-            "argv": [redact(word, secrets) for word in argv],
+            "argv": redact_words(argv, secrets),
             "exit_code": outcome.exit_code,
             "timed_out": outcome.timed_out,
             "error": None if outcome.error is None else redact(outcome.error, secrets),

@@ -27,8 +27,9 @@ What is trusted, and why (trust only what we wrote and can verify):
   command) is ignored like a damaged cache, and the next recording command replaces the entry
   with a regular file (a rename over it: nothing is ever opened through it).
 - It lives beside the definitions and has their trust: whoever can write it can write them.
-  A file whose text looks like it holds a secret (a token, a ``password:`` ...) is not cached,
-  so no secret is copied out of the definitions.
+  A file whose text looks like it holds a secret (a token, a ``password:`` ...), or that
+  passes one to an option in a list of words (``[--password, VALUE]``), is not cached, so no
+  secret is copied out of the definitions.
 
 It also keeps, per cron schedule and cursor, the schedule's next occurrence after that cursor
 (``next``: ``"<cron>|<zone>|<last_scheduled_for>"`` -> the instant, or null for none): a pure
@@ -57,7 +58,7 @@ from typing import Any
 import orjson
 
 from specdojo_routine.core.model import Routine
-from specdojo_routine.core.redact import redact
+from specdojo_routine.core.redact import redact, redact_words
 from specdojo_routine.store.config import read_regular
 from specdojo_routine.store.definitions import routine_json
 
@@ -200,7 +201,7 @@ class DefinitionCache:
         one but a recording command's) never pays for it."""
         files = dict(self._seen)
         for key, (data, source, routine) in self._fresh.items():
-            if redact(source) == source:
+            if redact(source) == source and not _passes_a_secret(orjson.loads(data)):
                 files[key] = _entry(data, routine)
         nexts = dict(self._next)
         if files == self._old and nexts == self._old_next:
@@ -223,6 +224,17 @@ class DefinitionCache:
         self._old, self._seen, self._fresh = files, dict(files), {}
         self._old_next = nexts
         return True
+
+
+def _passes_a_secret(data: Any) -> bool:
+    """Whether a list of words in the data passes a secret to an option (``[--password,
+    VALUE]``: no text pattern sees it, :func:`redact_words` does)."""
+    if isinstance(data, dict):
+        return any(_passes_a_secret(value) for value in data.values())
+    if isinstance(data, list):
+        words = [word for word in data if isinstance(word, str)]
+        return redact_words(words) != words or any(_passes_a_secret(v) for v in data)
+    return False
 
 
 def _entry(data: str, routine: Routine | None) -> dict[str, Any]:

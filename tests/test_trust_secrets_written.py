@@ -1,0 +1,88 @@
+"""A secret written into a definition, or into a file a definition points at, is passed to the
+command that needs it and shown nowhere else (SPEC §7.5): not by a dry run, the console, the
+evidence, the ledger, the views, the definitions cache or an error message."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from conftest import Project
+
+SECRET = "hunter2-s3cr3t-value"
+NOW = "2026-08-07T08:02:00Z"
+
+
+def _routine(project: Project, args: str) -> None:
+    project.routine("rtn-db", f"""\
+        trigger: {{cron: "0 * * * *", timezone: UTC}}
+        action: {{kind: specdojo, args: {args}}}
+        """)
+
+
+def _echoing_cli(project: Project) -> dict[str, str]:
+    """The environment of a SpecDojo CLI that prints its arguments (so the console echo and
+    the evidence see the secret) and logs them as the fake does."""
+    cli = project.root / "echo-cli"
+    cli.write_text('#!/bin/sh\nprintf \'%s\\n\' "$*" >> "$FAKE_SPECDOJO_LOG"\necho "called: $*"\n')
+    cli.chmod(0o755)
+    return project.env(SPECDOJO_CLI=str(cli))
+
+
+def _written_by_us(project: Project) -> dict[str, bytes]:
+    """Every file the commands wrote: all but the definition itself and the fake CLI's log
+    (the command that needs the secret gets it)."""
+    return {name: data for name, data in project.files().items()
+            if name not in ("routines/rtn-db.yaml", "fake-cli.log", "echo-cli")}
+
+
+@pytest.mark.parametrize("args", [f'[index, "--password={SECRET}"]',
+                                  f'[index, --db-password, "{SECRET}"]',
+                                  f'[index, "--api-token={SECRET}", --json]'])
+def test_a_password_option_in_a_routine_reaches_only_its_command(project: Project,
+                                                                  args: str) -> None:
+    _routine(project, args)
+    dry = project.cli("run", "--due", "--dry-run", "--now", NOW)
+    assert 0 == dry.returncode, dry.stderr
+    assert "[REDACTED]" in dry.stdout and SECRET not in dry.stdout + dry.stderr
+    dry_json = project.cli("run", "--due", "--dry-run", "--json", "--now", NOW)
+    command = orjson.loads(dry_json.stdout)["selected"][0]["actions"][0]["command"]
+    assert "index" in command and SECRET not in "".join(command)
+    ran = project.cli("run", "--due", "--now", NOW, env=_echoing_cli(project))
+    assert 0 == ran.returncode, ran.stderr
+    assert SECRET in project.calls()[0]  # the command itself got the secret
+    assert SECRET not in ran.stdout + ran.stderr
+    assert "called: index" in ran.stdout and "[REDACTED]" in ran.stdout  # the live echo
+    written = _written_by_us(project)
+    assert any(name.startswith("execution/") for name in written)  # evidence was written
+    assert any(name.endswith("definitions.json") for name in written)
+    assert [] == [name for name, data in written.items() if SECRET.encode() in data]
+    for command_args in (["history"], ["status", "rtn-db"], ["logs", "rtn-db"]):
+        shown = project.cli(*command_args)
+        assert SECRET not in shown.stdout + shown.stderr, command_args
+
+
+def test_a_definition_that_links_to_a_key_file_is_refused_without_quoting_it(
+        project: Project) -> None:
+    """A routine file that is a symlink to a private key: validation refuses it (not a
+    mapping) and its message does not show the key's text."""
+    key = project.root / "id_ed25519"
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\n"
+                   "-----END OPENSSH PRIVATE KEY-----\n")
+    (project.root / "routines" / "rtn-key.yaml").symlink_to(key)
+    done = project.cli("validate")
+    assert 1 == done.returncode
+    assert "routines/rtn-key.yaml:1:1: routine file must be a YAML mapping" in done.stderr
+    assert "b3BlbnNzaC1rZXkt" not in done.stdout + done.stderr
+    assert "[REDACTED]" in done.stderr
+
+
+def test_a_problem_quoting_a_password_shows_it_redacted(project: Project) -> None:
+    """A validation problem quotes the bad value; a credential in it is redacted."""
+    project.routine("rtn-bad", f"""\
+        trigger: {{cron: "0 * * * *", timezone: "password={SECRET}"}}
+        action: {{kind: specdojo, args: [index]}}
+        """)
+    done = project.cli("validate")
+    assert 1 == done.returncode
+    assert "rtn-bad.yaml:2:" in done.stderr and "timezone" in done.stderr
+    assert SECRET not in done.stdout + done.stderr
