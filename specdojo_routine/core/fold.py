@@ -136,11 +136,11 @@ def _started(routines: dict[str, Raw], raw: Raw) -> None:
     entry["status"] = row.target
     entry["last_run"] = raw["last_run"]
     entry["attempt_id"] = raw["attempt_id"]
-    if raw["trigger"] in ("due", "id") and raw["schedule"] == "cron":  # due and explicit runs
-        # alike (SPEC §4, seed 000 T-02); the cursor never moves back
-        holdfold.advance_cursor(entry, raw["scheduled_for"])
-    if raw["trigger"] in ("due", "id"):
-        entry["last_accounted_for"] = raw["scheduled_for"]
+    if raw["trigger"] in ("due", "id"):  # due and explicit runs alike (SPEC §4, seed 000 T-02)
+        scheduled = raw["scheduled_for"]
+        if raw["schedule"] == "cron":  # the cursor never moves back
+            holdfold.advance_cursor(entry, scheduled)
+        entry["last_accounted_for"] = scheduled
     entry["open"] = raw
     entry["actions"] = {}
 

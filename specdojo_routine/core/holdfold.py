@@ -15,7 +15,9 @@ import attrs
 from specdojo_routine.core.timefmt import try_parse_instant
 
 Raw = dict[str, Any]
-_MS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")  # timefmt.format_ms
+#: Two instants in the stored form (timefmt.format_ms) written one after the other: two such
+#: strings compare as the instants do, so the fold moves the cursor without parsing.
+_MS_PAIR = re.compile(r"(?:[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z){2}")
 
 HoldState = Literal["free", "held"]
 
@@ -78,7 +80,7 @@ def advance_cursor(entry: Raw, scheduled: str) -> None:
     if not current:  # none yet (a look at the value: a speculating fold stops here)
         entry["last_scheduled_for"] = scheduled
         return
-    if isinstance(current, str) and _MS.fullmatch(current) and _MS.fullmatch(scheduled):
+    if isinstance(current, str) and _MS_PAIR.fullmatch(current + scheduled):
         later = scheduled > current  # the stored form sorts as it reads: no parsing in a fold
     else:
         old, new = try_parse_instant(current), try_parse_instant(scheduled)
