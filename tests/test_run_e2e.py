@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import orjson
 import pytest
@@ -146,6 +147,24 @@ def test_a_failure_reason_is_redacted_everywhere_it_is_shown(
     assert [] == [p.name for p in generated if secret.encode() in p.read_bytes()]
     ended = [e for e in project.events() if e["type"] in ("action_ended", "attempt_ended")]
     assert 2 == len(ended) and all("[REDACTED]" in e["reason"] for e in ended)
+
+
+def test_a_cli_that_cannot_be_started_says_what_to_do(project: Project, tmp_path: Path) -> None:
+    """Every failure says why and what to do where people look: a delegated call whose
+    SpecDojo CLI is missing or not executable names the CLI and the two ways to provide it,
+    in the run's lines, in `status` and in the recorded reason."""
+    project.routine("rtn-cli", "interval: 1h\naction: [{kind: specdojo, args: [index]}]\n")
+    plain = tmp_path / "not-executable"
+    plain.write_text("#!/bin/sh\n")
+    for cli, error in ((str(tmp_path / "missing"), "executable not found"),
+                       (str(plain), "permission denied")):
+        env = project.env(SPECDOJO_CLI=cli)
+        proc = project.cli("run", "--id", "rtn-cli", env=env)
+        assert 1 == proc.returncode, proc.stderr
+        hint = f"{error}: {cli} (the SpecDojo CLI: put specdojo on PATH or set SPECDOJO_CLI)"
+        assert hint in proc.stdout
+        assert hint in project.cli("status", "rtn-cli", env=env).stdout
+        assert hint == [e for e in project.events() if e["type"] == "action_ended"][-1]["reason"]
 
 
 def test_an_explicit_run_in_the_past_does_not_move_the_cursor_back(project: Project) -> None:

@@ -80,7 +80,8 @@ def execute(
                         stderr_tail=tuple(tail.last_lines(outcome.stderr, secrets)))
     if outcome.error is not None:
         # the reason reaches the ledger and every answer: never a secret (SPEC §7.5)
-        return attrs.evolve(base, reason=redact(outcome.error, secrets), exit_code=None)
+        return attrs.evolve(base, reason=redact(_with_hint(outcome.error, argv), secrets),
+                            exit_code=None)
     result = decide.exit_code_result(outcome.exit_code)
     reason = None
     if result is Result.SKIPPED:
@@ -88,6 +89,18 @@ def execute(
     elif result is Result.FAILURE:
         reason = f"command exited with code {outcome.exit_code}"
     return attrs.evolve(base, result=result, reason=reason)
+
+
+#: What to do when the SpecDojo CLI itself cannot be started: the operator reads it in
+#: ``status`` and ``run``, where the reason is the only clue.
+CLI_HINT = "the SpecDojo CLI: put specdojo on PATH or set SPECDOJO_CLI"
+
+
+def _with_hint(error: str, argv: list[str]) -> str:
+    """A delegated call's start error, with what to do when the CLI could not be started."""
+    if argv and error in (f"executable not found: {argv[0]}", f"permission denied: {argv[0]}"):
+        return f"{error} ({CLI_HINT})"
+    return error
 
 
 def _action_evidence(
