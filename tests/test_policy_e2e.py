@@ -402,6 +402,8 @@ def test_next_defaults_to_five_occurrences_strictly_after_now(project: Project) 
 
 @pytest.mark.parametrize("args", [("--cron", "0 25 * * *", "--timezone", "UTC"),
                                   ("--cron", "0 1 * * *", "--timezone", "Mars/Olympus"),
+                                  ("--cron", "0 1 * * *", "--timezone", "localtime"),
+                                  ("--cron", "0 1 * * *", "--timezone", "right/UTC"),
                                   ("--cron", "0 1 * * *")])
 def test_next_usage_errors(project: Project, args: tuple[str, ...]) -> None:
     """A bad cron or zone, or --cron without --timezone: exit 2, one error line (neither ID

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import zoneinfo
 from collections.abc import Callable
 from datetime import UTC, datetime
 
 from specdojo_routine.app import handlers
 from specdojo_routine.core.errors import UsageError
 from specdojo_routine.core.preview import Upcoming, cron_upcoming, routine_upcoming
+from specdojo_routine.core.routine_rules import zone_problem
 from specdojo_routine.core.schedule import cron_syntax_error
 from specdojo_routine.core.timefmt import to_utc
 from specdojo_routine.store.config import ProjectPaths
@@ -41,9 +41,7 @@ def preview_cron(
     problem = cron_syntax_error(expr)
     if problem is not None:
         raise UsageError(problem)
-    try:
-        zoneinfo.ZoneInfo(timezone)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
-        raise UsageError(f"unknown --timezone {timezone!r}: use an IANA name such as "
-                         "Asia/Tokyo") from None
+    problem = zone_problem(timezone)
+    if problem is not None:
+        raise UsageError(f"invalid --timezone {timezone!r} ({problem})")
     return cron_upcoming(expr, timezone, after=_now(now, clock), count=count)

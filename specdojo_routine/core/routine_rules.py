@@ -131,12 +131,30 @@ def _trigger(r: Report, node: Node) -> model.CronTrigger | None:
 
 
 def _zone_error(name: str) -> str | None:
+    problem = zone_problem(name)
+    return None if problem is None else f"Invalid trigger.timezone: {name} ({problem})"
+
+
+#: Names zoneinfo can find on some machines that do not name one clock: ``localtime`` and
+#: ``posixrules`` are whatever zone the machine was set to.
+_MACHINE_ZONES = frozenset({"localtime", "posixrules"})
+
+
+def zone_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a routine's zone (None: it can). A routine means the same instants
+    on every machine, so a zone is an IANA name zoneinfo knows - not the machine's own zone,
+    and not a ``right/`` zone, whose clock counts leap seconds and so runs tens of seconds
+    off civil time (Kubernetes refuses ``Local`` for a CronJob's ``timeZone`` likewise)."""
+    if name in _MACHINE_ZONES:
+        return "the machine's own zone, which differs from machine to machine; name the zone, " \
+               "such as Asia/Tokyo"
+    if name.startswith("right/"):
+        return f'a leap-second clock, seconds off civil time; did you mean "{name[6:]}"?'
     try:
         zoneinfo.ZoneInfo(name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
         close = close_matches(name, _zone_names())
-        hint = f'did you mean "{close[0]}"?' if close else "use an IANA name such as Asia/Tokyo"
-        return f"Invalid trigger.timezone: {name} ({hint})"
+        return f'did you mean "{close[0]}"?' if close else "use an IANA name such as Asia/Tokyo"
     return None
 
 

@@ -51,7 +51,6 @@ import hashlib
 import importlib.util
 import os
 import sys
-import zoneinfo
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +58,7 @@ import orjson
 
 from specdojo_routine.core.model import Routine
 from specdojo_routine.core.redact import redact, redact_words
+from specdojo_routine.core.routine_rules import zone_problem
 from specdojo_routine.store.config import read_regular
 from specdojo_routine.store.definitions import routine_json
 
@@ -259,8 +259,4 @@ def _json(text: object) -> Any:
 
 @functools.cache
 def _zone_exists(name: str) -> bool:
-    try:
-        zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
-        return False
-    return True
+    return zone_problem(name) is None
