@@ -65,6 +65,24 @@ def test_options_are_never_abbreviated(week: Week, argv: list[str]) -> None:
                              "unrecognized arguments" in done.stderr)
 
 
+@pytest.mark.parametrize(("argv", "hint"), [
+    (["pause", "rtn-sync", "--reason", "x"],
+     "pause: unrecognized arguments: --reason x (it takes --all, --note, --by, --now, --root, "
+     "--project; see `python -m specdojo_routine pause --help`)"),
+    (["list", "--js"], "list: unrecognized arguments: --js (did you mean --json? see "
+                       "`python -m specdojo_routine list --help`)"),
+    (["job", "list", "--js"], "job list: unrecognized arguments: --js (did you mean --json? "
+                              "see `python -m specdojo_routine job list --help`)"),
+])
+def test_an_option_the_command_does_not_take_names_what_it_takes(
+    week: Week, argv: list[str], hint: str,
+) -> None:
+    """An unknown option is the command's error, not the program's: it names the closest
+    option of that command, or every option it takes, and that command's help."""
+    done = week.cli(*argv)
+    assert (2, f"error: python -m specdojo_routine {hint}\n") == (done.returncode, done.stderr)
+
+
 def _closed_after_one_line(week: Week, *args: str) -> subprocess.CompletedProcess[str]:
     proc = subprocess.Popen([sys.executable, "-m", "specdojo_routine", *args, "--root",
                              str(week.root)], cwd=week.root, env=week.env(),

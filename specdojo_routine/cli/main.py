@@ -8,6 +8,7 @@ docstring is for developers and is never shown to users.
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -282,6 +283,32 @@ def _reportcli() -> Any:
     return reportcli
 
 
+def _parse(parser: argparse.ArgumentParser, words: list[str]) -> argparse.Namespace:
+    """The command line parsed; words no option of the command takes are an error of that
+    command that names what it does take (``pause --reason`` -> ``--note``)."""
+    args, extras = parser.parse_known_args(words)
+    if extras:
+        command = _chosen(parser, args)
+        options = [o for a in command._actions for o in a.option_strings
+                   if o.startswith("--") and o not in ("--help", "--root", "--project")]
+        close = difflib.get_close_matches(extras[0], options, n=1, cutoff=0.6)
+        hint = (f"did you mean {close[0]}?" if close else
+                f"it takes {', '.join([*options, '--root', '--project'])};")
+        raise errors.UsageError(f"{command.prog}: unrecognized arguments: {' '.join(extras)} "
+                                f"({hint} see `{command.prog} --help`)")
+    return args
+
+
+def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the (sub)command the line chose."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(getattr(args, action.dest, None) or "")
+            if chosen is not None:
+                return _chosen(chosen, args)
+    return parser
+
+
 def _dispatch(args: argparse.Namespace) -> Command:
     if args.command == "job":
         return _JOB_COMMANDS[args.job_command]
@@ -294,7 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args: argparse.Namespace | None = None
     try:
         words = list(sys.argv[1:] if argv is None else argv)
-        args = build_parser(words).parse_args(words)
+        args = _parse(build_parser(words), words)
         command = _dispatch(args)
         if conventions.quiet_requested(args):
             code = conventions.run_quietly(lambda o, e: command(args, o, e), out, err)
