@@ -124,8 +124,10 @@ def test_wrong_targets_are_refused_and_record_nothing(project: Project) -> None:
     project.routine("rtn-h", HOURLY_ALL)
     assert 0 == project.cli("run", "--id", "rtn-h").returncode
     assert "rtn-h is not paused" in _refused(project, "resume", "rtn-h")
-    assert "any routine is not paused" in _refused(project, "resume", "--all")
+    assert "no routine is paused; nothing to resume" in _refused(project, "resume", "--all")
     assert 0 == project.cli("pause", "rtn-h").returncode
+    assert "every routine is already paused; nothing to pause" in _refused(project, "pause",
+                                                                            "--all")
     assert "rtn-h is already paused" in _refused(project, "pause", "rtn-h")
     assert "has no running attempt to stop" in _refused(project, "stop", "rtn-h")
     assert "has no attempt att-nope" in _refused(

@@ -68,9 +68,11 @@ def set_paused(
         view = handlers._register(ctx, defs, views.refresh_routine_view(paths))
         todo = [rid for rid in wanted if pausefold.is_paused(view.routines.get(rid)) != paused]
         if not todo:
-            which = routine_id or "any routine"
-            raise RoutineError(f"{which} is already paused; nothing to pause" if paused else
-                               f"{which} is not paused; nothing to resume")
+            if routine_id is None:  # --all
+                raise RoutineError("every routine is already paused; nothing to pause" if paused
+                                   else "no routine is paused; nothing to resume")
+            raise RoutineError(f"{routine_id} is already paused; nothing to pause" if paused
+                               else f"{routine_id} is not paused; nothing to resume")
         for rid in todo:
             if paused:
                 ctx.record(events.RoutinePaused(routine_id=rid, note=text, paused_by=who,
