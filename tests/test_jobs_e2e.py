@@ -129,10 +129,26 @@ def test_job_show_json_is_exactly_the_view(weekly: Project) -> None:
     assert (0, view.read_text()) == (done.returncode, done.stdout)
 
 
-def test_job_show_unknown_run_exits_2(weekly: Project) -> None:
-    """An unknown run id is a usage error."""
-    done = weekly.cli("job", "show", "JBR-weekly-000000000000", env=env(weekly))
-    assert 2 == done.returncode and done.stderr.startswith("error: no Job Run JBR-weekly-")
+@pytest.mark.parametrize("command", [["show"], ["logs"], ["resolve", "--status", "failed",
+                                                              "--note", "checked"]])
+def test_a_job_run_id_that_names_nothing_says_what_was_meant(
+    weekly: Project, command: list[str],
+) -> None:
+    """job show, job logs and job resolve answer an id that names no run alike (exit 2, one
+    line, nothing written): the closest run ids for a near miss, where the runs are for a
+    Job's own id, the expected form for anything else."""
+    run_id = as_json(job_run(weekly, "--input", "period=W1", "--json"))["run_id"]
+    near = run_id[:-1] + ("0" if run_id[-1] != "0" else "1")
+    before = weekly.files()
+    for given, said in (
+        (near, f'unknown Job Run "{near}"; did you mean {run_id}? (see `job list`)'),
+        ("job-weekly", "job-weekly is a Job, not a Job Run; `job list` shows its runs "
+                       "(JBR-<slug>-<hash>)"),
+        ("../x", "invalid Job Run id '../x' (expected JBR-<slug>-<hash>; see `job list`)"),
+    ):
+        done = weekly.cli("job", command[0], given, *command[1:], env=env(weekly))
+        assert (2, f"error: {said}\n") == (done.returncode, done.stderr), given
+    assert before == weekly.files()
 
 
 def test_job_list_shows_definitions_and_runs(weekly: Project) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from specdojo_routine.app import named_run
 from specdojo_routine.core import jobplan
 from specdojo_routine.core.errors import RoutineError, UsageError
 from specdojo_routine.core.events import CheckpointAdvanced, JobEvent, RunAttemptResolved
@@ -65,8 +66,7 @@ def resolve_job_run(
     if not note.strip():
         raise UsageError("job resolve needs a --note saying what was checked (got an empty "
                          "note)")
-    if adopt.load_run(paths, run_id) is None:
-        raise UsageError(f"unknown Job Run {run_id}; `job list` shows the runs")
+    named_run.load(paths, run_id)  # a usage error when the id names no run
     the_env = dict(os.environ if env is None else env)
     who = by or the_env.get("USER") or "unknown"
     with _exec_lock(paths, the_env):

@@ -7,13 +7,12 @@ A job action recorded before that field existed is found through its Job Run's l
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from specdojo_routine.app import recent
+from specdojo_routine.app import named_run, recent
 from specdojo_routine.core.attempts import ActionRecord, Attempt, Gatherer
 from specdojo_routine.core.errors import RoutineError, UsageError
 from specdojo_routine.core.suggest import unknown
@@ -21,8 +20,6 @@ from specdojo_routine.execute import evidence
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.ledger import adopt
 from specdojo_routine.store.ledger.backwards import read_backwards
-
-_RUN_ID = re.compile(r"JBR-[A-Za-z0-9-]+")
 
 
 @attrs.frozen(kw_only=True)
@@ -128,14 +125,7 @@ def _agent_logs(evidence_json: Path) -> dict[str, str]:
 
 def job_logs(paths: ProjectPaths, run_id: str, *, attempt: int | None = None) -> Logs:
     """The output of a Job Run's last attempt (or ``attempt``)."""
-    if not _RUN_ID.fullmatch(run_id):
-        raise UsageError(f"invalid Job Run id {run_id!r} (expected JBR-<slug>-<hash>)")
-    found = adopt.load_run(paths, run_id)
-    if found is None:
-        known = [p.name.split(".")[0] for p in paths.runs_dir.glob("JBR-*.json*")] \
-            if paths.runs_dir.is_dir() else []
-        raise UsageError(unknown("Job Run", run_id, known, "job list"))
-    view: dict[str, Any] = dict(found)
+    view: dict[str, Any] = dict(named_run.load(paths, run_id))
     attempts = list(view.get("attempts") or [])
     if not attempts:
         raise RoutineError(f"Job Run {run_id} has no attempt yet, so no output")

@@ -4,22 +4,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from specdojo_routine.app import agentopts, handlers, jobs
+from specdojo_routine.app import agentopts, handlers, jobs, named_run
 from specdojo_routine.cli import render
 from specdojo_routine.core import jobplan
-from specdojo_routine.core.errors import UsageError
 from specdojo_routine.core.jobfold import JobRunDoc
 from specdojo_routine.core.jobplan import JobRunOutcome
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import load as definitions
 from specdojo_routine.store.ledger import adopt, views
-
-_RUN_ID = re.compile(r"JBR-[A-Za-z0-9][A-Za-z0-9-]*")
 
 
 def _paths(args: argparse.Namespace) -> ProjectPaths:
@@ -192,11 +188,7 @@ def cmd_job_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """``job show RUN_ID [--json]``: the run's view (``--json``: exactly runs/<id>.json)."""
     paths = _paths(args)
     run_id = args.run_id
-    if not _RUN_ID.fullmatch(run_id):
-        raise UsageError(f"invalid Job Run id {run_id!r} (expected JBR-<slug>-<hash>)")
-    found = adopt.load_run(paths, run_id)  # imported in memory (SPEC §10)
-    if found is None:
-        raise UsageError(f"no Job Run {run_id} in {paths.rel(paths.runs_dir)} (see `job list`)")
+    found = named_run.load(paths, run_id)  # imported in memory (SPEC §10)
     interrupted = _interrupted(paths, found)
     if args.json:  # the view as stored; an interrupted run says so (SPEC §7.3)
         shown: Any = {**found, "interrupted": True} if interrupted else found
@@ -240,8 +232,6 @@ def cmd_job_resolve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from specdojo_routine.app import job_resolve
 
     paths = _paths(args)
-    if not _RUN_ID.fullmatch(args.run_id):
-        raise UsageError(f"invalid Job Run id {args.run_id!r} (expected JBR-<slug>-<hash>)")
     attempt = job_resolve.resolve_job_run(paths, args.run_id, status=args.status,
                                           note=args.note, by=args.resolved_by)
     out.write(f"{args.run_id}: attempt {attempt} resolved as {args.status}\n")
