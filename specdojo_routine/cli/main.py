@@ -8,7 +8,6 @@ docstring is for developers and is never shown to users.
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -288,6 +287,8 @@ def _parse(parser: argparse.ArgumentParser, words: list[str]) -> argparse.Namesp
     command that names what it does take (``pause --reason`` -> ``--note``)."""
     args, extras = parser.parse_known_args(words)
     if extras:
+        import difflib  # only a mistyped line pays for it
+
         command = _chosen(parser, args)
         options = [o for a in command._actions for o in a.option_strings
                    if o.startswith("--") and o not in ("--help", "--root", "--project")]
