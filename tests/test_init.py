@@ -149,3 +149,23 @@ def test_the_examples_match_the_schemas_editors_use(name: str, kind: str) -> Non
     from ruamel.yaml import YAML
 
     assert set() == error_paths(kind, YAML(typ="safe").load(skeleton("p")[name]))
+
+
+def test_a_command_outside_any_project_points_at_init(tmp_path: Path) -> None:
+    """A newcomer who runs a command where there is no project (no config up the tree, or
+    none at --root) is told, in one line, how to reach one or to create one here with init
+    - and following that advice works."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    config = empty / ".specdojo" / "specdojo.config.json"
+    if any((p / ".specdojo" / "specdojo.config.json").exists() for p in tmp_path.parents):
+        pytest.skip("a project above the temporary directory is found by the walk")
+    walked, rooted = cli(empty, "status"), cli(tmp_path, "status", "--root", str(empty))
+    assert (2, f"error: no .specdojo/specdojo.config.json found in {empty} or any parent; "
+               "run inside a SpecDojo project, pass --root DIR, or create one here with "
+               "`init`\n") == (walked.returncode, walked.stderr)
+    assert (2, f"error: {config}: no SpecDojo config here; pass the --root of a project, or "
+               f"create one here with `init --root {empty}`\n") == (rooted.returncode,
+                                                                     rooted.stderr)
+    assert 0 == cli(tmp_path, "init", "--root", str(empty)).returncode
+    assert 0 == cli(empty, "status").returncode

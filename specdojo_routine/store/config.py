@@ -172,7 +172,8 @@ def _load_config(root: Path) -> dict[str, object]:
     try:
         data = orjson.loads(read_regular(path))
     except FileNotFoundError:
-        raise ConfigError(f"{path}: no SpecDojo config here; create it or pass --root") from None
+        raise ConfigError(f"{path}: no SpecDojo config here; pass the --root of a project, or "
+                          f"create one here with `init --root {root}`") from None
     except NotRegularFile as exc:
         raise ConfigError(f"{path}: not a regular file ({exc.kind}); the SpecDojo config must "
                           "be a regular JSON file - remove it and create the config") from None
@@ -221,7 +222,7 @@ def resolve_project(
         if found is None:
             raise ConfigError(
                 f"no {CONFIG_RELPATH.as_posix()} found in {start} or any parent; "
-                "run inside a SpecDojo project or pass --root DIR"
+                "run inside a SpecDojo project, pass --root DIR, or create one here with `init`"
             )
         root = found
     root = root.resolve()
