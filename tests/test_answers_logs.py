@@ -41,14 +41,24 @@ def test_a_job_actions_evidence_ref_names_its_job_run_attempt(week: Week) -> Non
 
 
 def test_logs_prints_the_last_attempts_output(week: Week) -> None:
-    """`logs ID`: the last attempt, each action's stdout and stderr, redacted."""
+    """`logs ID`: the last attempt, each action's recorded reason when it failed, its stdout
+    and stderr, redacted; `--json` carries the same reason (null for a success)."""
     done = week.cli("logs", "rtn-cleanup")
     lines = done.stdout.splitlines()
     attempt = _ended(week, "rtn-cleanup")[-1]["attempt_id"]
     assert (0, f"rtn-cleanup attempt {attempt} (scheduled 2026-08-10T00:00:00.000Z, failure)",
-            ["-- stdout", "cleaning /srv/cache", "-- stderr", "using token [REDACTED]",
-             "ERROR: quota exceeded on /srv/cache"]) == (done.returncode, lines[0], lines[2:])
+            ["   reason: command exited with code 4", "-- stdout", "cleaning /srv/cache",
+             "-- stderr", "using token [REDACTED]", "ERROR: quota exceeded on /srv/cache"]) == (
+        done.returncode, lines[0], lines[2:])
     assert lines[1].startswith("== action 1 (specdojo): failure, exit 4 [execution/")
+    as_json = orjson.loads(week.cli("logs", "rtn-cleanup", "--json").stdout)
+    assert ["command exited with code 4"] == [o["reason"] for o in as_json["outputs"]]
+    succeeded = [e for e in week.events() if e["type"] == "action_ended"
+                 and e["result"] == "success" and e.get("evidence_ref")][-1]
+    shown = orjson.loads(week.cli("logs", str(succeeded["routine_id"]), "--attempt",
+                                  str(succeeded["attempt_id"]), "--json").stdout)
+    assert [None] == [o["reason"] for o in shown["outputs"]
+                      if o["evidence_ref"] == succeeded["evidence_ref"]]
 
 
 def test_logs_of_a_given_attempt_and_action_and_as_json(week: Week) -> None:

@@ -31,10 +31,12 @@ class Output:
     streams: dict[str, str]  # name -> text (redacted and bounded when it was written)
     cut: tuple[str, ...] = ()  # streams that were cut to the evidence bound
     missing: str | None = None  # why nothing is shown
+    reason: str | None = None  # why an action that kept output did not succeed, as recorded
 
     def to_json(self) -> dict[str, Any]:
         return {"title": self.title, "evidence_ref": self.evidence_ref,
-                "streams": self.streams, "truncated": list(self.cut), "missing": self.missing}
+                "streams": self.streams, "truncated": list(self.cut), "missing": self.missing,
+                "reason": self.reason}
 
 
 @attrs.frozen(kw_only=True)
@@ -96,7 +98,10 @@ def _action_output(paths: ProjectPaths, action: ActionRecord) -> Output:
     if ref is None:
         return Output(title=title, evidence_ref=None, streams={},
                       missing=action.reason or "no output was kept for this action")
-    return _evidence_output(paths.root, title, ref)
+    shown = _evidence_output(paths.root, title, ref)
+    if action.result not in (None, "success") and action.reason:  # a stop, a timeout, ...
+        shown = attrs.evolve(shown, reason=action.reason)
+    return shown
 
 
 def _evidence_output(root: Path, title: str, ref: str) -> Output:

@@ -58,6 +58,8 @@ def _print(shown: logs_app.Logs, out: TextIO, *, as_json: bool) -> int:
     for output in shown.outputs:
         where = f" [{output.evidence_ref}]" if output.evidence_ref else ""
         parts.append(f"== {output.title}{where}\n")
+        if output.reason:
+            parts.append(f"   reason: {output.reason}\n")
         if output.missing:
             parts.append(f"   (no output: {output.missing})\n")
         for name, text in output.streams.items():
