@@ -178,6 +178,10 @@ def test_resolve_attempt_overrides_an_ended_attempt_and_ends_its_hold(project: P
         (a["attempt_id"], a["result"], a["reason"], a["resolved_by"])
         for a in map(orjson.loads, shown)]
     assert "overrides the end of" in project.cli("history", "rtn-h").stdout
+    said = "  resolved by carol: re-sent by hand\n"  # the REASON column: who first, so that
+    assert said in project.cli("history", "rtn-h", "--attempts").stdout  # status's 80 columns
+    assert "  success  resolved by carol: re-sent …\n" in project.cli(  # keep it
+        "status", "rtn-h", "--now", "2026-05-01T10:10:00Z").stdout
     assert 0 == project.cli("list", "--now", "2026-05-01T10:10:00Z").returncode
     assert 0 == project.cli("fold", "--check").returncode
 

@@ -78,7 +78,7 @@ def _attempts_text(attempts: list[Attempt], *, every: bool) -> str:
                ended[11:] if ended[:10] == started[:10] else ended,
                span_text(a.duration_s) if a.duration_s is not None else "-",
                a.result or "running", a.trigger or "upstream",
-               (a.reason or "") + (f" (resolved by {a.resolved_by})" if a.resolved_by else "")]
+               a.why]
         rows.append([a.routine_id, *row] if every else row)
     headers = ["SCHEDULED (UTC)", "STARTED", "ENDED", "TOOK", "RESULT", "TRIGGER", "REASON"]
     return render.table(["ROUTINE", *headers] if every else headers, rows)

@@ -141,7 +141,7 @@ def _attempt_rows(attempts: list[Attempt]) -> list[str]:
         scheduled, started = _stamp(a.scheduled_for)[:16], _stamp(a.started_at)[:16]
         if started[:10] == scheduled[:10]:
             started = started[11:]  # the same day: the time says it
-        rows.append([scheduled, started, took, late, a.result or "running", a.reason or ""])
+        rows.append([scheduled, started, took, late, a.result or "running", a.why])
     lines = render.table(["SCHEDULED (UTC)", "STARTED", "TOOK", "LATE", "RESULT", "REASON"],
                          rows).splitlines()
     out = [_cut("    " + line, WIDTH) for line in lines[:1]]

@@ -59,6 +59,15 @@ class Attempt:
         return _span(self.started_at, self.completed_at)
 
     @property
+    def why(self) -> str:
+        """The reason as the answers show it: an operator's outcome names who recorded it
+        first (``resolved by carol: re-sent by hand``, as a Job Run's does), so a cut row
+        keeps the who."""
+        if self.resolved_by:
+            return f"resolved by {self.resolved_by}" + (f": {self.reason}" if self.reason else "")
+        return self.reason or ""
+
+    @property
     def late_by_s(self) -> int | None:
         """Whole seconds from the scheduled time to the start (never negative)."""
         late = _span(self.scheduled_for, self.started_at)
