@@ -67,8 +67,12 @@ def test_options_are_never_abbreviated(week: Week, argv: list[str]) -> None:
 
 @pytest.mark.parametrize(("argv", "hint"), [
     (["pause", "rtn-sync", "--reason", "x"],
-     "pause: unrecognized arguments: --reason x (it takes --all, --note, --by, --now, --root, "
-     "--project; see `python -m specdojo_routine pause --help`)"),
+     "pause: unrecognized arguments: --reason x (it takes --all, --note, --by, --now, --json, "
+     "--root, --project; see `python -m specdojo_routine pause --help`)"),
+    (["list", "--jsno"], "list: unrecognized arguments: --jsno (did you mean --json? see "
+                         "`python -m specdojo_routine list --help`)"),
+    (["where", "extra"], "where: unrecognized arguments: extra (it takes --json, --root, "
+                         "--project; see `python -m specdojo_routine where --help`)"),
     (["list", "--js"], "list: unrecognized arguments: --js (did you mean --json? see "
                        "`python -m specdojo_routine list --help`)"),
     (["job", "list", "--js"], "job list: unrecognized arguments: --js (did you mean --json? "

@@ -163,6 +163,7 @@ def _add_resolve(sub: Subparsers, common: _Parser) -> None:
                    help="who resolved it (default: $USER)")
     p.add_argument("--attempt", metavar="ATTEMPT_ID",
                    help="change this ended attempt's outcome instead (see history --attempts)")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
 
 
 def _add_fold(sub: Subparsers, common: _Parser) -> None:
@@ -292,7 +293,10 @@ def _parse(parser: argparse.ArgumentParser, words: list[str]) -> argparse.Namesp
         command = _chosen(parser, args)
         options = [o for a in command._actions for o in a.option_strings
                    if o.startswith("--") and o not in ("--help", "--root", "--project")]
-        close = difflib.get_close_matches(extras[0], options, n=1, cutoff=0.6)
+        given = extras[0].split("=", 1)[0].lstrip("-") if extras[0].startswith("-") else ""
+        close = [o for o in options if given and o[2:].startswith(given)] or [  # a prefix,
+            "--" + c for c in difflib.get_close_matches(given, [o[2:] for o in options], n=1,
+                                                       cutoff=0.75)]  # else a near miss
         hint = (f"did you mean {close[0]}?" if close else
                 f"it takes {', '.join([*options, '--root', '--project'])};")
         raise errors.UsageError(f"{command.prog}: unrecognized arguments: {' '.join(extras)} "
@@ -454,6 +458,10 @@ def cmd_resolve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     attempt_id = handlers.resolve(_paths(args), args.routine_id, result=args.result,
                                   note=args.note, by=args.resolved_by)
+    if args.json:
+        out.write(render.dumps({"routine_id": args.routine_id, "attempt_id": attempt_id,
+                                "result": args.result, "overrides": False}))
+        return EXIT_OK
     out.write(f"{args.routine_id}: attempt {attempt_id} resolved as {args.result}\n")
     return EXIT_OK
 
