@@ -118,6 +118,27 @@ def test_run_id_runs_a_paused_routine_and_all_acts_on_every_routine(project: Pro
     assert ["routine_paused"] * 2 + ["routine_resumed"] * 2 == kinds
 
 
+def test_controls_speak_json_for_scripts(project: Project) -> None:
+    """pause, resume and resolve take --json: one document naming what changed, the same
+    events recorded as without it."""
+    project.routine("rtn-a", HOURLY_ALL)
+    project.routine("rtn-b", HOURLY_ALL)
+    assert {"paused": ["rtn-a"]} == _json(project.cli("pause", "rtn-a", "--json"))
+    assert {"paused": ["rtn-b"]} == _json(project.cli("pause", "--all", "--json"))
+    assert {"resumed": ["rtn-a", "rtn-b"]} == _json(project.cli("resume", "--all", "--json"))
+    project.exit_codes({"work": 1})
+    assert 1 == project.cli("run", "--id", "rtn-a").returncode
+    attempt = [e for e in project.events() if e["type"] == "attempt_ended"][-1]["attempt_id"]
+    assert {"routine_id": "rtn-a", "attempt_id": attempt, "result": "success",
+            "overrides": True} == _json(project.cli("resolve", "rtn-a", "--attempt", attempt,
+                                                    "--result", "success", "--note", "by hand",
+                                                    "--json"))
+    kinds = [e["type"] for e in project.events() if e["type"] != "routine_registered"]
+    assert ["routine_paused", "routine_paused", "routine_resumed", "routine_resumed"] == [
+        k for k in kinds if k.startswith("routine_")]
+    assert "attempt_resolved" == kinds[-1]
+
+
 def test_wrong_targets_are_refused_and_record_nothing(project: Project) -> None:
     """resume of a routine that is not paused, pause of a paused one, stop with nothing
     running, resolve --attempt of an unknown or open attempt: one error line, exit 1."""

@@ -42,6 +42,22 @@ def test_stop_signals_the_runner_which_records_the_stop_and_leaves_no_process(
     assert not list((project.root / "routines" / ".locks").glob("stop-*"))
 
 
+def test_stop_json_names_the_attempt_it_stopped(project: Project) -> None:
+    """stop --json: one document naming the routine and the stopped attempt (exit 0 after the
+    stop is recorded); a refusal stays one error line on stderr, exit 1."""
+    project.routine("rtn-long", "interval: 1h\naction: {kind: specdojo, args: [sleepy]}\n")
+    env = _cli_running(project, "sh -c 'sleep 60 & sleep 60'")
+    runner = project.popen("run", "--id", "rtn-long", env=env)
+    _pgid(project)
+    stopped = project.cli("stop", "rtn-long", "--json", env=env)
+    attempt = next(e for e in project.events() if e["type"] == "attempt_started")["attempt_id"]
+    assert (0, {"routine_id": "rtn-long", "attempt_id": attempt, "stopped": True}) == (
+        stopped.returncode, orjson.loads(stopped.stdout)), stopped.stderr
+    assert 143 == runner.wait(timeout=30)
+    again = project.cli("stop", "rtn-long", "--json", env=env)
+    assert (1, "", 1) == (again.returncode, again.stdout, len(again.stderr.splitlines()))
+
+
 def test_stop_refuses_a_dead_runner_and_records_nothing(project: Project) -> None:
     """An open attempt whose runner died (SIGKILL): stop sends nothing, records nothing and
     says to use resolve (exit 1)."""
