@@ -263,12 +263,14 @@ def test_a_hand_edited_cache_is_ignored_as_a_whole(tmp_path: Path) -> None:
     assert all(r.name != "renamed in the cache" for r in fast.routines)
 
 
-@pytest.mark.parametrize("damage", ["type", "shape", "path", "zone", "kind", "text"])
+@pytest.mark.parametrize("damage", ["type", "shape", "path", "zone", "machine-zone", "kind",
+                                    "text"])
 def test_an_entry_that_does_not_decode_exactly_is_built_again(damage: str,
                                                               tmp_path: Path) -> None:
     """A consistent checksum is not enough: an entry with a wrong type, a wrong shape, another
-    file's path, a time zone this machine lacks, an unknown action kind or a text that is not
-    JSON is read afresh."""
+    file's path, a time zone this machine lacks or one that means the machine's own zone
+    (``localtime``, which a routine may not name), an unknown action kind or a text that is
+    not JSON is read afresh."""
     root = self_contained(tmp_path)
     cold = built_loads(root)
     cli(root, "run", "--due")
@@ -280,6 +282,7 @@ def test_an_entry_that_does_not_decode_exactly_is_built_again(damage: str,
         "shape": lambda r: r.append(None),
         "path": lambda r: r.__setitem__(1, "routines/rtn-elsewhere.yaml"),
         "zone": lambda r: r.__setitem__(7, [r[7][0], "Mars/Olympus"]) if r[7] else None,
+        "machine-zone": lambda r: r.__setitem__(7, [r[7][0], "localtime"]) if r[7] else None,
         "kind": lambda r: r.__setitem__(10, '[["exec-everything"]]'),
     }
 
@@ -294,7 +297,8 @@ def test_an_entry_that_does_not_decode_exactly_is_built_again(damage: str,
     _rewrite(root, edit, checksum=True)
     fast = load(root, pure=False)
     assert fast == load(root, pure=True)
-    assert (True, built_loads(root)) == (zoned >= 3, warm + zoned if damage == "zone" else cold)
+    rezoned = damage in ("zone", "machine-zone")
+    assert (True, built_loads(root)) == (zoned >= 3, warm + zoned if rezoned else cold)
 
 
 def test_a_duplicate_id_among_cached_routines_is_still_found_and_located(tmp_path: Path) -> None:

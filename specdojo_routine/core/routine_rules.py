@@ -140,22 +140,31 @@ def _zone_error(name: str) -> str | None:
 _MACHINE_ZONES = frozenset({"localtime", "posixrules"})
 
 
+def usable_zone(name: str) -> bool:
+    """Whether ``name`` can be a routine's zone. A routine means the same instants on every
+    machine, so a zone is an IANA name zoneinfo knows - not the machine's own zone, and not a
+    ``right/`` zone, whose clock counts leap seconds and so runs tens of seconds off civil
+    time (Kubernetes refuses ``Local`` for a CronJob's ``timeZone`` likewise)."""
+    if name in _MACHINE_ZONES or name.startswith("right/"):
+        return False
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        return False
+    return True
+
+
 def zone_problem(name: str) -> str | None:
-    """Why ``name`` cannot be a routine's zone (None: it can). A routine means the same instants
-    on every machine, so a zone is an IANA name zoneinfo knows - not the machine's own zone,
-    and not a ``right/`` zone, whose clock counts leap seconds and so runs tens of seconds
-    off civil time (Kubernetes refuses ``Local`` for a CronJob's ``timeZone`` likewise)."""
+    """Why ``name`` cannot be a routine's zone, with what to write instead (None: it can)."""
+    if usable_zone(name):
+        return None
     if name in _MACHINE_ZONES:
         return "the machine's own zone, which differs from machine to machine; name the zone, " \
                "such as Asia/Tokyo"
     if name.startswith("right/"):
         return f'a leap-second clock, seconds off civil time; did you mean "{name[6:]}"?'
-    try:
-        zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
-        close = close_matches(name, _zone_names())
-        return f'did you mean "{close[0]}"?' if close else "use an IANA name such as Asia/Tokyo"
-    return None
+    close = close_matches(name, _zone_names())
+    return f'did you mean "{close[0]}"?' if close else "use an IANA name such as Asia/Tokyo"
 
 
 @functools.cache

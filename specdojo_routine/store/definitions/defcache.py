@@ -58,7 +58,7 @@ import orjson
 
 from specdojo_routine.core.model import Routine
 from specdojo_routine.core.redact import redact, redact_words
-from specdojo_routine.core.routine_rules import zone_problem
+from specdojo_routine.core.routine_rules import usable_zone
 from specdojo_routine.store.config import read_regular
 from specdojo_routine.store.definitions import routine_json
 
@@ -257,6 +257,4 @@ def _json(text: object) -> Any:
         return None
 
 
-@functools.cache
-def _zone_exists(name: str) -> bool:
-    return zone_problem(name) is None
+_zone_exists = functools.cache(usable_zone)  # a cached routine's zone, checked once a process
