@@ -98,7 +98,7 @@ CLI_HINT = "the SpecDojo CLI: put specdojo on PATH or set SPECDOJO_CLI"
 
 def _with_hint(error: str, argv: list[str]) -> str:
     """A delegated call's start error, with what to do when the CLI could not be started."""
-    if argv and error in (f"executable not found: {argv[0]}", f"permission denied: {argv[0]}"):
+    if argv and runner.executable_unusable(error, argv[0]):
         return f"{error} ({CLI_HINT})"
     return error
 

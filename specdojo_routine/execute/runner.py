@@ -164,6 +164,12 @@ def run_argv(
                 on_start=on_start, kill_grace_s=kill_grace_s)
 
 
+def executable_unusable(error: str, executable: str) -> bool:
+    """Whether ``error`` (a :class:`CommandOutcome`'s) says ``executable`` itself could not be
+    started: not found, or not executable."""
+    return error in (f"executable not found: {executable}", f"permission denied: {executable}")
+
+
 def _start_error(exc: Exception, argv: Sequence[str], cwd: Path) -> str:
     if not argv:
         return "empty command"
