@@ -86,3 +86,15 @@ def test_a_problem_quoting_a_password_shows_it_redacted(project: Project) -> Non
     assert 1 == done.returncode
     assert "rtn-bad.yaml:2:" in done.stderr and "timezone" in done.stderr
     assert SECRET not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("argv", [["run", "--due", "--db-password", SECRET],
+                                  ["status", f"--api-token={SECRET}"]])
+def test_a_secret_in_a_mistyped_command_line_is_not_echoed(project: Project,
+                                                           argv: list[str]) -> None:
+    """An option the command does not take is named in the error line (SPEC §7.5 holds for
+    error messages): the value given to a credential option is redacted there."""
+    done = project.cli(*argv)
+    assert (2, "") == (done.returncode, done.stdout)
+    assert "unrecognized arguments" in done.stderr and "[REDACTED]" in done.stderr
+    assert SECRET not in done.stderr

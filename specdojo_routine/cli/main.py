@@ -27,9 +27,8 @@ from specdojo_routine.core.errors import (
     environment_error,
     missing_dependency,
 )
-from specdojo_routine.core.redact import redact
 from specdojo_routine.core.timefmt import parse_instant
-from specdojo_routine.core.validation import one_line
+from specdojo_routine.core.validation import shown
 from specdojo_routine.execute import stop
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions.load import Definitions
@@ -337,7 +336,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RoutineError as exc:
         if conventions.quiet_requested(args) and exc.exit_code == EXIT_BUSY:
             return exc.exit_code  # busy is not a failure: the run holding the lock reports
-        err.write(f"error: {_shown(str(exc))}\n")
+        err.write(f"error: {shown(str(exc))}\n")
         return exc.exit_code
     except BrokenPipeError:  # the reader went away (`history | head`): stop quietly
         _silence(out)
@@ -356,21 +355,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                   "1000 and 9998\n")
         return EXIT_USAGE
     except OSError as exc:  # the environment, not a bug: say where, what and what to do
-        err.write(f"error: {_shown(environment_error(exc))}\n")
+        err.write(f"error: {shown(environment_error(exc))}\n")
         return EXIT_FAILURE
     except ImportError as exc:  # a dependency missing or broken: the environment again
-        err.write(f"error: {_shown(missing_dependency(exc))}\n")
+        err.write(f"error: {shown(missing_dependency(exc))}\n")
         return EXIT_FAILURE
     except Exception as exc:
-        err.write(f"error: internal error ({_shown(f'{type(exc).__name__}: {exc}')}); "
+        err.write(f"error: internal error ({shown(f'{type(exc).__name__}: {exc}')}); "
                   "please report it\n")
         return EXIT_FAILURE
-
-
-def _shown(message: str) -> str:
-    """An error as the console shows it: one line, redacted (an error may quote a file, a
-    command or a URL; secrets never reach an error message, SPEC §7.5)."""
-    return one_line(redact(message))
 
 
 def _silence(stream: TextIO) -> None:

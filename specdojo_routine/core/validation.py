@@ -30,10 +30,10 @@ def one_line(message: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
 
 
-def _shown(message: str) -> str:
-    """A problem's message as it may be shown: one line, and redacted (it may quote a file's
-    text - a symlink to a key file, a literal ``--password=...`` - and secrets never reach an
-    error message, SPEC §7.5)."""
+def shown(message: str) -> str:
+    """A message as it may be shown - a problem, an error line: one line, and redacted (it may
+    quote a file's text - a symlink to a key file, a literal ``--password=...`` - or a command
+    line, and secrets never reach an error message, SPEC §7.5)."""
     return one_line(redact(message))
 
 
@@ -47,12 +47,12 @@ class Report:
 
     def error(self, pos: Pos, message: str) -> None:
         self.problems.append(
-            Problem(path=self.path, line=pos[0], col=pos[1], message=_shown(message))
+            Problem(path=self.path, line=pos[0], col=pos[1], message=shown(message))
         )
 
     def warn(self, pos: Pos, message: str) -> None:
         self.problems.append(Problem(
-            path=self.path, line=pos[0], col=pos[1], message=_shown(message), warning=True
+            path=self.path, line=pos[0], col=pos[1], message=shown(message), warning=True
         ))
 
     @property
