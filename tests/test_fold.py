@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from datetime import datetime
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specdojo_routine.core import events as ev
+from specdojo_routine.core import holdfold
 from specdojo_routine.core.errors import CorruptLedgerError, InvalidTransition
 from specdojo_routine.core.fold import (
     STATES,
@@ -34,7 +35,7 @@ from specdojo_routine.core.jobfold import (
     merge_checkpoints,
     run_document,
 )
-from specdojo_routine.core.timefmt import format_ms
+from specdojo_routine.core.timefmt import format_ms, parse_instant
 from specdojo_routine.store.ledger import codec
 
 REPO = Path(__file__).resolve().parent.parent
@@ -620,3 +621,26 @@ def test_state_diagram_draws_every_row() -> None:
     for t in TRANSITIONS:
         assert f"{t.source or '[*]'} --> {t.target}: " in text
         assert t.event in text
+
+
+_FORMS = [lambda d: format_ms(d), lambda d: d.strftime("%Y-%m-%dT%H:%M:%SZ"),
+          lambda d: d.astimezone(timezone(timedelta(hours=9))).isoformat(timespec="milliseconds")]
+
+
+@settings(max_examples=200, deadline=None)
+@given(base=st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1)),
+       seen=st.lists(st.tuples(st.integers(-86_400, 86_400), st.integers(0, len(_FORMS) - 1)),
+                     min_size=1, max_size=8))
+def test_the_cursor_never_moves_back_whatever_the_forms_of_its_instants(
+    base: datetime, seen: list[tuple[int, int]],
+) -> None:
+    """SPEC §4: moving the cron cursor keeps the later instant, whether both are in the stored
+    form (compared as strings) or either is another ISO 8601 form a ledger may hold (an
+    upstream line's whole seconds, an offset): parsed then. Instants within a day of each
+    other, so that the forms would sort wrongly as strings."""
+    start = base.replace(microsecond=0, tzinfo=UTC)
+    entry: dict[str, Any] = {}
+    for seconds, form in seen:
+        holdfold.advance_cursor(entry, _FORMS[form](start + timedelta(seconds=seconds)))
+    latest = start + timedelta(seconds=max(seconds for seconds, _ in seen))
+    assert latest == parse_instant(entry["last_scheduled_for"])
