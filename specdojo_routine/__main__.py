@@ -4,7 +4,10 @@
 - Python's cyclic collector runs every 300,000 young allocations, not 700, from before
   anything of ours is imported: a command is a short process that keeps most of the many small
   objects it builds (definitions, folds) to the end, so frequent young collections would only
-  walk survivors. A program that calls ``cli.main`` keeps its own setting.
+  walk survivors. When the command is over, everything it built is frozen
+  (:func:`gc.freeze`): the interpreter's collections at exit would only walk objects that
+  die with the process anyway. A program that calls ``cli.main`` keeps its own settings and
+  nothing of its is frozen.
 - A dependency that is missing is one line that says what to do, before anything of ours
   loads.
 - SIGINT (Ctrl-C) and SIGTERM (a scheduler's timeout) are an operator's stop (SPEC §6.5,
@@ -39,6 +42,7 @@ def main() -> NoReturn:
     stop.install()
     code = run_command()
     stop.uninstall()  # the command is over: nothing to record
+    gc.freeze()  # nor anything left to collect (see above)
     sys.exit(code)
 
 

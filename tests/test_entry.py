@@ -1,5 +1,6 @@
 """The process (specdojo_routine/__main__.py): one entry for `python -m` and the script, and an
-exit that is Python's own (atexit hooks run, threads are waited for, the teardown runs)."""
+exit that is Python's own (atexit hooks run, threads are waited for, the output is flushed);
+what the command built is frozen for the collector, not finalized one object at a time."""
 
 from __future__ import annotations
 
@@ -13,19 +14,17 @@ import pytest
 from tests.conftest import REPO, cli_environ, console_script, copy_source
 
 DEMO = REPO / "fixtures" / "demo"
-# An object whose finaliser says when the interpreter's teardown ran; then the real entry.
+# An atexit hook, or a thread that outlives the command by half a second; then the real entry.
 PROBE = textwrap.dedent("""\
-    import atexit, os, sys, threading
-    class Teardown:
-        def __del__(self):
-            os.write(2, b"teardown ran\\n")
-    kept = Teardown()
+    import atexit, os, sys, threading, time
     hook, *args = sys.argv[1:]
     if hook == "atexit":
         atexit.register(lambda: os.write(2, b"atexit ran\\n"))
     if hook == "thread":
-        stop = threading.Event()
-        threading.Thread(target=stop.wait, args=(0.5,)).start()
+        def later():
+            time.sleep(0.5)
+            os.write(2, b"thread ended\\n")
+        threading.Thread(target=later).start()
     sys.argv = ["specdojo-routine", *args]
     from specdojo_routine.__main__ import main
     main()
@@ -40,11 +39,11 @@ def run(hook: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize("hook", ["none", "atexit", "thread"])
 def test_the_exit_is_pythons_own(hook: str) -> None:
-    """An ``atexit`` hook runs, a thread still running is waited for, the teardown runs."""
+    """An ``atexit`` hook runs and a thread still running is waited for."""
     done = run(hook, "validate", "--root", str(DEMO))
-    said = {"none": "teardown ran\n", "atexit": "atexit ran\nteardown ran\n",
-            "thread": "teardown ran\n"}[hook]
+    said = {"none": "", "atexit": "atexit ran\n", "thread": "thread ended\n"}[hook]
     assert (0, said) == (done.returncode, done.stderr)
+    assert done.stdout.startswith("Validated: 5 routine(s)")
 
 
 def test_the_exit_code_and_every_byte_of_a_long_output_come_through(tmp_path: Path) -> None:
@@ -75,11 +74,27 @@ def test_the_exit_code_and_every_byte_of_a_long_output_come_through(tmp_path: Pa
 
 def test_the_process_sets_the_collector_threshold_and_main_alone_does_not() -> None:
     """Importing the process entry raises the young-generation threshold (its first statement
-    after the standard library); a program that calls ``cli.main`` keeps its own."""
+    after the standard library); a program that calls ``cli.main`` keeps its own, and nothing
+    of its is frozen."""
     probe = ("import gc, sys; gc.set_threshold(700, 10, 10); "
              "import specdojo_routine.__main__; during = gc.get_threshold(); "
              "gc.set_threshold(700, 10, 10); from specdojo_routine.cli import main; "
-             "main(['validate', '--root', sys.argv[1]]); print(during, gc.get_threshold())")
+             "main(['validate', '--root', sys.argv[1]]); "
+             "print(during, gc.get_threshold(), gc.get_freeze_count())")
     done = subprocess.run([sys.executable, "-c", probe, str(DEMO)], cwd=REPO, env=cli_environ(),
                           capture_output=True, text=True, timeout=60, check=True)
-    assert done.stdout.splitlines()[-1] == "(300000, 10, 10) (700, 10, 10)"
+    assert done.stdout.splitlines()[-1] == "(300000, 10, 10) (700, 10, 10) 0"
+
+
+def test_the_process_freezes_what_its_command_built_before_it_exits() -> None:
+    """The process entry freezes the collector's objects once the command is over (the
+    collections at exit would only walk them); the exit code and the output are the
+    command's."""
+    probe = ("import atexit, gc, sys; "
+             "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 1000)); "
+             "sys.argv = ['specdojo-routine', 'validate', '--root', sys.argv[1]]; "
+             "from specdojo_routine.__main__ import main; main()")
+    done = subprocess.run([sys.executable, "-c", probe, str(DEMO)], cwd=REPO, env=cli_environ(),
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert (0, "frozen True") == (done.returncode, done.stdout.splitlines()[-1]), done.stderr
+    assert done.stdout.startswith("Validated: 5 routine(s)")
