@@ -372,8 +372,8 @@ def _dry_run(
     """``run --dry-run``: what a run would select, from the imported view in memory (SPEC
     §10); reads the routine lock's state without taking it and writes nothing."""
     view = adopt.plan_routine_imports(paths).view
-    # The lock is read after the view (an attempt the view shows open while the lock is free
-    # is interrupted); /proc/locks is read on a thread while the routines are selected.
+    # The lock is read right after the view: an attempt the view shows open while the lock
+    # is free is interrupted.
     lock = locks.status_soon(paths.routine_locks_dir, now=to_utc(wall()),
                              project=paths.project_id, env=env)
     plan_selection(report, candidates, view, now, routine_id, paths,

@@ -74,10 +74,9 @@ def advance_cursor(entry: Raw, scheduled: str) -> None:
     it becomes the later of the two, so an explicit run whose ``now`` is earlier than the
     cursor (a clock that went back, ``--now`` in the past) leaves it where it was, and no
     occurrence after it is selected twice. A cursor that is missing or unreadable is
-    replaced. Moving the cursor therefore reads it: a fold of a ledger's second part, which
-    does not know it, cannot go past this."""
+    replaced."""
     current = entry.get("last_scheduled_for")
-    if not current:  # none yet (a look at the value: a speculating fold stops here)
+    if not current:  # none yet
         entry["last_scheduled_for"] = scheduled
         return
     if isinstance(current, str) and _MS_PAIR.fullmatch(current + scheduled):

@@ -1,7 +1,7 @@
 """YAML 1.2 core typing, shared by both paths of definition loading.
 
 The located slow path (:mod:`.safeyaml`) loads with this resolver, and the fast path
-(:mod:`.fastyaml`, :mod:`.blockyaml`) types every plain scalar with the very same instance,
+(:mod:`.fastyaml`) types every plain scalar with the very same instance,
 so the two cannot read a scalar differently. Kept apart from the slow path so that the fast
 path loads without its scanner and constructor.
 """
