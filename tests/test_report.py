@@ -117,7 +117,8 @@ def test_untrusted_text_is_escaped(week_copy: Week, tmp_path: Path) -> None:
                   if "att-dead-runner" in str(c.get("title"))]
     assert (0, ["interrupted"]) == (before.returncode, [c["data-outcome"] for c in open_cells])
     hostile = "<script>alert('x')</script> & \"done\""
-    resolved = week_copy.cli("resolve", rid, "--result", "failure", "--note", hostile)
+    resolved = week_copy.cli("resolve", rid, "--result", "failure", "--note", hostile,
+                             "--by", "carol")
     assert 0 == resolved.returncode, resolved.stderr
     done = week_copy.cli("report", "--html", str(target), "--now", AFTER)
     text = target.read_text(encoding="utf-8")
@@ -125,7 +126,8 @@ def test_untrusted_text_is_escaped(week_copy: Week, tmp_path: Path) -> None:
     dead = [c for c in tags.cells if "att-dead-runner" in str(c.get("title"))]
     assert (0, 1, "failure", [], []) == (
         done.returncode, len(dead), dead[0]["data-outcome"], tags.open, tags.mismatched)
-    assert f"reason: {hostile}" in str(dead[0]["title"])  # the note, as the browser reads it
+    # the note, as the browser reads it, worded as status and history word an override
+    assert f"result: failure\nreason: resolved by carol: {hostile}\n" in str(dead[0]["title"])
     assert ("<script" not in text and "<img" not in text
             and "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; &quot;done&quot;" in text
             and "&lt;img src=x onerror=alert(1)&gt;" in text)

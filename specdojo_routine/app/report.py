@@ -194,10 +194,8 @@ def _attempt_cell(attempt: Attempt, interrupted: bool, routine: Routine | None) 
     when = try_parse_instant(attempt.scheduled_for or attempt.started_at)
     outcome = attempt.result or ("interrupted" if interrupted else "running")
     late = attempt.late_by_s
-    details = [("scheduled", _both(attempt.scheduled_for, routine)),
-               ("result", outcome if not attempt.resolved_by
-                else f"{outcome} (resolved by {attempt.resolved_by})"),
-               ("reason", attempt.reason or ""), ("attempt", attempt.attempt_id or "upstream run"),
+    details = [("scheduled", _both(attempt.scheduled_for, routine)), ("result", outcome),
+               ("reason", attempt.why), ("attempt", attempt.attempt_id or "upstream run"),
                ("trigger", attempt.trigger or ""), ("started", attempt.started_at or ""),
                ("ended", attempt.completed_at or ""),
                ("took", _span(attempt.duration_s)), ("late by", _span(late)),
