@@ -1,6 +1,7 @@
 """``import`` and ``fold``: adopting another tool's files under our locks (SPEC §10).
 
-Recording commands import first, under the locks they hold (:func:`import_under_locks`);
+Recording commands import first, under the locks they hold
+(:func:`specdojo_routine.store.ledger.adopt.import_routine_state`);
 ``import`` does only that and reports; ``fold`` imports, then rebuilds every view except the
 files a conflict keeps; ``fold --check`` compares each view with the fold after an in-memory
 import, so a foreign file that would import cleanly is not drift.

@@ -93,8 +93,8 @@ def list_routines(
     wall = to_utc((clock or (lambda: datetime.now(UTC)))())
     the_now = to_utc(now) if now is not None else wall
     routines = _routine_states(paths)
-    # The lock is read after the view (as a run would see them: an attempt the view shows
-    # open while the lock is free is interrupted), and meanwhile the definitions are loaded.
+    # The lock is read right after the view, as a run would see them: an attempt the view
+    # shows open while the lock is free is interrupted.
     lock_status = locks.status_soon(paths.routine_locks_dir, now=wall, project=paths.project_id)
     defs = definitions.load_definitions(paths)
     states: list[Mapping[str, Any]] = [routines.get(r.id) or {} for r in defs.routines]

@@ -103,7 +103,7 @@ def recent_attempts(
     paths: ProjectPaths, routine_id: str | None = None, *, limit: int | None = None,
     since: datetime | None = None, until: datetime | None = None, result: str | None = None,
 ) -> list[Attempt]:
-    """The matching attempts, oldest first (see :func:`.attempts.matches`)."""
+    """The matching attempts, oldest first (see :func:`specdojo_routine.core.attempts.matches`)."""
     found: list[Attempt] = []
     for attempt in _attempts(_checked_lines(paths), routine_id):
         if matches(attempt, since=since, until=until, result=result):

@@ -11,7 +11,8 @@
 6. merge ``--no-ff`` only by the rule of :func:`review_rules.may_merge`, then clean up; else
    keep both and say why. The caller records ``review_ended``.
 
-Decisions are :mod:`specdojo_routine.core.review_rules`'; git is :mod:`.worktree`'s.
+Decisions are :mod:`specdojo_routine.core.review_rules`'; git is
+:mod:`specdojo_routine.execute.worktree`'s.
 """
 
 from __future__ import annotations

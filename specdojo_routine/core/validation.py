@@ -5,7 +5,7 @@
 A :class:`Node` is a loaded YAML value with its dotted label (``task.precondition``) and its
 1-based position; a :class:`Report` collects the problems of one file. Checks report and carry
 on, so every problem of a file is found. Sections: checking machinery, checks, templates.
-Loading and discovery are :mod:`.definitions`'.
+Loading and discovery are :mod:`specdojo_routine.store.definitions.load`'s.
 """
 
 from __future__ import annotations

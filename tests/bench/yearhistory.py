@@ -14,8 +14,8 @@ each call set to that ``now`` so the events' ``at`` stamps step with it.
 
 Two shortcuts keep a year of it within reach, and neither changes a byte that is written: the
 Job action is answered in-process (success, with the run id the Job would have: no command and
-no Job Run files, which :func:`job_run_sample` measures apart), and ``os.fsync`` is a no-op while
-the history is made (the lines and views are the same; only their durability is skipped).
+no Job Run files), and ``os.fsync`` is a no-op while the history is made (the lines and views
+are the same; only their durability is skipped).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The fast path of definition loading: libyaml's C parser, for files with nothing to report.
 
-:mod:`.definitions` reads every file with a located, round-trip parse (pure-Python ruamel):
+:mod:`.safeyaml` reads a file with a located, round-trip parse (pure-Python ruamel):
 exact, but slow for thousands of files. Most definition files are plain mappings of strings,
 integers and booleans, so this module first reads them from the C parser's event stream (ruamel's
 ``ruamel.yaml.clibz``/``ruamel.yaml.clib`` extension) into plain Python data, and
@@ -19,7 +19,7 @@ way:
 - any error of the C parser; a top-level value that is not a mapping.
 
 A ``None`` sends the file down the slow path, which reports whatever there is to report, with
-its positions; :mod:`.definitions` also re-reads a file slowly whenever the rules find a
+its positions; :mod:`.load` also re-reads a file slowly whenever the rules find a
 problem in fast-path data (the rules need positions for their messages). So the fast path
 changes speed only, never a message: ``tests/test_fast_definitions.py`` runs both paths over
 every file of the bad-input corpus and over generated documents.

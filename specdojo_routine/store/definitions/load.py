@@ -1,6 +1,7 @@
 """Definition files (SPEC §2, §3, §7.1): discovery, loading, validation (E-01).
 
-The rules themselves are in :mod:`.routine_rules` and :mod:`.job_rules`; this module
+The rules themselves are in :mod:`specdojo_routine.core.routine_rules` and
+:mod:`specdojo_routine.core.job_rules`; this module
 finds the files, reads them (fast path :mod:`.fastyaml` and its cache :mod:`.defcache` where
 nothing can differ, else the located safe-YAML path :mod:`.safeyaml`), applies the rules
 (Jobs first: routines name Jobs) and the cross-file ones (duplicate ids).

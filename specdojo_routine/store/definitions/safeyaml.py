@@ -4,8 +4,8 @@ Every file with something to report is read here (and every file, with
 ``SPECDOJO_ROUTINE_PURE_YAML=1``): first the event stream is scanned for what must stop a load
 (non-core tags, duplicate keys, nesting deeper than ``MAX_DEPTH``, alias expansion beyond
 ``MAX_NODES``, recursive aliases, a YAML version other than 1.2), then ruamel's round-trip
-loader builds the data with line/column marks for the messages. Moved out of
-:mod:`.definitions` unchanged (size budget); the fast path is :mod:`.fastyaml`.
+loader builds the data with line/column marks for the messages. The fast path is
+:mod:`.fastyaml`; :mod:`.load` chooses between them.
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """Append-only JSON Lines ledgers (SPEC §5, §6.2): locked appends, reading, torn-tail repair.
 
-An append opens the file with ``O_APPEND``, takes an exclusive portalocker (flock) lock on the
-ledger file itself, repairs a torn tail if there is one, reads the last ``seq`` from the end of
-the file, writes its line(s), flushes and ``fsync``\\ s, then unlocks. Readers take the shared lock
-only long enough to find the end of the last complete line, then read up to there, so a
-concurrent append is never seen half-written. The shared lock is the same ``flock(2)`` call
-portalocker makes on POSIX, made directly (:mod:`.ledgerlock`): importing portalocker (and
-redis, which its ``__init__`` imports) costs a read-only command like ``list`` more than the
-rest of its start-up.
+An append opens the file with ``O_APPEND``, takes an exclusive ``flock`` on the ledger file
+itself, repairs a torn tail if there is one, reads the last ``seq`` from the end of the file,
+writes its line(s), flushes and ``fsync``\\ s, then unlocks. Readers take the shared lock only
+long enough to find the end of the last complete line, then read up to there, so a concurrent
+append is never seen half-written. Both locks are the ``flock(2)`` calls portalocker makes on
+POSIX, made directly (:mod:`.ledgerlock`): importing portalocker (and redis, which its
+``__init__`` imports) costs a read-only command like ``list`` more than the rest of its
+start-up.
 
 Line ``n`` of a ledger carries ``seq`` ``n``. A *torn* tail is a last line without its newline or
 whose JSON does not parse (a crash mid-write); it is reported as :class:`TornLedgerError` and
