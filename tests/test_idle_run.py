@@ -5,6 +5,7 @@ each cron routine's next occurrence after its cursor - without iterating a sched
 from __future__ import annotations
 
 import orjson
+import pytest
 
 from tests.conftest import Project
 
@@ -14,6 +15,8 @@ TWO_MINUTES_LATER = "2026-08-07T05:02:30Z"
 NEXT_DAY = "2026-08-08T05:00:30Z"
 #: what a run with nothing due must not need (each costs more than the rest of such a call)
 HEAVY = ("croniter", "dateutil", "portalocker", "redis", "ruamel.yaml", "cattrs")
+#: nor what only a mistyped id (difflib) or a resolve without --by or USER (getpass) needs
+UNNEEDED = ("difflib", "getpass")
 
 
 def _imported(stderr: str) -> set[str]:
@@ -44,7 +47,8 @@ def test_nothing_due_needs_no_schedule_iteration_and_still_sees_the_next_occurre
         assert (0, "no due routines\n") == (idle.returncode, idle.stdout), idle.stderr[-2000:]
         imported = _imported(idle.stderr)
         assert "specdojo_routine.app.handlers" in imported  # the measurement saw the run
-        assert [] == [m for m in imported if any(m == h or m.startswith(h + ".") for h in HEAVY)]
+        assert [] == [m for m in imported
+                      if any(m == h or m.startswith(h + ".") for h in (*HEAVY, *UNNEEDED))]
     assert before == project.ledger.read_bytes()  # nothing recorded
     listed = project.cli("list", "--json", "--now", MINUTE_LATER,
                          env=project.env(PYTHONPROFILEIMPORTTIME="1"), process=True)
@@ -69,3 +73,33 @@ def test_a_changed_schedule_is_not_answered_from_the_old_one(project: Project) -
     project.routine("rtn-c", body.format("1 5 * * *"))
     moved = project.cli("run", "--due", "--now", MINUTE_LATER)
     assert 0 == moved.returncode and "Ran 1 attempt(s)" in moved.stdout, moved.stdout
+
+
+def test_a_run_proves_the_ledger_once_and_a_stale_proof_is_not_taken(
+    project: Project, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The import check and the run's first refresh read the same bytes under the same lock:
+    the view and snapshot are checked once. A proof the ledger has moved past since (an
+    append: another size, change time and last line) is never taken as the refresh."""
+    from specdojo_routine.store.config import resolve_project
+    from specdojo_routine.store.ledger import adopt, proven, views
+
+    project.routine("rtn-d", """\
+        trigger: {cron: "0 4 * * *", timezone: UTC}
+        action: {kind: specdojo, args: [d]}
+        """)
+    assert 0 == project.cli("run", "--due", "--now", RAN).returncode
+    checked: list[object] = []
+    resumable = proven._resumable
+    monkeypatch.setattr(proven, "_resumable",
+                        lambda *a, **k: checked.append(a) or resumable(*a, **k))
+    idle = project.cli("run", "--due", "--now", MINUTE_LATER)
+    assert (0, "no due routines\n", 1) == (idle.returncode, idle.stdout, len(checked))
+    paths = resolve_project(project.root)
+    stale = adopt.plan_routine_imports(paths).proof
+    assert stale is not None
+    assert 0 == project.cli("run", "--due", "--now", NEXT_DAY).returncode  # appends
+    fresh = views.refresh_routine_view(paths, stale).document
+    last = project.events()[-1]
+    assert (last["seq"], last["result"]) == (fresh["ledger"]["seq"],
+                                             fresh["routines"]["rtn-d"]["status"])

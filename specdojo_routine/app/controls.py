@@ -60,12 +60,12 @@ def set_paused(
     defs = definitions.load_definitions(paths)
     wanted = _targets(defs, routine_id)
     with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id):
-        adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
+        plan = adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
         log = ledger.Ledger(paths.routine_ledger, clock=wall)
         at = format_ms(to_utc(now if now is not None else wall()))
         ctx = handlers._Context(paths=paths, defs=defs, now=to_utc(wall()), env=os.environ,
                                 echo=None, job_runner=None, append=log.append)
-        view = handlers._register(ctx, defs, views.refresh_routine_view(paths))
+        view = handlers._register(ctx, defs, views.refresh_routine_view(paths, plan.proof))
         todo = [rid for rid in wanted if pausefold.is_paused(view.routines.get(rid)) != paused]
         if not todo:
             if routine_id is None:  # --all
@@ -113,9 +113,9 @@ def override(
 
     check_routine_id(paths, routine_id)  # a typo: exit 2 with did you mean (SPEC §14)
     with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id):
-        adopt.import_routine_state(paths, wall)
+        plan = adopt.import_routine_state(paths, wall)
         log = ledger.Ledger(paths.routine_ledger, clock=wall)
-        view = views.refresh_routine_view(paths)
+        view = views.refresh_routine_view(paths, plan.proof)
         started, ended = _ended_attempts(paths, routine_id)
         state = view.routines.get(routine_id)
         if attempt_id not in started:

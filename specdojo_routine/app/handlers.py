@@ -323,12 +323,12 @@ def run(
         return _dry_run(report, candidates, paths, routine_id, the_now, env, wall, defs.cache)
     with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id,
                             env=env) as held:
-        adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
+        plan = adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
         log = ledger.Ledger(paths.routine_ledger, clock=wall)
         ctx = _Context(paths=paths, defs=defs, now=the_now, env=env, echo=echo,
                        job_runner=job_runner, append=log.append, lock_lost=held.lost,
                        warnings=report.warnings)
-        view = views.refresh_routine_view(paths)
+        view = views.refresh_routine_view(paths, plan.proof)
         refuse_if_owner_lives(view, paths)
         view = _register(ctx, defs, view)
         try:

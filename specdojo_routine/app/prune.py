@@ -142,8 +142,8 @@ def prune(
         return ctx.report
     with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id,
                             env=ctx.env):
-        adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
-        open_attempts = _open_attempts(views.refresh_routine_view(paths))
+        plan = adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
+        open_attempts = _open_attempts(views.refresh_routine_view(paths, plan.proof))
         with _exec_lock(paths, ctx.env, required=True) as held:
             _prune(ctx, open_attempts, exec_held=held)
     return ctx.report

@@ -58,12 +58,12 @@ def release(
     defs, routine, report, the_env = _setup(paths, routine_id, env)
     the_now = to_utc(now if now is not None else wall())
     with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id) as lk:
-        adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
+        plan = adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
         log = ledger.Ledger(paths.routine_ledger, clock=wall)
         ctx = handlers._Context(paths=paths, defs=defs, now=the_now, env=the_env, echo=echo,
                                 job_runner=job_runner, append=log.append, lock_lost=lk.lost,
                                 warnings=report.warnings)
-        view = handlers._register(ctx, defs, views.refresh_routine_view(paths))
+        view = handlers._register(ctx, defs, views.refresh_routine_view(paths, plan.proof))
         state = view.get(routine_id)
         if not policy.is_held(state):
             status = state["status"]
@@ -134,13 +134,13 @@ def backfill(
                 decide.plan_actions(routine, at, paths.project_id))))
         return report
     with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id) as lk:
-        adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
+        plan = adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
         log = ledger.Ledger(paths.routine_ledger, clock=wall)
         the_now = to_utc(now if now is not None else wall())  # when the attempts start
         ctx = handlers._Context(paths=paths, defs=defs, now=the_now, env=the_env,
                                 echo=echo, job_runner=job_runner, append=log.append,
                                 lock_lost=lk.lost, warnings=report.warnings)
-        view = handlers._register(ctx, defs, views.refresh_routine_view(paths))
+        view = handlers._register(ctx, defs, views.refresh_routine_view(paths, plan.proof))
         if handlers._is_open(view.routines.get(routine_id)):
             report.interrupted.append(routine_id)
             return report

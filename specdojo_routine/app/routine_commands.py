@@ -5,7 +5,6 @@ Moved out of :mod:`.handlers` (which re-exports them).
 
 from __future__ import annotations
 
-import getpass
 import os
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -36,9 +35,9 @@ def resolve(
 
     check_routine_id(paths, routine_id)  # a typo: exit 2 with did you mean (SPEC §14)
     with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id):
-        adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
+        plan = adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
         log = ledger.Ledger(paths.routine_ledger, clock=wall)  # before the fold: pinned to it
-        view = views.refresh_routine_view(paths)
+        view = views.refresh_routine_view(paths, plan.proof)
         refuse_if_owner_lives(view, paths)
         state = view.routines.get(routine_id)
         if state is None or not _is_open(state):
@@ -92,6 +91,10 @@ def _refuse_if_action_lives(paths: ProjectPaths, routine_id: str, attempt_id: st
 
 
 def _login_name() -> str:
+    """Who resolved, when ``--by`` and ``USER`` are not given (``getpass``, with its terminal
+    modules, is imported only then: every run imports this module)."""
+    import getpass
+
     try:
         return getpass.getuser()
     except (OSError, KeyError):

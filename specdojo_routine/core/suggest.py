@@ -1,8 +1,11 @@
-"""\"Did you mean\" for an id that names nothing (pure)."""
+"""\"Did you mean\" for an id that names nothing (pure).
+
+``difflib`` is imported where a message is made: every command that can name an unknown id
+imports this module, and only a mistyped one needs it.
+"""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 
@@ -10,6 +13,8 @@ def unknown(what: str, given: str, known: Iterable[str], see: str) -> str:
     """The one-line message for an unknown ``what`` (``routine``): the closest known ids, or
     where to look them up (``see``, a command). Ids are compared without the prefix they all
     share (``rtn-``), which would make any two of them look alike."""
+    import difflib
+
     names = sorted(set(known))
     cut = len(_shared_prefix([given, *names])) if names else 0
     by_rest = {name[cut:]: name for name in names}

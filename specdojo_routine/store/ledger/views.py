@@ -94,16 +94,21 @@ def _proven(paths: ProjectPaths, *, incremental: bool) -> proven.Proven:
     return proven.prove(paths.routine_ledger, paths.routine_state, paths.routine_snapshot)
 
 
-def refresh_routine_view(paths: ProjectPaths) -> RoutineView:
+def refresh_routine_view(paths: ProjectPaths, proof: proven.Proven | None = None) -> RoutineView:
     """Fold the routine ledger (incrementally) and publish ``routine-state.json`` with the
-    snapshot that proves it to the next command.
+    snapshot that proves it to the next command. ``proof``: the fold the command's import
+    check proved a moment ago (:attr:`.foreign.RoutineImports.proof`), taken as it is while
+    the ledger's tail - its identity, size, change time, last line - is still the one proven,
+    so a command does not prove the same bytes twice.
 
     Never over a foreign write (SPEC §10 rule 1): a file whose bytes are neither what we last
     published (the snapshot proves that, the common case: nothing more is read) nor the fold
     was written by another tool since - upstream's shallow merge while our run delegated - so
     its facts are imported first (:func:`.foreign.import_before_publishing`); a file whose
     entries cannot be imported is kept as it is."""
-    found = _proven(paths, incremental=True)
+    if proof is None or proof.tail != ledger.tail(paths.routine_ledger):
+        proof = _proven(paths, incremental=True)
+    found = proof
     if not paths.routine_ledger.exists():
         return RoutineView(document=found.document(), torn_line=found.tail.torn_line)
     if found.resumed_at == 0 and _foreign(paths.routine_state, found):
