@@ -80,7 +80,8 @@ def test_a_run_proves_the_ledger_once_and_a_stale_proof_is_not_taken(
 ) -> None:
     """The import check and the run's first refresh read the same bytes under the same lock:
     the view and snapshot are checked once. A proof the ledger has moved past since (an
-    append: another size, change time and last line) is never taken as the refresh."""
+    append: another size, change time and last line), or whose view another tool has
+    rewritten since, is never taken as the refresh."""
     from specdojo_routine.store.config import resolve_project
     from specdojo_routine.store.ledger import adopt, proven, views
 
@@ -103,3 +104,12 @@ def test_a_run_proves_the_ledger_once_and_a_stale_proof_is_not_taken(
     last = project.events()[-1]
     assert (last["seq"], last["result"]) == (fresh["ledger"]["seq"],
                                              fresh["routines"]["rtn-d"]["status"])
+    proof = adopt.plan_routine_imports(paths).proof
+    assert proof is not None and proof.resumed_at > 0 and proof.still_holds(
+        paths.routine_ledger, paths.routine_state)
+    view = paths.routine_state
+    view.write_bytes(orjson.dumps(orjson.loads(view.read_bytes())))  # same facts, other bytes
+    assert not proof.still_holds(paths.routine_ledger, view)
+    checked.clear()
+    views.refresh_routine_view(paths, proof)
+    assert 1 == len(checked)  # proved again, from the file as it now is

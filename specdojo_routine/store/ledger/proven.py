@@ -123,6 +123,19 @@ class Proven:
     state: RoutineFold
     tail: ledger.Tail
     resumed_at: int  # the seq the fold continued after (0: folded from scratch)
+    view_sha256: str | None = None  # the bytes of the view it continued from (None: scratch)
+
+    def still_holds(self, path: Path, view_path: Path) -> bool:
+        """Whether this proof may stand for a proof made now: the ledger's tail - identity,
+        size, change time, last line - is the one proven and, for a fold continued from the
+        view, the view's bytes are still the ones it continued from (a fold from scratch does
+        not depend on them; the caller compares the view with it before publishing)."""
+        if self.tail != ledger.tail(path):
+            return False
+        if self.view_sha256 is None:
+            return True
+        data = documents.stored(view_path)
+        return data is not None and hashlib.sha256(data).hexdigest() == self.view_sha256
 
     def content(self) -> RoutineStateDoc:
         """The document with ``ledger`` as just seq and offset: what the fold gives when
@@ -162,10 +175,10 @@ def prove(path: Path, view_path: Path | None = None,
         resumed = _resumable(path, view_path, snapshot_path, tail)
     if resumed is None:
         return from_scratch(path, tail)
-    state, offset, head = resumed
+    state, offset, head, view_sha256 = resumed
     resumed_at = state.seq
     _fold(path, state, tail, offset=offset, head=head)
-    return Proven(state=state, tail=tail, resumed_at=resumed_at)
+    return Proven(state=state, tail=tail, resumed_at=resumed_at, view_sha256=view_sha256)
 
 
 def from_scratch(path: Path, tail: ledger.Tail | None = None) -> Proven:
@@ -197,10 +210,10 @@ def _fold(path: Path, state: RoutineFold, tail: ledger.Tail, *, offset: int, hea
 
 def _resumable(
     path: Path, view_path: Path, snapshot_path: Path, tail: ledger.Tail
-) -> tuple[RoutineFold, int, str] | None:
-    """(fold state, offset, chain head) of the published view when the snapshot proves it,
-    else None. The cheap checks come first: a ledger that is not the proven file costs no
-    read of the view."""
+) -> tuple[RoutineFold, int, str, str] | None:
+    """(fold state, offset, chain head, the view's sha256) of the published view when the
+    snapshot proves it, else None. The cheap checks come first: a ledger that is not the
+    proven file costs no read of the view."""
     snapshot = Snapshot.read(snapshot_path)
     if snapshot is None or snapshot.seq > tail.seq or snapshot.offset > tail.end:
         return None
@@ -209,15 +222,15 @@ def _resumable(
     state = _published_state(view_path, snapshot)
     if state is None:
         return None
-    offset, head = snapshot.offset, snapshot.head
+    offset, head, view = snapshot.offset, snapshot.head, snapshot.view_sha256
     if offset == tail.end:
-        return (state, offset, head) if head == tail.head else None
+        return (state, offset, head, view) if head == tail.head else None
     if offset == 0:
-        return (state, offset, head) if head == chain.EMPTY_HEAD else None
+        return (state, offset, head, view) if head == chain.EMPTY_HEAD else None
     last = ledger.line_ending_at(path, offset)
     if last is None or chain.line_hash(last) != head:
         return None
-    return state, offset, head
+    return state, offset, head, view
 
 
 def _published_state(view_path: Path, snapshot: Snapshot) -> RoutineFold | None:

@@ -98,7 +98,7 @@ def refresh_routine_view(paths: ProjectPaths, proof: proven.Proven | None = None
     """Fold the routine ledger (incrementally) and publish ``routine-state.json`` with the
     snapshot that proves it to the next command. ``proof``: the fold the command's import
     check proved a moment ago (:attr:`.foreign.RoutineImports.proof`), taken as it is while
-    the ledger's tail - its identity, size, change time, last line - is still the one proven,
+    the ledger and the view are still the ones proven (:meth:`.proven.Proven.still_holds`),
     so a command does not prove the same bytes twice.
 
     Never over a foreign write (SPEC §10 rule 1): a file whose bytes are neither what we last
@@ -106,7 +106,7 @@ def refresh_routine_view(paths: ProjectPaths, proof: proven.Proven | None = None
     was written by another tool since - upstream's shallow merge while our run delegated - so
     its facts are imported first (:func:`.foreign.import_before_publishing`); a file whose
     entries cannot be imported is kept as it is."""
-    if proof is None or proof.tail != ledger.tail(paths.routine_ledger):
+    if proof is None or not proof.still_holds(paths.routine_ledger, paths.routine_state):
         proof = _proven(paths, incremental=True)
     found = proof
     if not paths.routine_ledger.exists():
