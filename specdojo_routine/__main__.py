@@ -5,9 +5,13 @@
   anything of ours is imported: a command is a short process that keeps most of the many small
   objects it builds (definitions, folds) to the end, so frequent young collections would only
   walk survivors. When the command is over, everything it built is frozen
-  (:func:`gc.freeze`): the interpreter's collections at exit would only walk objects that
-  die with the process anyway. A program that calls ``cli.main`` keeps its own settings and
-  nothing of its is frozen.
+  (:func:`gc.freeze`): the interpreter's exit does not walk and finalize, one by one,
+  objects that die with the process anyway - so an object still alive then gets no
+  ``__del__`` (Python promises none at exit). Nothing of ours waits for one: files are
+  written and closed in ``with`` blocks (a ledger append is fsync'd before the command goes
+  on), locks are released by their context managers, the Redis connection in a ``finally``;
+  atexit hooks, waiting for threads and flushing the output stay Python's own. A program
+  that calls ``cli.main`` keeps its own settings and nothing of its is frozen.
 - A dependency that is missing is one line that says what to do, before anything of ours
   loads.
 - SIGINT (Ctrl-C) and SIGTERM (a scheduler's timeout) are an operator's stop (SPEC §6.5,

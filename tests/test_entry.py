@@ -14,9 +14,14 @@ import pytest
 from tests.conftest import REPO, cli_environ, console_script, copy_source
 
 DEMO = REPO / "fixtures" / "demo"
-# An atexit hook, or a thread that outlives the command by half a second; then the real entry.
+# An object with a finaliser; an atexit hook, or a thread that outlives the command by half a
+# second; then the real entry.
 PROBE = textwrap.dedent("""\
     import atexit, os, sys, threading, time
+    class Finalised:
+        def __del__(self):
+            os.write(2, b"finalised\\n")
+    kept = Finalised()
     hook, *args = sys.argv[1:]
     if hook == "atexit":
         atexit.register(lambda: os.write(2, b"atexit ran\\n"))
@@ -39,7 +44,9 @@ def run(hook: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize("hook", ["none", "atexit", "thread"])
 def test_the_exit_is_pythons_own(hook: str) -> None:
-    """An ``atexit`` hook runs and a thread still running is waited for."""
+    """An ``atexit`` hook runs and a thread still running is waited for; an object still alive
+    when the command is over is frozen with the rest, not finalised (Python promises no
+    finaliser at exit, and nothing of ours waits for one)."""
     done = run(hook, "validate", "--root", str(DEMO))
     said = {"none": "", "atexit": "atexit ran\n", "thread": "thread ended\n"}[hook]
     assert (0, said) == (done.returncode, done.stderr)
