@@ -644,3 +644,31 @@ def test_the_cursor_never_moves_back_whatever_the_forms_of_its_instants(
         holdfold.advance_cursor(entry, _FORMS[form](start + timedelta(seconds=seconds)))
     latest = start + timedelta(seconds=max(seconds for seconds, _ in seen))
     assert latest == parse_instant(entry["last_scheduled_for"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.one_of(
+    st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)).map(
+        lambda d: d.isoformat(timespec="milliseconds")),
+    st.text(alphabet="0123456789-:T.,W +Z", max_size=30)).map(lambda t: t + "Z"))
+def test_a_utc_instant_read_by_the_fold_reads_as_parse_instant_reads_it(text: str) -> None:
+    """The fold reads two ``...Z`` instants with ``datetime.fromisoformat`` alone: whatever
+    it accepts, parse_instant accepts as the same instant (what it refuses goes to
+    parse_instant, which decides)."""
+    try:
+        quick = datetime.fromisoformat(text)
+    except ValueError:
+        return
+    assert quick == parse_instant(text)
+
+
+def test_an_unreadable_cursor_of_the_stored_shape_is_replaced() -> None:
+    """A cursor that is no instant is replaced (SPEC §4), even one with the stored form's
+    shape (month 13): only an instant keeps a later cursor in place."""
+    entry: dict[str, Any] = {"last_scheduled_for": "2026-13-01T00:00:00.000Z"}
+    holdfold.advance_cursor(entry, "2026-08-07T08:00:00.000Z")
+    assert "2026-08-07T08:00:00.000Z" == entry["last_scheduled_for"]
+    holdfold.advance_cursor(entry, "2026-08-07T07:00:00.000Z")
+    assert "2026-08-07T08:00:00.000Z" == entry["last_scheduled_for"]
+    with pytest.raises(TypeError):
+        holdfold.advance_cursor(entry, 1754553600)  # type: ignore[arg-type]

@@ -7,7 +7,7 @@ in an entry. The table here is drawn into docs/state-diagram.md with the status 
 
 from __future__ import annotations
 
-import re
+from datetime import datetime
 from typing import Any, Literal
 
 import attrs
@@ -15,9 +15,6 @@ import attrs
 from specdojo_routine.core.timefmt import try_parse_instant
 
 Raw = dict[str, Any]
-#: Two instants in the stored form (timefmt.format_ms) written one after the other: two such
-#: strings compare as the instants do, so the fold moves the cursor without parsing.
-_MS_PAIR = re.compile(r"(?:[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z){2}")
 
 HoldState = Literal["free", "held"]
 
@@ -74,18 +71,31 @@ def advance_cursor(entry: Raw, scheduled: str) -> None:
     it becomes the later of the two, so an explicit run whose ``now`` is earlier than the
     cursor (a clock that went back, ``--now`` in the past) leaves it where it was, and no
     occurrence after it is selected twice. A cursor that is missing or unreadable is
-    replaced."""
+    replaced. Two UTC instants (``...Z``, as the ledger stores them) are read by
+    ``datetime.fromisoformat`` alone - what :func:`.timefmt.parse_instant` does for them, less
+    its general handling of offsets and spaces; anything else is parsed by it."""
+    if not isinstance(scheduled, str):
+        raise TypeError("scheduled_for must be a string")
     current = entry.get("last_scheduled_for")
     if not current:  # none yet
         entry["last_scheduled_for"] = scheduled
         return
-    if isinstance(current, str) and _MS_PAIR.fullmatch(current + scheduled):
-        later = scheduled > current  # the stored form sorts as it reads: no parsing in a fold
+    if isinstance(current, str) and current[-1:] == "Z" == scheduled[-1:]:
+        try:
+            later = datetime.fromisoformat(scheduled) > datetime.fromisoformat(current)
+        except ValueError:  # not an instant
+            later = _later(current, scheduled)
     else:
-        old, new = try_parse_instant(current), try_parse_instant(scheduled)
-        later = old is None or new is None or new > old
+        later = _later(current, scheduled)
     if later:
         entry["last_scheduled_for"] = scheduled
+
+
+def _later(current: object, scheduled: str) -> bool:
+    """Whether ``scheduled`` is after ``current``, either read by the general parser; an
+    unreadable one counts as later (it is replaced, or replaces)."""
+    old, new = try_parse_instant(current), try_parse_instant(scheduled)
+    return old is None or new is None or new > old
 
 
 def account(entry: Raw, event: str, scheduled: str, kind: str, reason: str) -> None:
