@@ -634,9 +634,9 @@ _FORMS = [lambda d: format_ms(d), lambda d: d.strftime("%Y-%m-%dT%H:%M:%SZ"),
 def test_the_cursor_never_moves_back_whatever_the_forms_of_its_instants(
     base: datetime, seen: list[tuple[int, int]],
 ) -> None:
-    """SPEC §4: moving the cron cursor keeps the later instant, whether both are in the stored
-    form (compared as strings) or either is another ISO 8601 form a ledger may hold (an
-    upstream line's whole seconds, an offset): parsed then. Instants within a day of each
+    """SPEC §4: moving the cron cursor keeps the later instant, whether both are UTC (read by
+    ``datetime.fromisoformat``) or either is another ISO 8601 form a ledger may hold (an
+    offset): parsed by parse_instant then. Instants within a day of each
     other, so that the forms would sort wrongly as strings."""
     start = base.replace(microsecond=0, tzinfo=UTC)
     entry: dict[str, Any] = {}
