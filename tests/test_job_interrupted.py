@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from specdojo_routine.store.ledger import views
 from tests.conftest import Project
 
 T0 = "2026-05-01T10:00:30Z"
@@ -102,9 +103,15 @@ def test_resolving_the_routine_attempt_resolves_its_job_run(project: Project) ->
     _job(project)
     project.routine("rtn-send", "interval: 1h\naction: {kind: job, job: job-send}\n")
     _kill_mid_task(project, project.popen("run", "--due", "--now", T0))
+    (run_file,) = (project.root / "execution" / "jobs" / "runs").glob("*.json")
+    # SPEC §5: the action's start named the Job Run before delegating, so the killed
+    # runner's ledger, and the fold resolve reads, say which run it started
+    started = next(e for e in project.events() if e["type"] == "action_started")
+    routines = views.replay(project.ledger)["routine-state.json"]
+    opened = routines["routines"]["rtn-send"]["open_attempt"]
+    assert [run_file.stem] * 2 == [started["job_run_id"], opened["actions"][0]["job_run_id"]]
     done = project.cli("resolve", "rtn-send", "--result", "skipped", "--note", "checked")
     assert 0 == done.returncode, done.stderr
-    (run_file,) = (project.root / "execution" / "jobs" / "runs").glob("*.json")
     view = orjson.loads(run_file.read_bytes())
     assert ("failed", "resolved as skipped") == (view["state"], view["attempts"][-1]["reason"])
     assert "checkpoint_after" not in view

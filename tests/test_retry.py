@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+import pytest
 
 from tests.conftest import Project
 
@@ -145,3 +146,35 @@ def test_validate_locates_bad_retry_keys(project: Project) -> None:
         "routines/rtn-none.yaml:3:10: policy.retry.attempts is required",
     ):
         assert expected in text, text
+
+
+@pytest.mark.parametrize(("trigger", "reason", "retried"), [
+    ("due", "action 1 (specdojo): command exited with code 1", True),
+    ("release", "action 1 (specdojo): command exited with code 1", True),
+    ("retry", "action 1 (specdojo): command exited with code 1", True),
+    ("due", "stopped by SIGTERM", False),  # an operator's stop (SPEC §6.5)
+    ("due", "stopped by SIGINT", False),
+    ("due", "stopped by SIGTERM (stop by carol: maintenance)", False),
+    ("due", "interrupted", False),  # closed under on_interrupted: resume
+    ("id", "action 1 (specdojo): command exited with code 1", False),  # an operator's run
+    ("backfill", "action 1 (specdojo): command exited with code 1", False),
+])
+def test_only_a_scheduled_attempt_that_failed_on_its_own_is_retried(
+    trigger: str, reason: str, retried: bool,
+) -> None:
+    """SPEC §13: a failed attempt is retried - not a stopped or interrupted one, never an
+    operator's ``run --id`` or a backfill - and the retry waits ``delay`` (30 s when the key
+    is left out) after it ended."""
+    from datetime import UTC, datetime, timedelta
+
+    from specdojo_routine.core import retry_rules
+    from specdojo_routine.core.model import Retry
+
+    ended = datetime(2026, 8, 7, 8, 0, 5, tzinfo=UTC)
+    last = retry_rules.LastAttempt(
+        attempt_id="att-1", trigger=trigger, scheduled_for="2026-08-07T08:00:00.000Z",
+        retry_of=None, number=1, result="failure", reason=reason, completed_at=ended)
+    found = retry_rules.pending(Retry(attempts=3), last)
+    assert retried == (found is not None)
+    if found is not None:
+        assert (2, 3, ended + timedelta(seconds=30)) == (found.number, found.of, found.due_at)

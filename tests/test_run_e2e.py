@@ -200,6 +200,7 @@ def test_attempt_is_recorded_before_delegation(project: Project) -> None:
     seen_lines = (project.root / "seen.jsonl").read_bytes().splitlines()
     seen = [orjson.loads(x)["type"] for x in seen_lines]
     assert ["routine_registered", "attempt_started", "action_started"] == seen
+    assert "job_run_id" not in orjson.loads(seen_lines[-1])  # a delegated call runs no Job
 
 
 def test_nothing_due_prints_and_exits_zero(project: Project) -> None:

@@ -55,6 +55,20 @@ class ActionReport:
 TIMEOUT_GRACE_S = 10.0
 
 
+def job_run_id(ctx: Where, planned: decide.PlannedAction, scheduled_for: datetime) -> str | None:
+    """The Job Run a ``job`` action is about to run, for its ``action_started`` (None for a
+    delegated call, a Job that is not valid, or no Job runner)."""
+    job_id = planned.job
+    if planned.kind != "job" or job_id is None or ctx.job_runner is None \
+            or ctx.defs.job(job_id) is None:
+        return None
+    from specdojo_routine.app import jobs  # a Job action runs it next, through the runner
+
+    return jobs.routine_run_id(ctx.paths, ctx.defs, job_id=job_id,
+                               inputs=dict(planned.inputs or {}), scheduled_at=scheduled_for,
+                               env=ctx.env)
+
+
 def execute(
     ctx: Where, planned: decide.PlannedAction, scheduled_for: datetime,
     limit: Limit | None = None,

@@ -614,12 +614,13 @@ def _record_attempt(
                                              result=Result.SKIPPED,
                                              reason=timeouts.ATTEMPT_TIMED_OUT))
             continue
-        ctx.record(events.ActionStarted(routine_id=routine.id, attempt_id=attempt_id,
-                                        index=planned.index, kind=planned.kind))
-        action = actions.execute(
-            actions.Where(paths=ctx.paths, defs=ctx.defs, env=ctx.env, echo=ctx.echo,
-                          job_runner=ctx.job_runner, routine_id=routine.id,
-                          attempt_id=attempt_id), planned, occ.scheduled_for, limit)
+        where = actions.Where(paths=ctx.paths, defs=ctx.defs, env=ctx.env, echo=ctx.echo,
+                              job_runner=ctx.job_runner, routine_id=routine.id,
+                              attempt_id=attempt_id)
+        ctx.record(events.ActionStarted(
+            routine_id=routine.id, attempt_id=attempt_id, index=planned.index,
+            kind=planned.kind, job_run_id=actions.job_run_id(where, planned, occ.scheduled_for)))
+        action = actions.execute(where, planned, occ.scheduled_for, limit)
         ended = ctx.record(events.ActionEnded(
             routine_id=routine.id, attempt_id=attempt_id, index=planned.index,
             kind=planned.kind, result=action.result.value, reason=action.reason,

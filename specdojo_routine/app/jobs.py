@@ -31,8 +31,8 @@ from typing import Any, TextIO, TypeVar
 import attrs
 
 from specdojo_routine.app import review as review_flow
-from specdojo_routine.app.handlers import JobActionOutcome
 from specdojo_routine.app.job_execute import REASON_LIMIT, Clock, _Done, _Env, _execute
+from specdojo_routine.app.job_seam import JobActionOutcome
 from specdojo_routine.core import jobplan, review_rules
 from specdojo_routine.core.errors import JobError, RoutineError, UsageError, environment_error
 from specdojo_routine.core.events import (
@@ -411,7 +411,7 @@ def _still_open(paths: ProjectPaths, run_id: str, attempt: int) -> None:
 
 @attrs.frozen
 class RoutineJobRunner:
-    """:class:`handlers.JobActionRunner`: one routine ``job`` action as a Job Run with
+    """:class:`.job_seam.JobActionRunner`: one routine ``job`` action as a Job Run with
     ``trigger: routine``, using ``agent`` for edit/review Jobs and ``env`` for commands."""
 
     agent: AgentExecutor | None = None
@@ -441,3 +441,19 @@ class RoutineJobRunner:
 
 #: The CLI's runner: no agent executor, the process environment.
 routine_job_runner = RoutineJobRunner()
+
+
+def routine_run_id(
+    paths: ProjectPaths, defs: Definitions, *, job_id: str, inputs: Mapping[str, str],
+    scheduled_at: datetime, env: Mapping[str, str],
+) -> str | None:
+    """The id of the Job Run a routine ``job`` action with these inputs is about to run, as
+    :func:`prepare` derives it from the rendered key (SPEC §5: its ``action_started`` names it
+    before delegation); None when the inputs or the key do not resolve (the runner then
+    reports why)."""
+    try:
+        typed = jobplan.parse_text_inputs(find_job(defs, job_id), inputs)
+        return prepare(paths, defs, job_id, typed, scheduled_at=scheduled_at,
+                       trigger="routine", env=env).run_id
+    except (RoutineError, OSError):
+        return None

@@ -150,12 +150,15 @@ class AttemptStarted:
 
 @attrs.frozen(kw_only=True)
 class ActionStarted:
-    """Action ``index`` (1-based) of the open attempt began."""
+    """Action ``index`` (1-based) of the open attempt began; a ``job`` action names the Job Run
+    it is about to run (the id its rendered key derives, known before delegation), so a runner
+    killed mid-action leaves the run it started on the record."""
 
     routine_id: str = attrs.field(validator=_routine_id)
     attempt_id: str = attrs.field(validator=_text)
     index: int = attrs.field(validator=_int_at_least(1))
     kind: str = attrs.field(validator=_kind)
+    job_run_id: str | None = attrs.field(default=None, validator=_optional(_run_id))
 
 
 @attrs.frozen(kw_only=True)
