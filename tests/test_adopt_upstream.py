@@ -200,8 +200,10 @@ def test_fold_counts_the_view_its_own_import_rewrote(up: Upstream) -> None:
 
 
 def test_read_only_commands_change_no_byte(up: Upstream) -> None:
-    """list, history, job list/show and every dry run write nothing at all (no lock file)."""
-    for args in (["list"], ["list", "--json"], ["history"], ["history", "--json"],
+    """list, history, next, status, job list/show and every dry run write nothing at all (no
+    lock file)."""
+    for args in (["list"], ["list", "--json"], ["history"], ["history", "--json"], ["next"],
+                 ["status"], ["status", "--json"],
                  ["job", "list"], ["job", "show", RUNS[0]], ["fold", "--check"],
                  ["import", "--dry-run"], ["import", "--dry-run", "--json"],
                  ["run", "--due", "--dry-run", "--now", "2026-12-01T07:05:00Z"],

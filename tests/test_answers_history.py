@@ -100,10 +100,11 @@ def test_history_of_an_unknown_routine_says_did_you_mean(week: Week) -> None:
 
 
 def test_every_command_taking_a_routine_id_refuses_a_typo(week_copy: Week) -> None:
-    """run --id, resolve, release, next, status, logs: exit 2 with did you mean."""
+    """run --id, resolve, release, next, status, logs, history, pause, resume, stop: exit 2
+    with did you mean (SPEC §14: every command that takes one)."""
     typo = "rtn-cleanpu"
     for args in (["run", "--id", typo], ["resolve", typo, "--result", "failure", "--note", "x"],
                  ["release", typo], ["next", typo], ["status", typo], ["logs", typo],
-                 ["history", typo]):
+                 ["history", typo], ["pause", typo], ["resume", typo], ["stop", typo]):
         done = week_copy.cli(*args)
         assert (2, True) == (done.returncode, "did you mean rtn-cleanup?" in done.stderr), args

@@ -379,3 +379,23 @@ def test_auto_prune_sees_a_run_that_came_back_to_life(project: Project) -> None:
     make_run(project.root, "p0", T0 + timedelta(days=100))  # attempt 2, ended at T0 + 100 d
     assert ([], [True] * 3) == (auto(T0 + timedelta(days=120)), exists(paths, run_id("p0")))
     assert [run_id("p0")] == auto(T0 + timedelta(days=191))
+
+
+def test_prune_without_flags_keeps_what_the_configs_retention_says(root: Path,
+                                                                    project: Project) -> None:
+    """SPEC §15: `prune` takes `keep_days` and `keep_runs` from the config's `retention` when
+    no flag gives them: keep 2 of the five runs and three go, as with the flags above; keep
+    5 and none go; a flag still wins over the config."""
+    config = root / ".specdojo" / "specdojo.config.json"
+    doc = orjson.loads(config.read_bytes())
+
+    def pruned(retention: dict[str, int], *flags: str) -> list[str]:
+        doc["projects"]["demo"]["retention"] = retention
+        config.write_bytes(orjson.dumps(doc))
+        done = project.cli("prune", "--dry-run", "--now", LATER.isoformat(), "--json", *flags)
+        assert 0 == done.returncode, done.stderr
+        return [r["owner"] for r in orjson.loads(done.stdout)["removed"]]
+
+    assert 3 == len(pruned({"keep_days": 90, "keep_runs": 2}))
+    assert [] == pruned({"keep_days": 90, "keep_runs": 5})
+    assert 3 == len(pruned({"keep_days": 90, "keep_runs": 5}, "--keep-runs", "2"))
