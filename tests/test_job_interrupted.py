@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 import orjson
+import pytest
 
 from specdojo_routine.store.ledger import views
 from tests.conftest import Project
@@ -96,10 +97,14 @@ def test_on_interrupted_retry_runs_it_again(project: Project) -> None:
         (a["status"], a.get("reason")) for a in attempts]
 
 
-def test_resolving_the_routine_attempt_resolves_its_job_run(project: Project) -> None:
-    """A routine attempt killed mid-Job: a routine job action refuses the interrupted run
-    (`resolve` first), and `resolve --result skipped` closes the Job Run as failed,
-    `resolved as skipped`."""
+@pytest.mark.parametrize(("result", "state", "checkpointed"), [
+    ("skipped", "failed", False), ("success", "succeeded", True), ("failure", "failed", False)])
+def test_resolving_the_routine_attempt_resolves_its_job_run(
+    project: Project, result: str, state: str, checkpointed: bool,
+) -> None:
+    """A routine attempt killed mid-Job: `resolve --result R` closes the Job Run it started
+    (SPEC §7.3): success -> succeeded, and the checkpoint advances; failure -> failed;
+    skipped -> failed, `resolved as skipped`; neither of those two moves the checkpoint."""
     _job(project)
     project.routine("rtn-send", "interval: 1h\naction: {kind: job, job: job-send}\n")
     _kill_mid_task(project, project.popen("run", "--due", "--now", T0))
@@ -110,11 +115,15 @@ def test_resolving_the_routine_attempt_resolves_its_job_run(project: Project) ->
     routines = views.replay(project.ledger)["routine-state.json"]
     opened = routines["routines"]["rtn-send"]["open_attempt"]
     assert [run_file.stem] * 2 == [started["job_run_id"], opened["actions"][0]["job_run_id"]]
-    done = project.cli("resolve", "rtn-send", "--result", "skipped", "--note", "checked")
+    done = project.cli("resolve", "rtn-send", "--result", result, "--note", "checked")
     assert 0 == done.returncode, done.stderr
     view = orjson.loads(run_file.read_bytes())
-    assert ("failed", "resolved as skipped") == (view["state"], view["attempts"][-1]["reason"])
-    assert "checkpoint_after" not in view
+    reason = "resolved as skipped" if result == "skipped" else view["attempts"][-1]["reason"]
+    assert (state, reason) == (view["state"], view["attempts"][-1]["reason"])
+    jobs = orjson.loads((run_file.parent.parent / "generated" / "job-state.json").read_bytes())
+    assert checkpointed == ("checkpoint_after" in view)
+    assert ({"sent": run_file.stem} if checkpointed else None) == \
+        jobs["jobs"].get("job-send", {}).get("checkpoint")
 
 
 def test_a_routine_job_action_refuses_an_interrupted_run(project: Project) -> None:
