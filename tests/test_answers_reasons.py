@@ -8,6 +8,7 @@ import orjson
 import pytest
 
 from specdojo_routine.core import health
+from tests.conftest import Project
 from tests.weekhistory import AFTER, SECRET, Week
 
 
@@ -104,3 +105,16 @@ def test_states_sort_worst_first() -> None:
     names = ["success", "failure", "never", "held", "interrupted", "running", "paused"]
     assert ["interrupted", "held", "failure", "running", "paused", "never", "success"] == \
         sorted(names, key=health.rank)
+
+
+def test_run_shows_the_last_5_lines_of_a_failed_calls_stderr(project: Project) -> None:
+    """SPEC §14: under a failed action, `run` prints the last 5 lines of its stderr - the
+    end, where the line that explains a failure usually is - and the evidence keeps it all."""
+    project.routine("rtn-loud", "interval: 1h\naction: {kind: specdojo, args: [loud]}\n")
+    loud = project.root / "loud.sh"
+    loud.write_text("#!/bin/sh\nfor n in 1 2 3 4 5 6 7 8 9 10 11 12; do echo \"line $n\" >&2; "
+                    "done\nexit 1\n")
+    loud.chmod(0o755)
+    done = project.cli("run", "--due", env=project.env(SPECDOJO_CLI=str(loud)))
+    shown = [line for line in done.stdout.splitlines() if line.startswith("    | ")]
+    assert (1, [f"    | line {n}" for n in range(8, 13)]) == (done.returncode, shown)
