@@ -75,9 +75,12 @@ def test_a_run_killed_mid_action_leaves_an_interrupted_routine(project: Project)
     assert "rtn-crash: interrupted" in again.stderr
     assert calls_before == len(project.calls())
     assert 1 == sum(e["type"] == "attempt_started" for e in project.events())
-    listing = orjson.loads(project.cli("list", "--json", "--now", "2026-05-01T11:00:30Z").stdout)
-    row = listing["routines"][0]
+    listed = project.cli("list", "--json", "--now", "2026-05-01T11:00:30Z")
+    row = orjson.loads(listed.stdout)["routines"][0]
     assert (True, "running", False) == (row["interrupted"], row["status"], row["due"])
+    status = project.cli("status", "--now", "2026-05-01T11:00:30Z")
+    # SPEC §14: an interrupted routine is unhealthy: list and status exit 1 and say why
+    assert (1, 1, True) == (listed.returncode, status.returncode, "interrupted" in status.stdout)
     assert 0 == project.cli("fold", "--check").returncode
 
 
