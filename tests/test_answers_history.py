@@ -57,6 +57,37 @@ def test_history_limit_reads_from_the_end(tmp_path: Path,
     assert (0, True) == (code, len(parsed) <= 16)  # two attempts: at most four of both
 
 
+def test_history_since_stops_at_the_first_older_event(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """`history --since T` (events) reads from the end and stops at the first event recorded
+    before T (SPEC §15): on a 20,000-event ledger, three newer events cost four parses."""
+    from datetime import UTC, datetime
+
+    from specdojo_routine.core import events
+
+    week = write_project(tmp_path / "proj")
+    write_ledger(week.ledger, 20_000, ["rtn-sync", "rtn-cleanup"])
+    before = week.ledger.read_bytes().count(b"\n")
+    log = ledger.Ledger(week.ledger, clock=lambda: datetime(2026, 9, 1, tzinfo=UTC))
+    for n in range(3):
+        log.append(events.RoutineRegistered(routine_id="rtn-sync", digest=f"{n}" * 64,
+                                            path="routines/rtn-sync.yaml"))
+    parsed: list[bytes] = []
+
+    def spy(text: bytes) -> object:
+        parsed.append(text)
+        return orjson.loads(text)
+
+    monkeypatch.setattr(backwards, "_parse", spy)
+    out = io.StringIO()
+    monkeypatch.setattr("sys.stdout", out)
+    code = main(["history", "--since", "2026-08-30T00:00:00Z", "--json", "--root",
+                 str(week.root)])
+    shown = [orjson.loads(line) for line in out.getvalue().splitlines()]
+    assert (0, [before + 1, before + 2, before + 3], 4) == (
+        code, [e["seq"] for e in shown], len(parsed))
+
+
 def test_history_attempts_is_one_line_per_attempt(week: Week) -> None:
     """`--attempts`: scheduled, started, ended, duration, result, trigger, reason."""
     done = week.cli("history", "rtn-nightly-export", "--attempts")

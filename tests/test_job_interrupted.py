@@ -69,11 +69,18 @@ def test_an_interrupted_job_run_waits_for_job_resolve(project: Project) -> None:
     assert 1 == len(_view(project, run_id)["attempts"])  # nothing was re-sent
     shown = project.cli("job", "show", run_id)
     assert "state: interrupted" in shown.stdout
+    as_json = orjson.loads(project.cli("job", "show", run_id, "--json").stdout)
+    stored = _view(project, run_id)  # the view keeps the ledger's state (SPEC §7.3)
+    assert ("running", "running", True) == (
+        stored["state"], as_json["state"], as_json["interrupted"])
+    assert {**stored, "interrupted": True} == as_json
     done = project.cli("job", "resolve", run_id, "--status", "succeeded", "--note",
                        "the report was in the outbox", "--by", "ops")
     assert 0 == done.returncode, done.stderr
     view = _view(project, run_id)
     assert "succeeded" == view["state"]
+    assert "interrupted" not in orjson.loads(
+        project.cli("job", "show", run_id, "--json").stdout)
     attempt = view["attempts"][-1]
     assert ("succeeded", "ops") == (attempt["status"], attempt["resolved_by"])
     assert "the report was in the outbox" in attempt["reason"]

@@ -107,6 +107,25 @@ def test_a_live_run_of_ours_on_another_host_is_busy(project: Project) -> None:
     assert "holder pid 1 on elsewhere since" in proc.stderr
 
 
+def test_a_directory_of_ours_on_this_host_whose_pid_lives_is_busy(project: Project) -> None:
+    """Our tool and this host, but its pid is a live process (not the flock's holder): not
+    proved left by a crash, so busy (75), nothing recorded, the directory untouched."""
+    _slow(project)
+    live = subprocess.Popen(["sleep", "60"])
+    try:
+        _lock_dir(project).mkdir(parents=True)
+        owner = orjson.dumps({"tool": "specdojo_routine", "pid": live.pid,
+                              "host": socket.gethostname(), "acquired_at": "2026-08-07T08:02:00Z"})
+        (_lock_dir(project) / "owner.json").write_bytes(owner)
+        proc = project.cli("run", "--due")
+        assert 75 == proc.returncode, proc.stderr
+        assert f"holder pid {live.pid} on {socket.gethostname()} since" in proc.stderr
+        assert ([], owner) == (project.events(), (_lock_dir(project) / "owner.json").read_bytes())
+    finally:
+        live.kill()
+        live.wait()
+
+
 # --------------------------------------------------------------------------- take-over, claim
 
 

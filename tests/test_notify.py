@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -94,6 +96,36 @@ def test_a_hanging_hook_is_killed_at_its_timeout_and_leaves_no_process(
     assert "warning: rtn-hang: the failure notification hook timed out after 1s" in done.stderr
     pgid = int((project.root / "hook.pgid").read_text())
     assert not group_members(pgid)
+
+
+def test_the_hook_runs_in_the_root_in_its_own_group_with_stdin_closed(
+    project: Project,
+) -> None:
+    """SPEC §13: `/bin/sh -c` in the root, its own process group (the shell leads it, apart
+    from the runner's), stdin closed: a `read` meets end of input at once, it never waits for
+    the terminal or cron's pipe."""
+    hook = orjson.dumps(
+        'pwd -P > hook.cwd; ps -o pgid= -p $$ | tr -d " " > hook.pgid; echo $$ > hook.pid; '
+        'ps -o pgid= -p $PPID | tr -d " " > hook.parent-pgid; '
+        'if read -r line; then echo "read: $line"; else echo eof; fi > hook.stdin').decode()
+    project.routine("rtn-fail", f"""\
+        interval: 1h
+        policy: {{notify: {{on: [failure], command: {hook}}}}}
+        action: {{kind: specdojo, args: [go]}}
+        """)
+    project.exit_codes({"go": 4})
+    done = subprocess.run(  # a runner whose own stdin has a line waiting
+        [sys.executable, "-m", "specdojo_routine", "run", "--due", "--now", T0, "--root",
+         str(project.root)], input="a line the hook must not see\n", cwd=project.root,
+        env=project.env(), capture_output=True, text=True, timeout=60, check=False)
+    assert 1 == done.returncode, done.stderr
+    (sent,) = _sent(project)
+    assert 0 == sent["exit_code"], sent
+    assert str(project.root.resolve()) == (project.root / "hook.cwd").read_text().strip()
+    pid, pgid = ((project.root / name).read_text().strip() for name in ("hook.pid", "hook.pgid"))
+    assert pid == pgid  # the hook's shell leads a group of its own
+    assert pgid != (project.root / "hook.parent-pgid").read_text().strip()  # not the runner's
+    assert "eof" == (project.root / "hook.stdin").read_text().strip()
 
 
 def test_the_default_timeout_is_sixty_seconds() -> None:

@@ -309,3 +309,50 @@ def test_an_occurrence_tried_twice_is_one_cell_with_its_last_outcome() -> None:
                       datetime(2026, 8, 1, tzinfo=UTC), datetime(2026, 8, 10, tzinfo=UTC))
     assert [("success", (("attempt", "att-2"), ("before", "failure (att-1); held")))] == [
         (c.outcome, c.details) for c in row.cells]
+
+
+def test_missed_held_and_paused_occurrences_have_their_own_colours_over_14_days(
+    tmp_path: Path,
+) -> None:
+    """Without `--days` the page covers 14 days; an occurrence past its starting deadline, one
+    held after a failure and one of a paused routine are cells of their own outcome, each
+    drawn in its own colour that the legend names (SPEC §14)."""
+    from tests.conftest import Project
+
+    project = Project(tmp_path / "proj")
+    project.routine("rtn-late", """\
+        trigger: {cron: "0 * * * *", timezone: UTC}
+        policy: {starting_deadline: 1m}
+        action: {kind: specdojo, args: [late]}
+        """)
+    project.routine("rtn-hold", """\
+        trigger: {cron: "0 * * * *", timezone: UTC}
+        policy: {on_failure: hold}
+        action: {kind: specdojo, args: [hold]}
+        """)
+    project.routine("rtn-rest", """\
+        trigger: {cron: "0 * * * *", timezone: UTC}
+        action: {kind: specdojo, args: [rest]}
+        """)
+    project.exit_codes({"hold": 1})
+    project.cli("run", "--due", "--now", "2026-05-01T10:00:10Z")
+    assert 0 == project.cli("pause", "rtn-rest", "--note", "maintenance").returncode
+    project.cli("run", "--due", "--now", "2026-05-01T11:05:00Z")
+    target = tmp_path / "page.html"
+    done = project.cli("report", "--html", str(target), "--now", "2026-05-01T12:00:00Z")
+    assert 0 == done.returncode, done.stderr
+    assert done.stdout.endswith(" in 14 day(s)\n"), done.stdout
+    text = target.read_text(encoding="utf-8")
+    assert 14 == text.count('<th class="day')  # one column a day
+    grid = {rid: re.findall(r'data-outcome="(\w+)"', body) for rid, body in re.findall(
+        r'<tr data-routine="([^"]+)"(.*?)</tr>', text, re.S)}
+    assert {"rtn-hold": ["failure", "held"], "rtn-late": ["success", "missed"],
+            "rtn-rest": ["success", "paused"]} == grid
+    spec = ("success", "failure", "skipped", "missed", "held", "paused", "interrupted",
+            "coalesced")
+    colours = {name: re.search(rf"\.o-{name}\{{background:(#[0-9a-f]{{6}})", text)
+               for name in spec}
+    assert all(colours.values()), colours
+    assert len(spec) == len({found.group(1) for found in colours.values() if found})
+    for name in spec:  # each in the legend, drawn in its own class
+        assert f'<span class="cell o-{name}"></span>{name}</li>' in text

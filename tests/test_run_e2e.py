@@ -240,6 +240,12 @@ def test_explicit_id_runs_a_disabled_routine(project: Project) -> None:
     """run --id selects a routine even when disabled or not due, scheduled_for = now."""
     project.routine("rtn-off", "enabled: false\ninterval: 1d\naction: {kind: exec-resume}\n")
     assert "no due routines\n" == project.cli("run", "--due").stdout
+    # SPEC §4 "disabled: state untouched": registered like every valid definition (T-01),
+    # nothing else; its view entry has no last_run
+    assert ["routine_registered"] == [e["type"] for e in project.events()]
+    view = project.root / "routines" / "generated" / "routine-state.json"
+    state = orjson.loads(view.read_bytes())["routines"]["rtn-off"]
+    assert (None, "never") == (state.get("last_run"), state["status"])
     proc = project.cli("run", "--id", "rtn-off", "--now", "2026-03-01T10:00:00Z", "--json")
     assert 0 == proc.returncode, proc.stderr
     result = orjson.loads(proc.stdout)["results"][0]

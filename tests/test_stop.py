@@ -161,20 +161,21 @@ def _sleepy_job(project: Project) -> None:
         """)
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_job_run_stopped_records_a_failed_attempt_and_retries_next_time(
-    project: Project,
+    project: Project, signum: signal.Signals,
 ) -> None:
-    """`job run` stopped by SIGTERM: the Job Run attempt is `failed`, reason `stopped by
-    SIGTERM`; exit 143; the exec lock is free; the next `job run` is attempt 2, not refused as
-    interrupted."""
+    """`job run` stopped by SIGTERM (SIGINT): the Job Run attempt is `failed`, reason `stopped
+    by SIGTERM` (`SIGINT`); exit 143 (130); the exec lock is free; the next `job run` is
+    attempt 2, not refused as interrupted."""
     _sleepy_job(project)
     proc = project.popen("job", "run", "--job", "job-sleepy", "--scheduled-at", T0)
     pgid = _pgid(project)
-    code, stderr, _ = _stop(proc, signal.SIGTERM)
-    assert 143 == code, stderr
+    code, stderr, _ = _stop(proc, signum)
+    assert CODES[signum] == code, stderr
     assert _group_gone(pgid), group_members(pgid)
     ended = _run_ledger(project)[-1]
-    assert ("attempt_ended", 1, "failed", "stopped by SIGTERM") == (
+    assert ("attempt_ended", 1, "failed", f"stopped by {signum.name}") == (
         ended["type"], ended["attempt"], ended["status"], ended["reason"])
     assert _exec_lock_free(project)
     (project.root / "done").touch()
