@@ -35,11 +35,8 @@ def test_reading_backwards_checks_the_chain_it_crosses(tmp_path: Path) -> None:
         list(newest)
 
 
-def test_history_limit_reads_from_the_end(tmp_path: Path,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    """`history --limit 1` on a 20,000-event ledger parses one line, whatever its length."""
-    week = write_project(tmp_path / "proj")
-    write_ledger(week.ledger, 20_000, ["rtn-sync", "rtn-cleanup"])
+def _spy_on_parses(monkeypatch: pytest.MonkeyPatch) -> tuple[list[bytes], io.StringIO]:
+    """(every line the backward reader parses from now on, what the command prints)."""
     parsed: list[bytes] = []
 
     def spy(text: bytes) -> object:
@@ -49,6 +46,15 @@ def test_history_limit_reads_from_the_end(tmp_path: Path,
     monkeypatch.setattr(backwards, "_parse", spy)
     out = io.StringIO()
     monkeypatch.setattr("sys.stdout", out)
+    return parsed, out
+
+
+def test_history_limit_reads_from_the_end(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """`history --limit 1` on a 20,000-event ledger parses one line, whatever its length."""
+    week = write_project(tmp_path / "proj")
+    write_ledger(week.ledger, 20_000, ["rtn-sync", "rtn-cleanup"])
+    parsed, out = _spy_on_parses(monkeypatch)
     code = main(["history", "--limit", "1", "--json", "--root", str(week.root)])
     assert (0, 1, out.getvalue().encode()) == (code, len(parsed), parsed[0] + b"\n")
     parsed.clear()
@@ -72,15 +78,7 @@ def test_history_since_stops_at_the_first_older_event(tmp_path: Path,
     for n in range(3):
         log.append(events.RoutineRegistered(routine_id="rtn-sync", digest=f"{n}" * 64,
                                             path="routines/rtn-sync.yaml"))
-    parsed: list[bytes] = []
-
-    def spy(text: bytes) -> object:
-        parsed.append(text)
-        return orjson.loads(text)
-
-    monkeypatch.setattr(backwards, "_parse", spy)
-    out = io.StringIO()
-    monkeypatch.setattr("sys.stdout", out)
+    parsed, out = _spy_on_parses(monkeypatch)
     code = main(["history", "--since", "2026-08-30T00:00:00Z", "--json", "--root",
                  str(week.root)])
     shown = [orjson.loads(line) for line in out.getvalue().splitlines()]
