@@ -65,9 +65,11 @@ def test_a_failure_under_hold_begins_a_hold() -> None:
     (registered(), started(trigger="backfill"), ended(result="failure")),
     (registered(), started(), ended(result="skipped")),
     (registered(), started(), ended(result="success")),
-], ids=["continue", "backfill", "skipped", "success"])
+    (registered(), started(), ended(result="partial")),
+], ids=["continue", "backfill", "skipped", "success", "partial"])
 def test_other_ends_do_not_hold(events: tuple[ev.Event, ...]) -> None:
-    """continue, a backfill failure, a skip or a success never begin a hold."""
+    """continue, a backfill failure, a skip, a success or a partial never begin a hold
+    (SPEC §9.5: "A `partial` result never holds")."""
     assert (False, None, []) == hold_of(folded(*events))
 
 
