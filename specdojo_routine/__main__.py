@@ -12,6 +12,10 @@
   on), locks are released by their context managers, the Redis connection in a ``finally``;
   atexit hooks, waiting for threads and flushing the output stay Python's own. A program
   that calls ``cli.main`` keeps its own settings and nothing of its is frozen.
+- croniter asks ``platform.architecture()`` at import whether this Python is 32-bit, and the
+  standard library answers by running ``file`` on the interpreter in a child process. In this
+  process the question is answered without one (:func:`_architecture_without_file`); a
+  program that imports the package keeps its ``platform`` as it is.
 - A dependency that is missing is one line that says what to do, before anything of ours
   loads.
 - SIGINT (Ctrl-C) and SIGTERM (a scheduler's timeout) are an operator's stop (SPEC §6.5,
@@ -44,10 +48,33 @@ __all__ = ["main"]
 def main() -> NoReturn:
     """Run the command line's command and exit with its code."""
     stop.install()
+    _architecture_without_file()
     code = run_command()
     stop.uninstall()  # the command is over: nothing to record
     gc.freeze()  # nor anything left to collect (see above)
     sys.exit(code)
+
+
+def _architecture_without_file() -> None:
+    """Answer ``platform.architecture()`` for this interpreter from its pointer size.
+
+    croniter asks it when it is imported (to learn whether this Python is 32-bit), and the
+    standard library asks ``file`` about the interpreter in a child process: a process the
+    command did not ask for, on the start-up of every command that iterates a schedule. For
+    the running interpreter the pointer size is the answer - what the standard library itself
+    answers where ``file`` is missing; any other executable is asked the standard way."""
+    import platform
+    import struct
+
+    ask = platform.architecture
+
+    def architecture(executable: str = sys.executable, bits: str = "",
+                     linkage: str = "") -> tuple[str, str]:
+        if executable != sys.executable:
+            return ask(executable, bits, linkage)
+        return bits or f"{struct.calcsize('P') * 8}bit", linkage
+
+    platform.architecture = architecture
 
 
 if __name__ == "__main__":

@@ -105,3 +105,29 @@ def test_the_process_freezes_what_its_command_built_before_it_exits() -> None:
                           capture_output=True, text=True, timeout=60, check=False)
     assert (0, "frozen True") == (done.returncode, done.stdout.splitlines()[-1]), done.stderr
     assert done.stdout.startswith("Validated: 5 routine(s)")
+
+
+def test_the_process_asks_no_file_child_about_the_interpreter(tmp_path: Path) -> None:
+    """A command that iterates a schedule imports croniter, which asks
+    ``platform.architecture()``; in the process entry that starts no ``file`` child (a
+    ``file`` on PATH that leaves a mark shows it), while a bare import of croniter does, and a
+    program that calls ``cli.main`` keeps the standard ``platform.architecture``."""
+    bin_dir, mark = tmp_path / "bin", tmp_path / "file-ran"
+    bin_dir.mkdir()
+    (bin_dir / "file").write_text(f"#!/bin/sh\necho ran >> {mark}\necho 'ELF 64-bit LSB'\n")
+    (bin_dir / "file").chmod(0o755)
+    env = cli_environ() | {"PATH": f"{bin_dir}:{cli_environ()['PATH']}"}
+
+    def ran(*argv: str) -> bool:
+        mark.unlink(missing_ok=True)
+        done = subprocess.run([sys.executable, *argv], cwd=REPO, env=env, capture_output=True,
+                              text=True, timeout=60, check=False)
+        assert done.returncode == 0, done.stderr
+        return mark.exists()
+
+    assert ran("-c", "import croniter")  # the probe sees the child when there is one
+    assert not ran("-m", "specdojo_routine", "next", "rtn-nightly", "--root", str(DEMO))
+    keeps = ("import platform, sys; ask = platform.architecture; "
+             "from specdojo_routine.cli import main; main(['next', 'rtn-nightly', '--root', "
+             "sys.argv[1]]); assert platform.architecture is ask")
+    assert ran("-c", keeps, str(DEMO))

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from specdojo_routine.cli import render
 from specdojo_routine.core.errors import EXIT_OK, UsageError
-from specdojo_routine.core.preview import Upcoming
 from specdojo_routine.store.config import ProjectPaths
 
 if TYPE_CHECKING:  # each command imports what it runs: `run` only asks about backfill options
     from specdojo_routine.app import handlers
+    from specdojo_routine.core.preview import Upcoming
 
 Instant = Callable[[str], object]
 
