@@ -40,7 +40,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     py = venv / "bin" / "python"
     before = _run(py, "-c", f"import {BACKEND}", cwd=tmp)
     assert 0 != before.returncode, f"a clean venv must not have {BACKEND}: {before.stdout}"
-    # every dependency from a wheel: nothing is compiled on a user's machine (issue 30)
+    # every dependency from a wheel: nothing is compiled on a user's machine
     install = _run(py, "-m", "pip", "install", "-q", "--only-binary", ":all:", ".", cwd=export)
     assert 0 == install.returncode, install.stdout + install.stderr
     return export, venv

@@ -223,7 +223,7 @@ STARRED = st.one_of(STAR, field(1, 31), st.tuples(STAR, field(1, 31)).map(",".jo
 def test_an_expression_is_rejected_as_never_firing_exactly_when_croniter_never_fires_it(
     expr: str,
 ) -> None:
-    """Checking a cron expression imports no croniter (issue 16), and its "never occurs"
+    """Checking a cron expression imports no croniter, and its "never occurs"
     verdict is what croniter does with the expression: no next occurrence at all. (croniter's
     ``expand(strict=True)``, which this check once copied, also refused "0 0 *,30 2 *", which
     croniter fires every day of February.)"""
