@@ -11,13 +11,19 @@ import os
 import signal
 import subprocess
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 import pytest
 
+from specdojo_routine.app import jobs
+from specdojo_routine.core.events import Owner, RunAttemptStarted, RunCreated
+from specdojo_routine.store.definitions.load import load_jobs
 from specdojo_routine.store.ledger import views
+from specdojo_routine.store.ledger.journal import Ledger
 from tests.conftest import Project
+from tests.jobhelper import clean_env, paths_of
 
 T0 = "2026-05-01T10:00:30Z"
 
@@ -153,3 +159,57 @@ def test_validate_checks_run_on_interrupted(project: Project) -> None:
     assert 1 == done.returncode
     assert ("jobs/job-bad.yaml:4:54: run.on_interrupted must be review or retry "
             '(got "again")') in done.stdout + done.stderr
+
+
+def _open_attempt_on_another_host(project: Project) -> str:
+    """A Job Run whose attempt 1 is open, started by pid 4242 on ``other-host`` (whose
+    liveness this host cannot check); its id."""
+    _job(project)
+    paths = paths_of(project.root)
+    prep = jobs.prepare(paths, load_jobs(paths), "job-send", {},
+                        scheduled_at=datetime.now(UTC), trigger="manual", env=clean_env())
+    Ledger(paths.run_ledger(prep.run_id)).append_many([
+        RunCreated(run_id=prep.run_id, job_id="job-send", idempotency_key=prep.recorded_key,
+                   project_id="demo", trigger="manual", scheduled_at=prep.scheduled_at,
+                   inputs=prep.inputs, task=prep.recorded_task, checkpoint_before=None),
+        RunAttemptStarted(run_id=prep.run_id, attempt=1,
+                          owner=Owner(pid=4242, host="other-host")),
+    ])
+    return prep.run_id
+
+
+def _exec_lock_held_by(project: Project, pid: int, age_s: float) -> None:
+    """The project's exec lock as a runner on ``other-host`` holds it, its heartbeat
+    ``age_s`` old."""
+    lock = project.root / "execution" / "exec" / ".locks" / "exec-run.lock"
+    lock.mkdir(parents=True)
+    (lock / "owner.json").write_bytes(orjson.dumps({
+        "actor": "specdojo_routine", "pid": pid, "token": f"{pid}-0123456789abcdef",
+        "acquired_at_utc": "2026-05-01T10:00:00Z", "host": "other-host"}))
+    beat = time.time() - age_s
+    os.utime(lock, (beat, beat))
+
+
+def _listed_state(project: Project, run_id: str) -> tuple[str, bool, str, bool]:
+    """(state, interrupted) as `job list --json` gives them, then as `job show --json` does."""
+    (row,) = orjson.loads(project.cli("job", "list", "--json").stdout)["runs"]
+    shown = orjson.loads(project.cli("job", "show", run_id, "--json").stdout)
+    return (row["state"], row.get("interrupted", False), shown["state"],
+            shown.get("interrupted", False))
+
+
+@pytest.mark.parametrize(("holder", "age_s", "interrupted"), [
+    (4242, 1.0, False),  # its runner holds the exec lock, heartbeat fresh: running
+    (4242, 31.0, True),  # the heartbeat went stale (30 s): interrupted
+    (999, 1.0, True),  # someone else holds the lock: the attempt's runner is not running
+])
+def test_another_hosts_runner_is_running_while_it_holds_the_exec_lock(
+    project: Project, holder: int, age_s: float, interrupted: bool,
+) -> None:
+    """`job list` and `job show` take an open attempt of a runner on another host for running
+    while that runner holds the exec lock with a fresh heartbeat (SPEC §7.7's rule for another
+    host), as `list` does for a routine attempt under a held routine lock (SPEC §7.3)."""
+    run_id = _open_attempt_on_another_host(project)
+    _exec_lock_held_by(project, holder, age_s)
+    state = "interrupted" if interrupted else "running"
+    assert (state, interrupted, "running", interrupted) == _listed_state(project, run_id)

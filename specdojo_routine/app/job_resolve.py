@@ -46,14 +46,29 @@ def open_attempt(view: Mapping[str, Any] | None) -> int | None:
 
 
 def interrupted(paths: ProjectPaths, run_id: str, view: Mapping[str, Any] | None) -> bool:
-    """Whether the run has an open attempt whose runner is gone (and nothing of it runs)."""
+    """Whether the run has an open attempt whose runner is gone (and nothing of it runs).
+
+    A runner on this host is asked directly; one on another host is taken for alive while it
+    holds the project's exec lock with a fresh heartbeat (SPEC §7.7's rule for another host,
+    as ``list`` takes a routine attempt for running while the routine lock is held)."""
     attempt = open_attempt(view)
     if attempt is None:
         return False
     owner = jobfiles.attempt_owner(paths, run_id, attempt) or {}
-    if locks.owner_alive(owner.get("pid"), owner.get("host"), owner.get("start")) is True:
-        return False  # alive on this host (another host's cannot be checked: as `job run`)
+    alive = locks.owner_alive(owner.get("pid"), owner.get("host"), owner.get("start"))
+    if alive is True:
+        return False
+    if alive is None and _holds_the_exec_lock(paths, owner):
+        return False
     return jobfiles.group_still_running(paths, run_id, attempt) is None
+
+
+def _holds_the_exec_lock(paths: ProjectPaths, owner: Mapping[str, Any]) -> bool:
+    """Whether the process ``owner`` names (an attempt's runner) holds the exec lock now."""
+    holder = execlock.live_holder(paths.exec_locks_dir)
+    here = locks.this_host()
+    return holder is not None and (holder.pid, holder.host or here) == (
+        owner.get("pid"), owner.get("host") or here)
 
 
 def resolve_job_run(

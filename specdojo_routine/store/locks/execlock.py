@@ -176,6 +176,17 @@ def _try_create(lock_dir: Path, actor: str) -> str | None:
     return token
 
 
+def live_holder(exec_locks_dir: Path, stale_s: float = 30.0) -> ExecLockOwner | None:
+    """The owner of the project's exec lock while it counts as held (SPEC §7.7: a live owner on
+    this host whatever its heartbeat, another host's while its heartbeat is fresh), else
+    ``None``. Read only: nothing is taken or written."""
+    lock_dir = exec_locks_dir / EXEC_LOCK_NAME
+    owner = read_exec_owner(lock_dir)
+    if owner is None or _exec_lock_stale(lock_dir, stale_s):
+        return None
+    return owner
+
+
 def _exec_lock_stale(lock_dir: Path, stale_s: float) -> bool:
     try:
         st = os.stat(lock_dir)
