@@ -14,7 +14,7 @@
   that calls ``cli.main`` keeps its own settings and nothing of its is frozen.
 - croniter asks ``platform.architecture()`` at import whether this Python is 32-bit, and the
   standard library answers by running ``file`` on the interpreter in a child process. In this
-  process the question is answered without one (:func:`_architecture_without_file`); a
+  process the question is answered without one (``_architecture_without_file`` below); a
   program that imports the package keeps its ``platform`` as it is.
 - A dependency that is missing is one line that says what to do, before anything of ours
   loads.
