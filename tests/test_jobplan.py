@@ -316,6 +316,29 @@ def test_missing_checkpoint_is_detected_for_complete_runs_only() -> None:
     assert not jobplan.missing_checkpoint({**view("noop"), "checkpoint_after": {}}, TRANSLATE)
 
 
+SHA = "e" * 40
+KEPT = {"verdict": None, "merged": False, "commit": SHA, "reason": "run noop"}
+
+
+@pytest.mark.parametrize(("state", "review", "missing"), [
+    ("noop", None, True),  # no review flow: the run's work is in the root already
+    ("succeeded", {"verdict": "complete", "merged": True, "commit": SHA, "reason": None,
+                   "merge_commit": "f" * 40}, True),
+    ("noop", KEPT, False),  # a commit kept unmerged: the attempt withheld the checkpoint
+    ("succeeded", {**KEPT, "verdict": "blocked", "reason": "not merged"}, False),
+    ("noop", {"verdict": None, "merged": False, "commit": None, "reason": "no changes"}, True),
+    ("failed", None, False),
+])
+def test_missing_checkpoint_asks_whether_the_reviewed_work_was_integrated(
+    state: str, review: dict[str, Any] | None, missing: bool,
+) -> None:
+    """SPEC §7.3, §11.4: a complete run without ``checkpoint_after`` lost its checkpoint only
+    when its work is integrated (review_rules.integrated of the view's ``review``): no review,
+    a merged commit or no commit at all; a kept, unmerged commit never advanced it."""
+    found = view(state) | ({} if review is None else {"review": review})
+    assert jobplan.missing_checkpoint(found, TRANSLATE) is missing
+
+
 # --- statuses ----------------------------------------------------------------------------------
 
 TASK = {"mode": "command", "command": "x", "partial_exit_code": [3, 75], "noop_exit_code": 4}

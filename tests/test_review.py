@@ -431,6 +431,38 @@ run: {idempotency_key: "{{job_id}}"}
     assert out["review"]["reason"].startswith("run noop")
 
 
+def test_an_unmerged_noop_run_never_advances_the_checkpoint(ap: AgentProject) -> None:
+    """SPEC §7.3, §11.4: a noop run with changes keeps its commit unmerged, so its work is not
+    in the integration branch and the Job's checkpoint stays, both when the attempt ends and
+    when a later `job run` finds the run complete: a duplicate records a checkpoint only a
+    crash lost, never one the attempt rightly withheld."""
+    ap.job("job-r", """\
+name: Noop with changes
+task: {mode: command, command: "echo n > docs/n.md; exit 4", noop_exit_code: 4, review: {}}
+run: {idempotency_key: "{{job_id}}"}
+checkpoint: {values: {mark: "{{job_run_id}}"}}
+""")
+
+    def checkpoint() -> tuple[Any, Any]:
+        """(the run's checkpoint_after per `job show`, the Job's checkpoint per `job list`)."""
+        shown = json.loads(ap.cli("job", "show", run_id, "--json").stdout)
+        jobs = json.loads(ap.cli("job", "list", "--json").stdout)["jobs"]
+        return shown.get("checkpoint_after"), next(j for j in jobs if j["id"] == "job-r")[
+            "checkpoint"]
+
+    out = run(ap, code=0)
+    run_id = str(out["run_id"])
+    assert out["state"] == "noop" and out["review"]["merged"] is False
+    assert branches(ap) == ["exec/demo-" + run_id, "main"]  # the commit is kept, not merged
+    types = [e["type"] for e in events(ap, run_id)]
+    assert "checkpoint_advanced" not in types
+    assert checkpoint() == (None, None)
+    again = run(ap, code=0)
+    assert (again["run_id"], again["duplicate_complete"]) == (run_id, True)
+    assert [e["type"] for e in events(ap, run_id)] == types  # nothing appended
+    assert checkpoint() == (None, None)
+
+
 def test_task_timeout_bounds_the_review_stage_too(ap: AgentProject) -> None:
     """SPEC §11.4: `timeout` bounds the whole attempt (all stages, analysis and review included):
     the reviewer gets what the command left of it, and running out is a failed review."""

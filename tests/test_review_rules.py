@@ -18,6 +18,25 @@ def test_merge_rule_is_exactly_seed_002s(state: str, verdict: str | None) -> Non
     assert review_rules.may_merge(state, verdict) is ((state, verdict) in GOOD)
 
 
+KEPT = {"verdict": "blocked", "merged": False, "commit": "e" * 40, "reason": "not merged"}
+MERGED = {**KEPT, "verdict": "complete", "merged": True, "reason": None}
+NOTHING = {"verdict": None, "merged": False, "commit": None, "reason": "no changes"}
+
+
+@pytest.mark.parametrize(("review", "integrated"), [
+    (None, True), (MERGED, True), (NOTHING, True), (KEPT, False)])
+@pytest.mark.parametrize("state", ["succeeded", "partial", "noop", "failed"])
+def test_a_run_waits_exactly_when_its_reviewed_work_is_not_integrated(
+    review: dict[str, object] | None, integrated: bool, state: str,
+) -> None:
+    """One rule for the checkpoint and the run's state: only integrated work advances the
+    checkpoint, and a reviewed state (succeeded, partial) whose commit is not integrated
+    waits; noop and failed keep their own state either way (SPEC §11.4)."""
+    assert review_rules.integrated(review) is integrated
+    waits = state in ("succeeded", "partial") and not integrated
+    assert review_rules.state_after(state, review) == ("waiting" if waits else state)
+
+
 def test_porcelain_paths_include_both_sides_of_a_rename() -> None:
     out = " M docs/a.md\0R  new name.md\0old name.md\0?? untracked/x.txt\0 D gone.md\0"
     assert review_rules.parse_porcelain(out) == [

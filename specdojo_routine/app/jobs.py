@@ -351,10 +351,11 @@ def _record_attempt(
         run_id=prep.run_id, attempt=attempt, status=verdict.status, exit_code=done.exit_code,
         evidence_ref=done.evidence_ref, reason=reason)]
     record = done.review
-    if record is not None:
-        batch.append(ReviewEnded(run_id=prep.run_id, attempt=attempt, **record.payload()))
+    review = None if record is None else record.payload()  # what review_ended records
+    if review is not None:
+        batch.append(ReviewEnded(run_id=prep.run_id, attempt=attempt, **review))
     values = jobplan.checkpoint_after(prep.job, verdict.status, prep.context())
-    if values is not None and review_rules.integrated(record):
+    if values is not None and review_rules.integrated(review):
         batch.append(CheckpointAdvanced(run_id=prep.run_id, job_id=prep.job.id, values=values))
     _still_open(ctx.paths, prep.run_id, attempt)
     recorded = log.append_many(batch)  # the outcome first: files around it are side effects
@@ -373,7 +374,7 @@ def _record_attempt(
                                 exit_code=done.exit_code, evidence_ref=done.evidence_ref,
                                 final_message=done.final_message))
     _side_effect(notes, "view not published", views.refresh_job_views, ctx.paths, [prep.run_id])
-    state = review_rules.state_after(verdict.status, record)
+    state = review_rules.state_after(verdict.status, review)
     if state == "waiting" and record is not None:
         reason = ctx.reason(record.reason)
     return JobRunOutcome(job_id=prep.job.id, run_id=prep.run_id, state=state,

@@ -15,6 +15,7 @@ from typing import Any, NotRequired, TypedDict
 
 import attrs
 
+from specdojo_routine.core import review_rules
 from specdojo_routine.core.errors import CorruptLedgerError, InvalidTransition
 from specdojo_routine.core.event_checks import PRUNABLE_STATES as PRUNABLE_STATES
 from specdojo_routine.core.event_checks import RUN_STATUSES
@@ -192,8 +193,8 @@ def apply_run(state: RunFold, raw: Raw, *, where: str, line: int) -> None:
 
 
 def _next_state(current: str, raw: Raw) -> str:
-    if raw["type"] == "review_ended":
-        return "waiting" if not raw["merged"] and raw.get("commit") else current
+    if raw["type"] == "review_ended":  # the rule the attempt's own outcome follows
+        return review_rules.state_after(current, raw)
     return str(raw["status"])
 
 

@@ -25,6 +25,7 @@ from specdojo_routine.core.model import (
     ReviewSpec,
 )
 from specdojo_routine.core.redact import REDACTED, redact
+from specdojo_routine.core.review_rules import integrated
 from specdojo_routine.core.review_rules import routine_result as review_result
 from specdojo_routine.core.templates import TemplateError, render_shell, render_text
 
@@ -351,10 +352,14 @@ def existing_run(
 
 
 def missing_checkpoint(view: Mapping[str, Any], job: JobDefinition) -> bool:
-    """A complete run whose checkpoint was never recorded (a crash between the two appends)."""
+    """A complete run whose checkpoint was never recorded (a crash between the two appends):
+    its state is in ``advance_on``, it has no ``checkpoint_after`` and its work is integrated
+    (:func:`~specdojo_routine.core.review_rules.integrated` of the review the view records).
+    A noop run that kept its commit unmerged withheld its checkpoint on purpose; recording it
+    now would move the checkpoint past work the integration branch does not have."""
     spec = job.checkpoint
     return (spec is not None and view.get("state") in spec.advance_on
-            and view.get("checkpoint_after") is None)
+            and view.get("checkpoint_after") is None and integrated(view.get("review")))
 
 
 # --- statuses ----------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ arguments, so every combination of run state and verdict is testable without a r
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import attrs
 
@@ -111,27 +111,19 @@ def review_agents(
     return executor, reporter
 
 
-class HasPayload(Protocol):
-    @property
-    def merged(self) -> bool: ...
-    @property
-    def commit(self) -> str | None: ...
-    @property
-    def skipped(self) -> bool: ...
+def integrated(review: Mapping[str, Any] | None) -> bool:
+    """Whether a run's work is in the integration branch (or was never apart from it), asked
+    of its last review as recorded: ``review_ended``'s payload, which is also the view's
+    ``review``. No review, a merged commit or no commit at all (nothing changed) is integrated;
+    a commit kept unmerged (not reviewed, not approved, a conflict, a rate-limited reviewer)
+    is not. Only integrated work advances the checkpoint, when the attempt ends and when a
+    later call records a checkpoint a crash lost, so both ask this one question."""
+    return review is None or bool(review.get("merged")) or not review.get("commit")
 
 
-def integrated(record: HasPayload | None) -> bool:
-    """Whether the run's work is in the integration branch (or was never separate): only then
-    may its checkpoint advance."""
-    return record is None or record.merged or (record.commit is None and not record.skipped)
-
-
-def state_after(status: str, record: HasPayload | None) -> str:
+def state_after(status: str, review: Mapping[str, Any] | None) -> str:
     """The run's state after its attempt: ``waiting`` when a reviewed commit was not merged."""
-    if (record is not None and not record.merged and record.commit is not None
-            and not record.skipped and status in MERGING_VERDICTS):
-        return "waiting"
-    return status
+    return "waiting" if status in MERGING_VERDICTS and not integrated(review) else status
 
 
 def routine_result(state: str | None, review: Mapping[str, Any] | None) -> Result | None:
