@@ -426,6 +426,21 @@ def test_busy_exec_lock_skips_the_job_and_writes_nothing(
     assert before == _outside_locks(project.files())
 
 
+def test_a_precondition_skip_decides_before_the_exec_lock_is_asked(
+    project: Project, exec_holder: subprocess.Popen[str]
+) -> None:
+    """The precondition decides whether a run materialises before the exec lock is taken: it
+    runs while another process holds the lock, and its skip is the outcome (E-11, not the
+    busy skip of E-03), with nothing written (SPEC §7.3, §7.7)."""
+    command_job(project, "true",
+                "  precondition:\n    command: 'true'\n    skip_when: empty-output\n")
+    before = project.files()
+    out = run(project.root, "job-cmd")
+    assert (True, None, "precondition skipped the run (empty output)") == (
+        out.skipped, out.run_id, out.reason)
+    assert before == project.files()
+
+
 def test_busy_exec_lock_is_a_skipped_routine_action(
     project: Project, exec_holder: subprocess.Popen[str]
 ) -> None:

@@ -202,7 +202,13 @@ def _duplicate(prep: Prepared, view: Mapping[str, Any]) -> JobRunOutcome:
 
 
 def _precondition(ctx: _Env, prep: Prepared) -> JobRunOutcome | None:
-    """Run a new run's precondition; an outcome when it skips or fails, else None."""
+    """Run a new run's precondition; an outcome when it skips or fails, else None.
+
+    It runs before the exec lock is taken: it decides whether a run materialises at all, and a
+    skip writes nothing - no run, plan or evidence (E-11), and not the lock directory, its
+    take-over mutex file or the import check's cache either, which taking the lock would leave.
+    Holding nothing, it needs no lock token: a ``specdojo exec`` it calls takes the lock
+    itself."""
     condition = prep.task["precondition"]
     outcome = runner.run_shell(condition["command"], cwd=ctx.paths.root,
                                env=ctx.child(prep.run_id, None), echo=ctx.echo)
