@@ -76,6 +76,26 @@ def test_hold_then_run_id_then_release(project: Project, run: str, expected: lis
     assert 0 == project.cli("fold", "--check").returncode
 
 
+def test_coalesced_occurrences_while_held_are_neither_counted_nor_run(project: Project) -> None:
+    """SPEC §9.5: under `latest` a held routine's coalesced occurrences (inside the held one's
+    `passed_over_since` span) are neither counted in held_occurrences nor run by release."""
+    project.routine("rtn-h", HOURLY_HOLD.replace("missed_run: all", "missed_run: latest"))
+    project.exit_codes({"work": 1})
+    assert 1 == project.cli("run", "--due", "--now", "2026-05-01T10:00:10Z").returncode
+    project.exit_codes({})
+    assert 0 == project.cli("run", "--due", "--now", "2026-05-01T13:30:00Z").returncode
+    assert [("2026-05-01T13:00:00.000Z", "2026-05-01T11:00:00.000Z")] == [
+        (e["scheduled_for"], e["passed_over_since"]) for e in project.events()
+        if e["type"] == "occurrence_held"]
+    assert 1 == _row(project, "2026-05-01T13:31:00Z")[1]["held_occurrences"]
+    calls = len(project.calls())
+    done = project.cli("release", "rtn-h", "--run", "all", "--now", "2026-05-01T13:45:00Z")
+    assert 0 == done.returncode, done.stderr
+    assert ["2026-05-01T13:00:00.000Z"] == [e["scheduled_for"] for e in project.events()
+                                            if e.get("trigger") == "release"]
+    assert 1 == len(project.calls()) - calls
+
+
 def test_release_refuses_a_routine_that_is_not_held(project: Project) -> None:
     """release on a free routine: exit 1, one error line, nothing appended."""
     project.routine("rtn-h", HOURLY_HOLD)
