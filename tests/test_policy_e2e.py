@@ -323,6 +323,33 @@ def test_backfill_ignores_the_hold_and_the_deadline(project: Project) -> None:
     assert (1, True, 2) == (code, row["held"], row["held_occurrences"])
 
 
+def test_backfill_updates_last_run_and_last_result(project: Project) -> None:
+    """SPEC §9.5: backfill attempts update the view's last_run and last_result (a failing
+    backfill after a successful due run leaves failure, last_run = the backfill's start)."""
+    project.routine("rtn-b", 'trigger: {cron: "0 * * * *", timezone: UTC}\n'
+                             "action: {kind: specdojo, args: [work]}\n")
+    assert 0 == project.cli("run", "--due", "--now", "2026-05-01T10:00:10Z").returncode
+    project.exit_codes({"work": 1})
+    proc = project.cli("run", "--id", "rtn-b", "--from", "2026-05-01T08:00:00Z", "--to",
+                       "2026-05-01T08:00:00Z", "--now", "2026-05-01T12:00:00Z")
+    assert 1 == proc.returncode, proc.stderr
+    state = project.state()["routines"]["rtn-b"]
+    assert ("2026-05-01T12:00:00Z", "failure") == (state["last_run"], state["last_result"])
+
+
+def test_backfill_ignores_the_366_day_window(project: Project) -> None:
+    """SPEC §9.5: the 366-day window does not apply to backfill: an occurrence two years
+    before --now inside [--from, --to] is run."""
+    project.routine("rtn-y", 'trigger: {cron: "0 0 1 1 *", timezone: UTC}\n'
+                             "action: {kind: specdojo, args: [work]}\n")
+    proc = project.cli("run", "--id", "rtn-y", "--from", "2024-01-01T00:00:00Z", "--to",
+                       "2024-01-01T00:00:00Z", "--now", "2026-05-01T12:00:00Z")
+    assert 0 == proc.returncode, proc.stderr
+    assert ["2024-01-01T00:00:00.000Z"] == [e["scheduled_for"] for e in project.events()
+                                            if e.get("trigger") == "backfill"]
+    assert 1 == len(project.calls())
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (("--id", "rtn-i", "--from", "2026-05-01T08:00:00Z", "--to", "2026-05-01T09:00:00Z"),
      "error: rtn-i is an interval routine: there is no calendar to backfill"),
