@@ -436,6 +436,19 @@ def test_next_for_a_routine_shows_the_latest_start_and_follows_the_cursor(
     assert "LOCAL (Asia/Tokyo)" in text and "2026-08-07T10:00:00Z" in text
 
 
+def test_next_json_for_a_routine_has_the_documented_keys(project: Project) -> None:
+    """SPEC §9.5: `next ID --json` is {"routine_id", "timezone", "occurrences": [{"local",
+    "utc", "note", "latest_start"}]}, naming the routine and its zone."""
+    project.routine("rtn-n", 'trigger: {cron: "0 17 * * 5", timezone: Asia/Tokyo}\n'
+                             "action: {kind: exec-resume}\n")
+    doc = _json(project.cli("next", "rtn-n", "--now", "2026-08-01T00:00:00Z", "-n", "1",
+                            "--json"))
+    assert (["routine_id", "timezone", "occurrences"], "rtn-n", "Asia/Tokyo",
+            [["local", "utc", "note", "latest_start"]]) == (
+        list(doc), doc.get("routine_id"), doc.get("timezone"),
+        [list(o) for o in doc["occurrences"]])
+
+
 def test_next_defaults_to_five_occurrences_strictly_after_now(project: Project) -> None:
     """SPEC §9.4/§9.5: `next` lists N = 5 occurrences by default, strictly after --now (an
     occurrence exactly at --now is not listed), for a routine and for a bare --cron alike."""
