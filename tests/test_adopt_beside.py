@@ -263,6 +263,25 @@ def test_a_contradicting_record_is_a_conflict_and_is_kept(failing_job: Project) 
     assert 1 == len(view.with_suffix(".jsonl").read_bytes().splitlines()) - 2  # no new events
 
 
+def test_run_due_refuses_a_job_run_in_conflict(failing_job: Project) -> None:
+    """SPEC §10 rule 4: a routine's job action that needs a run in conflict fails with the
+    conflict as its reason (`run --due` exits 1); the run's file and ledger are untouched."""
+    failing_job.routine("rtn-r", "interval: 1h\n"
+                                 "action: {kind: job, job: job-report, inputs: {period: W1}}\n")
+    _code, first = _job_run(failing_job)
+    view = _run_view(failing_job, first["run_id"])
+    record = orjson.loads(view.read_bytes())
+    record["attempts"][0]["status"] = record["state"] = "succeeded"
+    _write(view, record)
+    data, ledger = view.read_bytes(), view.with_suffix(".jsonl").read_bytes()
+    proc = failing_job.cli("run", "--due", "--now", NOW)
+    assert 1 == proc.returncode, proc.stderr
+    [ended] = [e for e in failing_job.events() if e["type"] == "action_ended"]
+    conflict = f"conflict: execution/jobs/runs/{first['run_id']}.json (succeeded, 1 attempt, "
+    assert ("failure", conflict) == (ended["result"], ended["reason"][:len(conflict)])
+    assert (data, ledger) == (view.read_bytes(), view.with_suffix(".jsonl").read_bytes())
+
+
 # --- the pure rules --------------------------------------------------------------------------
 
 
