@@ -360,15 +360,19 @@ def test_routine_entry_verdicts(theirs: Any, ours: Any, verdict: str) -> None:
     ("release", "rtn-hourly"),
     ("run", "--id", "rtn-hourly", "--from", "2026-12-01T05:00:00Z", "--to",
      "2026-12-01T05:00:00Z", "--now", "2026-12-01T08:30:00Z"),
-])
-def test_release_and_backfill_import_first(cron: Project, command: tuple[str, ...]) -> None:
-    """SPEC §10: `release` and a backfill hold the routine lock, so they import upstream's
-    rewrite before anything else (release then refuses: the routine is not held)."""
+    ("resolve", "rtn-hourly", "--result", "success", "--note", "checked"),
+    ("resolve", "rtn-hourly", "--attempt", "att-none", "--result", "failure", "--note", "x"),
+], ids=["release", "backfill", "resolve", "resolve-attempt"])
+def test_release_backfill_and_resolve_import_first(cron: Project,
+                                                   command: tuple[str, ...]) -> None:
+    """SPEC §10: `release`, a backfill and `resolve` hold the routine lock, so they import
+    upstream's rewrite before anything else (release and resolve then refuse: the routine is
+    not held, no attempt is open or named)."""
     assert 0 == cron.cli("run", "--due", "--now", NOW).returncode
     before = len(cron.events())
     _shallow_merge(cron, "rtn-hourly", last_run="2026-12-01T08:00:02Z",
                    last_result="failure", last_scheduled_for="2026-12-01T08:00:02.000Z")
     cron.cli(*command)
     added = [e["type"] for e in cron.events()[before:]]
-    assert "routine_state_imported" == added[0], added
+    assert ["routine_state_imported"] == added[:1], added
     assert 0 == cron.cli("fold", "--check").returncode
