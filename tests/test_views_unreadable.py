@@ -16,6 +16,7 @@ import re
 import stat
 from pathlib import Path
 
+import orjson
 import pytest
 
 from tests.viewhelper import (
@@ -174,4 +175,18 @@ def test_job_run_moves_an_unreadable_view_of_its_jobs_run_aside_and_goes_on(
         _warnings(done.stderr)
     assert (b"garbage\n", runs + 1) == (_aside(view).read_bytes(),
                                         len(list(runs_dir(demo).glob("*.jsonl"))))
+    assert fresh_fold(demo) == views_of(demo)
+
+
+def test_a_duplicate_complete_moves_the_unreadable_view_of_its_run_aside(demo: Path) -> None:
+    """SPEC §10 rules 3, 8: `job run` answered duplicate complete from the run's ledger is
+    still a recording command: the run's unreadable view is moved aside with one warning and
+    rebuilt, not left for the next `fold`."""
+    view = runs_dir(demo) / "JBR-weekly-report-a99cc98957a3.json"
+    view.write_bytes(b"garbage\n")
+    done = cli(demo, "job", "run", "--job", "job-weekly-report", "--input", "period=2026-W32",
+               "--json")
+    assert (0, True) == (done.returncode, orjson.loads(done.stdout)["duplicate_complete"])
+    assert [b"garbage\n"] == [p.read_bytes() for p in runs_dir(demo).glob("*.unreadable-*")]
+    assert 1 == len(_warnings(done.stderr))
     assert fresh_fold(demo) == views_of(demo)
