@@ -279,6 +279,19 @@ def test_a_variable_in_both_by_mode_and_by_proficiency_is_a_validate_error(
     assert any("member editor" in line for line in lines)
 
 
+def test_run_exec_defaults_in_the_config_names_the_exec_defaults_file(tmp_path: Path) -> None:
+    """SPEC §11.1/§11.4: the project config's `run.exec_defaults` (root-relative) is the exec
+    defaults file the launch command comes from, instead of .specdojo/exec-defaults.yaml."""
+    ap = AgentProject(tmp_path / "proj", run={"exec_defaults": "conf/exec.yaml"})
+    default = ap.root / ".specdojo" / "exec-defaults.yaml"
+    (ap.root / "conf").mkdir()
+    (ap.root / "conf" / "exec.yaml").write_text(
+        default.read_text().replace('"--edit"', '"--edit-conf"'))
+    ap.edit_job("job-e")
+    assert "succeeded" == run_json(ap, code=0)["state"]
+    assert [["--mode=edit", "--edit-conf"]] == [x["argv"] for x in ap.launches()]
+
+
 def test_missing_roster_is_a_configuration_error(ap: AgentProject) -> None:
     (ap.root / "members.yaml").unlink()
     done = ap.cli("validate")
