@@ -263,6 +263,21 @@ def test_command_template_expands_proficiency_and_by_proficiency(ap: AgentProjec
                                                    "--deep"]]
 
 
+def test_a_shell_expansion_in_the_command_template_is_not_a_placeholder(
+        ap: AgentProject) -> None:
+    """SPEC §11.4: `${…}` in `command_template` is shell, not a placeholder: `${model}` (no
+    such variable) is no `validate` error and `${mode}` is not filled in; the shell gets
+    both as written (quoted here, so they reach the agent verbatim)."""
+    path = ap.root / ".specdojo" / "exec-defaults.yaml"
+    path.write_text(path.read_text().replace("{flags}", "{flags} '${mode}' '${model}'"))
+    ap.edit_job("job-e")
+    done = ap.cli("validate")
+    assert 0 == done.returncode, done.stderr
+    assert "succeeded" == run_json(ap, code=0)["state"]
+    assert [["--mode=edit", "--edit", "${mode}", "${model}"]] == [
+        x["argv"] for x in ap.launches()]
+
+
 def test_a_variable_in_both_by_mode_and_by_proficiency_is_a_validate_error(
         ap: AgentProject) -> None:
     """SPEC §11.4: a variable defined in both ``by_mode`` and ``by_proficiency`` is a
