@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from datetime import datetime
 from pathlib import Path
 
 import orjson
@@ -149,6 +150,25 @@ def test_timeout_kills_the_agents_process_group(ap: AgentProject) -> None:
     child = int(Path(f"{ap.control}.child.pid").read_text())
     assert not alive(child)
 
+
+
+def test_task_timeout_is_one_budget_for_the_executor_and_its_reporter(
+        ap: AgentProject) -> None:
+    """SPEC §11.4: `timeout` bounds the whole attempt: the reporter gets what the executor
+    left of it, not a fresh one, and its process group is killed when it runs out."""
+    ap.edit_job("job-e", timeout="4s", agent="{executor: editor, reporter: reporter}")
+    ap.behave({"editor": {"sleep": 2}, "reporter": {"sleep": 60, "child": True}})
+    out = run_json(ap, code=1)
+    ledger = ap.root / "execution" / "jobs" / "runs" / f"{out['run_id']}.jsonl"
+    at = {e["type"]: datetime.fromisoformat(e["at"])
+          for e in map(orjson.loads, ledger.read_bytes().splitlines())}
+    spent = (at["attempt_ended"] - at["attempt_started"]).total_seconds()
+    assert (["executor", "reporter"], "failed", "agent reporter: timed out after") == (
+        [x["role"] for x in ap.launches()], out["state"], str(out["reason"])[:31])
+    # one 4 s budget (ends near 4 s), not 2 s + a fresh 4 s for the reporter (6 s or more):
+    # a second of margin either way, for a loaded machine
+    assert spent < 5, spent
+    assert not alive(int(Path(f"{ap.control}.child.pid").read_text()))
 
 
 def test_executor_chosen_by_mode_and_priority(ap: AgentProject) -> None:
