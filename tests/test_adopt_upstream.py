@@ -241,6 +241,36 @@ def test_a_checkpoint_the_runs_do_not_account_for_is_imported(up: Upstream) -> N
     assert "views match the ledgers" in up.ok("fold", "--check")
 
 
+#: What every line we append carries besides its payload (SPEC §5).
+ENVELOPE = {"version", "seq", "type", "at", "prev"}
+
+
+def test_run_imported_carries_exactly_run_id_record_and_source_sha256(up: Upstream) -> None:
+    """SPEC §10 rule 1 (docs/adopting.md): run_imported's payload is {run_id, record,
+    source_sha256}, its run_id the run whose ledger it opens."""
+    up.ok("import")
+    firsts = [up.lines(f"{E}/jobs/runs/{run_id}.jsonl")[0] for run_id in RUNS]
+    assert [(run_id, {"run_id", "record", "source_sha256"}) for run_id in RUNS] == [
+        (e["run_id"], set(e) - ENVELOPE) for e in firsts]
+
+
+def test_checkpoint_imported_carries_the_documented_fields(up: Upstream) -> None:
+    """SPEC §10 rules 1, 3: checkpoint_imported is {job_id, checkpoint, last_run_id,
+    updated_at, source_sha256}, naming the Job, its last run and job-state.json's sha256."""
+    path = up.path(E / "jobs/generated/job-state.json")
+    doc = orjson.loads(path.read_bytes())
+    entry = doc["jobs"]["job-translate-docs"]
+    entry["checkpoint"] = {"revision": "064ac71aad669c714f68dacde0cd06105f5a36d3"}
+    data = orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
+    path.write_bytes(data)
+    up.ok("import")
+    [event] = [e for e in up.lines(f"{E}/jobs/runs/{entry['last_run_id']}.jsonl")
+               if e["type"] == "checkpoint_imported"]
+    assert ({"job_id", "checkpoint", "last_run_id", "updated_at", "source_sha256"},
+            "job-translate-docs", entry["last_run_id"], _sha(data)) == (
+        set(event) - ENVELOPE, event["job_id"], event["last_run_id"], event["source_sha256"])
+
+
 def test_the_next_nightly_occurrence_continues_from_upstreams_checkpoint(up: Upstream) -> None:
     """At the next nightly occurrence the translate Job starts from commit B; with HEAD still
     at B that is upstream's manual run B..B, so the routine succeeds without running again."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from datetime import datetime
 from pathlib import Path
 
 import orjson
@@ -151,6 +152,25 @@ def test_timeout_kills_the_agents_process_group(ap: AgentProject) -> None:
 
 
 
+def test_task_timeout_is_one_budget_for_the_executor_and_its_reporter(
+        ap: AgentProject) -> None:
+    """SPEC §11.4: `timeout` bounds the whole attempt: the reporter gets what the executor
+    left of it, not a fresh one, and its process group is killed when it runs out."""
+    ap.edit_job("job-e", timeout="4s", agent="{executor: editor, reporter: reporter}")
+    ap.behave({"editor": {"sleep": 2}, "reporter": {"sleep": 60, "child": True}})
+    out = run_json(ap, code=1)
+    ledger = ap.root / "execution" / "jobs" / "runs" / f"{out['run_id']}.jsonl"
+    at = {e["type"]: datetime.fromisoformat(e["at"])
+          for e in map(orjson.loads, ledger.read_bytes().splitlines())}
+    spent = (at["attempt_ended"] - at["attempt_started"]).total_seconds()
+    assert (["executor", "reporter"], "failed", "agent reporter: timed out after") == (
+        [x["role"] for x in ap.launches()], out["state"], str(out["reason"])[:31])
+    # one 4 s budget (ends near 4 s), not 2 s + a fresh 4 s for the reporter (6 s or more):
+    # a second of margin either way, for a loaded machine
+    assert spent < 5, spent
+    assert not alive(int(Path(f"{ap.control}.child.pid").read_text()))
+
+
 def test_executor_chosen_by_mode_and_priority(ap: AgentProject) -> None:
     """No task.agent: the enabled agent of the task's mode with the lowest priority (editor-b
     has priority 1 but is disabled; own-command has none and sorts last)."""
@@ -263,6 +283,21 @@ def test_command_template_expands_proficiency_and_by_proficiency(ap: AgentProjec
                                                    "--deep"]]
 
 
+def test_a_shell_expansion_in_the_command_template_is_not_a_placeholder(
+        ap: AgentProject) -> None:
+    """SPEC §11.4: `${…}` in `command_template` is shell, not a placeholder: `${model}` (no
+    such variable) is no `validate` error and `${mode}` is not filled in; the shell gets
+    both as written (quoted here, so they reach the agent verbatim)."""
+    path = ap.root / ".specdojo" / "exec-defaults.yaml"
+    path.write_text(path.read_text().replace("{flags}", "{flags} '${mode}' '${model}'"))
+    ap.edit_job("job-e")
+    done = ap.cli("validate")
+    assert 0 == done.returncode, done.stderr
+    assert "succeeded" == run_json(ap, code=0)["state"]
+    assert [["--mode=edit", "--edit", "${mode}", "${model}"]] == [
+        x["argv"] for x in ap.launches()]
+
+
 def test_a_variable_in_both_by_mode_and_by_proficiency_is_a_validate_error(
         ap: AgentProject) -> None:
     """SPEC §11.4: a variable defined in both ``by_mode`` and ``by_proficiency`` is a
@@ -277,6 +312,19 @@ def test_a_variable_in_both_by_mode_and_by_proficiency_is_a_validate_error(
     assert lines and all(line.startswith(".specdojo/exec-defaults.yaml:6:23: ") for line in lines)
     assert all("by_mode" in line and "by_proficiency" in line for line in lines)
     assert any("member editor" in line for line in lines)
+
+
+def test_run_exec_defaults_in_the_config_names_the_exec_defaults_file(tmp_path: Path) -> None:
+    """SPEC §11.1/§11.4: the project config's `run.exec_defaults` (root-relative) is the exec
+    defaults file the launch command comes from, instead of .specdojo/exec-defaults.yaml."""
+    ap = AgentProject(tmp_path / "proj", run={"exec_defaults": "conf/exec.yaml"})
+    default = ap.root / ".specdojo" / "exec-defaults.yaml"
+    (ap.root / "conf").mkdir()
+    (ap.root / "conf" / "exec.yaml").write_text(
+        default.read_text().replace('"--edit"', '"--edit-conf"'))
+    ap.edit_job("job-e")
+    assert "succeeded" == run_json(ap, code=0)["state"]
+    assert [["--mode=edit", "--edit-conf"]] == [x["argv"] for x in ap.launches()]
 
 
 def test_missing_roster_is_a_configuration_error(ap: AgentProject) -> None:

@@ -235,6 +235,21 @@ def test_list_json_has_exactly_the_documented_keys(project: Project) -> None:
     ) == (list(doc), list(doc["routines"][0]), list(doc["lock"]))
 
 
+def test_list_json_schedule_and_kinds(project: Project) -> None:
+    """SPEC §8 (docs/reference.md `list --json`): a cron routine's `schedule` reads
+    `cron <expr> (<zone>)`; `kinds` names each action's kind, one per action, in order."""
+    project.routine("rtn-a", """\
+        trigger: {cron: "0 17 * * 5", timezone: Asia/Tokyo}
+        action:
+          - {kind: specdojo, args: [x]}
+          - {kind: exec-resume}
+          - {kind: specdojo, args: [y]}
+        """)
+    row = orjson.loads(project.cli("list", "--json").stdout)["routines"][0]
+    assert ("cron 0 17 * * 5 (Asia/Tokyo)", ["specdojo", "exec-resume", "specdojo"]) == (
+        row["schedule"], row["kinds"])
+
+
 def test_list_writes_nothing_and_takes_no_lock(project: Project) -> None:
     """`list` reads only: no view, no ledger, no lock file appear."""
     project.routine("rtn-a", "interval: 1h\naction: {kind: exec-resume}\n")

@@ -134,6 +134,14 @@ def test_list_json_names_a_live_holder_and_flags_it_suspicious(held: Project) ->
             "acquired_at": HELD_SINCE, "suspicious": True} == lock
 
 
+def test_suspicious_counts_wall_clock_time_not_now(held: Project) -> None:
+    """SPEC §8: `suspicious` is held for over 1 hour of wall-clock time: a `--now` equal to
+    the holder's acquired_at does not make a lock held for two hours look fresh."""
+    held.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [x]}\n")
+    lock = orjson.loads(held.cli("list", "--json", "--now", HELD_SINCE).stdout)["lock"]
+    assert (HELD_SINCE, True) == (lock["acquired_at"], lock["suspicious"])
+
+
 def test_list_text_names_a_live_holder_and_flags_it_suspicious(held: Project) -> None:
     """SPEC §6.2: the text `list` shows the lock holder (pid, host, since when) and flags one
     held for over 1 hour as suspicious."""

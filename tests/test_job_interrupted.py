@@ -28,15 +28,16 @@ from tests.jobhelper import clean_env, paths_of
 T0 = "2026-05-01T10:00:30Z"
 
 
-def _job(project: Project, extra: str = "") -> None:
-    """A Job that sleeps (recording its group) until the file `ok` exists, then succeeds."""
+def _job(project: Project, extra: str = "", checkpoint_extra: str = "") -> None:
+    """A Job that sleeps (recording its group) until the file `ok` exists, then succeeds
+    (``extra``, ``checkpoint_extra``: more keys of its `run` and `checkpoint` mappings)."""
     command = (f'if [ -e "{project.root}/ok" ]; then exit 0; fi; '
                f'echo $$ > "{project.root}/pgid"; sleep 60')
     project.job("job-send", f"""\
         name: Send the weekly report
         task: {{mode: command, command: {orjson.dumps(command).decode()}}}
         run: {{idempotency_key: "{{{{job_id}}}}"{extra}}}
-        checkpoint: {{values: {{sent: "{{{{job_run_id}}}}"}}}}
+        checkpoint: {{values: {{sent: "{{{{job_run_id}}}}"}}{checkpoint_extra}}}
         """)
 
 
@@ -96,6 +97,44 @@ def test_an_interrupted_job_run_waits_for_job_resolve(project: Project) -> None:
     wrong = project.cli("job", "resolve", run_id, "--status", "failed", "--note", "x")
     assert 1 == wrong.returncode and "is not interrupted" in wrong.stderr
     assert 1 == len(wrong.stderr.strip().splitlines())
+
+
+def _interrupted_run(project: Project, checkpoint_extra: str = "") -> str:
+    """The id of job-send's run, interrupted by a SIGKILL of its runner mid-task."""
+    _job(project, checkpoint_extra=checkpoint_extra)
+    _kill_mid_task(project, project.popen("job", "run", "--job", "job-send"))
+    (run,) = orjson.loads(project.cli("job", "list", "--json").stdout)["runs"]
+    return str(run["run_id"])
+
+
+def test_job_resolve_noop_appends_attempt_resolved_with_the_specs_fields(
+        project: Project) -> None:
+    """SPEC §7.3: `job resolve --status noop` appends `attempt_resolved` {run_id, attempt,
+    status, note, resolved_by} and the run's state becomes noop."""
+    run_id = _interrupted_run(project)
+    done = project.cli("job", "resolve", run_id, "--status", "noop", "--note",
+                       "nothing was due", "--by", "ops")
+    assert 0 == done.returncode, done.stderr
+    ledger = project.root / "execution" / "jobs" / "runs" / f"{run_id}.jsonl"
+    [event] = [e for e in map(orjson.loads, ledger.read_bytes().splitlines())
+               if e["type"] == "attempt_resolved"]
+    payload = {k: v for k, v in event.items() if k not in ("version", "seq", "type", "at",
+                                                           "prev")}
+    assert ({"run_id": run_id, "attempt": 1, "status": "noop", "note": "nothing was due",
+             "resolved_by": "ops"}, "noop") == (payload, _view(project, run_id)["state"])
+
+
+@pytest.mark.parametrize(("checkpoint_extra", "advanced"), [
+    ("", True), (", advance_on: [succeeded]", False)], ids=["default", "succeeded-only"])
+def test_job_resolve_noop_advances_the_checkpoint_by_advance_on(
+        project: Project, checkpoint_extra: str, advanced: bool) -> None:
+    """SPEC §7.3: a run resolved noop advances the checkpoint as an ended noop attempt
+    would: under the default advance_on (succeeded, noop), not under [succeeded]."""
+    run_id = _interrupted_run(project, checkpoint_extra)
+    done = project.cli("job", "resolve", run_id, "--status", "noop", "--note", "checked")
+    assert 0 == done.returncode, done.stderr
+    assert ({"sent": run_id} if advanced else None) == _view(project, run_id).get(
+        "checkpoint_after")
 
 
 def test_on_interrupted_retry_runs_it_again(project: Project) -> None:

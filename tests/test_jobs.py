@@ -215,6 +215,20 @@ def test_checkpoint_advance_on_defaults_to_succeeded_and_noop(
     assert checkpoint == ({"mark": "job-n"} if advanced else None)
 
 
+def test_checkpoint_placeholder_is_the_previous_successful_checkpoint(project: Project) -> None:
+    """SPEC §7.2: `{{checkpoint.<path>}}` in a command renders the previous successful
+    checkpoint: empty before the first, unchanged by a failed run in between."""
+    project.job("job-c", "name: C\ninputs:\n  rev: {type: string, required: true}\n"
+                         "task:\n  mode: command\n"
+                         "  command: printf '%s\\n' \"{{checkpoint.rev}}\" >> seen.log; "
+                         "exit \"${CODE:-0}\"\n"
+                         "run:\n  idempotency_key: '{{job_id}}:{{inputs.rev}}'\n"
+                         "checkpoint:\n  values: {rev: '{{inputs.rev}}'}\n")
+    for rev, code in (("A", "0"), ("B", "1"), ("C", "0")):
+        run(project.root, "job-c", {"rev": rev}, env=clean_env(CODE=code))
+    assert ["", "A", "A"] == (project.root / "seen.log").read_text().splitlines()
+
+
 def test_lost_checkpoint_is_recorded_by_the_next_duplicate_call(repo: Project) -> None:
     """A crash between attempt_ended and checkpoint_advanced is repaired on the next call."""
     commit(repo.root, "a.md")

@@ -85,9 +85,10 @@ def test_duplicate_complete_exits_0(weekly: Project) -> None:
     assert (0, True) == (done.returncode, as_json(done)["duplicate_complete"])
 
 
-@pytest.mark.parametrize(("trigger", "expected"), [("manual", 0), ("routine", 75)])
+@pytest.mark.parametrize(("trigger", "expected"), [("manual", 0), ("ci", 0), ("routine", 75)])
 def test_precondition_skip_exit_code(project: Project, trigger: str, expected: int) -> None:
-    """A precondition skip: run_id null; exit 75 under --trigger routine, else 0."""
+    """SPEC §7.3/§8: a precondition skip: run_id null; exit 75 under --trigger routine,
+    else (manual, ci) 0."""
     project.job("job-weekly", JOB.replace("run:\n", "  precondition: {command: 'true', "
                                                   "skip_when: empty-output}\nrun:\n", 1))
     done = job_run(project, "--input", "period=W1", "--trigger", trigger, "--json")
@@ -175,7 +176,7 @@ def holder(weekly: Project) -> Iterator[subprocess.Popen[str]]:
     proc.communicate("", timeout=10)
 
 
-@pytest.mark.parametrize(("trigger", "expected"), [("manual", 0), ("routine", 75)])
+@pytest.mark.parametrize(("trigger", "expected"), [("manual", 0), ("ci", 0), ("routine", 75)])
 def test_busy_exec_lock_exit_code(
     weekly: Project, holder: subprocess.Popen[str], trigger: str, expected: int
 ) -> None:

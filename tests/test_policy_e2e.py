@@ -76,6 +76,26 @@ def test_hold_then_run_id_then_release(project: Project, run: str, expected: lis
     assert 0 == project.cli("fold", "--check").returncode
 
 
+def test_coalesced_occurrences_while_held_are_neither_counted_nor_run(project: Project) -> None:
+    """SPEC §9.5: under `latest` a held routine's coalesced occurrences (inside the held one's
+    `passed_over_since` span) are neither counted in held_occurrences nor run by release."""
+    project.routine("rtn-h", HOURLY_HOLD.replace("missed_run: all", "missed_run: latest"))
+    project.exit_codes({"work": 1})
+    assert 1 == project.cli("run", "--due", "--now", "2026-05-01T10:00:10Z").returncode
+    project.exit_codes({})
+    assert 0 == project.cli("run", "--due", "--now", "2026-05-01T13:30:00Z").returncode
+    assert [("2026-05-01T13:00:00.000Z", "2026-05-01T11:00:00.000Z")] == [
+        (e["scheduled_for"], e["passed_over_since"]) for e in project.events()
+        if e["type"] == "occurrence_held"]
+    assert 1 == _row(project, "2026-05-01T13:31:00Z")[1]["held_occurrences"]
+    calls = len(project.calls())
+    done = project.cli("release", "rtn-h", "--run", "all", "--now", "2026-05-01T13:45:00Z")
+    assert 0 == done.returncode, done.stderr
+    assert ["2026-05-01T13:00:00.000Z"] == [e["scheduled_for"] for e in project.events()
+                                            if e.get("trigger") == "release"]
+    assert 1 == len(project.calls()) - calls
+
+
 def test_release_refuses_a_routine_that_is_not_held(project: Project) -> None:
     """release on a free routine: exit 1, one error line, nothing appended."""
     project.routine("rtn-h", HOURLY_HOLD)
@@ -303,6 +323,33 @@ def test_backfill_ignores_the_hold_and_the_deadline(project: Project) -> None:
     assert (1, True, 2) == (code, row["held"], row["held_occurrences"])
 
 
+def test_backfill_updates_last_run_and_last_result(project: Project) -> None:
+    """SPEC §9.5: backfill attempts update the view's last_run and last_result (a failing
+    backfill after a successful due run leaves failure, last_run = the backfill's start)."""
+    project.routine("rtn-b", 'trigger: {cron: "0 * * * *", timezone: UTC}\n'
+                             "action: {kind: specdojo, args: [work]}\n")
+    assert 0 == project.cli("run", "--due", "--now", "2026-05-01T10:00:10Z").returncode
+    project.exit_codes({"work": 1})
+    proc = project.cli("run", "--id", "rtn-b", "--from", "2026-05-01T08:00:00Z", "--to",
+                       "2026-05-01T08:00:00Z", "--now", "2026-05-01T12:00:00Z")
+    assert 1 == proc.returncode, proc.stderr
+    state = project.state()["routines"]["rtn-b"]
+    assert ("2026-05-01T12:00:00Z", "failure") == (state["last_run"], state["last_result"])
+
+
+def test_backfill_ignores_the_366_day_window(project: Project) -> None:
+    """SPEC §9.5: the 366-day window does not apply to backfill: an occurrence two years
+    before --now inside [--from, --to] is run."""
+    project.routine("rtn-y", 'trigger: {cron: "0 0 1 1 *", timezone: UTC}\n'
+                             "action: {kind: specdojo, args: [work]}\n")
+    proc = project.cli("run", "--id", "rtn-y", "--from", "2024-01-01T00:00:00Z", "--to",
+                       "2024-01-01T00:00:00Z", "--now", "2026-05-01T12:00:00Z")
+    assert 0 == proc.returncode, proc.stderr
+    assert ["2024-01-01T00:00:00.000Z"] == [e["scheduled_for"] for e in project.events()
+                                            if e.get("trigger") == "backfill"]
+    assert 1 == len(project.calls())
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (("--id", "rtn-i", "--from", "2026-05-01T08:00:00Z", "--to", "2026-05-01T09:00:00Z"),
      "error: rtn-i is an interval routine: there is no calendar to backfill"),
@@ -387,6 +434,19 @@ def test_next_for_a_routine_shows_the_latest_start_and_follows_the_cursor(
                                           for i in items]
     text = project.cli("next", "rtn-n", "--now", "2026-08-01T00:00:00Z", "-n", "1").stdout
     assert "LOCAL (Asia/Tokyo)" in text and "2026-08-07T10:00:00Z" in text
+
+
+def test_next_json_for_a_routine_has_the_documented_keys(project: Project) -> None:
+    """SPEC §9.5: `next ID --json` is {"routine_id", "timezone", "occurrences": [{"local",
+    "utc", "note", "latest_start"}]}, naming the routine and its zone."""
+    project.routine("rtn-n", 'trigger: {cron: "0 17 * * 5", timezone: Asia/Tokyo}\n'
+                             "action: {kind: exec-resume}\n")
+    doc = _json(project.cli("next", "rtn-n", "--now", "2026-08-01T00:00:00Z", "-n", "1",
+                            "--json"))
+    assert (["routine_id", "timezone", "occurrences"], "rtn-n", "Asia/Tokyo",
+            [["local", "utc", "note", "latest_start"]]) == (
+        list(doc), doc.get("routine_id"), doc.get("timezone"),
+        [list(o) for o in doc["occurrences"]])
 
 
 def test_next_defaults_to_five_occurrences_strictly_after_now(project: Project) -> None:

@@ -16,6 +16,7 @@ import re
 import stat
 from pathlib import Path
 
+import orjson
 import pytest
 
 from tests.viewhelper import (
@@ -135,14 +136,57 @@ def test_unreadable_job_views_are_moved_aside_and_rebuilt(demo: Path) -> None:
     assert fresh_fold(demo) == views_of(demo)
 
 
-def test_an_unreadable_job_state_does_not_stop_a_job_action(demo: Path) -> None:
-    """A routine whose Job action runs under the exec lock imports first: garbage in
-    job-state.json is moved aside and the Job runs."""
-    job_state(demo).write_bytes(b"garbage\n")
+@pytest.mark.parametrize(("content", "reason"), [
+    (b"garbage\n", "not JSON"), (b"", "empty"), (b"[]\n", "not a JSON object"),
+    (b'{"version": 1}\n', 'no "jobs" object'),
+], ids=["not-json", "empty", "not-an-object", "no-jobs"])
+def test_an_unreadable_job_state_does_not_stop_a_job_action(
+    demo: Path, content: bytes, reason: str
+) -> None:
+    """A routine whose Job action runs under the exec lock imports first: an unreadable
+    job-state.json (each way SPEC §10 rule 8 names) is moved aside, one warning says why,
+    and the Job runs."""
+    job_state(demo).write_bytes(content)
     runs = len(list(runs_dir(demo).glob("*.jsonl")))
     done = cli(demo, "run", "--due", "--now", T2)
     assert 0 == done.returncode, done.stderr
-    assert [b"garbage\n"] == [_aside(job_state(demo)).read_bytes()]
-    assert 1 == len(_warnings(done.stderr))
+    moved = _aside(job_state(demo))
+    assert content == moved.read_bytes()
+    assert [f"warning: execution/jobs/generated/job-state.json holds no facts ({reason}); "
+            f"moved it aside to {moved.relative_to(demo).as_posix()} and rebuilt it from the "
+            "Job Run ledgers"] == _warnings(done.stderr)
     assert runs + 1 == len(list(runs_dir(demo).glob("*.jsonl")))
+    assert fresh_fold(demo) == views_of(demo)
+
+
+def test_job_run_moves_an_unreadable_view_of_its_jobs_run_aside_and_goes_on(
+        demo: Path) -> None:
+    """SPEC §10 rules 3, 8: `job run` imports its Job's runs first, under the exec lock: an
+    unreadable view of an earlier run is moved aside, named in one warning with its ledger,
+    rebuilt from it, and the new run goes on."""
+    view = runs_dir(demo) / "JBR-weekly-report-a99cc98957a3.json"
+    view.write_bytes(b"garbage\n")
+    runs = len(list(runs_dir(demo).glob("*.jsonl")))
+    done = cli(demo, "job", "run", "--job", "job-weekly-report", "--input", "period=2026-W33")
+    assert 0 == done.returncode, done.stderr
+    rel = view.relative_to(demo).as_posix()
+    assert [f"warning: {rel} holds no facts (not JSON); moved it aside to "
+            f"{_aside(view).relative_to(demo).as_posix()} and rebuilt it from {rel}l"] == \
+        _warnings(done.stderr)
+    assert (b"garbage\n", runs + 1) == (_aside(view).read_bytes(),
+                                        len(list(runs_dir(demo).glob("*.jsonl"))))
+    assert fresh_fold(demo) == views_of(demo)
+
+
+def test_a_duplicate_complete_moves_the_unreadable_view_of_its_run_aside(demo: Path) -> None:
+    """SPEC §10 rules 3, 8: `job run` answered duplicate complete from the run's ledger is
+    still a recording command: the run's unreadable view is moved aside with one warning and
+    rebuilt, not left for the next `fold`."""
+    view = runs_dir(demo) / "JBR-weekly-report-a99cc98957a3.json"
+    view.write_bytes(b"garbage\n")
+    done = cli(demo, "job", "run", "--job", "job-weekly-report", "--input", "period=2026-W32",
+               "--json")
+    assert (0, True) == (done.returncode, orjson.loads(done.stdout)["duplicate_complete"])
+    assert [b"garbage\n"] == [p.read_bytes() for p in runs_dir(demo).glob("*.unreadable-*")]
+    assert 1 == len(_warnings(done.stderr))
     assert fresh_fold(demo) == views_of(demo)

@@ -183,13 +183,14 @@ def load_run(paths: ProjectPaths, run_id: str) -> jobfold.JobRunDoc | None:
 
 def needed_run(paths: ProjectPaths, run_id: str) -> tuple[jobfold.JobRunDoc | None, bool]:
     """:func:`load_run` for a recording command that needs the run, and whether its file
-    holds facts still to import (the command imports them under its lock before it answers).
-    A record in conflict with our ledger refuses the command (SPEC §10 rule 4) instead of
-    being answered from our side of it."""
+    holds facts still to import or is unreadable (the command imports them, or moves it
+    aside and rebuilds it, under its lock before it answers: SPEC §10 rules 3, 8). A record
+    in conflict with our ledger refuses the command (SPEC §10 rule 4) instead of being
+    answered from our side of it."""
     plan = plan_run(paths, run_id)
     if run_id in plan.conflicts:
         raise ImportConflict(plan.conflicts[run_id])
-    return plan.document(run_id), bool(plan.events)
+    return plan.document(run_id), bool(plan.events or plan.unreadable)
 
 
 def checkpoint(paths: ProjectPaths, job_id: str) -> dict[str, Any] | None:
