@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from specdojo_routine.core import agentdocs, review_rules
+from specdojo_routine.core import agent_rules, agentdocs, review_rules
 from specdojo_routine.core.agent_rules import Member, Roster
 from specdojo_routine.core.events import REVIEW_VERDICTS, RUN_STATUSES
 
@@ -51,15 +51,15 @@ ROSTER = Roster(path="m.yaml", members=(
 
 
 def test_review_agents_resolution_order() -> None:
-    auto = review_rules.review_agents(ROSTER, {}, review_by=None, reporter_by=None)
+    auto = agent_rules.review_agents(ROSTER, {}, review_by=None, reporter_by=None)
     assert [(p.nickname, p.source) for p in auto] == [("rev-b", "auto"), ("rep", "auto")]
     task = {"agent": {"executor": "rev-a", "reporter": "rev-b"}}
-    named = review_rules.review_agents(ROSTER, task, review_by=None, reporter_by=None)
+    named = agent_rules.review_agents(ROSTER, task, review_by=None, reporter_by=None)
     assert [(p.nickname, p.source) for p in named] == [
         ("rev-a", "task.review.agent.executor"), ("rev-b", "task.review.agent.reporter")]
-    cli = review_rules.review_agents(ROSTER, task, review_by="x", reporter_by="y")
+    cli = agent_rules.review_agents(ROSTER, task, review_by="x", reporter_by="y")
     assert [(p.nickname, p.source) for p in cli] == [("x", "--review-by"), ("y", "--reporter-by")]
-    bare = review_rules.review_agents(Roster(path="m"), None, review_by=None, reporter_by=None)
+    bare = agent_rules.review_agents(Roster(path="m"), None, review_by=None, reporter_by=None)
     assert [(p.nickname, p.source) for p in bare] == [(None, "auto"), (None, "none")]
 
 

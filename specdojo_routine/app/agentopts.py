@@ -12,7 +12,7 @@ from typing import Any
 
 from specdojo_routine.app import review
 from specdojo_routine.app.review import ReviewOptions
-from specdojo_routine.core import review_rules
+from specdojo_routine.core import agent_rules, review_rules
 from specdojo_routine.core.agent_rules import Roster
 from specdojo_routine.core.errors import UsageError
 from specdojo_routine.core.jobplan import JobRunOutcome
@@ -74,7 +74,7 @@ def dry_run_review(
         return None
     config = agentconfig.load_agent_config(paths)
     roster = config.roster if config is not None else Roster(path="")
-    executor, reporter = review_rules.review_agents(
+    executor, reporter = agent_rules.review_agents(
         roster, task.get("review"), review_by=options.review_by,
         reporter_by=options.reporter_by)
     return {"branch": review_rules.exec_branch(paths.project_id, run_id),

@@ -24,11 +24,11 @@ from typing import Any, Protocol, TextIO
 
 import attrs
 
-from specdojo_routine.core import agentdocs, review_rules
-from specdojo_routine.core.agent_rules import AgentConfigError
+from specdojo_routine.core import agent_rules, agentdocs, review_rules
+from specdojo_routine.core.agent_rules import AgentConfigError, Pick
 from specdojo_routine.core.jobplan import RunIdentity, Verdict
 from specdojo_routine.core.redact import secret_values
-from specdojo_routine.core.review_rules import CHILD_ENV, Pick
+from specdojo_routine.core.review_rules import CHILD_ENV
 from specdojo_routine.execute import agents, worktree
 from specdojo_routine.execute.agents import DocValues, Launch
 from specdojo_routine.execute.worktree import Git, GitError
@@ -167,7 +167,7 @@ def _review(flow: Flow, sha: str) -> tuple[str, str | None, bool]:
     config = agentconfig.load_agent_config(info.paths)
     if config is None:
         return "blocked", "no review agent: the project names no members_path (roster)", False
-    executor, reporter = review_rules.review_agents(
+    executor, reporter = agent_rules.review_agents(
         config.roster, info.task.get("review"), review_by=flow.options.review_by,
         reporter_by=flow.options.reporter_by)
     if executor.nickname is None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
 
 import attrs
 
@@ -337,3 +338,43 @@ def check_job_nicknames(r: Report, job: Node, roster: Roster) -> None:
         if roster.get(node.value) is None:
             r.error(node.where(), f'task.{".".join(field)} "{node.value}" is not a member of '
                     f"{roster.path}; register the nickname there before use")
+
+
+# --- who reviews -------------------------------------------------------------------------------
+
+Source = Literal["--review-by", "--reporter-by", "task.review.agent.executor",
+                 "task.review.agent.reporter", "auto", "none"]
+
+
+@attrs.frozen(kw_only=True)
+class Pick:
+    """A review agent and where it came from (for ``--dry-run`` and the review plan)."""
+
+    nickname: str | None
+    source: Source
+
+
+def review_agents(
+    roster: Roster, review: Mapping[str, Any] | None, *, review_by: str | None,
+    reporter_by: str | None,
+) -> tuple[Pick, Pick]:
+    """(executor, reporter): ``--review-by``/``--reporter-by``, then ``task.review.agent.*``,
+    then automatic (lowest-priority enabled ``mode: review`` agent; ``stage_role: reporter``
+    agent, or none)."""
+    agent = (review or {}).get("agent") or {}
+    if review_by:
+        executor = Pick(nickname=review_by, source="--review-by")
+    elif agent.get("executor"):
+        executor = Pick(nickname=str(agent["executor"]), source="task.review.agent.executor")
+    else:
+        auto = executor_for_mode(roster, "review")
+        executor = Pick(nickname=auto.nickname if auto else None, source="auto")
+    if reporter_by:
+        reporter = Pick(nickname=reporter_by, source="--reporter-by")
+    elif agent.get("reporter"):
+        reporter = Pick(nickname=str(agent["reporter"]), source="task.review.agent.reporter")
+    else:
+        auto = auto_reporter(roster)
+        reporter = Pick(nickname=auto.nickname if auto else None,
+                        source="auto" if auto else "none")
+    return executor, reporter

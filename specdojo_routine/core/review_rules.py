@@ -1,19 +1,16 @@
-"""Review before merge (SPEC §11.3, §11.4), pure: names, the merge rule, review agents.
+"""Review before merge (SPEC §11.3, §11.4), pure: names and the merge rule.
 
 The git work itself is :mod:`specdojo_routine.execute.worktree`'s; the flow that strings the
 steps together is :mod:`specdojo_routine.app.review`'s. Everything here is a function of its
 arguments, so every combination of run state and verdict is testable without a repository.
+Which agents review is :func:`specdojo_routine.core.agent_rules.review_agents`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
-import attrs
-
-from specdojo_routine.core import agent_rules
-from specdojo_routine.core.agent_rules import Roster
 from specdojo_routine.core.model import Result
 
 CHILD_ENV = "SPECDOJO_JOB_REVIEW_WORKTREE_CHILD"
@@ -21,8 +18,6 @@ MERGING_VERDICTS = {"succeeded": ("complete", "complete-with-findings"),
                     "partial": ("complete-with-findings",)}
 CHANGED_DURING_REVIEW = "changed-during-review"
 NO_CHANGES = "no changes"
-Source = Literal["--review-by", "--reporter-by", "task.review.agent.executor",
-                 "task.review.agent.reporter", "auto", "none"]
 
 
 def exec_branch(project_id: str, run_id: str) -> str:
@@ -77,38 +72,6 @@ def parse_porcelain(output: str) -> list[str]:
     return sorted(set(paths))
 
 
-@attrs.frozen(kw_only=True)
-class Pick:
-    """A review agent and where it came from (for ``--dry-run`` and the review plan)."""
-
-    nickname: str | None
-    source: Source
-
-
-def review_agents(
-    roster: Roster, review: Mapping[str, Any] | None, *, review_by: str | None,
-    reporter_by: str | None,
-) -> tuple[Pick, Pick]:
-    """(executor, reporter): ``--review-by``/``--reporter-by``, then ``task.review.agent.*``,
-    then automatic (lowest-priority enabled ``mode: review`` agent; ``stage_role: reporter``
-    agent, or none)."""
-    agent = (review or {}).get("agent") or {}
-    if review_by:
-        executor = Pick(nickname=review_by, source="--review-by")
-    elif agent.get("executor"):
-        executor = Pick(nickname=str(agent["executor"]), source="task.review.agent.executor")
-    else:
-        auto = agent_rules.executor_for_mode(roster, "review")
-        executor = Pick(nickname=auto.nickname if auto else None, source="auto")
-    if reporter_by:
-        reporter = Pick(nickname=reporter_by, source="--reporter-by")
-    elif agent.get("reporter"):
-        reporter = Pick(nickname=str(agent["reporter"]), source="task.review.agent.reporter")
-    else:
-        auto = agent_rules.auto_reporter(roster)
-        reporter = Pick(nickname=auto.nickname if auto else None,
-                        source="auto" if auto else "none")
-    return executor, reporter
 
 
 def integrated(review: Mapping[str, Any] | None) -> bool:
