@@ -212,6 +212,42 @@ def test_chunked_chain_check_agrees_across_chunk_boundaries(tmp_path: Path,
     assert 2 == info.value.line
 
 
+@pytest.mark.parametrize("chunk", [7, 1 << 16], ids=["tiny-chunks", "64-kib-chunks"])
+def test_the_chunked_reader_stops_at_end_and_refuses_a_line_cut_short(
+        tmp_path: Path, monkeypatch: Any, chunk: int) -> None:
+    """The reader hands out the lines before ``end`` and no more: a line appended after it is
+    not folded (the head returned is the one at ``end``); an ``end`` inside a line, or a
+    ledger that ends before ``end``, is refused naming the line cut short, after the lines
+    before it were handed out."""
+    monkeypatch.setattr(chain, "_READ_CHUNK", chunk)
+    path = tmp_path / "routine-runs.jsonl"
+    ledger.Ledger(path).append_many([_registered(n) for n in range(5)])
+    data = path.read_bytes()
+    ends = [i + 1 for i, byte in enumerate(data) if byte == ord("\n")]
+    seqs: list[int] = []
+
+    def read(end: int) -> str:
+        seqs.clear()
+        with open(path, "rb", buffering=chain.READ_BUFFER) as f:
+            chunks = chain.verified_chunks(f, path, 0, end, line=1, head=chain.EMPTY_HEAD,
+                                           started=False)
+            while True:
+                try:
+                    seqs.extend(raw["seq"] for raw in next(chunks))
+                except StopIteration as done:
+                    return str(done.value)
+
+    assert chain.line_hash(data[ends[1]:ends[2] - 1]) == read(ends[2])
+    assert [1, 2, 3] == seqs
+    for end, cut in ((ends[2] + 5, None), (ends[4], ends[3] + 5), (ends[4], ends[3])):
+        if cut is not None:
+            path.write_bytes(data[:cut])
+        with pytest.raises(CorruptLedgerError, match="line is cut short") as info:
+            read(end)
+        expected = ([1, 2, 3], 4) if cut is None else ([1, 2, 3, 4], 5)
+        assert expected == (seqs, info.value.line)
+
+
 # --- never rob the living (SPEC §6.2, §6.5) -------------------------------------------------------
 
 

@@ -71,13 +71,15 @@ def advance_cursor(entry: Raw, scheduled: str) -> None:
     it becomes the later of the two, so an explicit run whose ``now`` is earlier than the
     cursor (a clock that went back, ``--now`` in the past) leaves it where it was, and no
     occurrence after it is selected twice. A cursor that is missing or unreadable is
-    replaced. Two UTC instants (``...Z``, as the ledger stores them) are read by
-    ``datetime.fromisoformat`` alone - what :func:`.timefmt.parse_instant` does for them, less
-    its general handling of offsets and spaces; anything else is parsed by it."""
+    replaced; one that already names ``scheduled`` (a retry, another attempt for the same
+    occurrence) stays without either being read. Two UTC instants (``...Z``, as the ledger
+    stores them) are read by ``datetime.fromisoformat`` alone - what
+    :func:`.timefmt.parse_instant` does for them, less its general handling of offsets and
+    spaces; anything else is parsed by it."""
     if not isinstance(scheduled, str):
         raise TypeError("scheduled_for must be a string")
     current = entry.get("last_scheduled_for")
-    if not current:  # none yet
+    if not current or current == scheduled:  # none yet, or the occurrence it names already
         entry["last_scheduled_for"] = scheduled
         return
     if isinstance(current, str) and current[-1:] == "Z" == scheduled[-1:]:

@@ -199,7 +199,7 @@ def _fold(path: Path, state: RoutineFold, tail: ledger.Tail, *, offset: int, hea
         return
     where = str(path)
     started = offset > 0 and ledger.chain_started_before(path, offset)
-    with open(path, "rb") as f:
+    with open(path, "rb", buffering=chain.READ_BUFFER) as f:
         chunks = chain.verified_chunks(f, path, offset, tail.end, line=state.seq + 1, head=head,
                                        started=started)
         for raws in chunks:
