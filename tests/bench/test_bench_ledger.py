@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import orjson
@@ -67,12 +67,16 @@ START = {"never": "T-02", "success": "T-06", "failure": "T-07", "skipped": "T-08
 
 def cycle(n: int, last: dict[str, str]) -> Iterator[dict[str, object]]:
     """One attempt of one routine as the run handler records it: started, one job action,
-    ended (results rotate through success, failure, skipped)."""
+    ended (results rotate through success, failure, skipped). Each attempt is for its own
+    occurrence, a minute after the routine's previous one, as a cron routine's attempts are:
+    the fold reads and advances the cursor on every ``attempt_started``."""
     rid, aid = ROUTINES[n % len(ROUTINES)], f"att-{n:08d}"
+    minute = datetime(2026, 8, 7, 8, tzinfo=UTC) + timedelta(minutes=n // len(ROUTINES))
+    scheduled = minute.strftime("%Y-%m-%dT%H:%M:%S.000Z")
     result = ("success", "failure", "skipped")[n % 3]
     start, last[rid] = START[last.get(rid, "never")], result
     yield {"type": "attempt_started", "routine_id": rid, "attempt_id": aid, "transition": start,
-           "trigger": "due", "scheduled_for": "2026-08-07T08:00:00.000Z",
+           "trigger": "due", "scheduled_for": scheduled,
            "last_run": "2026-08-07T08:00:03Z", "passed_over_since": None, "owner": OWNER,
            "schedule": "cron"}
     yield {"type": "action_started", "routine_id": rid, "attempt_id": aid, "index": 1,
@@ -81,7 +85,7 @@ def cycle(n: int, last: dict[str, str]) -> Iterator[dict[str, object]]:
            "kind": "job", "result": result, "job_run_id": "JBR-bench-0123456789ab"}
     yield {"type": "attempt_ended", "routine_id": rid, "attempt_id": aid,
            "transition": ev.RESULT_TRANSITIONS[result], "result": result, "action_results": None,
-           "scheduled_for": "2026-08-07T08:00:00.000Z", "started_at": "2026-08-07T08:00:03Z",
+           "scheduled_for": scheduled, "started_at": "2026-08-07T08:00:03Z",
            "completed_at": "2026-08-07T08:00:09Z", "job_run_ids": ["JBR-bench-0123456789ab"]}
 
 
