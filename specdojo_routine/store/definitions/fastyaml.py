@@ -107,9 +107,12 @@ class FastReader:
         doubtful = _DOUBTFUL_ASCII if source.isascii() else _doubtful_character()
         if CParser is None or doubtful.search(source):
             return None
-        if _DOCUMENT_END.search(source):
+        # each pattern below scans the whole text, and cannot match a text without "..." or
+        # without "|" and ">" - which most definition files are
+        if "..." in source and _DOCUMENT_END.search(source):
             return None
-        if any(not _GOOD_HEADER.fullmatch(m[1]) for m in _BLOCK_HEADER.finditer(source)):
+        if ("|" in source or ">" in source) and any(
+                not _GOOD_HEADER.fullmatch(m[1]) for m in _BLOCK_HEADER.finditer(source)):
             return None
         try:
             root = self._build(CParser(source))
