@@ -123,6 +123,8 @@ class FastReader:
         return root if type(root) is dict else None
 
     def _build(self, parser: Any) -> Any:
+        """The document the events hold. An event's tag is read as ruamel keeps it (``ctag``,
+        None without one): its ``tag`` property makes a string of it for every event."""
         stack: list[list[Any]] = []  # [container, pending key, key seen]
         root: Any = None
         documents = 0
@@ -132,7 +134,7 @@ class FastReader:
             if kind is ScalarEvent:
                 value = self._scalar(event)
             elif kind is MappingStartEvent or kind is SequenceStartEvent:
-                if event.tag is not None or event.anchor is not None:
+                if event.ctag is not None or event.anchor is not None:
                     raise _Unsure
                 if len(stack) >= self._max_depth:
                     raise _Unsure
@@ -156,7 +158,7 @@ class FastReader:
         return root
 
     def _scalar(self, event: Any) -> Any:
-        if event.tag is not None or event.anchor is not None:
+        if event.ctag is not None or event.anchor is not None:
             raise _Unsure
         value: str = event.value
         plain, quoted = event.implicit
