@@ -128,11 +128,19 @@ class FastReader:
         stack: list[list[Any]] = []  # [container, pending key, key seen]
         root: Any = None
         documents = 0
-        get = parser.get_event
+        get, typed = parser.get_event, self._plain
         while (event := get()) is not None:
             kind = type(event)
             if kind is ScalarEvent:
-                value = self._scalar(event)
+                if event.ctag is not None or event.anchor is not None:
+                    raise _Unsure
+                plain, quoted = event.implicit
+                if plain:
+                    value = typed(event.value)
+                elif quoted:
+                    value = event.value  # a quoted or block scalar without a tag: a string
+                else:
+                    raise _Unsure
             elif kind is MappingStartEvent or kind is SequenceStartEvent:
                 if event.ctag is not None or event.anchor is not None:
                     raise _Unsure
@@ -156,17 +164,6 @@ class FastReader:
             else:
                 _add(stack[-1], value)
         return root
-
-    def _scalar(self, event: Any) -> Any:
-        if event.ctag is not None or event.anchor is not None:
-            raise _Unsure
-        value: str = event.value
-        plain, quoted = event.implicit
-        if not plain:
-            if quoted:
-                return value  # a quoted or block scalar without a tag: a string
-            raise _Unsure
-        return self._plain(value)
 
     def _plain(self, value: str) -> Any:
         """A plain scalar, typed by the slow path's resolver (only the types both read
