@@ -210,19 +210,20 @@ def _occurrences(
 ) -> list[schedule.Occurrence]:
     if memo is not None and not explicit and _none_due(memo, routine, state, now):
         return []
+    entry = state or {}
     try:
         found = schedule.due_occurrences(
             routine,
-            last_run=(state or {}).get("last_run"),
-            last_scheduled_for=(state or {}).get("last_scheduled_for"),
+            last_run=entry.get("last_run"),
+            last_scheduled_for=entry.get("last_scheduled_for"),
             now=now,
             explicit=explicit,
-            last_accounted_for=(state or {}).get("last_accounted_for"),
+            last_accounted_for=entry.get("last_accounted_for"),
         )
     except TooManyMissedOccurrences as exc:
         report.errors.append(str(exc))
         return []
-    resumed = ((state or {}).get("pause") or {}).get("resumed_at")
+    resumed = (entry.get("pause") or {}).get("resumed_at")
     if resumed is None or explicit:
         return found
     # SPEC §13: what `latest` coalesced across the end of a pause is cut there, so the
@@ -278,7 +279,7 @@ def _choose(
 
         actions = run_inputs.apply(actions, override, report.defs)
     chosen = Selected(routine=routine, occurrence=occ, actions=actions,
-                      inputs_override=dict(override) or None)
+                      inputs_override=dict(override) if override else None)
     report.selected.append(chosen)
     return chosen
 
@@ -503,8 +504,9 @@ def plan_selection(
     """Select (without recording) what a run would do; ``interrupted()``: the routine lock is
     free, so an open attempt is an interrupted one rather than a run in progress (asked only
     when an attempt is open)."""
+    states = view.routines
     for routine in candidates:
-        state = view.routines.get(routine.id)
+        state = states.get(routine.id)
         if _is_open(state):
             if not interrupted():
                 continue  # another live run holds the lock: the routine is simply running

@@ -16,6 +16,8 @@ from specdojo_routine.core.timefmt import relative as relative  # re-exported: r
 from specdojo_routine.store.config import ProjectPaths
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from specdojo_routine.app.handlers import AttemptReport, RunReport
     from specdojo_routine.app.listing import Listing, RoutineRow
     from specdojo_routine.store.definitions.load import Definitions
@@ -205,12 +207,14 @@ def _shell_words(prefix: tuple[str, ...], argv: tuple[str, ...]) -> str:
 def _dry_run_text(report: RunReport, out: TextIO) -> None:
     lines: list[str] = []  # written at once: 10,000 routines are 20,000 lines
     prefix = tuple(report.prefix)
+    stamps: dict[datetime, str] = {}  # routines share their occurrences: each written once
     for s in report.selected:
         extra = ""
         if s.occurrence.passed_over_since is not None:
             extra = f" (coalesces occurrences since {format_ms(s.occurrence.passed_over_since)})"
-        lines.append(f"{s.routine.id}  {format_ms(s.occurrence.scheduled_for)}  "
-                     f"[{s.occurrence.trigger}]{extra}\n")
+        at = s.occurrence.scheduled_for
+        stamp = stamps.get(at) or stamps.setdefault(at, format_ms(at))
+        lines.append(f"{s.routine.id}  {stamp}  [{s.occurrence.trigger}]{extra}\n")
         for a in s.actions:
             if a.argv is not None:
                 lines.append(f"  {a.index}. {a.kind}: {_shell_words(prefix, tuple(a.argv))}\n")

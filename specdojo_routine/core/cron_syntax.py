@@ -143,6 +143,8 @@ def _never_occurs(canon: str) -> bool:
     inside a list is the whole field, as croniter fires it ("0 0 *,30 2 *" fires every day
     of February), although croniter's own ``expand(strict=True)`` counts it for nothing."""
     _, _, days, months, _ = canon.split()
+    if "*" in days or "*" in months:  # day 1 is among the days, or January among the months
+        return False
     day_values = _listed(days, _FIELDS[2])
     month_values = _listed(months, _FIELDS[3])
     if not day_values or not month_values:
@@ -165,6 +167,8 @@ def _plain_values(tok: str, spec: _Field) -> range:
 
 
 def _canonical_field(text: str, spec: _Field) -> str:
+    if text == "*":  # most fields of most expressions
+        return text
     return ",".join(_canonical_token(tok, text, spec) for tok in text.lower().split(","))
 
 

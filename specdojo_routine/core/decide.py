@@ -5,6 +5,7 @@ Takes definitions, the folded routine state and ``now``; returns plans. No clock
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -114,6 +115,8 @@ def delegated_argv(action: Action, project_id: str) -> list[str] | None:
 
 def plan_actions(routine: Routine, scheduled_for: datetime, project_id: str) -> list[PlannedAction]:
     """Resolve every action of ``routine`` for one occurrence, in order."""
+    if not any(isinstance(action, JobAction) for action in routine.actions):
+        return list(_delegated(routine.actions, project_id))  # the same for every occurrence
     planned: list[PlannedAction] = []
     for index, action in enumerate(routine.actions, start=1):
         if isinstance(action, JobAction):
@@ -127,6 +130,16 @@ def plan_actions(routine: Routine, scheduled_for: datetime, project_id: str) -> 
             planned.append(PlannedAction(index=index, kind=action.kind, argv=tuple(argv or ()),
                                          timeout=action.timeout))
     return planned
+
+
+@functools.lru_cache(maxsize=1024)  # routines share their actions: each planned once a run
+def _delegated(actions: tuple[Action, ...], project_id: str) -> tuple[PlannedAction, ...]:
+    """The plan of actions that all delegate to the SpecDojo CLI: a function of the actions
+    and the project alone."""
+    return tuple(PlannedAction(index=index, kind=action.kind,
+                               argv=tuple(delegated_argv(action, project_id) or ()),
+                               timeout=action.timeout)
+                 for index, action in enumerate(actions, start=1))
 
 
 def exit_code_result(exit_code: int | None) -> Result:

@@ -31,6 +31,7 @@ from specdojo_routine.core.fold_docs import (
     RoutineView,
     fold_from_document,
     never_entry,
+    read_document,
     routine_document,
 )
 from specdojo_routine.core.fold_table import (
@@ -65,6 +66,7 @@ __all__ = [
     "apply_all",
     "fold_from_document",
     "never_entry",
+    "read_document",
     "render_state_diagram",
     "routine_document",
 ]

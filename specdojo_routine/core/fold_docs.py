@@ -194,17 +194,28 @@ def fold_from_document(doc: Any) -> RoutineFold:
 
     ``ValueError`` if ``doc`` is not exactly a document this fold writes.
     """
+    return read_document(doc)[0]
+
+
+def read_document(doc: Any) -> tuple[RoutineFold, RoutineStateDoc]:
+    """:func:`fold_from_document`, and the document this fold writes for that accumulator:
+    equal to ``doc``, in the fold's own key order. Showing that ``doc`` is in canonical form
+    builds that document, so a caller that needs it takes this one rather than a second.
+
+    ``ValueError`` if ``doc`` is not exactly a document this fold writes.
+    """
     try:
         routines = {rid: _from_entry_doc(e) for rid, e in doc["routines"].items()}
         state = RoutineFold(seq=doc["ledger"]["seq"], routines=routines)
         offset = doc["ledger"]["offset"]
         if type(state.seq) is not int or type(offset) is not int:
             raise ValueError("not a routine view document (bad ledger position)")
-        if routine_document(state, offset) != doc:
+        canonical = routine_document(state, offset)
+        if canonical != doc:
             raise ValueError("not in canonical form")
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"not a routine view document ({exc!r})") from None
-    return state
+    return state, canonical
 
 
 def _from_entry_doc(doc: Raw) -> Raw:

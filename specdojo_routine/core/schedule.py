@@ -310,32 +310,35 @@ def _explicit_passed_over(
         return None
 
 
+@functools.lru_cache(maxsize=64)  # one `now` per run, asked for every cron routine
+def _window(now: datetime) -> tuple[datetime, datetime]:
+    """(the minute of ``now``, the exclusive low end of the candidates' 366-day window)."""
+    current = now.replace(second=0, microsecond=0)
+    return current, current - WINDOW - _TICK  # an occurrence exactly 366 days old is inside
+
+
 def _cron_due(routine: model.Routine, last: datetime | None, now: datetime) -> list[Occurrence]:
     assert routine.trigger is not None
     cron = _compile(routine.trigger.cron, routine.trigger.timezone)
-    current = now.replace(second=0, microsecond=0)
-    low = current - WINDOW - _TICK  # exclusive: an occurrence exactly 366 days old is inside
+    current, low = _window(now)
     if last is not None:
         low = max(low, last)
     policy = routine.policy.missed_run
-
-    def occurrence(at: datetime, since: datetime | None = None) -> Occurrence:
-        return Occurrence(
-            routine_id=routine.id, scheduled_for=at, trigger="due", passed_over_since=since
-        )
-
+    rid = routine.id
     if policy is model.MissedRun.ALL and last is not None:
         found = _between(cron, low, current, MAX_MISSED)
         if len(found) > MAX_MISSED:
-            raise errors.TooManyMissedOccurrences(routine.id)
-        return [occurrence(at) for at in found]
+            raise errors.TooManyMissedOccurrences(rid)
+        return [Occurrence(routine_id=rid, scheduled_for=at, trigger="due") for at in found]
     latest = _latest(cron, low, current)
     if latest is None or (policy is model.MissedRun.SKIP and latest != current):
         return []
+    since = None
     if policy is model.MissedRun.LATEST and last is not None:
         earliest = _earliest(cron, low, latest)
-        return [occurrence(latest, earliest if earliest != latest else None)]
-    return [occurrence(latest)]
+        since = earliest if earliest != latest else None
+    return [Occurrence(routine_id=rid, scheduled_for=latest, trigger="due",
+                       passed_over_since=since)]
 
 
 def next_after(expr: str, timezone: str, after: datetime) -> datetime | None:

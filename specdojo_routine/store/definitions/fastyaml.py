@@ -107,9 +107,12 @@ class FastReader:
         doubtful = _DOUBTFUL_ASCII if source.isascii() else _doubtful_character()
         if CParser is None or doubtful.search(source):
             return None
-        if _DOCUMENT_END.search(source):
+        # each pattern below scans the whole text, and cannot match a text without "..." or
+        # without "|" and ">" - which most definition files are
+        if "..." in source and _DOCUMENT_END.search(source):
             return None
-        if any(not _GOOD_HEADER.fullmatch(m[1]) for m in _BLOCK_HEADER.finditer(source)):
+        if ("|" in source or ">" in source) and any(
+                not _GOOD_HEADER.fullmatch(m[1]) for m in _BLOCK_HEADER.finditer(source)):
             return None
         try:
             root = self._build(CParser(source))
@@ -120,16 +123,26 @@ class FastReader:
         return root if type(root) is dict else None
 
     def _build(self, parser: Any) -> Any:
+        """The document the events hold. An event's tag is read as ruamel keeps it (``ctag``,
+        None without one): its ``tag`` property makes a string of it for every event."""
         stack: list[list[Any]] = []  # [container, pending key, key seen]
         root: Any = None
         documents = 0
-        get = parser.get_event
+        get, typed = parser.get_event, self._plain
         while (event := get()) is not None:
             kind = type(event)
             if kind is ScalarEvent:
-                value = self._scalar(event)
+                if event.ctag is not None or event.anchor is not None:
+                    raise _Unsure
+                plain, quoted = event.implicit
+                if plain:
+                    value = typed(event.value)
+                elif quoted:
+                    value = event.value  # a quoted or block scalar without a tag: a string
+                else:
+                    raise _Unsure
             elif kind is MappingStartEvent or kind is SequenceStartEvent:
-                if event.tag is not None or event.anchor is not None:
+                if event.ctag is not None or event.anchor is not None:
                     raise _Unsure
                 if len(stack) >= self._max_depth:
                     raise _Unsure
@@ -151,17 +164,6 @@ class FastReader:
             else:
                 _add(stack[-1], value)
         return root
-
-    def _scalar(self, event: Any) -> Any:
-        if event.tag is not None or event.anchor is not None:
-            raise _Unsure
-        value: str = event.value
-        plain, quoted = event.implicit
-        if not plain:
-            if quoted:
-                return value  # a quoted or block scalar without a tag: a string
-            raise _Unsure
-        return self._plain(value)
 
     def _plain(self, value: str) -> Any:
         """A plain scalar, typed by the slow path's resolver (only the types both read

@@ -223,20 +223,7 @@ def _load_routines(
     paths: ProjectPaths, files: list[str], index: JobIndex, cache: DefinitionCache | None
 ) -> tuple[list[Routine], list[Problem]]:
     rel_of = _relativiser(paths)
-
-    built: list[_Built] = []
-    for path in files:
-        rel, routine_id = rel_of(path), file_id(path)
-        reuse = (functools.partial(cache.routine, rel=rel, routine_id=routine_id)
-                 if cache else None)
-        report, _, routine, key = _read_and_build(
-            path, rel, "routine", functools.partial(_build_routine, routine_id=routine_id,
-                                                    jobs=index, cache=cache),
-            cache=cache, reuse=reuse,
-        )
-        if routine is not None and cache is not None and key and cache.digest(key) is None:
-            cache.put_routine(key, routine)  # built now, not taken whole from the cache
-        built.append((report.problems, routine))
+    built = [_routine_file(path, rel_of(path), index, cache) for path in files]
     routines: dict[str, Routine] = {}
     places: dict[str, list[str]] = {}  # routine id -> every file that defines it
     problems: list[Problem] = []
@@ -260,6 +247,28 @@ def _load_routines(
                             "from neither file until one is removed or renamed")
             problems += duplicate.problems
     return list(routines.values()), problems
+
+
+def _routine_file(
+    path: str, rel: str, jobs: JobIndex, cache: DefinitionCache | None
+) -> _Built:
+    """One routine file: the routine the cache kept of its text, else read and built (and
+    then remembered in the cache)."""
+    report = Report(rel)
+    source = read_text(path, report)
+    if source is None:
+        return report.problems, None
+    routine_id = file_id(path)
+    key = None
+    if cache is not None:
+        key = cache.key(source)
+        if (kept := cache.routine(key, rel=rel, routine_id=routine_id)) is not None:
+            return [], kept  # an unchanged file: nothing to parse, check or report
+    build = functools.partial(_build_routine, routine_id=routine_id, jobs=jobs, cache=cache)
+    report, _, routine, key = _build(source, rel, "routine", build, cache=cache, key=key)
+    if routine is not None and cache is not None and key and cache.digest(key) is None:
+        cache.put_routine(key, routine)  # built now, not taken whole from the cache
+    return report.problems, routine
 
 
 def _build_routine(
@@ -290,20 +299,26 @@ def _relativiser(paths: ProjectPaths) -> Callable[[Path | str], str]:
 def _read_and_build(
     path: Path | str, rel: str, kind: str,
     build: Callable[[Report, Node, str | None], _T | None], *,
-    cache: DefinitionCache | None, reuse: Callable[[str], _T | None] | None = None,
+    cache: DefinitionCache | None,
 ) -> tuple[Report, Any, _T | None, str | None]:
-    """Read and build one file: what the cache (:mod:`.defcache`) kept of it - what the rules
-    built (``reuse``), or else what the fast path read - or the fast path, when it is sure and
-    the rules find nothing to report (not even a warning); else the located slow path
-    (:mod:`.safeyaml`). The last item is the cache key of fast-path data."""
+    """Read and build one file (:func:`_build`)."""
     report = Report(rel)
     source = read_text(path, report)
     if source is None:
         return report, None, None, None
-    if cache is not None:
-        key = cache.key(source)
-        if reuse is not None and (kept := reuse(key)) is not None:
-            return report, None, kept, key
+    return _build(source, rel, kind, build, cache=cache,
+                  key=cache.key(source) if cache is not None else None)
+
+
+def _build(
+    source: str, rel: str, kind: str, build: Callable[[Report, Node, str | None], _T | None],
+    *, cache: DefinitionCache | None, key: str | None,
+) -> tuple[Report, Any, _T | None, str | None]:
+    """Build one file's text: from what the cache (:mod:`.defcache`) kept of what the fast
+    path read (``key``: the text's cache key), or from the fast path, when it is sure and the
+    rules find nothing to report (not even a warning); else from the located slow path
+    (:mod:`.safeyaml`). The last item is the cache key of fast-path data."""
+    if cache is not None and key is not None:
         cached = cache.get(key)
         data = cached if cached is not None else _fast().load(source)
         if data is not None:

@@ -115,9 +115,13 @@ def plan_routine_imports(
     our shape) and the entries that differ from it are imported. ``found``: the fold the
     caller proved just now (it is folded further, in memory, when there is something to
     import)."""
-    data, unreadable = look(paths.routine_state, "routines")
     if found is None:
         found = proven.prove(paths.routine_ledger, paths.routine_state, paths.routine_snapshot)
+        if found.resumed_at > 0:  # it continued from the view: those bytes are ours
+            return RoutineImports(events=[], conflicts=[], foreign=False, proof=found,
+                                  view=RoutineView(document=found.document(),
+                                                   torn_line=found.tail.torn_line))
+    data, unreadable = look(paths.routine_state, "routines")
     document = found.document()
     ours = RoutineView(document=document, torn_line=found.tail.torn_line)
     if unreadable is not None:

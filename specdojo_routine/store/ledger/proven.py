@@ -49,7 +49,7 @@ from specdojo_routine.core.fold import (
     RoutineFold,
     RoutineStateDoc,
     apply_all,
-    fold_from_document,
+    read_document,
     routine_document,
 )
 from specdojo_routine.store.config import read_regular
@@ -124,6 +124,9 @@ class Proven:
     tail: ledger.Tail
     resumed_at: int  # the seq the fold continued after (0: folded from scratch)
     view_sha256: str | None = None  # the bytes of the view it continued from (None: scratch)
+    #: The document of the view it continued from, as this fold writes it, when the ledger
+    #: holds nothing after that view: proving the view built it (:func:`read_document`).
+    published: RoutineStateDoc | None = attrs.field(default=None, eq=False, repr=False)
 
     def still_holds(self, path: Path, view_path: Path) -> bool:
         """Whether this proof may stand for a proof made now: the ledger's tail - identity,
@@ -144,7 +147,11 @@ class Proven:
 
     def document(self) -> RoutineStateDoc:
         """``routine-state.json``: the fold and the position it covers (``seq``, ``offset``,
-        ``head``), a function of the ledger's bytes alone."""
+        ``head``), a function of the ledger's bytes alone. For a fold that continued from the
+        view with nothing after it, that is the view's document proving it built (shared:
+        read it, never change it)."""
+        if self.published is not None and self.state.seq == self.resumed_at:
+            return self.published  # nothing was folded into the state since
         doc = routine_document(self.state, self.tail.end)
         doc["ledger"]["head"] = self.tail.head
         return doc
@@ -175,10 +182,11 @@ def prove(path: Path, view_path: Path | None = None,
         resumed = _resumable(path, view_path, snapshot_path, tail)
     if resumed is None:
         return from_scratch(path, tail)
-    state, offset, head, view_sha256 = resumed
+    state, offset, head, view_sha256, document = resumed
     resumed_at = state.seq
     _fold(path, state, tail, offset=offset, head=head)
-    return Proven(state=state, tail=tail, resumed_at=resumed_at, view_sha256=view_sha256)
+    return Proven(state=state, tail=tail, resumed_at=resumed_at, view_sha256=view_sha256,
+                  published=document if offset == tail.end else None)
 
 
 def from_scratch(path: Path, tail: ledger.Tail | None = None) -> Proven:
@@ -210,32 +218,36 @@ def _fold(path: Path, state: RoutineFold, tail: ledger.Tail, *, offset: int, hea
 
 def _resumable(
     path: Path, view_path: Path, snapshot_path: Path, tail: ledger.Tail
-) -> tuple[RoutineFold, int, str, str] | None:
-    """(fold state, offset, chain head, the view's sha256) of the published view when the
-    snapshot proves it, else None. The cheap checks come first: a ledger that is not the
-    proven file costs no read of the view."""
+) -> tuple[RoutineFold, int, str, str, RoutineStateDoc] | None:
+    """(fold state, offset, chain head, the view's sha256, its document) of the published
+    view when the snapshot proves it, else None. The cheap checks come first: a ledger that
+    is not the proven file costs no read of the view."""
     snapshot = Snapshot.read(snapshot_path)
     if snapshot is None or snapshot.seq > tail.seq or snapshot.offset > tail.end:
         return None
     if not stamps.only_grew(snapshot.stamp, tail.stamp):
         return None
-    state = _published_state(view_path, snapshot)
-    if state is None:
+    published = _published_state(view_path, snapshot)
+    if published is None:
         return None
+    state, document = published
     offset, head, view = snapshot.offset, snapshot.head, snapshot.view_sha256
     if offset == tail.end:
-        return (state, offset, head, view) if head == tail.head else None
+        return (state, offset, head, view, document) if head == tail.head else None
     if offset == 0:
-        return (state, offset, head, view) if head == chain.EMPTY_HEAD else None
+        return (state, offset, head, view, document) if head == chain.EMPTY_HEAD else None
     last = ledger.line_ending_at(path, offset)
     if last is None or chain.line_hash(last) != head:
         return None
-    return state, offset, head, view
+    return state, offset, head, view, document
 
 
-def _published_state(view_path: Path, snapshot: Snapshot) -> RoutineFold | None:
-    """The fold state the view holds, if its bytes are the ones published with ``snapshot``
-    and it covers the position the snapshot names."""
+def _published_state(
+    view_path: Path, snapshot: Snapshot
+) -> tuple[RoutineFold, RoutineStateDoc] | None:
+    """The fold state the view holds and its document (as :meth:`Proven.document` gives
+    it), if its bytes are the ones published with ``snapshot`` and it covers the position
+    the snapshot names."""
     data = documents.stored(view_path)
     if data is None or hashlib.sha256(data).hexdigest() != snapshot.view_sha256:
         return None
@@ -244,6 +256,8 @@ def _published_state(view_path: Path, snapshot: Snapshot) -> RoutineFold | None:
         position = {"seq": snapshot.seq, "offset": snapshot.offset}
         if doc["ledger"] != {**position, "head": snapshot.head}:
             return None
-        return fold_from_document({**doc, "ledger": position})
+        state, document = read_document({**doc, "ledger": position})
     except (ValueError, KeyError, TypeError):
         return None
+    document["ledger"]["head"] = snapshot.head
+    return state, document
