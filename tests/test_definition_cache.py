@@ -182,18 +182,20 @@ def self_contained(tmp_path: Path) -> Path:
 
 def built_loads(root: Path) -> int:
     """How many routine files the rules build in one load (the rest come from the cache)."""
+    from specdojo_routine.core import routine_rules  # where the loader takes it from
+
     calls = []
-    real = definitions.build_routine
+    real = routine_rules.build_routine
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         calls.append(1)
         return real(*args, **kwargs)
 
-    definitions.build_routine = spy  # type: ignore[assignment]
+    routine_rules.build_routine = spy  # type: ignore[assignment]
     try:
         definitions.load_definitions(resolve_project(root, env={}))
     finally:
-        definitions.build_routine = real  # type: ignore[assignment]
+        routine_rules.build_routine = real  # type: ignore[assignment]
     return len(calls)
 
 

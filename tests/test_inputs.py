@@ -7,15 +7,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from specdojo_routine.core.inputs import (
-    MAX_SAFE_INTEGER,
     build_input_spec,
     check_value,
     coerce_value,
-    describe,
     parse_cli_value,
     parse_text,
 )
 from specdojo_routine.core.model import InputSpec
+from specdojo_routine.core.validation import MAX_SAFE_INTEGER, describe
 
 
 def spec(**fields: object) -> InputSpec:

@@ -14,47 +14,13 @@ import attrs
 
 from specdojo_routine.core.model import InputSpec, InputValue
 from specdojo_routine.core.redact import names_a_credential
-
-# Integers are bounded like the upstream tool's (JavaScript "safe integers"), so every value
-# round-trips through JSON on both sides.
-MAX_SAFE_INTEGER = 2**53 - 1
+from specdojo_routine.core.validation import MAX_SAFE_INTEGER, describe, is_int, safe_int
 
 _INTEGER_TEXT = re.compile(r"[-+]?[0-9]{1,20}")
 INPUT_TYPES = ("string", "integer", "boolean", "list")
 INPUT_FIELDS = ("type", "description", "required", "default", "enum", "minimum", "maximum",
                 "from_checkpoint", "resolve", "git_revision")
 DOTTED_PATH = re.compile(r"[A-Za-z0-9_]+(?:\.[A-Za-z0-9_-]+)*")
-
-
-def is_int(value: object) -> bool:
-    """An integer, not a boolean."""
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def describe(value: object) -> str:
-    """A short description of a value for a ``(got …)`` message suffix."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return f'"{value}"' if len(value) <= 60 else f'"{value[:57]}..."'
-    if isinstance(value, int):
-        digits = str(value)
-        return digits if len(digits) <= 30 else f"a {len(digits)}-digit number"
-    if isinstance(value, float):
-        return repr(float(value))
-    if isinstance(value, list | tuple) and len(value) <= 5 and all(map(_scalar, value)):
-        return "[" + ", ".join(describe(item) for item in value) + "]"
-    if isinstance(value, list | tuple):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__
-
-
-def _scalar(value: object) -> bool:
-    return value is None or isinstance(value, str | int | float)
 
 
 def _type_error(spec: InputSpec, value: object) -> str | None:
@@ -177,10 +143,6 @@ def coerce_value(spec: InputSpec, value: object) -> InputValue:
 # --- input declarations (a Job's ``inputs.<name>`` mapping) ------------------------------------
 
 Complaint = tuple[str, str]  # (offending field, or "" for the declaration itself; message)
-
-
-def safe_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= MAX_SAFE_INTEGER
 
 
 def build_input_spec(

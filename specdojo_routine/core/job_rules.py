@@ -13,8 +13,13 @@ from typing import Any, Literal
 
 from specdojo_routine.core import model
 from specdojo_routine.core.cron_syntax import parse_interval
-from specdojo_routine.core.inputs import INPUT_FIELDS, build_input_spec, is_int, secret_name
-from specdojo_routine.core.templates import Placeholder, TemplateError, check_shell_template
+from specdojo_routine.core.inputs import INPUT_FIELDS, build_input_spec, secret_name
+from specdojo_routine.core.templates import (
+    Placeholder,
+    TemplateError,
+    check_shell_template,
+    placeholders,
+)
 from specdojo_routine.core.validation import (
     JOB_ID,
     Node,
@@ -22,8 +27,8 @@ from specdojo_routine.core.validation import (
     check_id,
     choice,
     got,
+    is_int,
     mapping,
-    placeholders,
     plain,
     required,
     template_pos,

@@ -6,8 +6,6 @@ checked against the Job Definitions already loaded (a :class:`JobIndex`).
 
 from __future__ import annotations
 
-import functools
-import zoneinfo
 from collections.abc import Callable, Mapping, Sequence
 
 import attrs
@@ -21,6 +19,7 @@ from specdojo_routine.core.cron_syntax import (
     parse_interval,
 )
 from specdojo_routine.core.inputs import parse_cli_value
+from specdojo_routine.core.templates import placeholders
 from specdojo_routine.core.validation import (
     JOB_ID,
     ROUTINE_ID,
@@ -28,11 +27,9 @@ from specdojo_routine.core.validation import (
     Report,
     check_id,
     choice,
-    close_matches,
     flag,
     got,
     mapping,
-    placeholders,
     positive_int,
     required,
     template_pos,
@@ -40,6 +37,7 @@ from specdojo_routine.core.validation import (
     text_list,
     unknown_keys,
 )
+from specdojo_routine.core.zones import zone_problem
 
 # --- routines (SPEC §3) ------------------------------------------------------------------------
 
@@ -133,43 +131,6 @@ def _trigger(r: Report, node: Node) -> model.CronTrigger | None:
 def _zone_error(name: str) -> str | None:
     problem = zone_problem(name)
     return None if problem is None else f"Invalid trigger.timezone: {name} ({problem})"
-
-
-#: Names zoneinfo can find on some machines that do not name one clock: ``localtime`` and
-#: ``posixrules`` are whatever zone the machine was set to.
-_MACHINE_ZONES = frozenset({"localtime", "posixrules"})
-
-
-def usable_zone(name: str) -> bool:
-    """Whether ``name`` can be a routine's zone. A routine means the same instants on every
-    machine, so a zone is an IANA name zoneinfo knows - not the machine's own zone, and not a
-    ``right/`` zone, whose clock counts leap seconds and so runs tens of seconds off civil
-    time (Kubernetes refuses ``Local`` for a CronJob's ``timeZone`` likewise)."""
-    if name in _MACHINE_ZONES or name.startswith("right/"):
-        return False
-    try:
-        zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
-        return False
-    return True
-
-
-def zone_problem(name: str) -> str | None:
-    """Why ``name`` cannot be a routine's zone, with what to write instead (None: it can)."""
-    if usable_zone(name):
-        return None
-    if name in _MACHINE_ZONES:
-        return "the machine's own zone, which differs from machine to machine; name the zone, " \
-               "such as Asia/Tokyo"
-    if name.startswith("right/"):
-        return f'a leap-second clock, seconds off civil time; did you mean "{name[6:]}"?'
-    close = close_matches(name, _zone_names())
-    return f'did you mean "{close[0]}"?' if close else "use an IANA name such as Asia/Tokyo"
-
-
-@functools.cache
-def _zone_names() -> list[str]:
-    return sorted(zoneinfo.available_timezones())
 
 
 def _policy(r: Report, node: Node | None) -> model.Policy | None:

@@ -2,6 +2,7 @@
 
 A placeholder is ``{{ name }}`` or ``{{ name | filter }}``; a name is a dotted path
 (``inputs.period``, ``checkpoint.revision``). Nothing else is evaluated: no code, no environment.
+:func:`placeholders` is the check of a definition's template string, located in its file.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import attrs
 
 from specdojo_routine.core.shellquote import ShellScanner
 from specdojo_routine.core.timefmt import format_ms, to_utc
+from specdojo_routine.core.validation import Node, Report, template_pos
 
 _PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}", re.S)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_][A-Za-z0-9_-]*)*")
@@ -237,3 +239,17 @@ def check_shell_template(template: str) -> None:
     """Raise :class:`TemplateError` if ``template`` cannot be rendered safely by render_shell."""
     names = {ph.name: "x" for ph in find_placeholders(template)}
     render_shell(template, names)
+
+
+# --- the check of a definition's template strings ---------------------------------------------
+
+
+def placeholders(r: Report, node: Node) -> list[Placeholder]:
+    """The placeholders of a template string; a syntax error is reported (and gives none)."""
+    if not isinstance(node.value, str):
+        return []
+    try:
+        return find_placeholders(node.value)
+    except TemplateError as exc:
+        r.error(template_pos(r, node, exc.offset), f"{node.label}: {exc.message}")
+        return []

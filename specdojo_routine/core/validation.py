@@ -4,8 +4,10 @@
 
 A :class:`Node` is a loaded YAML value with its dotted label (``task.precondition``) and its
 1-based position; a :class:`Report` collects the problems of one file. Checks report and carry
-on, so every problem of a file is found. Sections: checking machinery, checks, templates.
-Loading and discovery are :mod:`specdojo_routine.store.definitions.load`'s.
+on, so every problem of a file is found. Sections: values, messages, checking machinery,
+checks, template positions (the placeholder check itself is
+:func:`specdojo_routine.core.templates.placeholders`, with the template language). Loading and
+discovery are :mod:`specdojo_routine.store.definitions.load`'s.
 """
 
 from __future__ import annotations
@@ -15,12 +17,56 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from specdojo_routine.core.errors import Problem
-from specdojo_routine.core.inputs import MAX_SAFE_INTEGER, describe, is_int, safe_int
 from specdojo_routine.core.redact import redact
-from specdojo_routine.core.templates import Placeholder, TemplateError, find_placeholders
 
 Pos = tuple[int, int]
+# Integers are bounded like the upstream tool's (JavaScript "safe integers"), so every value
+# round-trips through JSON on both sides.
+MAX_SAFE_INTEGER = 2**53 - 1
+
+
+# --- values ------------------------------------------------------------------------------------
+
+
+def is_int(value: object) -> bool:
+    """An integer, not a boolean."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def describe(value: object) -> str:
+    """A short description of a value for a ``(got …)`` message suffix."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"' if len(value) <= 60 else f'"{value[:57]}..."'
+    if isinstance(value, int):
+        digits = str(value)
+        return digits if len(digits) <= 30 else f"a {len(digits)}-digit number"
+    if isinstance(value, float):
+        return repr(float(value))
+    if isinstance(value, list | tuple) and len(value) <= 5 and all(map(_scalar, value)):
+        return "[" + ", ".join(describe(item) for item in value) + "]"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def _scalar(value: object) -> bool:
+    return value is None or isinstance(value, str | int | float)
+
+
+def safe_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= MAX_SAFE_INTEGER
+
+
 got = describe
+
+
+# --- messages ----------------------------------------------------------------------------------
 
 
 def one_line(message: str) -> str:
@@ -337,14 +383,3 @@ def _literal_block_pos(lines: list[str], line: int, value: str, offset: int) -> 
     ):
         return None
     return (line + 1 + index, indent + 1 + col)
-
-
-def placeholders(r: Report, node: Node) -> list[Placeholder]:
-    """The placeholders of a template string; a syntax error is reported (and gives none)."""
-    if not isinstance(node.value, str):
-        return []
-    try:
-        return find_placeholders(node.value)
-    except TemplateError as exc:
-        r.error(template_pos(r, node, exc.offset), f"{node.label}: {exc.message}")
-        return []

@@ -58,7 +58,7 @@ import orjson
 
 from specdojo_routine.core.model import Routine
 from specdojo_routine.core.redact import redact, redact_words
-from specdojo_routine.core.routine_rules import usable_zone
+from specdojo_routine.core.zones import usable_zone
 from specdojo_routine.store.config import read_regular
 from specdojo_routine.store.definitions import routine_json
 

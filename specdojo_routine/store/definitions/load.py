@@ -7,8 +7,10 @@ nothing can differ, else the located safe-YAML path :mod:`.safeyaml`), applies t
 (Jobs first: routines name Jobs) and the cross-file ones (duplicate ids).
 
 The YAML readers (:mod:`.fastyaml`, :mod:`.safeyaml`, :mod:`.yamlcore`: ruamel.yaml and its
-C parser) are imported where a file is first parsed: a load the cache serves whole parses
-nothing, and importing ruamel costs more than such a load.
+C parser) are imported where a file is first parsed, and the rules that build routines and
+Jobs (:mod:`~specdojo_routine.core.routine_rules`, :mod:`~specdojo_routine.core.job_rules`,
+the agent configuration) where a definition is first built: a load the cache serves whole
+parses and builds nothing, and importing them costs more than such a load.
 
 Every problem of every file is reported, located (``routines/rtn-a.yaml:3:7: ...``); an invalid
 file never yields a definition. YAML is read as YAML 1.2 core data only: no tags beyond the
@@ -31,12 +33,9 @@ import orjson
 
 from specdojo_routine.core import validation
 from specdojo_routine.core.errors import Problem
-from specdojo_routine.core.job_rules import build_job
 from specdojo_routine.core.model import JobDefinition, Routine
-from specdojo_routine.core.routine_rules import JobIndex, build_routine
 from specdojo_routine.core.validation import Node, Report
 from specdojo_routine.store.config import ProjectPaths
-from specdojo_routine.store.definitions import agentconfig
 from specdojo_routine.store.definitions.defcache import DefinitionCache
 from specdojo_routine.store.definitions.deffile import (  # the limits: re-exported
     MAX_DEPTH,
@@ -48,6 +47,7 @@ from specdojo_routine.store.definitions.deffile import (  # the limits: re-expor
 
 if TYPE_CHECKING:
     from specdojo_routine.core.agent_rules import Roster
+    from specdojo_routine.core.routine_rules import JobIndex
     from specdojo_routine.store.definitions import fastyaml
 
 _T = TypeVar("_T")
@@ -155,6 +155,8 @@ def file_id(path: Path | str) -> str:
 def _load(paths: ProjectPaths, *, with_routines: bool) -> Definitions:
     agents = None
     if paths.members_path is not None:  # else there is no agent configuration (SPEC §11.1)
+        from specdojo_routine.store.definitions import agentconfig  # see the module docstring
+
         agents = agentconfig.load_agent_config(paths)
     # the cache holds what the fast path read; without the fast path (forced off here, or no
     # C parser: fastyaml.FastReader.load then reads nothing) it gives and takes nothing
@@ -168,8 +170,14 @@ def _load(paths: ProjectPaths, *, with_routines: bool) -> Definitions:
     routine_paths: list[str] = []
     if with_routines:
         routine_paths = _discover(paths.routines_dir, "rtn-", skip=paths.routine_generated_dir)
-        index = JobIndex(valid={j.id: j for j in jobs}, invalid=invalid,
-                         where=paths.rel(paths.jobs_dir))
+        valid = {j.id: j for j in jobs}
+
+        @functools.cache
+        def index() -> JobIndex:  # what a routine's job: may name, for a routine to build
+            from specdojo_routine.core.routine_rules import JobIndex
+
+            return JobIndex(valid=valid, invalid=invalid, where=paths.rel(paths.jobs_dir))
+
         routines, routine_problems = _load_routines(paths, routine_paths, index, cache)
         problems += routine_problems
     problems.sort(key=lambda p: (p.path, p.line, p.col))
@@ -210,6 +218,8 @@ def _load_jobs(
 def _build_job(
     report: Report, node: Node, key: str | None, *, file_id: str, roster: Roster | None
 ) -> JobDefinition | None:
+    from specdojo_routine.core.job_rules import build_job  # see the module docstring
+
     job = build_job(report, node, file_id=file_id)
     if job is not None and roster is not None:  # SPEC §11.1: a Job names roster members
         from specdojo_routine.core.agent_rules import check_job_nicknames
@@ -220,7 +230,8 @@ def _build_job(
 
 
 def _load_routines(
-    paths: ProjectPaths, files: list[str], index: JobIndex, cache: DefinitionCache | None
+    paths: ProjectPaths, files: list[str], index: Callable[[], JobIndex],
+    cache: DefinitionCache | None,
 ) -> tuple[list[Routine], list[Problem]]:
     rel_of = _relativiser(paths)
     built = [_routine_file(path, rel_of(path), index, cache) for path in files]
@@ -250,7 +261,7 @@ def _load_routines(
 
 
 def _routine_file(
-    path: str, rel: str, jobs: JobIndex, cache: DefinitionCache | None
+    path: str, rel: str, jobs: Callable[[], JobIndex], cache: DefinitionCache | None
 ) -> _Built:
     """One routine file: the routine the cache kept of its text, else read and built (and
     then remembered in the cache)."""
@@ -272,7 +283,8 @@ def _routine_file(
 
 
 def _build_routine(
-    report: Report, node: Node, key: str | None, *, routine_id: str, jobs: JobIndex,
+    report: Report, node: Node, key: str | None, *, routine_id: str,
+    jobs: Callable[[], JobIndex],
     cache: DefinitionCache | None,
 ) -> Routine | None:
     def digest_of() -> str:  # what the cache knows, or the digest of what was read
@@ -280,7 +292,9 @@ def _build_routine(
             return digest(node.value)
         return cache.digest(key) or _digest(node.value, fresh=not cache.holds(key))
 
-    return build_routine(report, node, file_id=routine_id, jobs=jobs, digest=digest_of)
+    from specdojo_routine.core.routine_rules import build_routine  # see the module docstring
+
+    return build_routine(report, node, file_id=routine_id, jobs=jobs(), digest=digest_of)
 
 
 def _relativiser(paths: ProjectPaths) -> Callable[[Path | str], str]:
