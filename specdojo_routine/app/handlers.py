@@ -35,11 +35,9 @@ from specdojo_routine.core import (
     errors,
     pausefold,
     policy,
-    retry_rules,
     schedule,
     suggest,
     timefmt,
-    timeouts,
 )
 from specdojo_routine.core.errors import (
     EXIT_FAILURE,
@@ -61,10 +59,11 @@ from specdojo_routine.store.ledger import journal as ledger
 from specdojo_routine.store.locks import routine as locks
 from specdojo_routine.store.locks import stoprequest
 
-if TYPE_CHECKING:  # events: the classes are created where an event is recorded
+if TYPE_CHECKING:  # events: the classes are created where an event is recorded, and what
+    # starts and runs an attempt (retries, timeouts) is loaded where an attempt starts
     from specdojo_routine.app.actions import ActionReport
     from specdojo_routine.app.prune import PruneReport
-    from specdojo_routine.core import events
+    from specdojo_routine.core import events, retry_rules
 
 FOLD_ACTOR = "specdojo_routine fold"
 #: The reason recorded for the actions a run did not start because its routine lock was lost.
@@ -481,7 +480,7 @@ def _retry_or_supersede(
     ``retry_superseded``; False: that occurrence is selected as usual)."""
     pending, superseded_by, chosen = _retry_selection(ctx.paths, routine, state, ctx.now)
     if pending is not None and superseded_by is not None:
-        from specdojo_routine.core import events  # only when there is one to record
+        from specdojo_routine.core import events, retry_rules  # only when there is one to record
 
         when = superseded_by if superseded_by != "many" else format_ms(ctx.now)
         ctx.record(events.RetrySuperseded(
@@ -546,6 +545,8 @@ def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -
     while it runs stops its running action, starts no other, records the attempt's end as a
     failure with the stop as reason and publishes it; then the stop unwinds
     (:mod:`~specdojo_routine.execute.stop`)."""
+    from specdojo_routine.core import retry_rules  # loaded where an attempt starts
+
     with stop.deferred():
         report = _record_attempt(ctx, chosen, state)
         if stop.requested() is not None:
@@ -568,7 +569,7 @@ def _record_attempt(
     ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None
 ) -> AttemptReport:
     from specdojo_routine.app import actions  # the process machinery: only to start an action
-    from specdojo_routine.core import events
+    from specdojo_routine.core import events, retry_rules, timeouts
 
     routine, occ = chosen.routine, chosen.occurrence
     attempt_id = _new_attempt_id(ctx.now)

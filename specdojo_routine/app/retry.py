@@ -2,21 +2,23 @@
 
 :func:`pending_retry` reads the routine's last attempt from the end of the ledger (its cost is
 what happened since) and asks :mod:`~specdojo_routine.core.retry_rules` whether it waits for a
-retry. Only a routine whose view says ``failure`` and that has ``policy.retry`` is looked at.
-A ``retry_superseded`` or an operator's ``attempt_resolved`` after the attempt means none.
+retry. Only a routine whose view says ``failure`` and that has ``policy.retry`` is looked at
+(the rules and the backward reader are loaded for such a routine alone: a run of routines
+that wait for no retry needs neither). A ``retry_superseded`` or an operator's
+``attempt_resolved`` after the attempt means none.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from specdojo_routine.core import retry_rules
 from specdojo_routine.core.model import Routine
-from specdojo_routine.core.retry_rules import LastAttempt, PendingRetry
 from specdojo_routine.core.timefmt import try_parse_instant
 from specdojo_routine.store.config import ProjectPaths
-from specdojo_routine.store.ledger.backwards import read_backwards
+
+if TYPE_CHECKING:
+    from specdojo_routine.core.retry_rules import LastAttempt, PendingRetry
 
 
 def pending_retry(
@@ -26,6 +28,8 @@ def pending_retry(
     if routine.policy.retry is None or not routine.enabled or not state \
             or state.get("status") != "failure" or state.get("held"):
         return None  # a disabled routine starts nothing by itself, retries included
+    from specdojo_routine.core import retry_rules  # see the module docstring
+
     return retry_rules.pending(routine.policy.retry,
                                last_attempt(paths, routine.id, state.get("attempt_id")))
 
@@ -35,6 +39,9 @@ def last_attempt(paths: ProjectPaths, routine_id: str, attempt_id: Any) -> LastA
     came after it; None otherwise."""
     if not isinstance(attempt_id, str):
         return None
+    from specdojo_routine.core.retry_rules import LastAttempt  # see the module docstring
+    from specdojo_routine.store.ledger.backwards import read_backwards
+
     ended: dict[str, Any] | None = None
     for _, raw in read_backwards(paths.routine_ledger):
         if raw.get("routine_id") != routine_id:

@@ -24,7 +24,6 @@ from specdojo_routine.core.model import (
     SpecdojoAction,
 )
 from specdojo_routine.core.redact import redact, redact_words
-from specdojo_routine.core.templates import render_routine_inputs
 
 if TYPE_CHECKING:  # annotations only: deciding creates no event class
     from specdojo_routine.core.events import EndTransition, StartTransition
@@ -117,6 +116,8 @@ def plan_actions(routine: Routine, scheduled_for: datetime, project_id: str) -> 
     """Resolve every action of ``routine`` for one occurrence, in order."""
     if not any(isinstance(action, JobAction) for action in routine.actions):
         return list(_delegated(routine.actions, project_id))  # the same for every occurrence
+    from specdojo_routine.core.templates import render_routine_inputs  # a Job action's inputs
+
     planned: list[PlannedAction] = []
     for index, action in enumerate(routine.actions, start=1):
         if isinstance(action, JobAction):
