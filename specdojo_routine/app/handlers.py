@@ -330,7 +330,7 @@ def run(
                        warnings=report.warnings)
         view = views.refresh_routine_view(paths, plan.proof)
         refuse_if_owner_lives(view, paths)
-        view = _register(ctx, defs, view)
+        view = selected_from = _register(ctx, defs, view)
         try:
             for routine in candidates:
                 if _stop_if_lock_lost(ctx, report):
@@ -343,8 +343,9 @@ def run(
             _prune_as_we_go(ctx, report, wall)
         # a recording command keeps what it parsed and the next occurrence after each cron
         # routine's cursor as the run left it (defcache): the next call, and `list`, need
-        # not iterate the schedules again
-        if defs.cache is not None:
+        # not iterate the schedules again. A run that recorded nothing left every cursor as
+        # the selection found it, and the selection asked already.
+        if defs.cache is not None and view is not selected_from:
             for routine in candidates:
                 _none_due(defs.cache, routine, view.routines.get(routine.id), the_now)
         definitions.remember(defs)
