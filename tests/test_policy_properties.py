@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from specdojo_routine.app import controls, handlers, release
-from specdojo_routine.core import schedule
+from specdojo_routine.core import cron_syntax
 from specdojo_routine.core.model import Result
 from specdojo_routine.core.timefmt import parse_instant
 from specdojo_routine.store.config import resolve_project
@@ -42,7 +42,7 @@ JOB = ('id: job-work\nname: work\ntask: {mode: command, command: "true"}\n'
 EXPRESSIONS = st.tuples(
     st.one_of(STAR, field(0, 59)), st.one_of(STAR, field(0, 4), field(0, 23)),
     st.just("*"), st.just("*"), st.one_of(STAR, STAR, field(0, 7, DAYS)),
-).map(" ".join).filter(lambda e: schedule.cron_syntax_error(e) is None)
+).map(" ".join).filter(lambda e: cron_syntax.cron_syntax_error(e) is None)
 DEADLINES = st.one_of(st.none(), st.sampled_from(["30s", "1m", "5m", "90m", "1h", "1d"]))
 
 
@@ -154,7 +154,7 @@ def _check_policies(lines: list[dict[str, Any]], sc: dict[str, Any]) -> None:
     or release attempt's occurrence, at most ``attempts - 1`` times, and only the last failure
     of an occurrence holds."""
     held, paused, resumed = False, False, ""
-    deadline = schedule.parse_duration(sc["deadline"]) if sc["deadline"] else None
+    deadline = cron_syntax.parse_duration(sc["deadline"]) if sc["deadline"] else None
     marker: dict[str, Any] = {}  # attempt id -> its recorded on_failure
     retried: Counter[str] = Counter()  # first attempt id -> retries started
     first_of: dict[str, dict[str, Any]] = {}  # attempt id -> its attempt_started

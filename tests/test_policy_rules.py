@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from specdojo_routine.core import model, schedule
+from specdojo_routine.core import cron_syntax, model
 from specdojo_routine.store.config import resolve_project
 from specdojo_routine.store.definitions import load as definitions
 from tests.conftest import Project
@@ -38,7 +38,7 @@ def test_deadline_is_parsed_with_its_text(project: Project, text: str, seconds: 
 @pytest.mark.parametrize("text", ["soon", "0s", "05m", "1y", "", "1.5h", "-3m", "m"])
 def test_bad_durations_are_refused(text: str) -> None:
     """Only <positive int, no leading zero><s|m|h|d|w> is a duration."""
-    assert None is schedule.parse_duration(text)
+    assert None is cron_syntax.parse_duration(text)
 
 
 def test_bad_values_are_located(project: Project) -> None:

@@ -23,7 +23,7 @@ import orjson
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from specdojo_routine.core import schedule
+from specdojo_routine.core import cron_syntax
 from specdojo_routine.core.timefmt import parse_instant
 from specdojo_routine.store.config import resolve_project
 from tests.test_policy_properties import (
@@ -66,7 +66,7 @@ def _project(root: Path, sc: dict[str, Any]) -> None:
 
 def _wait_s(sc: dict[str, Any], n: int) -> float:
     r = sc["retry"]
-    delay, cap = schedule.parse_duration(r["delay"]), schedule.parse_duration(r["max_delay"])
+    delay, cap = cron_syntax.parse_duration(r["delay"]), cron_syntax.parse_duration(r["max_delay"])
     assert delay is not None and cap is not None
     return float(min(delay * r["backoff"] ** (n - 1), cap))
 

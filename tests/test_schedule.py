@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from specdojo_routine.core import errors, model, schedule
+from specdojo_routine.core import cron_syntax, errors, model, schedule
 from specdojo_routine.core.schedule import Occurrence
 
 
@@ -26,7 +26,7 @@ def cron_routine(
 
 
 def interval_routine(text: str = "1d", *, enabled: bool = True) -> model.Routine:
-    seconds = schedule.parse_interval(text)
+    seconds = cron_syntax.parse_interval(text)
     assert seconds is not None
     return model.Routine(
         id="rtn-test",
@@ -76,7 +76,7 @@ def all_between(cron: str, tz: str, last: str, now: str) -> list[str]:
 )
 def test_valid_cron_has_no_error(expr: str) -> None:
     """SPEC §4 syntax: numbers, *, lists, ranges, steps, names, weekday 7 are accepted."""
-    assert None is schedule.cron_syntax_error(expr)
+    assert None is cron_syntax.cron_syntax_error(expr)
 
 
 @pytest.mark.parametrize(
@@ -106,7 +106,7 @@ def test_valid_cron_has_no_error(expr: str) -> None:
 )
 def test_invalid_cron_is_explained(expr: str, fragment: str) -> None:
     """Each SPEC §4 restriction is rejected with a message naming the problem."""
-    message = schedule.cron_syntax_error(expr)
+    message = cron_syntax.cron_syntax_error(expr)
     assert message is not None
     assert fragment in message
 
@@ -114,13 +114,13 @@ def test_invalid_cron_is_explained(expr: str, fragment: str) -> None:
 def test_cron_field_count_message_follows_upstream_wording() -> None:
     """The wording follows upstream's `Invalid cron expression: "x" (expected 5 fields)`."""
     assert 'Invalid cron expression: "x" (expected 5 fields, got 1)' == (
-        schedule.cron_syntax_error("x")
+        cron_syntax.cron_syntax_error("x")
     )
 
 
 def test_dom_dow_warning_explains_and_rule() -> None:
     """Both day fields restricted → a warning that SpecDojo ANDs them (Friday the 13th)."""
-    warning = schedule.dom_dow_warning("0 0 13 * 5")
+    warning = cron_syntax.dom_dow_warning("0 0 13 * 5")
     assert warning is not None
     assert "AND" in warning and "Vixie" in warning and "Friday the 13th" in warning
 
@@ -128,7 +128,7 @@ def test_dom_dow_warning_explains_and_rule() -> None:
 @pytest.mark.parametrize("expr", ["0 0 13 * *", "0 0 * * 5", "0 0 * * *", "not a cron"])
 def test_no_dom_dow_warning_when_one_day_field_is_star(expr: str) -> None:
     """No warning when either day field is `*` (or the expression is invalid)."""
-    assert None is schedule.dom_dow_warning(expr)
+    assert None is cron_syntax.dom_dow_warning(expr)
 
 
 # --- interval syntax -----------------------------------------------------------------------
@@ -139,13 +139,13 @@ def test_no_dom_dow_warning_when_one_day_field_is_star(expr: str) -> None:
 )
 def test_parse_interval(text: str, seconds: int) -> None:
     """`<positive int><m|h|d|w>` is converted to seconds."""
-    assert seconds == schedule.parse_interval(text)
+    assert seconds == cron_syntax.parse_interval(text)
 
 
 @pytest.mark.parametrize("text", ["06h", "0h", "5s", "", "1.5h", "h", "-1h", "6 h", "6H"])
 def test_parse_interval_rejects(text: str) -> None:
     """Leading zeros, zero, other units and malformed text are invalid."""
-    assert None is schedule.parse_interval(text)
+    assert None is cron_syntax.parse_interval(text)
 
 
 def test_interval_syntax_error_uses_upstream_wording() -> None:
@@ -153,14 +153,14 @@ def test_interval_syntax_error_uses_upstream_wording() -> None:
     assert (
         'Invalid interval: "06h". Use <positive integer><unit> with unit m|h|d|w '
         "(e.g. 30m, 6h, 1d, 1w)"
-    ) == schedule.interval_syntax_error("06h")
+    ) == cron_syntax.interval_syntax_error("06h")
 
 
 def test_interval_syntax_error_none_for_valid_and_message_for_non_string() -> None:
     """A valid interval has no error; a non-string value has one."""
     assert (None, True) == (
-        schedule.interval_syntax_error("6h"),
-        schedule.interval_syntax_error(6) is not None,
+        cron_syntax.interval_syntax_error("6h"),
+        cron_syntax.interval_syntax_error(6) is not None,
     )
 
 

@@ -151,7 +151,7 @@ ANY_EXPRESSION = st.tuples(
     st.one_of(STAR, STAR, field(0, 7, DAYS)),
 ).map(" ".join)
 # Some day-of-month/month pairs never occur ("0 0 30 2 *"); validation rejects those.
-EXPRESSIONS = ANY_EXPRESSION.filter(lambda expr: schedule.cron_syntax_error(expr) is None)
+EXPRESSIONS = ANY_EXPRESSION.filter(lambda expr: cron_syntax.cron_syntax_error(expr) is None)
 LONGEST_MONTH = {1: 31, 2: 29, 3: 31, 4: 30, 5: 31, 6: 30, 7: 31, 8: 31, 9: 30, 10: 31, 11: 30}
 
 
@@ -201,7 +201,7 @@ def test_only_never_firing_expressions_are_rejected(expr: str) -> None:
     days = ref_values(dom, 1, 31, [], 0)
     months = ref_values(month, 1, 12, MONTHS, 1)
     possible = any(day <= LONGEST_MONTH.get(m, 31) for m in months for day in days)
-    assert possible == (schedule.cron_syntax_error(expr) is None)
+    assert possible == (cron_syntax.cron_syntax_error(expr) is None)
 
 
 # A "*" inside a list ("*,30"), which croniter's strict check counts for nothing, although
@@ -235,7 +235,7 @@ def test_an_expression_is_rejected_as_never_firing_exactly_when_croniter_never_f
     except CroniterBadDateError:
         fires = False
     assert (not fires) == cron_syntax._never_occurs(canon) == (
-        "never occurs" in (schedule.cron_syntax_error(expr) or ""))
+        "never occurs" in (cron_syntax.cron_syntax_error(expr) or ""))
 
 
 @SETTINGS
@@ -304,7 +304,7 @@ def test_day_fields_match_reference_over_a_leap_year(days: tuple[str, str, str])
     """Day-of-month, month and weekday (ANDed) match the reference on every day of a year."""
     dom, month, dow = days
     expr = f"0 0 {dom} {month} {dow}"
-    if schedule.cron_syntax_error(expr) is not None:  # e.g. "0 0 31 2 *" never fires
+    if cron_syntax.cron_syntax_error(expr) is not None:  # e.g. "0 0 31 2 *" never fires
         return
     last, now = datetime(2027, 3, 1, tzinfo=UTC), datetime(2028, 3, 1, tzinfo=UTC)
     matches = ref_matcher(expr)

@@ -21,7 +21,7 @@ from jsonschema import Draft202012Validator, ValidationError
 from ruamel.yaml import YAML
 
 from specdojo_routine.core import inputs, job_rules, model, routine_rules
-from specdojo_routine.core.schedule import cron_syntax_error
+from specdojo_routine.core.cron_syntax import cron_syntax_error
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMAS = REPO / "docs" / "schemas"

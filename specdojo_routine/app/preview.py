@@ -6,9 +6,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from specdojo_routine.app import handlers
+from specdojo_routine.core.cron_syntax import cron_syntax_error
 from specdojo_routine.core.errors import UsageError
 from specdojo_routine.core.preview import Upcoming, cron_upcoming, routine_upcoming
-from specdojo_routine.core.schedule import cron_syntax_error
 from specdojo_routine.core.timefmt import to_utc
 from specdojo_routine.core.zones import zone_problem
 from specdojo_routine.store.config import ProjectPaths

@@ -1,8 +1,9 @@
-"""Due determination (SPEC §4): cron and interval syntax, DST rules, due occurrences (pure).
+"""Due determination (SPEC §4): DST rules and due occurrences (pure).
 
-Cron expressions are checked here (5 fields, SpecDojo's restrictions) and rewritten into a
-canonical form that croniter iterates as *naive local wall-clock slots*. Each slot is then
-mapped to UTC instants by the DST rules of docs/dst.md:
+Cron expressions are checked (5 fields, SpecDojo's restrictions) and rewritten into a
+canonical form by :mod:`.cron_syntax`, which croniter iterates as *naive local wall-clock
+slots*; both are loaded where a schedule is first built. Each slot is then mapped to UTC
+instants by the DST rules of docs/dst.md:
 
 - hour field other than a literal ``*``: a slot in a spring-forward gap fires once, at the
   first instant after the gap; a slot in a fall-back overlap fires once, at its first instant;
@@ -27,75 +28,6 @@ if TYPE_CHECKING:  # imported where a schedule is iterated: checking one needs n
     from croniter import croniter
 
 from specdojo_routine.core import errors, model, timefmt
-from specdojo_routine.core.cron_syntax import (
-    _DAYS as _DAYS,
-)
-from specdojo_routine.core.cron_syntax import (
-    _DURATION as _DURATION,
-)
-from specdojo_routine.core.cron_syntax import (
-    _DURATION_UNITS as _DURATION_UNITS,
-)
-from specdojo_routine.core.cron_syntax import (
-    _FIELDS as _FIELDS,
-)
-from specdojo_routine.core.cron_syntax import (
-    _INTERVAL as _INTERVAL,
-)
-from specdojo_routine.core.cron_syntax import (
-    _MAX_INTERVAL_SECONDS as _MAX_INTERVAL_SECONDS,
-)
-from specdojo_routine.core.cron_syntax import (
-    _MONTHS as _MONTHS,
-)
-from specdojo_routine.core.cron_syntax import (
-    _TOKEN as _TOKEN,
-)
-from specdojo_routine.core.cron_syntax import (
-    _UNIT_SECONDS as _UNIT_SECONDS,
-)
-from specdojo_routine.core.cron_syntax import (
-    _UNSUPPORTED as _UNSUPPORTED,
-)
-from specdojo_routine.core.cron_syntax import (
-    _BadCron as _BadCron,
-)
-from specdojo_routine.core.cron_syntax import (
-    _canonical as _canonical,
-)
-from specdojo_routine.core.cron_syntax import (
-    _canonical_field as _canonical_field,
-)
-from specdojo_routine.core.cron_syntax import (
-    _canonical_token as _canonical_token,
-)
-from specdojo_routine.core.cron_syntax import (
-    _emit_range as _emit_range,
-)
-from specdojo_routine.core.cron_syntax import (
-    _Field as _Field,
-)
-from specdojo_routine.core.cron_syntax import (
-    _plain_range as _plain_range,
-)
-from specdojo_routine.core.cron_syntax import (
-    _value as _value,
-)
-from specdojo_routine.core.cron_syntax import (
-    cron_syntax_error as cron_syntax_error,
-)
-from specdojo_routine.core.cron_syntax import (
-    dom_dow_warning as dom_dow_warning,
-)
-from specdojo_routine.core.cron_syntax import (
-    interval_syntax_error as interval_syntax_error,
-)
-from specdojo_routine.core.cron_syntax import (
-    parse_duration as parse_duration,
-)
-from specdojo_routine.core.cron_syntax import (
-    parse_interval as parse_interval,
-)
 
 # --- occurrences -------------------------------------------------------------------------------
 
@@ -126,6 +58,8 @@ class _Cron:
 
 @functools.lru_cache(maxsize=4096)
 def _compile(expr: str, timezone: str) -> _Cron:
+    from specdojo_routine.core.cron_syntax import _canonical  # where a schedule is first built
+
     return _Cron(_proto(_canonical(expr)), ZoneInfo(timezone), expr.split()[1] == "*")
 
 

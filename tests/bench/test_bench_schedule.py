@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo
 
 from croniter import croniter
 
-from specdojo_routine.core import errors, model, schedule, timefmt
+from specdojo_routine.core import cron_syntax, errors, model, schedule, timefmt
 
 TIMEZONES = ("UTC", "Asia/Tokyo", "America/New_York", "Europe/Berlin", "Australia/Lord_Howe")
 RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 6))
@@ -148,7 +148,7 @@ def selection(count: int, now: datetime) -> list[tuple[model.Routine, str | None
         rid = f"rtn-bench-{i}"
         if rng.random() < 0.3:
             text = rng.choice(["30m", "6h", "1d", "1w"])
-            seconds = schedule.parse_interval(text)
+            seconds = cron_syntax.parse_interval(text)
             assert seconds is not None
             routine = model.Routine(
                 id=rid, path=f"routines/{rid}.yaml", digest="0" * 64,
