@@ -15,8 +15,14 @@ TWO_MINUTES_LATER = "2026-08-07T05:02:30Z"
 NEXT_DAY = "2026-08-08T05:00:30Z"
 #: what a run with nothing due must not need (each costs more than the rest of such a call)
 HEAVY = ("croniter", "dateutil", "portalocker", "redis", "ruamel.yaml", "cattrs")
-#: nor what only a mistyped id (difflib) or a resolve without --by or USER (getpass) needs
-UNNEEDED = ("difflib", "getpass")
+#: nor what only a mistyped id (difflib) or a resolve without --by or USER (getpass) needs,
+#: nor, with every definition served by the cache and nothing due, the rules that build
+#: definitions, the syntax of a schedule, or what starts and runs an attempt
+UNNEEDED = ("difflib", "getpass", "specdojo_routine.core.routine_rules",
+            "specdojo_routine.core.job_rules", "specdojo_routine.core.templates",
+            "specdojo_routine.core.cron_syntax", "specdojo_routine.core.retry_rules",
+            "specdojo_routine.core.timeouts", "specdojo_routine.store.ledger.backwards",
+            "specdojo_routine.app.actions")
 
 
 def _imported(stderr: str) -> set[str]:
