@@ -42,8 +42,9 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name is imported o
         TornLedgerError,
         UsageError,
     )
+    from specdojo_routine.core.jobmodel import JobDefinition
     from specdojo_routine.core.jobplan import JobRunOutcome
-    from specdojo_routine.core.model import JobDefinition, Result, Routine
+    from specdojo_routine.core.model import Result, Routine
     from specdojo_routine.execute.agent import AgentExecutor, AgentRequest, AgentResult
     from specdojo_routine.store.config import ProjectPaths
     from specdojo_routine.store.definitions.load import Definitions
@@ -60,7 +61,7 @@ _EXPORTS = {
         ["ConfigError", "CorruptLedgerError", "DefinitionError", "InvalidTransition",
          "JobError", "LedgerError", "LockBusy", "Problem", "RoutineError",
          "TooManyMissedOccurrences", "TornLedgerError", "UsageError"], "core.errors"),
-    "JobRunOutcome": "core.jobplan", "JobDefinition": "core.model", "Result": "core.model",
+    "JobRunOutcome": "core.jobplan", "JobDefinition": "core.jobmodel", "Result": "core.model",
     "Routine": "core.model", "AgentExecutor": "execute.agent", "AgentRequest": "execute.agent",
     "AgentResult": "execute.agent", "ProjectPaths": "store.config",
     "Definitions": "store.definitions.load", "LockInfo": "store.locks.routine",

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from specdojo_routine.app import handlers, jobs, listing
+from specdojo_routine.core.jobmodel import InputValue
 from specdojo_routine.core.jobplan import JobRunOutcome, Trigger
-from specdojo_routine.core.model import InputValue
 from specdojo_routine.execute.agent import AgentExecutor
 from specdojo_routine.store.config import ProjectPaths, resolve_project
 from specdojo_routine.store.definitions.load import Definitions, load_definitions

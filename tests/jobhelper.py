@@ -17,8 +17,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from specdojo_routine.app import jobs
+from specdojo_routine.core.jobmodel import InputValue
 from specdojo_routine.core.jobplan import JobRunOutcome, Trigger
-from specdojo_routine.core.model import InputValue
 from specdojo_routine.execute.agent import AgentExecutor
 from specdojo_routine.store.config import ProjectPaths, resolve_project
 from specdojo_routine.store.definitions import load as definitions

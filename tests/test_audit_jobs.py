@@ -18,7 +18,7 @@ from conftest import Project
 from jobhelper import clean_env, commit, git, paths_of, run
 
 from specdojo_routine.core import jobplan
-from specdojo_routine.core.model import CommandTask, InputSpec, JobDefinition
+from specdojo_routine.core.jobmodel import CommandTask, InputSpec, JobDefinition
 from specdojo_routine.core.templates import TemplateError, render_shell
 from specdojo_routine.execute.agent import AgentRequest, AgentResult
 from specdojo_routine.execute.runner import run_shell

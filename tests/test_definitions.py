@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specdojo_routine.core import model
+from specdojo_routine.core import jobmodel, model
 from specdojo_routine.core.errors import ConfigError
 from specdojo_routine.store.config import ProjectPaths, resolve_project
 from specdojo_routine.store.definitions.load import (
@@ -148,10 +148,10 @@ def test_translation_job_inputs(valid: Definitions) -> None:
     job = valid.job("job-translate-updated-docs")
     assert job is not None
     assert (
-        model.InputSpec(name="from_revision", from_checkpoint="revision", default="HEAD~1",
+        jobmodel.InputSpec(name="from_revision", from_checkpoint="revision", default="HEAD~1",
                         git_revision=True),
-        model.InputSpec(name="to_revision", resolve="git_head", git_revision=True),
-        model.InputSpec(name="languages", type="list", enum=("en", "zh", "ko"), default=("en",)),
+        jobmodel.InputSpec(name="to_revision", resolve="git_head", git_revision=True),
+        jobmodel.InputSpec(name="languages", type="list", enum=("en", "zh", "ko"), default=("en",)),
     ) == job.inputs
 
 
@@ -161,17 +161,17 @@ def test_translation_job_checkpoint_and_key(valid: Definitions) -> None:
     assert job is not None
     assert (
         "{{job_id}}:{{inputs.from_revision}}:{{inputs.to_revision}}:{{inputs.languages}}",
-        model.CheckpointSpec(values={"revision": "{{inputs.to_revision}}"}),
+        jobmodel.CheckpointSpec(values={"revision": "{{inputs.to_revision}}"}),
     ) == (job.idempotency_key, job.checkpoint)
 
 
 def test_command_job_fields(valid: Definitions) -> None:
     """A command task with precondition, exit-code mapping, timeout and analysis."""
     job = valid.job("job-grade-changed-docs")
-    assert job is not None and isinstance(job.task, model.CommandTask)
+    assert job is not None and isinstance(job.task, jobmodel.CommandTask)
     task = job.task
     assert (
-        model.Precondition(command='git diff --name-only "{{inputs.since}}" HEAD -- docs',
+        jobmodel.Precondition(command='git diff --name-only "{{inputs.since}}" HEAD -- docs',
                            skip_when="empty-output"),
         (2,), 3, "30m", 1800, "claude-reporter",
     ) == (task.precondition, task.partial_exit_codes, task.noop_exit_code, task.timeout,
@@ -181,7 +181,7 @@ def test_command_job_fields(valid: Definitions) -> None:
 def test_edit_job_fields(valid: Definitions) -> None:
     """An edit task keeps its agent pair, owner and targets."""
     job = valid.job("job-weekly-report")
-    assert job is not None and isinstance(job.task, model.AgentTask)
+    assert job is not None and isinstance(job.task, jobmodel.AgentTask)
     task = job.task
     assert ("edit", "claude-expert-executor", "claude-reporter", "PM", ("pr-progress-report",)) == (
         task.mode, task.executor, task.reporter, task.owner, task.targets

@@ -13,7 +13,7 @@ from specdojo_routine.core.inputs import (
     parse_cli_value,
     parse_text,
 )
-from specdojo_routine.core.model import InputSpec
+from specdojo_routine.core.jobmodel import InputSpec
 from specdojo_routine.core.validation import MAX_SAFE_INTEGER, describe
 
 

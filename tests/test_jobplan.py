@@ -11,6 +11,14 @@ import pytest
 
 from specdojo_routine.core import jobplan
 from specdojo_routine.core.errors import JobError, UsageError
+from specdojo_routine.core.jobmodel import (
+    AgentTask,
+    CheckpointSpec,
+    CommandTask,
+    InputSpec,
+    JobDefinition,
+    Precondition,
+)
 from specdojo_routine.core.jobplan import (
     InputError,
     JobRunOutcome,
@@ -20,15 +28,7 @@ from specdojo_routine.core.jobplan import (
     existing_run,
     precondition_skips,
 )
-from specdojo_routine.core.model import (
-    AgentTask,
-    CheckpointSpec,
-    CommandTask,
-    InputSpec,
-    JobDefinition,
-    Precondition,
-    Result,
-)
+from specdojo_routine.core.model import Result
 from specdojo_routine.core.templates import job_context
 from specdojo_routine.execute.agent import AttemptDoc, plan_markdown, result_markdown
 

@@ -44,8 +44,9 @@ from specdojo_routine.core.events import (
     RunCreated,
     redacted,
 )
+from specdojo_routine.core.jobmodel import InputValue, JobDefinition
 from specdojo_routine.core.jobplan import JobRunOutcome, Trigger, Verdict
-from specdojo_routine.core.model import InputValue, JobDefinition, Result
+from specdojo_routine.core.model import Result
 from specdojo_routine.core.redact import redact, secret_values
 from specdojo_routine.core.templates import job_context
 from specdojo_routine.core.timefmt import format_ms, format_s

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from specdojo_routine.core.model import InputSpec, InputValue
+from specdojo_routine.core.jobmodel import InputSpec, InputValue
 from specdojo_routine.core.redact import names_a_credential
 from specdojo_routine.core.validation import MAX_SAFE_INTEGER, describe, is_int, safe_int
 

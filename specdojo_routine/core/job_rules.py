@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from specdojo_routine.core import model
+from specdojo_routine.core import jobmodel
 from specdojo_routine.core.cron_syntax import parse_interval
 from specdojo_routine.core.inputs import INPUT_FIELDS, build_input_spec, secret_name
 from specdojo_routine.core.templates import (
@@ -68,7 +68,7 @@ _PLAIN_NAMES = ("job_id", "project_id", "specdojo", "scheduled_at", "job_run_id"
 _ADVANCE = ("succeeded", "noop")
 
 
-def build_job(r: Report, root: Node, *, file_id: str) -> model.JobDefinition | None:
+def build_job(r: Report, root: Node, *, file_id: str) -> jobmodel.JobDefinition | None:
     """The Job Definition in ``root`` (a loaded ``job-*.yaml``), or None after reporting."""
     unknown_keys(r, root, JOB_KEYS, "job")
     job_id = check_id(r, root, file_id, JOB_ID, "job-<slug>")
@@ -82,13 +82,13 @@ def build_job(r: Report, root: Node, *, file_id: str) -> model.JobDefinition | N
     _check_job_templates(r, root, specs)
     if r.failed or job_id is None or name is None or task is None or key is None:
         return None
-    return model.JobDefinition(
+    return jobmodel.JobDefinition(
         id=job_id, path=r.path, name=name, description=description, inputs=specs,
         task=task, idempotency_key=key, checkpoint=checkpoint, on_interrupted=on_interrupted,
     )
 
 
-def _input_specs(r: Report, node: Node | None) -> tuple[model.InputSpec, ...]:
+def _input_specs(r: Report, node: Node | None) -> tuple[jobmodel.InputSpec, ...]:
     if node is None or not mapping(r, node, " of input names"):
         return ()
     specs = []
@@ -108,7 +108,7 @@ def _input_specs(r: Report, node: Node | None) -> tuple[model.InputSpec, ...]:
     return tuple(specs)
 
 
-def _task(r: Report, node: Node | None) -> model.Task | None:
+def _task(r: Report, node: Node | None) -> jobmodel.Task | None:
     if node is None:
         r.error((1, 1), "task is required and must be a mapping")
         return None
@@ -139,7 +139,7 @@ def _task_common(
     return text(r, node.get("owner"), nonempty=True)
 
 
-def _command_task(r: Report, node: Node) -> model.CommandTask | None:
+def _command_task(r: Report, node: Node) -> jobmodel.CommandTask | None:
     _task_common(r, node, (*_COMMON_TASK_KEYS, *_COMMAND_ONLY), _NOT_IN_COMMAND_MODE)
     command_node = required(r, node, "command", "task.command is required for command mode")
     command = text(r, command_node, nonempty=True)
@@ -154,19 +154,19 @@ def _command_task(r: Report, node: Node) -> model.CommandTask | None:
     review = _review(r, node.get("review"))
     if command is None:
         return None
-    return model.CommandTask(
+    return jobmodel.CommandTask(
         command=command, precondition=precondition, partial_exit_codes=partial,
         noop_exit_code=noop, timeout=timeout, timeout_seconds=seconds, analysis=analysis,
         review=review,
     )
 
 
-def _review(r: Report, node: Node | None) -> model.ReviewSpec | None:
+def _review(r: Report, node: Node | None) -> jobmodel.ReviewSpec | None:
     """``task.review``: any mapping (``{}`` included), optional ``agent {executor, reporter}``."""
     if node is None:
         return None
     if node.value is None:
-        return model.ReviewSpec()
+        return jobmodel.ReviewSpec()
     if not mapping(r, node, " (optionally with agent: {executor, reporter})"):
         return None
     unknown_keys(r, node, ("agent",), "task.review")
@@ -176,7 +176,7 @@ def _review(r: Report, node: Node | None) -> model.ReviewSpec | None:
         unknown_keys(r, agent, ("executor", "reporter"), "task.review.agent")
         executor = _nickname(r, agent.get("executor"))
         reporter = _nickname(r, agent.get("reporter"))
-    return model.ReviewSpec(executor=executor, reporter=reporter)
+    return jobmodel.ReviewSpec(executor=executor, reporter=reporter)
 
 
 def _exit_code(r: Report, node: Node | None) -> int | None:
@@ -216,7 +216,7 @@ def _timeout(r: Report, node: Node | None) -> tuple[str | None, int | None]:
     return str(value), seconds
 
 
-def _precondition(r: Report, node: Node | None) -> model.Precondition | None:
+def _precondition(r: Report, node: Node | None) -> jobmodel.Precondition | None:
     if node is None or not mapping(r, node, " with command and skip_when"):
         return None
     unknown_keys(r, node, ("command", "skip_when"), "task.precondition")
@@ -230,16 +230,19 @@ def _precondition(r: Report, node: Node | None) -> model.Precondition | None:
         return None
     if command is None:
         return None
-    return model.Precondition(command=command, skip_when="empty-output" if skip is None else skip)
+    return jobmodel.Precondition(command=command,
+                                 skip_when="empty-output" if skip is None else skip)
 
 
-def _analysis(r: Report, node: Node | None) -> model.Analysis | None:
+def _analysis(r: Report, node: Node | None) -> jobmodel.Analysis | None:
     if node is None or not mapping(r, node, " with agent and description"):
         return None
     unknown_keys(r, node, ("agent", "description"), "task.analysis")
     agent = _nickname(r, required(r, node, "agent"))
     description = text(r, required(r, node, "description"), nonempty=True)
-    return model.Analysis(agent=agent, description=description) if agent and description else None
+    if not agent or not description:
+        return None
+    return jobmodel.Analysis(agent=agent, description=description)
 
 
 def _nickname(r: Report, node: Node | None) -> str | None:
@@ -252,7 +255,9 @@ def _nickname(r: Report, node: Node | None) -> str | None:
     return str(node.value)
 
 
-def _agent_task(r: Report, node: Node, mode: Literal["edit", "review"]) -> model.AgentTask | None:
+def _agent_task(
+    r: Report, node: Node, mode: Literal["edit", "review"]
+) -> jobmodel.AgentTask | None:
     owner = _task_common(r, node, (*_COMMON_TASK_KEYS, *_AGENT_ONLY),
                          _only_in_command_mode(mode))
     description = text(r, required(r, node, "description"), nonempty=True)
@@ -271,7 +276,7 @@ def _agent_task(r: Report, node: Node, mode: Literal["edit", "review"]) -> model
     review = _review(r, node.get("review"))
     if description is None:
         return None
-    return model.AgentTask(
+    return jobmodel.AgentTask(
         mode=mode, description=description, targets=_strings(targets), paths=_strings(paths),
         executor=executor, reporter=reporter, capabilities=capabilities or (),
         proficiency=proficiency, owner=owner, timeout=timeout, timeout_seconds=seconds,
@@ -309,7 +314,7 @@ def _idempotency_key(r: Report, node: Node | None) -> str | None:
     return text(r, required(r, node, "idempotency_key"), nonempty=True)
 
 
-def _checkpoint(r: Report, node: Node | None) -> model.CheckpointSpec | None:
+def _checkpoint(r: Report, node: Node | None) -> jobmodel.CheckpointSpec | None:
     if node is None or not mapping(r, node, " with values"):
         return None
     unknown_keys(r, node, ("values", "advance_on"), "checkpoint")
@@ -333,7 +338,7 @@ def _checkpoint(r: Report, node: Node | None) -> model.CheckpointSpec | None:
         else:
             r.error(advance_node.where(), "checkpoint.advance_on must contain succeeded and/or "
                     f"noop (got {got(listed)})")
-    return model.CheckpointSpec(values=values, advance_on=advance)
+    return jobmodel.CheckpointSpec(values=values, advance_on=advance)
 
 
 # --- Job templates (SPEC §7.2) -----------------------------------------------------------------
@@ -370,7 +375,7 @@ def _declared(root: Node) -> tuple[list[str], list[str] | None]:
     return names, [k for k in keys if isinstance(k, str)]
 
 
-def _check_job_templates(r: Report, root: Node, specs: Sequence[model.InputSpec]) -> None:
+def _check_job_templates(r: Report, root: Node, specs: Sequence[jobmodel.InputSpec]) -> None:
     inputs, values = _declared(root)
     declared = root.get("inputs")
     for spec in specs:

@@ -15,15 +15,15 @@ import attrs
 
 from specdojo_routine.core import inputs as input_rules
 from specdojo_routine.core.errors import JobError, UsageError
-from specdojo_routine.core.model import (
+from specdojo_routine.core.jobmodel import (
     AgentTask,
     CommandTask,
     InputSpec,
     InputValue,
     JobDefinition,
-    Result,
     ReviewSpec,
 )
+from specdojo_routine.core.model import Result
 from specdojo_routine.core.redact import REDACTED, redact
 from specdojo_routine.core.review_rules import integrated
 from specdojo_routine.core.review_rules import routine_result as review_result

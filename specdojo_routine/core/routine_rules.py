@@ -19,6 +19,7 @@ from specdojo_routine.core.cron_syntax import (
     parse_interval,
 )
 from specdojo_routine.core.inputs import parse_cli_value
+from specdojo_routine.core.jobmodel import JobDefinition
 from specdojo_routine.core.templates import placeholders
 from specdojo_routine.core.validation import (
     JOB_ID,
@@ -61,7 +62,7 @@ _FILTERS = (
 class JobIndex:
     """What a routine's ``job:`` can name: valid Jobs, ids of invalid Job files, where to look."""
 
-    valid: Mapping[str, model.JobDefinition] = attrs.field(factory=dict)
+    valid: Mapping[str, JobDefinition] = attrs.field(factory=dict)
     invalid: frozenset[str] = frozenset()
     where: str = "jobs"
 
@@ -427,7 +428,7 @@ def _check_routine_template(r: Report, node: Node) -> None:
 
 
 def _check_job_inputs(
-    r: Report, job: model.JobDefinition, job_node: Node, inputs_node: Node | None,
+    r: Report, job: JobDefinition, job_node: Node, inputs_node: Node | None,
     inputs: dict[str, Node],
 ) -> None:
     """Routine inputs against the Job's declarations: declared, valid when literal, complete."""

@@ -21,8 +21,8 @@ import attrs
 
 from specdojo_routine.core.errors import JobError
 from specdojo_routine.core.events import Owner
+from specdojo_routine.core.jobmodel import JobDefinition
 from specdojo_routine.core.jobplan import RunIdentity, Trigger
-from specdojo_routine.core.model import JobDefinition
 from specdojo_routine.core.templates import job_context
 from specdojo_routine.execute import groups, runner
 from specdojo_routine.execute.agent import AttemptDoc, plan_markdown, result_markdown

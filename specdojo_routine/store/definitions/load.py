@@ -33,7 +33,7 @@ import orjson
 
 from specdojo_routine.core import validation
 from specdojo_routine.core.errors import Problem
-from specdojo_routine.core.model import JobDefinition, Routine
+from specdojo_routine.core.model import Routine
 from specdojo_routine.core.validation import Node, Report
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions.defcache import DefinitionCache
@@ -47,6 +47,7 @@ from specdojo_routine.store.definitions.deffile import (  # the limits: re-expor
 
 if TYPE_CHECKING:
     from specdojo_routine.core.agent_rules import Roster
+    from specdojo_routine.core.jobmodel import JobDefinition
     from specdojo_routine.core.routine_rules import JobIndex
     from specdojo_routine.store.definitions import fastyaml
 
