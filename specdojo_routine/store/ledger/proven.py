@@ -71,11 +71,14 @@ def render(document: Any) -> bytes:
 
 @attrs.frozen(kw_only=True)
 class Snapshot:
-    """What proved a published view against one ledger file on this machine.
+    """What proved a published view against one ledger file on this machine: the private
+    snapshot under ``R/.cache/`` (git-ignored, safe to delete), the one place that records the
+    ledger file's identity - never a view, which depends on the ledger's bytes alone (SPEC §5).
 
-    Stored as one compact JSON object: ``{"version": 1, "ledger_file": {"dev", "ino", "size",
-    "ctime_ns"}, "seq", "offset", "head", "view_sha256"}``. Anything else in the file - another
-    version, a missing or extra key, a wrong type, bytes that are not JSON - is no snapshot."""
+    Stored as one compact JSON object: the ``version`` (1), the ``ledger_file`` (its ``dev``,
+    ``ino``, ``size`` and ``ctime_ns``), the ``seq``, ``offset`` and ``head`` it covers and the
+    published bytes' ``view_sha256``. Anything else in the file - another version, a missing
+    or extra key, a wrong type, bytes that are not JSON - is no snapshot."""
 
     stamp: stamps.Stamp  # the ledger file when the view was proven
     seq: int
