@@ -7,8 +7,10 @@ On the 1,000,000-event ledger of ``test_bench_ledger``:
 
 1. our own view (its bytes hash to what we published): the import check costs at most 2x the
    incremental load it replaces in read-only commands, plus 5 ms;
-2. a foreign view (rewritten by another tool in our shape): a full fold is needed, at most
-   1.5x a plain full fold (``views.replay``).
+2. a foreign view (rewritten by another tool in our shape): at most 2.5x a plain full fold
+   (``views.replay``) - the fold that proves the ledger, and a second one that pictures the
+   entries the view changed after each of their lines, since an entry that is a picture our
+   ledger gave earlier is stale, not a fact to import (SPEC §10 rule 3).
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ def test_bench_import_check_on_our_own_view(project: ProjectPaths) -> None:  # n
 
 
 def test_bench_import_check_on_a_foreign_view(project: ProjectPaths) -> None:  # noqa: F811
-    """A view another tool rewrote costs one full fold, and no more."""
+    """A view another tool rewrote costs two full folds at most: one to prove the ledger, one
+    to picture the entries it changed."""
     views.refresh_routine_view(project)
     doc = orjson.loads(project.routine_state.read_bytes())
     first = next(iter(doc["routines"]))
@@ -43,4 +46,4 @@ def test_bench_import_check_on_a_foreign_view(project: ProjectPaths) -> None:  #
     print(f"\nimport check on a foreign view ({EVENTS:,} events): {ours:.2f} s; full fold "
           f"{baseline:.2f} s; ratio {ours / baseline:.2f}x")
     assert [first] == [e.routine_id for e in plan.events]
-    assert ours <= 1.5 * baseline
+    assert ours <= 2.5 * baseline

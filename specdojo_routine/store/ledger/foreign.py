@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,7 @@ import orjson
 from specdojo_routine.core import adopt as rules
 from specdojo_routine.core.fold import RoutineFold, RoutineView, apply_all, routine_document
 from specdojo_routine.store.config import NotRegularFile, ProjectPaths, read_regular
-from specdojo_routine.store.ledger import codec, documents, proven
+from specdojo_routine.store.ledger import chain, codec, documents, proven
 from specdojo_routine.store.ledger import journal as ledger
 
 if TYPE_CHECKING:  # the event classes are created where an import event is made
@@ -146,22 +146,40 @@ def plan_routine_imports(
     return RoutineImports(events=events, conflicts=conflicts, view=view, foreign=True)
 
 
-def _routine_history(paths: ProjectPaths) -> dict[str, list[dict[str, Any]]]:
-    """Every entry our fold gave each routine, line by line of the routine ledger (in
-    published form): what tells a view of ours not yet republished, or a copy of it another
-    tool wrote back, from facts our ledger lacks. Only read for a foreign file."""
-    state, history = RoutineFold(), dict[str, list[dict[str, Any]]]()
-    for found in ledger.read(paths.routine_ledger, torn="stop"):
-        apply_all(state, [found.raw], where=str(paths.routine_ledger), upgrade=codec.upgrade)
-        routine_id = found.raw.get("routine_id")
-        if not isinstance(routine_id, str):
-            continue
-        entry = state.routines.get(routine_id)
-        if entry is not None:
-            doc = routine_document(RoutineFold(routines={routine_id: entry}), 0)
-            history.setdefault(routine_id, []).append(
-                orjson.loads(orjson.dumps(doc["routines"][routine_id])))
+def _routine_history(
+    paths: ProjectPaths, wanted: Collection[str]
+) -> dict[str, list[dict[str, Any]]]:
+    """Every entry our fold gave each routine of ``wanted``, line by line of the routine
+    ledger (in published form): what tells a view of ours not yet republished, or a copy of
+    it another tool wrote back, from facts our ledger lacks. Only read for a foreign file, and
+    only for its entries that differ from the fold: the ledger is folded once, in chunks as a
+    proof folds it, and an entry is pictured after each line of its own routine."""
+    history: dict[str, list[dict[str, Any]]] = {routine_id: [] for routine_id in wanted}
+    path, state = paths.routine_ledger, RoutineFold()
+    end = ledger.tail(path).end
+    if not end:
+        return history
+    with open(path, "rb", buffering=chain.READ_BUFFER) as f:
+        for raws in chain.verified_chunks(f, path, 0, end, line=1, head=chain.EMPTY_HEAD,
+                                          started=False):
+            folded = 0
+            for index, raw in enumerate(raws):
+                routine_id = raw.get("routine_id") if type(raw) is dict else None
+                if type(routine_id) is str and routine_id in history:
+                    apply_all(state, raws[folded:index + 1], where=str(path),
+                              upgrade=codec.upgrade)
+                    folded = index + 1
+                    if (entry := state.routines.get(routine_id)) is not None:
+                        history[routine_id].append(_picture(routine_id, entry))
+            apply_all(state, raws[folded:], where=str(path), upgrade=codec.upgrade)
     return history
+
+
+def _picture(routine_id: str, entry: Any) -> dict[str, Any]:
+    """A routine's entry as the fold would publish it now."""
+    doc = routine_document(RoutineFold(routines={routine_id: entry}), 0)
+    picture: dict[str, Any] = orjson.loads(orjson.dumps(doc["routines"][routine_id]))
+    return picture
 
 
 def _routine_entries(
@@ -172,11 +190,13 @@ def _routine_entries(
     source = paths.rel(paths.routine_state)
     routines = documents.parse(data)["routines"]  # a dict: look found the document readable
     found, conflicts, sha = [], [], sha256_hex(data)
-    history: dict[str, list[dict[str, Any]]] | None = None
+    verdicts = {routine_id: rules.routine_entry_verdict(record, ours.get(routine_id))
+                for routine_id, record in routines.items()}
+    wanted = [routine_id for routine_id, verdict in verdicts.items() if verdict == "import"]
+    history = _routine_history(paths, wanted) if wanted else {}
     for routine_id, record in routines.items():
-        verdict = rules.routine_entry_verdict(record, ours.get(routine_id))
+        verdict = verdicts[routine_id]
         if verdict == "import":  # unless it is a picture our own ledger gave earlier
-            history = _routine_history(paths) if history is None else history
             verdict = rules.routine_entry_verdict(record, ours.get(routine_id),
                                                   history.get(routine_id, ()))
         if verdict == "import" and ev.ROUTINE_ID.fullmatch(routine_id):
