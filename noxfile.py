@@ -57,7 +57,7 @@ def bench(session: nox.Session) -> None:
     """Benchmarks: ratios against baselines measured in the same run (not in the default run)."""
     session.install("-e", ".[test]")
     session.run("pytest", "tests/bench", "-p", "no:cacheprovider", "-s", "-q",
-                "-o", "addopts=", *session.posargs)
+                "-o", "addopts=", "-o", "faulthandler_timeout=0", *session.posargs)
 
 
 @nox.session

@@ -1,6 +1,7 @@
 """Living for years (SPEC §15): what a command costs on a long history, and what retention saves.
 
-Run: ``python -m pytest tests/bench/test_bench_retention.py -o addopts= -s -q``
+Run: ``python -m pytest tests/bench/test_bench_retention.py -o addopts= -o faulthandler_timeout=0
+-s -q`` (it runs for minutes: see docs/performance.md on the stack dump it turns off)
 
 The long history is made by the product's own run handler (:mod:`tests.bench.yearhistory`:
 one routine a minute, four events an attempt). A year (525,600 minutes, about 2.1 million
