@@ -8,7 +8,7 @@ of :mod:`.fold` (which re-exports these names).
 from __future__ import annotations
 
 import operator
-from typing import Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 import attrs
 
@@ -17,86 +17,85 @@ from specdojo_routine.core.fold_table import STATES, Raw, Status
 # --- view documents ----------------------------------------------------------------------------
 
 
-class OwnerDoc(TypedDict):
-    pid: int
-    host: str
-    start: NotRequired[int]
+# The documents' shapes, for the type checker: what each key holds, which ones may be absent.
+# At run time a document is a plain dict, and a TypedDict would only cost its class creation
+# (typing compiles each annotation of each class) in every command.
+if TYPE_CHECKING:
+    class OwnerDoc(TypedDict):
+        pid: int
+        host: str
+        start: NotRequired[int]
 
+    class ActionDoc(TypedDict):
+        index: int
+        kind: str
+        result: NotRequired[str]
+        reason: NotRequired[str]
+        job_run_id: NotRequired[str]
 
-class ActionDoc(TypedDict):
-    index: int
-    kind: str
-    result: NotRequired[str]
-    reason: NotRequired[str]
-    job_run_id: NotRequired[str]
+    class ActionResultDoc(TypedDict):
+        index: int
+        kind: str
+        result: str
 
+    class OpenAttemptDoc(TypedDict):
+        """Everything needed to close an interrupted attempt (SPEC §6.5)."""
 
-class ActionResultDoc(TypedDict):
-    index: int
-    kind: str
-    result: str
+        attempt_id: str
+        trigger: str
+        scheduled_for: str
+        started_at: str
+        owner: OwnerDoc
+        actions: list[ActionDoc]
+        on_failure: str | None  # "hold": a failure of this attempt begins a hold (SPEC §9.1)
 
+    class MissDoc(TypedDict):
+        scheduled_for: str
+        reason: str
 
-class OpenAttemptDoc(TypedDict):
-    """Everything needed to close an interrupted attempt (SPEC §6.5)."""
+    class PauseDoc(TypedDict):
+        """The routine's last pause (SPEC §13): paused while ``resumed_at`` is null."""
 
-    attempt_id: str
-    trigger: str
-    scheduled_for: str
-    started_at: str
-    owner: OwnerDoc
-    actions: list[ActionDoc]
-    on_failure: str | None  # "hold": a failure of this attempt begins a hold (SPEC §9.1)
+        by: str
+        at: str
+        note: str | None
+        resumed_at: str | None
 
+    class RoutineEntryDoc(TypedDict):
+        """One routine of ``routine-state.json`` (a superset of upstream's entry)."""
 
-class MissDoc(TypedDict):
-    scheduled_for: str
-    reason: str
+        status: Status
+        last_run: str | None
+        last_result: str | None
+        last_scheduled_for: NotRequired[str | None]  # absent when none (upstream's rule)
+        last_action_results: NotRequired[list[ActionResultDoc] | None]  # absent when none
+        last_reason: str | None
+        attempt_id: str | None
+        digest: str | None
+        #: SPEC §9: newest occurrence accounted for (run, held, missed); the hold; the last miss
+        #: since the last success.
+        last_accounted_for: str | None
+        held: bool
+        hold_attempt_id: str | None
+        held_occurrences: list[str]
+        last_missed: MissDoc | None
+        pause: PauseDoc | None  # SPEC §13
+        open_attempt: OpenAttemptDoc | None
 
+    class LedgerPositionDoc(TypedDict):
+        seq: int
+        offset: int
+        head: NotRequired[str]  # the chain head at seq (store.ledger.proven)
 
-class PauseDoc(TypedDict):
-    """The routine's last pause (SPEC §13): paused while ``resumed_at`` is null."""
+    class RoutineStateDoc(TypedDict):
+        """``routine-state.json``."""
 
-    by: str
-    at: str
-    note: str | None
-    resumed_at: str | None
-
-
-class RoutineEntryDoc(TypedDict):
-    """One routine of ``routine-state.json`` (a superset of upstream's entry)."""
-
-    status: Status
-    last_run: str | None
-    last_result: str | None
-    last_scheduled_for: NotRequired[str | None]  # absent when none (upstream's rule)
-    last_action_results: NotRequired[list[ActionResultDoc] | None]  # absent when none
-    last_reason: str | None
-    attempt_id: str | None
-    digest: str | None
-    #: SPEC §9: newest occurrence accounted for (run, held, missed); the hold; the last miss
-    #: since the last success.
-    last_accounted_for: str | None
-    held: bool
-    hold_attempt_id: str | None
-    held_occurrences: list[str]
-    last_missed: MissDoc | None
-    pause: PauseDoc | None  # SPEC §13
-    open_attempt: OpenAttemptDoc | None
-
-
-class LedgerPositionDoc(TypedDict):
-    seq: int
-    offset: int
-    head: NotRequired[str]  # the chain head at seq (store.ledger.proven)
-
-
-class RoutineStateDoc(TypedDict):
-    """``routine-state.json``."""
-
-    version: int
-    ledger: LedgerPositionDoc
-    routines: dict[str, RoutineEntryDoc]
+        version: int
+        ledger: LedgerPositionDoc
+        routines: dict[str, RoutineEntryDoc]
+else:
+    OwnerDoc = ActionDoc = ActionResultDoc = OpenAttemptDoc = MissDoc = PauseDoc = dict
+    RoutineEntryDoc = LedgerPositionDoc = RoutineStateDoc = dict
 
 
 def never_entry() -> RoutineEntryDoc:

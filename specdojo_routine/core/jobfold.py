@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 import attrs
 
@@ -22,55 +22,56 @@ from specdojo_routine.core.event_checks import RUN_STATUSES
 from specdojo_routine.core.fold import Raw
 from specdojo_routine.core.timefmt import try_parse_instant
 
+# The documents' shapes, for the type checker (see core.fold_docs: at run time a document is
+# a plain dict).
+if TYPE_CHECKING:
+    class JobAttemptDoc(TypedDict):
+        attempt: int
+        started_at: str
+        completed_at: NotRequired[str]
+        status: str  # running | succeeded | partial | failed | noop
+        exit_code: NotRequired[int]
+        evidence_ref: NotRequired[str]
+        reason: NotRequired[str]
 
-class JobAttemptDoc(TypedDict):
-    attempt: int
-    started_at: str
-    completed_at: NotRequired[str]
-    status: str  # running | succeeded | partial | failed | noop
-    exit_code: NotRequired[int]
-    evidence_ref: NotRequired[str]
-    reason: NotRequired[str]
+    class JobRunDoc(TypedDict):
+        """``runs/<run_id>.json``: the upstream Job Run record (SPEC §7.6)."""
 
+        version: int
+        run_id: str
+        job_id: str
+        idempotency_key: str
+        project_id: str
+        trigger: str
+        scheduled_at: str
+        created_at: str
+        updated_at: str
+        state: str
+        inputs: dict[str, Any]
+        task: dict[str, Any]
+        checkpoint_before: dict[str, Any]
+        checkpoint_after: NotRequired[dict[str, Any]]
+        plan_ref: str
+        result_ref: str
+        attempts: list[JobAttemptDoc]
+        review: NotRequired[dict[str, Any]]
+        pruned: NotRequired[list[PrunedDoc]]
 
-class JobRunDoc(TypedDict):
-    """``runs/<run_id>.json``: the upstream Job Run record (SPEC §7.6)."""
+    class PrunedDoc(TypedDict):
+        """One ``evidence_pruned`` of a run (SPEC §15): when, what and how many bytes."""
 
-    version: int
-    run_id: str
-    job_id: str
-    idempotency_key: str
-    project_id: str
-    trigger: str
-    scheduled_at: str
-    created_at: str
-    updated_at: str
-    state: str
-    inputs: dict[str, Any]
-    task: dict[str, Any]
-    checkpoint_before: dict[str, Any]
-    checkpoint_after: NotRequired[dict[str, Any]]
-    plan_ref: str
-    result_ref: str
-    attempts: list[JobAttemptDoc]
-    review: NotRequired[dict[str, Any]]
-    pruned: NotRequired[list[PrunedDoc]]
+        at: str
+        paths: list[str]
+        bytes: int
 
+    class JobCheckpointDoc(TypedDict):
+        """One job of ``job-state.json``."""
 
-class PrunedDoc(TypedDict):
-    """One ``evidence_pruned`` of a run (SPEC §15): when, what and how many bytes."""
-
-    at: str
-    paths: list[str]
-    bytes: int
-
-
-class JobCheckpointDoc(TypedDict):
-    """One job of ``job-state.json``."""
-
-    checkpoint: dict[str, Any]
-    last_run_id: str
-    updated_at: str
+        checkpoint: dict[str, Any]
+        last_run_id: str
+        updated_at: str
+else:
+    JobAttemptDoc = JobRunDoc = PrunedDoc = JobCheckpointDoc = dict
 
 
 #: The Job Run states each event may follow ("new": no event yet; "created": no attempt yet,
