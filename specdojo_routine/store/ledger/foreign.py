@@ -134,7 +134,7 @@ def plan_routine_imports(
             view=ours, foreign=True)
     if data is None or found.resumed_at > 0 or data == proven.render(document):
         return RoutineImports(events=[], conflicts=[], view=ours, foreign=False, proof=found)
-    events, conflicts = _routine_entries(paths, data, document["routines"])
+    events, conflicts = _routine_entries(paths, data, document["routines"], found.tail.end)
     if not events:
         return RoutineImports(events=[], conflicts=conflicts, view=ours, foreign=True,
                               proof=found)
@@ -147,16 +147,16 @@ def plan_routine_imports(
 
 
 def _routine_history(
-    paths: ProjectPaths, wanted: Collection[str]
+    paths: ProjectPaths, wanted: Collection[str], end: int
 ) -> dict[str, list[dict[str, Any]]]:
     """Every entry our fold gave each routine of ``wanted``, line by line of the routine
     ledger (in published form): what tells a view of ours not yet republished, or a copy of
     it another tool wrote back, from facts our ledger lacks. Only read for a foreign file, and
     only for its entries that differ from the fold: the ledger is folded once, in chunks as a
-    proof folds it, and an entry is pictured after each line of its own routine."""
+    proof folds it, and an entry is pictured after each line of its own routine, up to
+    ``end``: the lines the fold being compared with covers."""
     history: dict[str, list[dict[str, Any]]] = {routine_id: [] for routine_id in wanted}
     path, state = paths.routine_ledger, RoutineFold()
-    end = ledger.tail(path).end
     if not end:
         return history
     with open(path, "rb", buffering=chain.READ_BUFFER) as f:
@@ -183,8 +183,10 @@ def _picture(routine_id: str, entry: Any) -> dict[str, Any]:
 
 
 def _routine_entries(
-    paths: ProjectPaths, data: bytes, ours: Mapping[str, Any]
+    paths: ProjectPaths, data: bytes, ours: Mapping[str, Any], end: int
 ) -> tuple[list[ev.RoutineStateImported], list[str]]:
+    """The import events and conflicts of a foreign view's entries (``data``) against ours,
+    the fold of the ledger's lines before byte ``end``."""
     from specdojo_routine.core import events as ev
 
     source = paths.rel(paths.routine_state)
@@ -193,7 +195,7 @@ def _routine_entries(
     verdicts = {routine_id: rules.routine_entry_verdict(record, ours.get(routine_id))
                 for routine_id, record in routines.items()}
     wanted = [routine_id for routine_id, verdict in verdicts.items() if verdict == "import"]
-    history = _routine_history(paths, wanted) if wanted else {}
+    history = _routine_history(paths, wanted, end) if wanted else {}
     for routine_id, record in routines.items():
         verdict = verdicts[routine_id]
         if verdict == "import":  # unless it is a picture our own ledger gave earlier
