@@ -119,3 +119,28 @@ def test_a_run_proves_the_ledger_once_and_a_stale_proof_is_not_taken(
     checked.clear()
     views.refresh_routine_view(paths, proof)
     assert 1 == len(checked)  # proved again, from the file as it now is
+
+
+def test_list_of_a_project_that_never_ran_loads_no_ledger_code(project: Project) -> None:
+    """Neither the ledger nor the view exists before the first run (ours or another tool's):
+    ``list`` shows every routine as never run without loading the ledger's code, and once a
+    run wrote them it reads them."""
+    project.routine("rtn-n", """\
+        trigger: {cron: "0 4 * * *", timezone: UTC}
+        action: {kind: specdojo, args: [n]}
+        """)
+    fresh = project.cli("list", "--json", "--now", RAN,
+                        env=project.env(PYTHONPROFILEIMPORTTIME="1"), process=True)
+    assert 0 == fresh.returncode, fresh.stderr[-2000:]
+    imported = _imported(fresh.stderr)
+    assert "specdojo_routine.app.listing" in imported  # the measurement saw the command
+    assert [] == [m for m in imported if m.startswith("specdojo_routine.store.ledger")]
+    (row,) = orjson.loads(fresh.stdout)["routines"]
+    assert ("never", None, True) == (row["status"], row["last_run"], row["due"])
+    assert not project.ledger.exists()  # and list wrote none
+    assert 0 == project.cli("run", "--due", "--now", RAN).returncode
+    ran = project.cli("list", "--json", "--now", MINUTE_LATER,
+                      env=project.env(PYTHONPROFILEIMPORTTIME="1"), process=True)
+    assert "specdojo_routine.store.ledger.adopt" in _imported(ran.stderr)
+    (row,) = orjson.loads(ran.stdout)["routines"]
+    assert ("success", False) == (row["status"], row["due"])

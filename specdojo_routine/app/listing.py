@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -15,7 +16,6 @@ from specdojo_routine.core.timefmt import format_ms, format_s, to_utc, try_parse
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import load as definitions
 from specdojo_routine.store.definitions.defcache import UNKNOWN, DefinitionCache
-from specdojo_routine.store.ledger import adopt
 from specdojo_routine.store.locks import routine as locks
 
 
@@ -122,7 +122,12 @@ def _with_retry(
 
 def _routine_states(paths: ProjectPaths) -> Mapping[str, Any]:
     """The entries of the routine view, with what another tool wrote there imported in memory
-    (writes nothing)."""
+    (writes nothing). A project that never ran, by us or by another tool, has neither the
+    ledger nor the view: nothing to fold or import, and the ledger's code is not loaded."""
+    if not (os.path.lexists(paths.routine_ledger) or os.path.lexists(paths.routine_state)):
+        return {}
+    from specdojo_routine.store.ledger import adopt
+
     return adopt.plan_routine_imports(paths).view.routines
 
 

@@ -47,7 +47,10 @@ def _commands(ran: Path) -> dict[str, list[str]]:
         # what the demo's `validate` and `list` cannot start without: the chosen dependencies
         # they use (ruamel for the YAML, croniter for the cron routines' next occurrences)
         "deps of validate": [py, "-c", "import attrs, orjson, ruamel.yaml"],
-        "deps of list": [py, "-c", "import attrs, orjson, ruamel.yaml, croniter"],
+        # croniter's import asks platform.architecture(), answered without a `file` child as
+        # the process entry answers it (specdojo_routine.__main__)
+        "deps of list": [py, "-c", "import platform; platform.architecture = lambda *a, **k: "
+                         "('64bit', 'ELF'); import attrs, orjson, ruamel.yaml, croniter"],
     }
 
 
