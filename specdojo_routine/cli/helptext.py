@@ -11,7 +11,6 @@ import argparse
 import functools
 import os
 import sys
-import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -294,19 +293,28 @@ COMMANDS: dict[str, CommandHelp] = {
 WIDTH = 79
 
 
+def _wrap(text: str, initial_indent: str = "", subsequent_indent: str = "") -> list[str]:
+    """``text`` wrapped to :data:`WIDTH`; textwrap (whose patterns are compiled when it is
+    imported) is loaded only when a help is written."""
+    import textwrap
+
+    return textwrap.wrap(text, WIDTH, initial_indent=initial_indent,
+                         subsequent_indent=subsequent_indent)
+
+
 def _rows(rows: Sequence[tuple[object, str]]) -> list[str]:
     """A two-column table, the second column wrapped with a hanging indent."""
     keys = [str(key) for key, _ in rows]
     width = max(map(len, keys))
     lines: list[str] = []
     for key, (_, text) in zip(keys, rows, strict=True):
-        lines += textwrap.wrap(text, WIDTH, initial_indent=f"  {key:<{width}}  ",
-                               subsequent_indent=" " * (width + 4))
+        lines += _wrap(text, initial_indent=f"  {key:<{width}}  ",
+                       subsequent_indent=" " * (width + 4))
     return lines
 
 
 def _prose(text: str) -> list[str]:
-    return textwrap.wrap(text, WIDTH, initial_indent="  ", subsequent_indent="  ")
+    return _wrap(text, initial_indent="  ", subsequent_indent="  ")
 
 
 def _examples(examples: Sequence[str], name: str) -> list[str]:
@@ -321,9 +329,8 @@ def main_epilog(name: str) -> str:
                         "{prog} history rtn-nightly --limit 20",
                         "{prog} job run --job job-weekly-report --input period=2026-W31"), name)
     lines += ["", "exit codes:", *_rows(EXIT_CODES), ""]
-    lines += textwrap.wrap(f"Run `{name} COMMAND --help` for a command's options; "
-                           "docs/reference.md in the source tree describes every format and "
-                           "command.", WIDTH)
+    lines += _wrap(f"Run `{name} COMMAND --help` for a command's options; "
+                   "docs/reference.md in the source tree describes every format and command.")
     return "\n".join(lines)
 
 

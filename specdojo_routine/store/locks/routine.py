@@ -54,9 +54,9 @@ _RETRY_S = 0.005
 _UNKNOWN = "unknown"
 _PROC_LOCKS = Path("/proc/locks")
 # "1: FLOCK  ADVISORY  WRITE 5693 fe:00:5308499 0 EOF"; waiters ("1: -> FLOCK ...") are skipped.
-_PROC_LOCK_LINE = re.compile(
-    r"^\d+:\s+(?!->)\S+\s+\S+\s+\S+\s+(-?\d+)\s+([0-9a-fA-F]+):([0-9a-fA-F]+):(\d+)\s", re.M
-)
+# (compiled where the table is read: re's cache keeps it; a command that never reads it, as
+# most do not, does not compile it)
+_PROC_LOCK_LINE = r"^\d+:\s+(?!->)\S+\s+\S+\s+\S+\s+(-?\d+)\s+([0-9a-fA-F]+):([0-9a-fA-F]+):(\d+)\s"
 
 
 _BUSY_ERRNOS = (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK)  # flock's "held by another"
@@ -324,7 +324,7 @@ def _flock_held(path: Path, pid_hint: int | None, table: _LockTable) -> bool:
 def held_in_proc_locks(table: str, *, dev: int, ino: int, pid_hint: int | None) -> bool:
     """Whether ``/proc/locks`` text shows a granted lock on the inode ``(dev, ino)``."""
     want_dev = (os.major(dev), os.minor(dev))
-    for m in _PROC_LOCK_LINE.finditer(table):
+    for m in re.finditer(_PROC_LOCK_LINE, table, re.M):
         if int(m[4]) != ino:
             continue
         if (int(m[2], 16), int(m[3], 16)) == want_dev:
