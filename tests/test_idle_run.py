@@ -56,6 +56,11 @@ def test_nothing_due_needs_no_schedule_iteration_and_still_sees_the_next_occurre
         assert [] == [m for m in imported
                       if any(m == h or m.startswith(h + ".") for h in (*HEAVY, *UNNEEDED))]
     assert before == project.ledger.read_bytes()  # nothing recorded
+    # a dry run selects as the run does, from the same remembered occurrences
+    dry = project.cli("run", "--due", "--dry-run", "--now", MINUTE_LATER,
+                      env=project.env(PYTHONPROFILEIMPORTTIME="1"), process=True)
+    assert (0, "no due routines\n") == (dry.returncode, dry.stdout), dry.stderr[-2000:]
+    assert not any(m.startswith(("croniter", "dateutil")) for m in _imported(dry.stderr))
     listed = project.cli("list", "--json", "--now", MINUTE_LATER,
                          env=project.env(PYTHONPROFILEIMPORTTIME="1"), process=True)
     assert not any(m.startswith("croniter") for m in _imported(listed.stderr))

@@ -519,7 +519,7 @@ def plan_selection(
             if chosen is not None:  # the retry would start instead of any occurrence
                 report.selected.append(chosen)
                 continue
-        _select(report, routine, state, now, routine_id is not None, paths.project_id)
+        _select(report, routine, state, now, routine_id is not None, paths.project_id, memo)
 
 
 def _register(ctx: _Context, defs: Definitions, view: views.RoutineView) -> views.RoutineView:
