@@ -4,6 +4,7 @@ is folded and imported."""
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -40,3 +41,33 @@ def test_a_view_another_tool_wrote_without_a_ledger_is_read(demo: ProjectPaths) 
     assert ("success", "2026-08-07T07:58:00Z") == (rows["rtn-heartbeat"].status,
                                                     rows["rtn-heartbeat"].last_run)
     assert not demo.routine_ledger.exists()  # imported in memory only
+
+
+def test_a_ledger_that_cannot_be_looked_at_is_not_taken_for_a_project_never_run(
+    demo: ProjectPaths, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only "no such file" means never run: a routine directory the command may not search
+    (EACCES; the tests run as root, so the refusal is simulated) goes to the ledger's reader,
+    which says what is wrong, instead of listing every routine as never run."""
+    real_lstat = os.lstat
+
+    def refused(path: object, *args: object, **kwargs: object) -> os.stat_result:
+        if Path(str(path)) == demo.routine_ledger:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_lstat(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    asked: list[ProjectPaths] = []
+    from specdojo_routine.store.ledger import adopt
+
+    plan = adopt.plan_routine_imports
+
+    def spy(paths: ProjectPaths) -> adopt.RoutineImports:
+        asked.append(paths)
+        return plan(paths)
+
+    monkeypatch.setattr(adopt, "plan_routine_imports", spy)
+    listing.list_routines(demo, now=NOW, clock=lambda: NOW)
+    assert [] == asked  # absent: nothing to read
+    monkeypatch.setattr(os, "lstat", refused)
+    listing.list_routines(demo, now=NOW, clock=lambda: NOW)
+    assert [demo] == asked

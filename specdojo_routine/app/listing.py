@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -124,11 +125,24 @@ def _routine_states(paths: ProjectPaths) -> Mapping[str, Any]:
     """The entries of the routine view, with what another tool wrote there imported in memory
     (writes nothing). A project that never ran, by us or by another tool, has neither the
     ledger nor the view: nothing to fold or import, and the ledger's code is not loaded."""
-    if not (os.path.lexists(paths.routine_ledger) or os.path.lexists(paths.routine_state)):
+    if _absent(paths.routine_ledger) and _absent(paths.routine_state):
         return {}
     from specdojo_routine.store.ledger import adopt
 
     return adopt.plan_routine_imports(paths).view.routines
+
+
+def _absent(path: Path) -> bool:
+    """Whether nothing is at ``path``: only "no such file" says so. A path that cannot be
+    looked at (a directory without permission) is not taken for an empty project: the
+    ledger's reader then says what is wrong."""
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _remembered(
