@@ -13,23 +13,23 @@ from __future__ import annotations
 
 import attrs
 
-#: (state, unhealthy): every state ``status`` shows, worst first (the overview's sort order).
-STATES: tuple[tuple[str, bool], ...] = (
-    ("interrupted", True),
-    ("held", True),
-    ("failure", True),
-    ("missed", True),
-    ("retrying", False),
-    ("running", False),
-    ("paused", False),
-    ("partial", False),
-    ("skipped", False),
-    ("never", False),
-    ("success", False),
-    ("disabled", False),
+#: every state ``status`` shows, worst first (the overview's sort order); the first four
+#: are the unhealthy ones (:func:`problems` decides)
+STATES: tuple[str, ...] = (
+    "interrupted",
+    "held",
+    "failure",
+    "missed",
+    "retrying",
+    "running",
+    "paused",
+    "partial",
+    "skipped",
+    "never",
+    "success",
+    "disabled",
 )
-_RANK = {name: rank for rank, (name, _) in enumerate(STATES)}
-_UNHEALTHY = {name for name, bad in STATES if bad}
+_RANK = {name: rank for rank, name in enumerate(STATES)}
 
 
 @attrs.frozen(kw_only=True)
@@ -86,8 +86,3 @@ def problems(facts: Facts) -> list[str]:
 def rank(state: str) -> int:
     """Sort key of a state, worst first; an unknown state sorts with ``never``."""
     return _RANK.get(state, _RANK["never"])
-
-
-def is_unhealthy_state(state: str) -> bool:
-    """Whether ``state`` (of :func:`state_of`) is one the health rule counts."""
-    return state in _UNHEALTHY

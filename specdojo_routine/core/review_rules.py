@@ -24,11 +24,6 @@ def exec_branch(project_id: str, run_id: str) -> str:
     return f"exec/{project_id}-{run_id}"
 
 
-def kept_branch(project_id: str, run_id: str, attempt: int) -> str:
-    """Where a previous attempt's branch is kept when a new attempt starts afresh."""
-    return f"{exec_branch(project_id, run_id)}-attempt-{attempt}"
-
-
 def commit_message(job_name: str, run_id: str, state: str) -> tuple[str, str]:
     """(subject, body) of the exec branch's commit."""
     return (f"chore(routine): {job_name} ({run_id}, {state})",

@@ -142,10 +142,3 @@ def merge(git: Git, branch: str, message: str) -> tuple[str | None, str | None]:
 def remove(git: Git, worktree: Path, branch: str) -> None:
     git.run("worktree", "remove", "--force", str(worktree), what="cannot remove the worktree")
     git.run("branch", "-D", branch, what="cannot delete the exec branch")
-
-
-def discard(git: Git, worktree: Path, branch: str) -> None:
-    """Best effort removal (after a failure in the middle of the flow)."""
-    if worktree.exists():
-        git.run("worktree", "remove", "--force", str(worktree), check=False)
-    git.run("branch", "-D", branch, check=False)

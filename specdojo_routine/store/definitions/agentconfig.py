@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from specdojo_routine.core.errors import ConfigError, Problem
-from specdojo_routine.core.validation import Node, Report
+from specdojo_routine.core.validation import Node
 from specdojo_routine.store.config import ProjectPaths
 
 if TYPE_CHECKING:  # imported where a roster is read: most projects have none
@@ -54,12 +54,3 @@ def load_agent_config(paths: ProjectPaths) -> AgentConfig | None:
             agent_rules.check_templates(dreport, defaults, roster)
         problems += dreport.problems
     return AgentConfig(roster=roster, defaults=defaults, problems=tuple(problems))
-
-
-def check_job_file(report: Report, data: object, config: AgentConfig | None) -> None:
-    """The nicknames a Job Definition names are members (only when there is a roster)."""
-    if config is None or not isinstance(data, dict):
-        return
-    from specdojo_routine.core import agent_rules
-
-    agent_rules.check_job_nicknames(report, Node(value=data), config.roster)
