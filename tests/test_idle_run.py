@@ -149,3 +149,27 @@ def test_list_of_a_project_that_never_ran_loads_no_ledger_code(project: Project)
     assert "specdojo_routine.store.ledger.adopt" in _imported(ran.stderr)
     (row,) = orjson.loads(ran.stdout)["routines"]
     assert ("success", False) == (row["status"], row["due"])
+
+
+def test_a_dry_run_asks_the_due_engine_where_the_cache_does_not_know_the_cursor(
+    project: Project, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A dry run keeps nothing, so for a cursor the cache does not know (no cache, or one of
+    other code) it does not work out the next occurrence to remember: the due engine alone
+    answers, as a dry run always did."""
+    from specdojo_routine.core import schedule
+
+    project.routine("rtn-u", """\
+        trigger: {cron: "0 4 * * *", timezone: UTC}
+        action: {kind: specdojo, args: [u]}
+        """)
+    assert 0 == project.cli("run", "--due", "--now", RAN).returncode
+    (project.root / "routines" / ".cache" / "definitions.json").unlink()
+
+    def unwanted(*args: object) -> None:
+        raise AssertionError("a dry run worked out an occurrence to remember")
+
+    monkeypatch.setattr(schedule, "next_after", unwanted)
+    dry = project.cli("run", "--due", "--dry-run", "--now", MINUTE_LATER)
+    assert (0, "no due routines\n") == (dry.returncode, dry.stdout), dry.stderr
+    assert not (project.root / "routines" / ".cache" / "definitions.json").exists()

@@ -205,9 +205,9 @@ def _routines_to_consider(defs: Definitions, routine_id: str | None) -> list[Rou
 
 def _occurrences(
     report: RunReport, routine: Routine, state: Mapping[str, Any] | None, now: datetime,
-    explicit: bool, memo: DefinitionCache | None = None,
+    explicit: bool, memo: DefinitionCache | None = None, *, learn: bool = True,
 ) -> list[schedule.Occurrence]:
-    if memo is not None and not explicit and _none_due(memo, routine, state, now):
+    if memo is not None and not explicit and _none_due(memo, routine, state, now, learn):
         return []
     entry = state or {}
     try:
@@ -233,10 +233,13 @@ def _occurrences(
 
 def _none_due(
     memo: DefinitionCache, routine: Routine, state: Mapping[str, Any] | None, now: datetime,
+    learn: bool = True,
 ) -> bool:
     """A cron routine with a cursor whose next occurrence (remembered in the definitions
-    cache, else computed once and remembered) is after ``now``: nothing is due, known
-    without iterating its schedule (:func:`schedule.none_due`)."""
+    cache, else - ``learn`` - computed once and remembered for the cache the run saves) is
+    after ``now``: nothing is due, known without iterating its schedule
+    (:func:`schedule.none_due`). Without ``learn``, a cursor the cache does not know is
+    answered by the due engine alone."""
     cursor = (state or {}).get("last_scheduled_for")
     trigger = routine.trigger
     if trigger is None or not routine.enabled or not isinstance(cursor, str):
@@ -245,6 +248,8 @@ def _none_due(
     if after is None:
         return False
     found = memo.next_after(trigger.cron, trigger.timezone, cursor)
+    if found == UNKNOWN and not learn:
+        return False
     if found == UNKNOWN:
         at = schedule.next_after(trigger.cron, trigger.timezone, after)
         found = format_ms(at) if at is not None else None
@@ -287,7 +292,8 @@ def _select(
     report: RunReport, routine: Routine, state: Mapping[str, Any] | None, now: datetime,
     explicit: bool, project_id: str, memo: DefinitionCache | None = None,
 ) -> None:
-    for occ in _occurrences(report, routine, state, now, explicit, memo):
+    # a dry run keeps nothing it learns: what the cache does not know, it works out once
+    for occ in _occurrences(report, routine, state, now, explicit, memo, learn=False):
         _choose(report, routine, state, occ, now, project_id)
 
 
