@@ -50,23 +50,23 @@ def make_project(root: Path) -> Path:
     return root
 
 
-def test_bench_run_due_with_nothing_due(tmp_path: Path) -> None:
-    root = make_project(tmp_path / "p")
+def _best_nothing_due(root: Path, tmp_path: Path, cli: Path, ran: str, minutes: list[str],
+                      ) -> dict[str, float]:
+    """One ``run --due`` at ``ran``, then at each of ``minutes`` with nothing due, each beside
+    ``python -c pass`` (the first round warms the bytecode and the caches): the best times."""
     env = {k: v for k, v in ENVIRON_AT_START.items()
            if k not in ("SPECDOJO_PROJECT", "PYTHONDONTWRITEBYTECODE")}
     env["PYTHONPYCACHEPREFIX"] = str(tmp_path / "pycache")
-    env["SPECDOJO_CLI"] = str(REPO / "tests" / "support" / "fake-specdojo")
+    env["SPECDOJO_CLI"] = str(cli)
     py = sys.executable
     run = [py, "-m", "specdojo_routine", "run", "--due", "--root", str(root)]
-    first = subprocess.run([*run, "--now", RAN_AT], env=env, capture_output=True, text=True,
+    first = subprocess.run([*run, "--now", ran], env=env, capture_output=True, text=True,
                            check=False)
-    assert 0 == first.returncode, first.stderr[-2000:]
-    assert f"Ran {COUNT} attempt(s)" in first.stdout
+    assert 0 == first.returncode and "Ran " in first.stdout, first.stderr[-2000:]
     ledger = root / "routines" / "generated" / "routine-runs.jsonl"
     size = ledger.stat().st_size
     times: dict[str, list[float]] = {"python -c pass": [], "run --due, nothing due": []}
-    for n in range(ROUNDS + 1):
-        minute = f"2026-08-07T05:{n + 1:02d}:30Z"
+    for n, minute in enumerate(minutes):
         for name, argv in (("python -c pass", [py, "-c", "pass"]),
                            ("run --due, nothing due", [*run, "--now", minute])):
             started = time.perf_counter()
@@ -75,10 +75,16 @@ def test_bench_run_due_with_nothing_due(tmp_path: Path) -> None:
             assert 0 == done.returncode, done.stderr[-2000:]
             if name != "python -c pass":
                 assert "no due routines" in done.stdout
-            if n:  # the first round warms the bytecode and the caches
+            if n:
                 times[name].append(elapsed)
     assert size == ledger.stat().st_size  # nothing recorded
-    best = {name: min(seconds) for name, seconds in times.items()}
+    return {name: min(seconds) for name, seconds in times.items()}
+
+
+def test_bench_run_due_with_nothing_due(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    best = _best_nothing_due(root, tmp_path, REPO / "tests" / "support" / "fake-specdojo", RAN_AT,
+                             [f"2026-08-07T05:{n + 1:02d}:30Z" for n in range(ROUNDS + 1)])
     ratio = best["run --due, nothing due"] / best["python -c pass"]
     print(f"\n{COUNT} cron routines that ran once, whole processes, best of {ROUNDS}:")
     for name, seconds in best.items():
@@ -95,32 +101,9 @@ def test_bench_run_due_with_nothing_due_on_the_demo(tmp_path: Path) -> None:
     rules build and check them on every call - a cost the 300 routines above do not have."""
     root = tmp_path / "demo"
     shutil.copytree(REPO / "fixtures" / "demo", root)
-    env = {k: v for k, v in ENVIRON_AT_START.items()
-           if k not in ("SPECDOJO_PROJECT", "PYTHONDONTWRITEBYTECODE")}
-    env["PYTHONPYCACHEPREFIX"] = str(tmp_path / "pycache")
-    env["SPECDOJO_CLI"] = str(root / "bin" / "fake-specdojo")
-    py = sys.executable
-    run = [py, "-m", "specdojo_routine", "run", "--due", "--root", str(root)]
-    first = subprocess.run([*run, "--now", RAN_AT], env=env, capture_output=True, text=True,
-                           check=False)
-    assert 0 == first.returncode and "Ran 4 attempt(s)" in first.stdout, first.stderr[-2000:]
-    ledger = root / "routines" / "generated" / "routine-runs.jsonl"
-    size = ledger.stat().st_size
-    times: dict[str, list[float]] = {"python -c pass": [], "run --due, nothing due": []}
-    for n in range(ROUNDS + 1):  # within the heartbeat's five minutes
-        minute = f"2026-08-07T05:{1 + n * 20 // 60:02d}:{n * 20 % 60:02d}Z"
-        for name, argv in (("python -c pass", [py, "-c", "pass"]),
-                           ("run --due, nothing due", [*run, "--now", minute])):
-            started = time.perf_counter()
-            done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
-            elapsed = time.perf_counter() - started
-            assert 0 == done.returncode, done.stderr[-2000:]
-            if name != "python -c pass":
-                assert "no due routines" in done.stdout
-            if n:
-                times[name].append(elapsed)
-    assert size == ledger.stat().st_size  # nothing recorded
-    best = {name: min(seconds) for name, seconds in times.items()}
+    best = _best_nothing_due(root, tmp_path, root / "bin" / "fake-specdojo", RAN_AT,
+                             [f"2026-08-07T05:{1 + n * 20 // 60:02d}:{n * 20 % 60:02d}Z"
+                              for n in range(ROUNDS + 1)])  # within the heartbeat's 5 minutes
     print(f"\nthe demo after one run (routines that name Jobs), best of {ROUNDS}:")
     for name, seconds in best.items():
         print(f"  {name:24s} {seconds * 1000:6.0f} ms")
