@@ -292,7 +292,7 @@ def _select(
     report: RunReport, routine: Routine, state: Mapping[str, Any] | None, now: datetime,
     explicit: bool, project_id: str, memo: DefinitionCache | None = None,
 ) -> None:
-    # a dry run keeps nothing it learns: what the cache does not know, it works out once
+    # a dry run keeps nothing: a cursor the cache does not know goes to the due engine
     for occ in _occurrences(report, routine, state, now, explicit, memo, learn=False):
         _choose(report, routine, state, occ, now, project_id)
 

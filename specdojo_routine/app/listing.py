@@ -141,7 +141,7 @@ def _absent(path: Path) -> bool:
     except FileNotFoundError:
         return True
     except OSError:
-        return False
+        pass
     return False
 
 
