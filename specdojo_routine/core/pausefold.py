@@ -11,9 +11,12 @@ permission to catch up, seed 004). The table here is drawn into docs/state-diagr
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any, Literal
 
 import attrs
+
+from specdojo_routine.core.timefmt import format_ms
 
 Raw = dict[str, Any]
 PauseState = Literal["active", "paused"]
@@ -77,18 +80,18 @@ def reason(pause: Mapping[str, Any]) -> str:
     return f"paused by {pause.get('by')}" + (f": {note}" if note else "")
 
 
-def pause_reason(state: Mapping[str, Any] | None, became_due: str | None) -> str | None:
+def pause_reason(state: Mapping[str, Any] | None, became_due: datetime | None) -> str | None:
     """The reason a due occurrence is accounted for as paused, or None when it may run.
 
-    ``became_due`` is when the occurrence became due in the stored ``scheduled_for`` form (a
-    cron occurrence's ``scheduled_for``, an interval routine's ``last_run + interval``; None
-    for an interval routine that never ran). While paused, every due occurrence is paused;
-    after a resume, those that became due by ``resumed_at``."""
+    ``became_due`` is when the occurrence became due (a cron occurrence's ``scheduled_for``,
+    an interval routine's ``last_run + interval``; None for an interval routine that never
+    ran). While paused, every due occurrence is paused; after a resume, those that became due
+    by ``resumed_at`` (compared in the stored form, written only when there is a resume)."""
     pause = (state or {}).get("pause")
     if not isinstance(pause, dict):
         return None
     resumed = pause.get("resumed_at")
-    if resumed is None or (became_due is not None and became_due <= resumed):
+    if resumed is None or (became_due is not None and format_ms(became_due) <= resumed):
         return reason(pause)
     return None
 

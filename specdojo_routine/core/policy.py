@@ -73,22 +73,19 @@ def classify(
     """Start, hold or miss ``occurrence`` at ``now``, given the routine's folded ``state``."""
     if occurrence.trigger != "due":
         return Decision(verdict="run", occurrence=occurrence)
-    if (state or {}).get("pause") is not None:  # a routine never paused has no pause entry
-        became_due = (occurrence.scheduled_for if routine.trigger is not None
-                      else occurrence.due_at)
-        paused = pausefold.pause_reason(state, format_ms(became_due) if became_due else None)
-        if paused is not None:  # an operator's pause comes before the hold (SPEC §13)
-            return Decision(verdict="pause", occurrence=occurrence, reason=paused)
+    became_due = occurrence.scheduled_for if routine.trigger is not None else occurrence.due_at
+    paused = pausefold.pause_reason(state, became_due)
+    if paused is not None:  # an operator's pause comes before the hold (SPEC §13)
+        return Decision(verdict="pause", occurrence=occurrence, reason=paused)
     if is_held(state):
         reason = held_reason((state or {}).get("hold_attempt_id"))
         return Decision(verdict="hold", occurrence=occurrence, reason=reason)
     deadline = routine.policy.starting_deadline
     if deadline is None:
         return Decision(verdict="run", occurrence=occurrence)
-    since = occurrence.scheduled_for if routine.trigger is not None else occurrence.due_at
-    if since is None:  # an interval routine that never ran has no deadline
+    if became_due is None:  # an interval routine that never ran has no deadline
         return Decision(verdict="run", occurrence=occurrence)
-    late = to_utc(now) - since
+    late = to_utc(now) - became_due
     if late.total_seconds() <= deadline.seconds:  # exactly at the deadline is on time
         return Decision(verdict="run", occurrence=occurrence)
     late_by = int(late.total_seconds())
