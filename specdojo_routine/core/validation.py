@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from specdojo_routine.core.errors import Problem
 from specdojo_routine.core.redact import redact
@@ -28,7 +28,7 @@ MAX_SAFE_INTEGER = 2**53 - 1
 # --- values ------------------------------------------------------------------------------------
 
 
-def is_int(value: object) -> bool:
+def is_int(value: object) -> TypeGuard[int]:
     """An integer, not a boolean."""
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -60,7 +60,8 @@ def _scalar(value: object) -> bool:
 
 
 def safe_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= MAX_SAFE_INTEGER
+    """An integer (not a boolean) that JSON carries exactly on both sides."""
+    return is_int(value) and abs(value) <= MAX_SAFE_INTEGER
 
 
 got = describe
