@@ -338,3 +338,29 @@ def test_the_fingerprint_covers_every_module_of_the_wing_by_folder(tmp_path: Pat
         probe.write_text("X = 1\n", encoding="utf-8")
         assert defcache.fingerprint() != defcache._fingerprint(wing, core)
         probe.unlink()
+
+
+def test_zone_rules_are_read_where_zoneinfo_reads_them(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A remembered occurrence is keyed by the data zoneinfo reads for its zone: the first file
+    of that name on ``zoneinfo.TZPATH``, else the tzdata package's; a zone whose data cannot be
+    found has nothing remembered (every call works its occurrences out)."""
+    import zoneinfo
+
+    import tzdata
+
+    from specdojo_routine.store.definitions import defcache
+
+    packaged = Path(tzdata.__file__).parent / "zoneinfo" / "Asia" / "Tokyo"
+    monkeypatch.setattr(zoneinfo, "TZPATH", (str(tmp_path / "zones"),))
+    assert packaged == defcache._zone_file("Asia/Tokyo")
+    (tmp_path / "zones" / "Asia").mkdir(parents=True)
+    (tmp_path / "zones" / "Asia" / "Tokyo").write_bytes(packaged.read_bytes())
+    assert tmp_path / "zones" / "Asia" / "Tokyo" == defcache._zone_file("Asia/Tokyo")
+    assert None is defcache._zone_file("Nowhere/Atlantis")
+    cache = defcache.DefinitionCache(tmp_path / "routines")
+    cursor = "2026-12-07T00:00:00.000Z"
+    for zone in ("Asia/Tokyo", "Nowhere/Atlantis"):
+        cache.learn_next("0 9 * * *", zone, cursor, "2026-12-08T00:00:00.000Z")
+    assert "2026-12-08T00:00:00.000Z" == cache.next_after("0 9 * * *", "Asia/Tokyo", cursor)
+    assert defcache.UNKNOWN == cache.next_after("0 9 * * *", "Nowhere/Atlantis", cursor)

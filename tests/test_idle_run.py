@@ -4,9 +4,12 @@ each cron routine's next occurrence after its cursor - without iterating a sched
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import orjson
 import pytest
 
+from specdojo_routine.store.definitions.defcache import _next_key
 from tests.conftest import Project
 
 RAN = "2026-08-07T05:00:30Z"
@@ -43,8 +46,9 @@ def test_nothing_due_needs_no_schedule_iteration_and_still_sees_the_next_occurre
     assert 0 == first.returncode and "Ran 3 attempt(s)" in first.stdout, first.stdout
     # the run remembers each routine's next occurrence after the cursor it left ...
     cache = project.root / "routines" / ".cache" / "definitions.json"
-    assert {f"{n} 4 * * *|UTC|2026-08-07T04:0{n}:00.000Z": f"2026-08-08T04:0{n}:00.000Z"
-            for n in range(3)} == orjson.loads(cache.read_bytes())["next"]
+    assert {_next_key(f"{n} 4 * * *", "UTC", f"2026-08-07T04:0{n}:00.000Z"):
+            f"2026-08-08T04:0{n}:00.000Z" for n in range(3)} == orjson.loads(
+                cache.read_bytes())["next"]
     # ... so every later call with nothing due, and `list`, answer from them
     before = project.ledger.read_bytes()
     for minute in (MINUTE_LATER, TWO_MINUTES_LATER):
@@ -84,6 +88,42 @@ def test_a_changed_schedule_is_not_answered_from_the_old_one(project: Project) -
     project.routine("rtn-c", body.format("1 5 * * *"))
     moved = project.cli("run", "--due", "--now", MINUTE_LATER)
     assert 0 == moved.returncode and "Ran 1 attempt(s)" in moved.stdout, moved.stdout
+
+
+def test_a_remembered_occurrence_holds_only_under_the_zone_rules_it_was_worked_out_with(
+    project: Project, tmp_path: Path,
+) -> None:
+    """A remembered next occurrence is an instant worked out with the zone's rules as this
+    machine had them; when they change (a country moves its clocks, the machine's zone data is
+    updated), the occurrence is worked out again with the new rules - neither a run nor
+    ``list`` answers from the old instant."""
+    import tzdata
+
+    rules = Path(tzdata.__file__).parent / "zoneinfo"
+    zones = tmp_path / "zoneinfo"
+    (zones / "Test").mkdir(parents=True)
+    shifting = zones / "Test" / "Shift"
+    shifting.write_bytes((rules / "Europe" / "Berlin").read_bytes())  # UTC+1 in winter
+    env = project.env(PYTHONTZPATH=str(zones))
+    project.routine("rtn-z", """\
+        trigger: {cron: "0 9 * * *", timezone: Test/Shift}
+        action: {kind: specdojo, args: [z]}
+        """)
+    first = project.cli("run", "--due", "--now", "2026-12-07T08:00:30Z", env=env, process=True)
+    assert 0 == first.returncode and "Ran 1 attempt(s)" in first.stdout, first.stderr
+    remembered = orjson.loads(
+        (project.root / "routines" / ".cache" / "definitions.json").read_bytes())["next"]
+    assert ["2026-12-08T08:00:00.000Z"] == list(remembered.values())  # 09:00 in Berlin
+    shifting.write_bytes((rules / "Asia" / "Tokyo").read_bytes())  # the zone's clocks move
+    now = "2026-12-08T00:00:30Z"  # 09:00 under the new rules, long before the old instant
+    listed = project.cli("list", "--json", "--now", now, env=env, process=True)
+    row = orjson.loads(listed.stdout)["routines"][0]
+    assert (True, "2026-12-09T00:00:00.000Z") == (row["due"], row["next_occurrence"]), row
+    dry = project.cli("run", "--due", "--dry-run", "--now", now, env=env, process=True)
+    assert "rtn-z" in dry.stdout, dry.stdout
+    ran = project.cli("run", "--due", "--now", now, env=env, process=True)
+    assert 0 == ran.returncode and "Ran 1 attempt(s)" in ran.stdout, ran.stdout
+    assert "2026-12-08T00:00:00.000Z" == project.events()[-1]["scheduled_for"]
 
 
 def test_a_run_proves_the_ledger_once_and_a_stale_proof_is_not_taken(

@@ -32,11 +32,14 @@ What is trusted, and why (trust only what we wrote and can verify):
   secret is copied out of the definitions.
 
 It also keeps, per cron schedule and cursor, the schedule's next occurrence after that cursor
-(``next``: ``"<cron>|<zone>|<last_scheduled_for>"`` -> the instant, or null for none): a pure
-function of the three (:func:`~specdojo_routine.core.schedule.next_after`, under the same
-fingerprint), so the call cron makes every minute tells that nothing is due without iterating
-any schedule (:func:`~specdojo_routine.core.schedule.none_due`). Only what a load asked for is
-kept when it is written.
+(``next``: ``"<cron>|<zone>|<zone rules>|<last_scheduled_for>"`` -> the instant, or null for
+none): a pure function of the four (:func:`~specdojo_routine.core.schedule.next_after`, under
+the same fingerprint), so the call cron makes every minute tells that nothing is due without
+iterating any schedule (:func:`~specdojo_routine.core.schedule.none_due`). The zone's rules
+are a digest of the zone data this machine has for it: the same wall-clock time is another
+instant once a country moves its clocks and the machine's zone data is updated, and an
+occurrence worked out with the old rules is then not asked for again. Only what a load asked
+for is kept when it is written.
 
 Only recording commands write it (``run`` without ``--dry-run``, under the routine lock);
 ``validate``, ``list``, ``run --dry-run`` only read it and write nothing. Entries of files no
@@ -51,6 +54,7 @@ import hashlib
 import importlib.util
 import os
 import sys
+import zoneinfo
 from pathlib import Path
 from typing import Any
 
@@ -131,8 +135,11 @@ class DefinitionCache:
     def next_after(self, cron: str, timezone: str, cursor: str) -> str | None:
         """The remembered next occurrence of ``cron`` in ``timezone`` after the instant
         ``cursor`` (as the view records it): its instant as :func:`timefmt.format_ms` writes
-        it, None for none, :data:`UNKNOWN` when not remembered."""
-        key = f"{cron}|{timezone}|{cursor}"
+        it, None for none, :data:`UNKNOWN` when not remembered (or when the zone's rules are
+        not the ones it was worked out with)."""
+        key = _next_key(cron, timezone, cursor)
+        if key is None:
+            return UNKNOWN
         if key in self._next:
             return self._next[key]
         if key in self._old_next:
@@ -142,7 +149,9 @@ class DefinitionCache:
 
     def learn_next(self, cron: str, timezone: str, cursor: str, found: str | None) -> None:
         """Remember what :meth:`next_after` did not know (kept when saved)."""
-        self._next[f"{cron}|{timezone}|{cursor}"] = found
+        key = _next_key(cron, timezone, cursor)
+        if key is not None:
+            self._next[key] = found
 
     @staticmethod
     def key(source: str) -> str:
@@ -258,3 +267,36 @@ def _json(text: object) -> Any:
 
 
 _zone_exists = functools.cache(usable_zone)  # a cached routine's zone, checked once a process
+
+
+def _next_key(cron: str, timezone: str, cursor: str) -> str | None:
+    """The key of a remembered next occurrence: the schedule, the zone's rules and the cursor
+    it was worked out from (None: the zone's rules cannot be read, so nothing is remembered)."""
+    rules = _zone_rules(timezone)
+    return None if rules is None else f"{cron}|{timezone}|{rules}|{cursor}"
+
+
+@functools.cache
+def _zone_rules(name: str) -> str | None:
+    """A digest of the data zoneinfo reads for the zone ``name`` (None: it cannot be read). A
+    remembered occurrence is an instant worked out with the zone's rules as they were; the
+    machine's zone data changes when a country moves its clocks (a tzdata update), and with it
+    the instants of the same wall-clock times."""
+    path = _zone_file(name)
+    try:
+        return None if path is None else hashlib.sha256(read_regular(path)).hexdigest()[:16]
+    except OSError:
+        return None
+
+
+def _zone_file(name: str) -> Path | None:
+    """The file zoneinfo reads for the zone ``name``, in zoneinfo's order: the first of that
+    name on ``zoneinfo.TZPATH``, else the tzdata package's."""
+    for root in zoneinfo.TZPATH:
+        if (Path(root) / name).is_file():
+            return Path(root) / name
+    found = importlib.util.find_spec("tzdata")  # a dependency: where the machine has none
+    for package in (found and found.submodule_search_locations) or ():
+        if (Path(package) / "zoneinfo" / name).is_file():
+            return Path(package) / "zoneinfo" / name
+    return None
