@@ -3,6 +3,7 @@ SIGKILL between the two, then prune again), and views that stay rebuildable."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from specdojo_routine.core import events as ev
 from specdojo_routine.core import jobplan
 from specdojo_routine.core.errors import LockBusy
 from specdojo_routine.core.retention import Retention
+from specdojo_routine.execute import prunefiles
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import load as definitions
 from specdojo_routine.store.ledger import journal as ledger
@@ -299,6 +301,37 @@ def test_sigkill_after_an_attempts_record_then_prune_finishes(
     prune.prune(paths, keep_days=0, keep_runs=0, now=LATER, env={})
     assert ([], attempts) == (sorted((paths.evidence_dir / "routines").iterdir()),
                               [r["attempt_id"] for r in routine_records(project)])
+
+
+def test_a_fifo_in_an_attempts_evidence_does_not_hang_prune(
+    project: Project, attempts: list[str],
+) -> None:
+    """A FIFO where an action's ``evidence.json`` or the removal marker would be is not
+    opened (reading or writing one waits for a peer for ever); the evidence still goes."""
+    paths = jobhelper.paths_of(project.root)
+    (paths.evidence_dir / "routines" / attempts[0] / "action-2").mkdir()
+    os.mkfifo(paths.evidence_dir / "routines" / attempts[0] / "action-2" / "evidence.json")
+    os.mkfifo(paths.evidence_dir / "routines" / attempts[1] / prunefiles.REMOVAL_MARKER)
+    done = project.cli("prune", "--keep-days", "0", "--keep-runs", "0", "--now",
+                       LATER.isoformat(), timeout=60)
+    assert (0, []) == (done.returncode, sorted((paths.evidence_dir / "routines").iterdir())), \
+        done.stderr
+
+
+def test_a_symlink_in_an_attempts_evidence_is_not_followed(
+    project: Project, attempts: list[str], tmp_path: Path,
+) -> None:
+    """A symlink by the name of the removal marker, pointing out of the project, is not
+    written through: the file it names stays as it was, the link goes with the evidence."""
+    paths = jobhelper.paths_of(project.root)
+    outside = tmp_path / "outside.json"
+    outside.write_text('{"routine_id": "rtn-a", "attempt_id": null}\n')
+    evidence = paths.evidence_dir / "routines" / attempts[0]
+    os.symlink(outside, evidence / prunefiles.REMOVAL_MARKER)
+    done = project.cli("prune", "--keep-days", "0", "--keep-runs", "0", "--now",
+                       LATER.isoformat(), timeout=60)
+    assert (0, False) == (done.returncode, evidence.exists()), done.stderr
+    assert '{"routine_id": "rtn-a", "attempt_id": null}\n' == outside.read_text()
 
 
 # --- as run --due goes -------------------------------------------------------------------------
