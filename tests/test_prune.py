@@ -115,6 +115,18 @@ def test_the_window_and_the_checkpoint_protect(root: Path) -> None:
     assert [True] * 3 == exists(paths, run_id("p4"))
 
 
+def test_an_unreadable_view_of_a_pruned_run_is_moved_aside_not_replaced(root: Path) -> None:
+    """SPEC §10 rule 8: a run view that is not JSON holds no facts, but is never deleted; the
+    prune that republishes the view moves it aside first and says so."""
+    paths = jobhelper.paths_of(root)
+    view = paths.run_view(run_id("p0"))
+    view.write_bytes(b'{"run_id": "JBR-')
+    prune.prune(paths, keep_days=0, keep_runs=0, now=LATER, env={})
+    [aside] = view.parent.glob(f"{view.name}.unreadable-*")
+    assert (b'{"run_id": "JBR-', [False] * 3) == (aside.read_bytes(), exists(paths, run_id("p0")))
+    assert "pruned" in orjson.loads(view.read_bytes())
+
+
 def test_open_interrupted_and_waiting_runs_are_never_pruned(root: Path, project: Project) -> None:
     """An attempt left open (its runner died) and a run waiting after an unmerged review keep
     their files however old they are."""

@@ -256,7 +256,9 @@ def _prune_run(ctx: _Ctx, run_id: str, *, eligible: bool) -> None:
     if run_id in plan.conflicts:
         report.skipped.append(f"{run_id}: {plan.conflicts[run_id]}")
         return
-    if plan.events and not report.dry_run:  # another tool's record is imported first
+    if (plan.events or plan.unreadable) and not report.dry_run:
+        # another tool's record is imported first, an unreadable view moved aside (SPEC §10
+        # rule 8): the view is published again below, and must not replace it unseen
         adopt.apply_job_imports(paths, plan, ctx.clock)
         plan = adopt.plan_run(paths, run_id)
     fold, doc = plan.folds[run_id], plan.document(run_id)
