@@ -127,6 +127,18 @@ def test_an_unreadable_view_of_a_pruned_run_is_moved_aside_not_replaced(root: Pa
     assert "pruned" in orjson.loads(view.read_bytes())
 
 
+def test_a_window_reaching_back_before_the_year_one_keeps_everything(root: Path,
+                                                                     project: Project) -> None:
+    """``--keep-days`` is any integer >= 0: one too large for the calendar keeps every run
+    that ended, as a smaller large one would, instead of failing."""
+    for days in ("1000000", "9999999999"):
+        done = project.cli("prune", "--keep-days", days, "--keep-runs", "0", "--now",
+                           LATER.isoformat(), "--json")
+        assert (0, []) == (done.returncode, orjson.loads(done.stdout or "{}").get("removed")), \
+            done.stderr
+    assert [True] * 3 == exists(jobhelper.paths_of(root), run_id("p0"))
+
+
 def test_open_interrupted_and_waiting_runs_are_never_pruned(root: Path, project: Project) -> None:
     """An attempt left open (its runner died) and a run waiting after an unmerged review keep
     their files however old they are."""
