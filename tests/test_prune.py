@@ -3,6 +3,7 @@ SIGKILL between the two, then prune again), and views that stay rebuildable."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from specdojo_routine.core import events as ev
 from specdojo_routine.core import jobplan
 from specdojo_routine.core.errors import LockBusy
 from specdojo_routine.core.retention import Retention
+from specdojo_routine.execute import prunefiles
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import load as definitions
 from specdojo_routine.store.ledger import journal as ledger
@@ -111,6 +113,30 @@ def test_the_window_and_the_checkpoint_protect(root: Path) -> None:
     report = prune.prune(paths, keep_days=0, keep_runs=0, now=LATER, env={})
     assert {run_id(f"p{n}") for n in range(4)} == {r.owner for r in report.removed}
     assert [True] * 3 == exists(paths, run_id("p4"))
+
+
+def test_an_unreadable_view_of_a_pruned_run_is_moved_aside_not_replaced(root: Path) -> None:
+    """SPEC §10 rule 8: a run view that is not JSON holds no facts, but is never deleted; the
+    prune that republishes the view moves it aside first and says so."""
+    paths = jobhelper.paths_of(root)
+    view = paths.run_view(run_id("p0"))
+    view.write_bytes(b'{"run_id": "JBR-')
+    prune.prune(paths, keep_days=0, keep_runs=0, now=LATER, env={})
+    [aside] = view.parent.glob(f"{view.name}.unreadable-*")
+    assert (b'{"run_id": "JBR-', [False] * 3) == (aside.read_bytes(), exists(paths, run_id("p0")))
+    assert "pruned" in orjson.loads(view.read_bytes())
+
+
+def test_a_window_reaching_back_before_the_year_one_keeps_everything(root: Path,
+                                                                     project: Project) -> None:
+    """``--keep-days`` is any integer >= 0: one too large for the calendar keeps every run
+    that ended, as a smaller large one would, instead of failing."""
+    for days in ("1000000", "9999999999"):
+        done = project.cli("prune", "--keep-days", days, "--keep-runs", "0", "--now",
+                           LATER.isoformat(), "--json")
+        assert (0, []) == (done.returncode, orjson.loads(done.stdout or "{}").get("removed")), \
+            done.stderr
+    assert [True] * 3 == exists(jobhelper.paths_of(root), run_id("p0"))
 
 
 def test_open_interrupted_and_waiting_runs_are_never_pruned(root: Path, project: Project) -> None:
@@ -299,6 +325,37 @@ def test_sigkill_after_an_attempts_record_then_prune_finishes(
     prune.prune(paths, keep_days=0, keep_runs=0, now=LATER, env={})
     assert ([], attempts) == (sorted((paths.evidence_dir / "routines").iterdir()),
                               [r["attempt_id"] for r in routine_records(project)])
+
+
+def test_a_fifo_in_an_attempts_evidence_does_not_hang_prune(
+    project: Project, attempts: list[str],
+) -> None:
+    """A FIFO where an action's ``evidence.json`` or the removal marker would be is not
+    opened (reading or writing one waits for a peer for ever); the evidence still goes."""
+    paths = jobhelper.paths_of(project.root)
+    (paths.evidence_dir / "routines" / attempts[0] / "action-2").mkdir()
+    os.mkfifo(paths.evidence_dir / "routines" / attempts[0] / "action-2" / "evidence.json")
+    os.mkfifo(paths.evidence_dir / "routines" / attempts[1] / prunefiles.REMOVAL_MARKER)
+    done = project.cli("prune", "--keep-days", "0", "--keep-runs", "0", "--now",
+                       LATER.isoformat(), timeout=60)
+    assert (0, []) == (done.returncode, sorted((paths.evidence_dir / "routines").iterdir())), \
+        done.stderr
+
+
+def test_a_symlink_in_an_attempts_evidence_is_not_followed(
+    project: Project, attempts: list[str], tmp_path: Path,
+) -> None:
+    """A symlink by the name of the removal marker, pointing out of the project, is not
+    written through: the file it names stays as it was, the link goes with the evidence."""
+    paths = jobhelper.paths_of(project.root)
+    outside = tmp_path / "outside.json"
+    outside.write_text('{"routine_id": "rtn-a", "attempt_id": null}\n')
+    evidence = paths.evidence_dir / "routines" / attempts[0]
+    os.symlink(outside, evidence / prunefiles.REMOVAL_MARKER)
+    done = project.cli("prune", "--keep-days", "0", "--keep-runs", "0", "--now",
+                       LATER.isoformat(), timeout=60)
+    assert (0, False) == (done.returncode, evidence.exists()), done.stderr
+    assert '{"routine_id": "rtn-a", "attempt_id": null}\n' == outside.read_text()
 
 
 # --- as run --due goes -------------------------------------------------------------------------

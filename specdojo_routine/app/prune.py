@@ -27,7 +27,7 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -196,7 +196,7 @@ def _prune(ctx: _Ctx, open_attempts: set[str], *, exec_held: bool) -> None:
     paths, report = ctx.paths, ctx.report
     if not paths.execution_dir.is_dir():
         return
-    recent = ctx.now - timedelta(days=ctx.policy.keep_days) if ctx.budgeted else None
+    recent = retention.cutoff(ctx.now, ctx.policy.keep_days) if ctx.budgeted else None
     facts = prune_facts.gather(paths, open_attempts=open_attempts, late=ctx.late,
                                write=not report.dry_run, recent_after=recent)
     if not facts.complete:
@@ -256,7 +256,9 @@ def _prune_run(ctx: _Ctx, run_id: str, *, eligible: bool) -> None:
     if run_id in plan.conflicts:
         report.skipped.append(f"{run_id}: {plan.conflicts[run_id]}")
         return
-    if plan.events and not report.dry_run:  # another tool's record is imported first
+    if (plan.events or plan.unreadable) and not report.dry_run:
+        # another tool's record is imported first, an unreadable view moved aside (SPEC §10
+        # rule 8): the view is published again below, and must not replace it unseen
         adopt.apply_job_imports(paths, plan, ctx.clock)
         plan = adopt.plan_run(paths, run_id)
     fold, doc = plan.folds[run_id], plan.document(run_id)
@@ -264,7 +266,8 @@ def _prune_run(ctx: _Ctx, run_id: str, *, eligible: bool) -> None:
         return
     pending = list(fold.prune_pending)
     ended = retention.run_owner(doc).ended_at  # as it is now, with another tool's record
-    if eligible and ended is not None and ended < ctx.now - timedelta(days=ctx.policy.keep_days):
+    if eligible and ended is not None \
+            and ended < retention.cutoff(ctx.now, ctx.policy.keep_days):
         files = prunefiles.run_files(paths, run_id)
     else:
         files = [f for f in (_absolute(paths, p) for p in pending) if os.path.lexists(f)]

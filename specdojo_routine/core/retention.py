@@ -60,7 +60,7 @@ def prunable(
     protected: Collection[str] = (),
 ) -> list[str]:
     """The keys whose files go, sorted (see the module docstring for the rule)."""
-    cutoff = now - timedelta(days=keep_days)
+    since = cutoff(now, keep_days)
     groups: dict[str, list[Owner]] = {}
     for owner in owners:
         groups.setdefault(owner.group, []).append(owner)
@@ -68,10 +68,19 @@ def prunable(
     for members in groups.values():
         members.sort(key=_recency, reverse=True)
         for owner in members[keep_runs:]:
-            if owner.ended_at is not None and owner.ended_at < cutoff \
+            if owner.ended_at is not None and owner.ended_at < since \
                     and owner.key not in protected:
                 chosen.append(owner.key)
     return sorted(chosen)
+
+
+def cutoff(now: datetime, keep_days: int) -> datetime:
+    """The start of the window: ``now - keep_days``, or the earliest instant when the window
+    reaches back before the year 1 (a window that large keeps everything that ended)."""
+    try:
+        return now - timedelta(days=keep_days)
+    except OverflowError:
+        return _EARLIEST
 
 
 def _recency(owner: Owner) -> tuple[datetime, str]:

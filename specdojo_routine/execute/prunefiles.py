@@ -121,7 +121,12 @@ def attempt_facts(paths: ProjectPaths, attempt_id: str) -> dict[str, str | None]
 
 
 def removal_marked(paths: ProjectPaths, attempt_id: str) -> bool:
-    return (paths.evidence_dir / ROUTINE_EVIDENCE / attempt_id / REMOVAL_MARKER).is_file()
+    """Whether the marker is there: a regular file (a symlink by its name is not ours)."""
+    try:
+        found = os.lstat(paths.evidence_dir / ROUTINE_EVIDENCE / attempt_id / REMOVAL_MARKER)
+    except OSError:
+        return False
+    return stat.S_ISREG(found.st_mode)
 
 
 def removal_mark(paths: ProjectPaths, attempt_id: str) -> tuple[int, int] | None:
@@ -134,9 +139,15 @@ def removal_mark(paths: ProjectPaths, attempt_id: str) -> tuple[int, int] | None
 
 
 def mark_removal(paths: ProjectPaths, attempt_id: str, offset: int, seq: int) -> None:
-    """Write the marker (durably: it must be there before the record is appended)."""
+    """Write the marker (durably: it must be there before the record is appended). Whatever
+    else holds its name goes first and the marker is created afresh: a symlink there is not
+    followed (its target, perhaps outside the project, is not written) and a FIFO is not
+    opened (that would wait for a reader for ever)."""
     target = paths.evidence_dir / ROUTINE_EVIDENCE / attempt_id / REMOVAL_MARKER
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    with contextlib.suppress(FileNotFoundError):
+        target.unlink()
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o644)
     try:
         os.write(fd, orjson.dumps({"offset": offset, "seq": seq}))
         os.fsync(fd)
@@ -150,10 +161,19 @@ def unmark_removal(paths: ProjectPaths, attempt_id: str) -> None:
 
 
 def _json(path: Path) -> Any:
+    """The JSON document in the regular file ``path``, else None: a symlink is not followed
+    and a FIFO or device is not read (it could block for ever, or never end)."""
     try:
-        return orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
         return None
+    with open(fd, "rb") as file:
+        try:
+            return orjson.loads(file.read()) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+        except (OSError, orjson.JSONDecodeError):
+            return None
 
 
 # --- any owner ---------------------------------------------------------------------------------
