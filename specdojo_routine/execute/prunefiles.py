@@ -33,7 +33,7 @@ import orjson
 
 from specdojo_routine.core.events import RUN_ID
 from specdojo_routine.execute import runner
-from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.config import ProjectPaths, read_regular
 
 __all__ = ["REMOVAL_MARKER", "ROUTINE_EVIDENCE", "attempt_facts", "attempt_files",
            "attempts_with_files", "mark_removal", "removal_mark", "removal_marked", "remove",
@@ -164,16 +164,9 @@ def _json(path: Path) -> Any:
     """The JSON document in the regular file ``path``, else None: a symlink is not followed
     and a FIFO or device is not read (it could block for ever, or never end)."""
     try:
-        if not stat.S_ISREG(os.lstat(path).st_mode):
-            return None
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
+        return orjson.loads(read_regular(path, follow=False))
+    except (OSError, orjson.JSONDecodeError):  # NotRegularFile is an OSError
         return None
-    with open(fd, "rb") as file:
-        try:
-            return orjson.loads(file.read()) if stat.S_ISREG(os.fstat(fd).st_mode) else None
-        except (OSError, orjson.JSONDecodeError):
-            return None
 
 
 # --- any owner ---------------------------------------------------------------------------------
