@@ -16,7 +16,7 @@ import attrs
 import orjson
 import pytest
 
-from specdojo_routine.app import adoption, handlers, jobs, prune
+from specdojo_routine.app import adoption, handlers, jobs, prune, prune_facts
 from specdojo_routine.core import events as ev
 from specdojo_routine.core import jobplan
 from specdojo_routine.core.errors import LockBusy
@@ -137,6 +137,24 @@ def test_a_window_reaching_back_before_the_year_one_keeps_everything(root: Path,
         assert (0, []) == (done.returncode, orjson.loads(done.stdout or "{}").get("removed")), \
             done.stderr
     assert [True] * 3 == exists(jobhelper.paths_of(root), run_id("p0"))
+
+
+def test_a_fifo_at_the_job_state_view_or_the_prune_cache_does_not_hang_prune(
+    root: Path, project: Project,
+) -> None:
+    """``job-state.json`` (which names the runs a checkpoint protects) and prune's cache are
+    read only when they are regular files: a FIFO there would wait for a writer for ever.
+    Unreadable, the view protects nothing by itself (the checkpoint is in the run ledgers,
+    which still protect it)."""
+    paths = jobhelper.paths_of(root)
+    paths.job_state.unlink()
+    os.mkfifo(paths.job_state)
+    prune_facts.cache_path(paths).parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(prune_facts.cache_path(paths))  # prune's own cache: replaced, never opened
+    done = project.cli("prune", "--keep-days", "0", "--keep-runs", "0", "--now",
+                       LATER.isoformat(), timeout=60)
+    assert 0 == done.returncode, done.stderr
+    assert ([False] * 3, [True] * 3) == (exists(paths, run_id("p0")), exists(paths, run_id("p4")))
 
 
 def test_open_interrupted_and_waiting_runs_are_never_pruned(root: Path, project: Project) -> None:

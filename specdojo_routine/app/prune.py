@@ -42,7 +42,7 @@ from specdojo_routine.core.events import EvidencePruned, RoutineEvidencePruned
 from specdojo_routine.core.retention import Retention
 from specdojo_routine.core.timefmt import format_s, to_utc, try_parse_instant
 from specdojo_routine.execute import prunefiles
-from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.config import ProjectPaths, read_regular
 from specdojo_routine.store.ledger import adopt, views
 from specdojo_routine.store.ledger import journal as ledger
 from specdojo_routine.store.locks import execlock
@@ -230,9 +230,11 @@ def _protected(paths: ProjectPaths, facts: Facts) -> set[str]:
 
 
 def _json(path: Path) -> Any:
+    """The JSON document in the regular file ``path``, else None (a FIFO is not opened: it
+    would wait for a writer for ever)."""
     try:
-        return orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        return orjson.loads(read_regular(path))
+    except (OSError, orjson.JSONDecodeError):  # NotRegularFile is an OSError
         return None
 
 

@@ -27,7 +27,7 @@ import orjson
 from specdojo_routine.core import jobfold, retention
 from specdojo_routine.core.retention import Owner
 from specdojo_routine.execute import prunefiles
-from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.config import ProjectPaths, read_regular
 from specdojo_routine.store.ledger import adopt, stamps
 
 CACHE_VERSION = 2
@@ -229,7 +229,7 @@ def _instant(value: Any) -> datetime | None:
 
 def _load(path: Path) -> tuple[dict[str, Any], bytes | None]:
     try:
-        data = path.read_bytes()
+        data = read_regular(path)  # a FIFO is not opened: it would wait for ever
         doc = orjson.loads(data)
     except (OSError, orjson.JSONDecodeError):
         return {}, None
