@@ -427,6 +427,28 @@ def test_a_kept_review_worktree_is_removed_its_branch_stays(root: Path) -> None:
     assert str(kept) in record["paths"]
 
 
+def test_another_repositorys_worktree_in_the_shared_base_is_left_alone(root: Path,
+                                                                     tmp_path: Path) -> None:
+    """The default worktree base (``../worktrees``) is shared by sibling clones, and two clones
+    of one project give a Job Run the same id: a worktree of the run's name that another
+    repository made is not this project's to remove (nor to record as removed)."""
+    paths = jobhelper.paths_of(root)
+    jobhelper.git(root, "init", "-q", "-b", "main")
+    jobhelper.commit(root, "base")
+    sibling = tmp_path / "sibling"
+    sibling.mkdir()
+    jobhelper.git(sibling, "init", "-q", "-b", "main")
+    jobhelper.commit(sibling, "base")
+    theirs = paths.worktrees / run_id("p0")
+    jobhelper.git(sibling, "worktree", "add", "-q", "-b", "exec/theirs", str(theirs))
+    (theirs / "work.txt").write_text("not committed yet\n")
+    prune.prune(paths, keep_days=0, keep_runs=0, now=LATER, env=jobhelper.clean_env())
+    assert ("not committed yet\n", [False] * 3) == ((theirs / "work.txt").read_text(),
+                                                    exists(paths, run_id("p0")))
+    [record] = records(paths, run_id("p0"))
+    assert str(theirs) not in record["paths"]
+    assert str(theirs) in jobhelper.git(sibling, "worktree", "list")
+
 def test_prune_cli_json_and_summary(root: Path, project: Project) -> None:
     done = project.cli("prune", "--keep-days", "90", "--keep-runs", "2", "--now",
                        LATER.isoformat(), "--json")

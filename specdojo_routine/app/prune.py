@@ -270,7 +270,7 @@ def _prune_run(ctx: _Ctx, run_id: str, *, eligible: bool) -> None:
     ended = retention.run_owner(doc).ended_at  # as it is now, with another tool's record
     if eligible and ended is not None \
             and ended < retention.cutoff(ctx.now, ctx.policy.keep_days):
-        files = prunefiles.run_files(paths, run_id)
+        files = prunefiles.run_files(paths, run_id, ctx.env)
     else:
         files = [f for f in (_absolute(paths, p) for p in pending) if os.path.lexists(f)]
     if not files:

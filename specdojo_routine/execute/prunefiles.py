@@ -13,7 +13,8 @@ Two kinds of owner have files around their record:
 Each kind is a pair of small functions here (which owners have files, which files an owner
 has); the rule that decides and the record that comes first are elsewhere. A kept worktree is
 removed with ``git worktree remove --force`` (its branch stays: the commits are not lost); a
-directory that git does not know as a worktree is removed as a directory.
+directory that git does not know as a worktree is removed as a directory; a worktree of
+another repository by the run's name is left alone.
 """
 
 from __future__ import annotations
@@ -74,18 +75,43 @@ def runs_with_files(paths: ProjectPaths) -> set[str]:
     return {n for n in found if RUN_ID.fullmatch(n)}
 
 
-def run_files(paths: ProjectPaths, run_id: str) -> list[Path]:
-    """The files and directories around ``run_id`` that exist now."""
+def run_files(paths: ProjectPaths, run_id: str, env: Mapping[str, str]) -> list[Path]:
+    """The files and directories around ``run_id`` that exist now - not a worktree of
+    another repository by the run's name (:func:`_another_repositorys`)."""
     if not RUN_ID.fullmatch(run_id):
         raise ValueError(f"not a Job Run id: {run_id!r}")
-    candidates = [paths.evidence_dir / run_id,
-                  *(paths.plans_dir / f"{run_id}{s}" for s in PLAN_SUFFIXES),
-                  *(paths.results_dir / f"{run_id}{s}" for s in RESULT_SUFFIXES),
-                  paths.worktrees / run_id]
+    files = [paths.evidence_dir / run_id,
+             *(paths.plans_dir / f"{run_id}{s}" for s in PLAN_SUFFIXES),
+             *(paths.results_dir / f"{run_id}{s}" for s in RESULT_SUFFIXES)]
     kept = re.compile(re.escape(run_id) + r"-attempt-\d+")
-    candidates += sorted(paths.worktrees / n for n in _names(paths.worktrees)
-                         if kept.fullmatch(n))
-    return [p for p in candidates if os.path.lexists(p)]
+    worktrees = [paths.worktrees / run_id,
+                 *sorted(paths.worktrees / n for n in _names(paths.worktrees)
+                         if kept.fullmatch(n))]
+    return [p for p in files if os.path.lexists(p)] + [
+        p for p in worktrees if os.path.lexists(p) and not _another_repositorys(paths, p, env)]
+
+
+def _another_repositorys(paths: ProjectPaths, worktree: Path, env: Mapping[str, str]) -> bool:
+    """Whether ``worktree`` belongs to another git repository than the project's: the default
+    worktree base (``../worktrees``) is shared by sibling clones, and two clones of a project
+    give a Job Run the same id. A directory git does not see as a repository of its own is
+    the project's (a worktree git has forgotten)."""
+    theirs = _common_git_dir(worktree, paths.worktrees, env)
+    return theirs is not None and theirs != _common_git_dir(paths.root, None, env)
+
+
+def _common_git_dir(where: Path, ceiling: Path | None, env: Mapping[str, str]) -> str | None:
+    """The repository (its common git directory) that ``where`` is in, looked for no higher
+    than ``ceiling``; None when there is none (or git cannot tell)."""
+    extra = {} if ceiling is None else {"GIT_CEILING_DIRECTORIES": str(ceiling)}
+    try:
+        done = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
+                              cwd=where, env=runner.child_env(env, extra), capture_output=True,
+                              text=True, stdin=subprocess.DEVNULL, timeout=_GIT_TIMEOUT_S,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return os.path.realpath(done.stdout.strip()) if done.returncode == 0 else None
 
 
 # --- routine attempts --------------------------------------------------------------------------

@@ -268,7 +268,7 @@ def test_bench_disk_per_year_and_prune_time(tmp_path: Path, histories: dict[str,
     stay = _usage([p for r in ids for p in (paths.run_ledger(r), paths.run_view(r))])
     from specdojo_routine.execute import prunefiles
 
-    goes = _usage([p for r in ids for p in prunefiles.run_files(paths, r)])
+    goes = _usage([p for r in ids for p in prunefiles.run_files(paths, r, {})])
     long_p = histories["long"]
     per_attempt = long_p.routine_ledger.stat().st_size / histories["minutes"]["long"]
     print(f"\nper Job Run: {stay[0] / SAMPLE:.0f} files / {stay[1] / SAMPLE:.0f} B that stay "
