@@ -376,6 +376,25 @@ def test_a_symlink_in_an_attempts_evidence_is_not_followed(
     assert '{"routine_id": "rtn-a", "attempt_id": null}\n' == outside.read_text()
 
 
+def test_an_attempts_evidence_directory_that_is_a_symlink_is_left_alone(
+    project: Project, attempts: list[str], tmp_path: Path,
+) -> None:
+    """An attempt's evidence directory is made by the runner; a symlink by its name (to a
+    directory outside the project, perhaps) is not, and prune neither reads nor writes
+    through it, nor removes it or records it removed. The other attempts are pruned."""
+    paths = jobhelper.paths_of(project.root)
+    evidence = paths.evidence_dir / "routines" / attempts[0]
+    outside = tmp_path / "outside"
+    evidence.rename(outside)
+    evidence.symlink_to(outside, target_is_directory=True)
+    before = sorted(p.name for p in outside.rglob("*"))
+    done = project.cli("prune", "--keep-days", "0", "--keep-runs", "0", "--now",
+                       LATER.isoformat(), timeout=60)
+    assert (0, before, True) == (done.returncode, sorted(p.name for p in outside.rglob("*")),
+                                 evidence.is_symlink()), done.stderr
+    assert attempts[0] not in [r.get("attempt_id") for r in routine_records(project)]
+    assert [] == [a for a in attempts[1:] if (paths.evidence_dir / "routines" / a).exists()]
+
 # --- as run --due goes -------------------------------------------------------------------------
 
 

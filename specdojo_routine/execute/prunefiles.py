@@ -118,8 +118,15 @@ def _common_git_dir(where: Path, ceiling: Path | None, env: Mapping[str, str]) -
 
 
 def attempts_with_files(paths: ProjectPaths) -> set[str]:
-    """Every routine attempt id that has an evidence directory."""
-    return {n for n in _names(paths.evidence_dir / ROUTINE_EVIDENCE) if _ATTEMPT_ID.fullmatch(n)}
+    """Every routine attempt id that has an evidence directory. The runner makes each as a
+    directory: a symlink by an attempt's name is not one of ours, and is neither read nor
+    written through (it could name a directory anywhere) nor removed."""
+    try:
+        entries = list(os.scandir(paths.evidence_dir / ROUTINE_EVIDENCE))
+    except (FileNotFoundError, NotADirectoryError):
+        return set()
+    return {entry.name for entry in entries
+            if _ATTEMPT_ID.fullmatch(entry.name) and not entry.is_symlink()}
 
 
 def attempt_files(paths: ProjectPaths, attempt_id: str) -> list[Path]:
