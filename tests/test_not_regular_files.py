@@ -11,7 +11,7 @@ import stat
 import subprocess
 import sys
 
-from tests.conftest import Project
+from tests.conftest import Project, period_job
 
 TIMEOUT_S = 20
 NOW = "2026-05-01T10:00:30Z"
@@ -58,3 +58,20 @@ def test_a_fifo_as_the_definition_cache_is_ignored_and_replaced(project: Project
     assert cache.read_bytes().startswith(b"{")
     again = project.cli("list", "--now", NOW, timeout=TIMEOUT_S)
     assert (0, "") == (again.returncode, again.stderr)
+
+
+def test_a_fifo_as_the_import_checks_snapshot_is_ignored_and_replaced(project: Project) -> None:
+    """E/.cache/job-runs/<job>.json as a FIFO: `job run --dry-run` and `job run` check the
+    Job's runs without it, and the run writes a regular snapshot in its place."""
+    project.job("job-n", period_job("n", "'true'"))
+    first = project.cli("job", "run", "--job", "job-n", "--input", "period=a")
+    assert 0 == first.returncode, first.stderr
+    snapshot = project.root / "execution" / ".cache" / "job-runs" / "job-n.json"
+    snapshot.unlink()
+    os.mkfifo(snapshot)
+    for extra in (["--dry-run"], []):
+        done = project.cli("job", "run", "--job", "job-n", "--input", "period=b", *extra,
+                           timeout=TIMEOUT_S)
+        assert (0, "") == (done.returncode, done.stderr)
+    assert stat.S_ISREG(snapshot.lstat().st_mode)
+

@@ -31,7 +31,7 @@ import orjson
 
 from specdojo_routine.core import events as ev
 from specdojo_routine.core import jobfold
-from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.config import ProjectPaths, read_regular
 from specdojo_routine.store.ledger import adopt
 from specdojo_routine.store.ledger.stamps import replace
 
@@ -75,9 +75,12 @@ def _stamps(paths: ProjectPaths, job_id: str) -> dict[str, str]:
 
 
 def _load(path: Path) -> tuple[dict[str, Any], bytes | None]:
-    """The snapshot's runs (empty when it is missing or not one of ours) and its bytes."""
+    """The snapshot's runs (empty when it is missing or not one of ours) and its bytes. Only
+    a regular file is read, never through a symlink: a FIFO in its place would block every
+    Job action (and the dry run) forever; anything else there is no snapshot, and the next
+    recording command replaces it."""
     try:
-        data = path.read_bytes()
+        data = read_regular(path, follow=False)
         doc = orjson.loads(data)
     except (OSError, orjson.JSONDecodeError):
         return {}, None
