@@ -39,6 +39,7 @@ __all__ = ["checkpoint", "import_job_runs", "plan", "snapshot_path"]
 
 SNAPSHOT_VERSION = 1
 _SUFFIXES = (".jsonl", ".json")  # the run's ledger, then its view
+_ENTRY_KEYS = ("checkpoint", "last_run_id", "updated_at")  # a checkpoint, as merged
 Settled = dict[str, dict[str, jobfold.JobCheckpointDoc]]
 
 
@@ -91,16 +92,28 @@ def _load(path: Path) -> tuple[dict[str, Any], bytes | None]:
 
 
 def _settled(known: Mapping[str, Any], stamps: Mapping[str, str]) -> Settled:
-    """The runs whose stamps are the snapshot's, with their checkpoints per job."""
+    """The runs whose stamps are the snapshot's, with their checkpoints per job (a run whose
+    checkpoints are not what :func:`_save` writes is not settled: it is read again)."""
     settled: Settled = {}
     for run_id, digest in stamps.items():
         entry = known.get(run_id)
         if isinstance(entry, str) and entry == digest:
             settled[run_id] = {}
         elif isinstance(entry, list) and len(entry) == 2 and entry[0] == digest \
-                and isinstance(entry[1], dict):
+                and _checkpoints_of(run_id, entry[1]):
             settled[run_id] = entry[1]
     return settled
+
+
+def _checkpoints_of(run_id: str, best: Any) -> bool:
+    """Whether ``best`` is a run's checkpoints per job as :func:`_save` writes them: a
+    non-empty mapping of job ids to entries whose ``checkpoint`` is a mapping and whose
+    ``last_run_id`` is this run (a damaged snapshot, still JSON, must not be trusted, nor
+    make the command fail)."""
+    return isinstance(best, dict) and bool(best) and all(
+        isinstance(entry, dict) and tuple(entry) == _ENTRY_KEYS
+        and isinstance(entry["checkpoint"], dict) and entry["last_run_id"] == run_id
+        for entry in best.values())
 
 
 def plan(paths: ProjectPaths, job_id: str) -> adopt.JobImports:
