@@ -1,5 +1,5 @@
-"""A FIFO where a command reads a file of its own (the project config, the definition cache)
-never blocks the command: only regular files are read.
+"""A FIFO where a command reads a file of its own (the project config, a cache or snapshot,
+the routine view) never blocks the command: only regular files are read.
 
 Each command runs in a subprocess with a timeout, so a regression fails instead of hanging.
 """
@@ -75,3 +75,18 @@ def test_a_fifo_as_the_import_checks_snapshot_is_ignored_and_replaced(project: P
         assert (0, "") == (done.returncode, done.stderr)
     assert stat.S_ISREG(snapshot.lstat().st_mode)
 
+
+def test_a_fifo_as_the_routine_state_never_blocks_the_routine_id_check(project: Project) -> None:
+    """`history`, `logs` and `status` of an id no definition names look in the ledger when
+    routine-state.json is a FIFO: an id the ledger names is answered, another is exit 2."""
+    rule = project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [a]}\n")
+    ran = project.cli("run", "--due", "--now", NOW)
+    assert 0 == ran.returncode, ran.stderr
+    rule.unlink()  # rtn-a is now known from the ledger alone
+    project.state_path.unlink()
+    os.mkfifo(project.state_path)
+    done = project.cli("history", "rtn-a", timeout=TIMEOUT_S)
+    assert (0, "") == (done.returncode, done.stderr)
+    for command in ("history", "logs", "status"):
+        done = project.cli(command, "rtn-gone", timeout=TIMEOUT_S)
+        assert (2, 1) == (done.returncode, len(done.stderr.splitlines())), done.stderr
