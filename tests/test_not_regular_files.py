@@ -1,5 +1,5 @@
-"""A FIFO where a command reads a file of its own (the project config, the definition cache)
-never blocks the command: only regular files are read.
+"""A FIFO where a command reads a file of its own (the project config, a cache or snapshot,
+the routine view) never blocks the command: only regular files are read.
 
 Each command runs in a subprocess with a timeout, so a regression fails instead of hanging.
 """
@@ -11,7 +11,7 @@ import stat
 import subprocess
 import sys
 
-from tests.conftest import Project
+from tests.conftest import Project, period_job
 
 TIMEOUT_S = 20
 NOW = "2026-05-01T10:00:30Z"
@@ -58,3 +58,35 @@ def test_a_fifo_as_the_definition_cache_is_ignored_and_replaced(project: Project
     assert cache.read_bytes().startswith(b"{")
     again = project.cli("list", "--now", NOW, timeout=TIMEOUT_S)
     assert (0, "") == (again.returncode, again.stderr)
+
+
+def test_a_fifo_as_the_import_checks_snapshot_is_ignored_and_replaced(project: Project) -> None:
+    """E/.cache/job-runs/<job>.json as a FIFO: `job run --dry-run` and `job run` check the
+    Job's runs without it, and the run writes a regular snapshot in its place."""
+    project.job("job-n", period_job("n", "'true'"))
+    first = project.cli("job", "run", "--job", "job-n", "--input", "period=a")
+    assert 0 == first.returncode, first.stderr
+    snapshot = project.root / "execution" / ".cache" / "job-runs" / "job-n.json"
+    snapshot.unlink()
+    os.mkfifo(snapshot)
+    for extra in (["--dry-run"], []):
+        done = project.cli("job", "run", "--job", "job-n", "--input", "period=b", *extra,
+                           timeout=TIMEOUT_S)
+        assert (0, "") == (done.returncode, done.stderr)
+    assert stat.S_ISREG(snapshot.lstat().st_mode)
+
+
+def test_a_fifo_as_the_routine_state_never_blocks_the_routine_id_check(project: Project) -> None:
+    """`history`, `logs` and `status` of an id no definition names look in the ledger when
+    routine-state.json is a FIFO: an id the ledger names is answered, another is exit 2."""
+    rule = project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [a]}\n")
+    ran = project.cli("run", "--due", "--now", NOW)
+    assert 0 == ran.returncode, ran.stderr
+    rule.unlink()  # rtn-a is now known from the ledger alone
+    project.state_path.unlink()
+    os.mkfifo(project.state_path)
+    done = project.cli("history", "rtn-a", timeout=TIMEOUT_S)
+    assert (0, "") == (done.returncode, done.stderr)
+    for command in ("history", "logs", "status"):
+        done = project.cli(command, "rtn-gone", timeout=TIMEOUT_S)
+        assert (2, 1) == (done.returncode, len(done.stderr.splitlines())), done.stderr

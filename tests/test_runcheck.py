@@ -91,14 +91,24 @@ def test_the_checkpoint_is_the_full_checks(root: Path) -> None:
     assert ({"last": "p400"}, expected) == (runcheck.checkpoint(paths, "job-n"), expected)
 
 
+def damage_checkpoints(snapshot: Path) -> None:
+    """Keep the snapshot's stamps, and make every run's checkpoints something else than
+    checkpoints (still JSON)."""
+    doc = orjson.loads(snapshot.read_bytes())
+    doc["runs"] = {run: [entry[0], {"job-n": 5}] for run, entry in doc["runs"].items()}
+    snapshot.write_bytes(orjson.dumps(doc))
+
+
 def test_a_lost_or_damaged_snapshot_costs_one_full_check(root: Path, opened: list[str]) -> None:
-    """Without its snapshot (deleted, or not one of ours) a Job action reads every run once
-    and writes a new snapshot; nothing else changes."""
+    """Without its snapshot (deleted, or not one of ours: not JSON, or runs whose stamps
+    match but whose checkpoints are damaged) a Job action reads every run once and writes a
+    new snapshot; nothing else changes."""
     jobhelper.run(root, "job-n", {"period": "p300"})
     paths = jobhelper.paths_of(root)
     snapshot = runcheck.snapshot_path(paths, "job-n")
     runs = RUNS + 1
-    for damage in (snapshot.unlink, lambda: snapshot.write_bytes(b"{not json")):
+    for damage in (snapshot.unlink, lambda: snapshot.write_bytes(b"{not json"),
+                   lambda: damage_checkpoints(snapshot)):
         damage()
         opened.clear()
         jobhelper.run(root, "job-n", {"period": f"p{runs:03d}"})

@@ -18,7 +18,7 @@ from specdojo_routine.core.attempts import Attempt, Gatherer, matches
 from specdojo_routine.core.errors import UsageError
 from specdojo_routine.core.suggest import unknown
 from specdojo_routine.core.timefmt import try_parse_instant
-from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.config import ProjectPaths, read_regular
 from specdojo_routine.store.definitions import load as definitions
 from specdojo_routine.store.ledger.backwards import read_backwards
 
@@ -54,8 +54,11 @@ def known_routine_ids(paths: ProjectPaths) -> list[str]:
 
 
 def _view_ids(paths: ProjectPaths) -> set[str] | None:
+    """The routine ids of the published view, or None when there is no readable view. Only a
+    regular file is read: a FIFO in its place would block the command forever (the ledger
+    is searched instead)."""
     try:
-        document = orjson.loads(paths.routine_state.read_bytes())
+        document = orjson.loads(read_regular(paths.routine_state))
     except (OSError, orjson.JSONDecodeError):
         return None
     routines = document.get("routines") if isinstance(document, dict) else None

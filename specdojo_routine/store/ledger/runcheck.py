@@ -31,7 +31,7 @@ import orjson
 
 from specdojo_routine.core import events as ev
 from specdojo_routine.core import jobfold
-from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.config import ProjectPaths, read_regular
 from specdojo_routine.store.ledger import adopt
 from specdojo_routine.store.ledger.stamps import replace
 
@@ -39,6 +39,7 @@ __all__ = ["checkpoint", "import_job_runs", "plan", "snapshot_path"]
 
 SNAPSHOT_VERSION = 1
 _SUFFIXES = (".jsonl", ".json")  # the run's ledger, then its view
+_ENTRY_KEYS = ("checkpoint", "last_run_id", "updated_at")  # a checkpoint, as merged
 Settled = dict[str, dict[str, jobfold.JobCheckpointDoc]]
 
 
@@ -75,9 +76,12 @@ def _stamps(paths: ProjectPaths, job_id: str) -> dict[str, str]:
 
 
 def _load(path: Path) -> tuple[dict[str, Any], bytes | None]:
-    """The snapshot's runs (empty when it is missing or not one of ours) and its bytes."""
+    """The snapshot's runs (empty when it is missing or not one of ours) and its bytes. Only
+    a regular file is read, never through a symlink: a FIFO in its place would block every
+    Job action (and the dry run) forever; anything else there is no snapshot, and the next
+    recording command replaces it."""
     try:
-        data = path.read_bytes()
+        data = read_regular(path, follow=False)
         doc = orjson.loads(data)
     except (OSError, orjson.JSONDecodeError):
         return {}, None
@@ -88,16 +92,28 @@ def _load(path: Path) -> tuple[dict[str, Any], bytes | None]:
 
 
 def _settled(known: Mapping[str, Any], stamps: Mapping[str, str]) -> Settled:
-    """The runs whose stamps are the snapshot's, with their checkpoints per job."""
+    """The runs whose stamps are the snapshot's, with their checkpoints per job (a run whose
+    checkpoints are not what :func:`_save` writes is not settled: it is read again)."""
     settled: Settled = {}
     for run_id, digest in stamps.items():
         entry = known.get(run_id)
         if isinstance(entry, str) and entry == digest:
             settled[run_id] = {}
         elif isinstance(entry, list) and len(entry) == 2 and entry[0] == digest \
-                and isinstance(entry[1], dict):
+                and _checkpoints_of(run_id, entry[1]):
             settled[run_id] = entry[1]
     return settled
+
+
+def _checkpoints_of(run_id: str, best: Any) -> bool:
+    """Whether ``best`` is a run's checkpoints per job as :func:`_save` writes them: a
+    non-empty mapping of job ids to entries whose ``checkpoint`` is a mapping and whose
+    ``last_run_id`` is this run (a damaged snapshot, still JSON, must not be trusted, nor
+    make the command fail)."""
+    return isinstance(best, dict) and bool(best) and all(
+        isinstance(entry, dict) and tuple(entry) == _ENTRY_KEYS
+        and isinstance(entry["checkpoint"], dict) and entry["last_run_id"] == run_id
+        for entry in best.values())
 
 
 def plan(paths: ProjectPaths, job_id: str) -> adopt.JobImports:
