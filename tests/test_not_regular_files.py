@@ -90,3 +90,38 @@ def test_a_fifo_as_the_routine_state_never_blocks_the_routine_id_check(project: 
     for command in ("history", "logs", "status"):
         done = project.cli(command, "rtn-gone", timeout=TIMEOUT_S)
         assert (2, 1) == (done.returncode, len(done.stderr.splitlines())), done.stderr
+
+
+def test_a_fifo_as_a_lock_directorys_owner_file_never_blocks(project: Project) -> None:
+    """The owner files of the upstream routine lock directory and of the exec lock are written
+    by whichever tool holds the lock - another tool's files: a FIFO there is an owner that
+    cannot be read (the directory is still a lock), never a wait. ``list`` reports, ``run``
+    is busy (75), ``job list`` answers."""
+    project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [a]}\n")
+    routine_lock = project.root / "routines" / ".locks" / "routine-run.lock"
+    exec_lock = project.root / "execution" / "exec" / ".locks" / "exec-run.lock"
+    for lock in (routine_lock, exec_lock):
+        lock.mkdir(parents=True)
+        os.mkfifo(lock / "owner.json")
+    listed = project.cli("list", "--now", NOW, timeout=TIMEOUT_S)
+    assert (0, "rtn-a") == (listed.returncode, listed.stdout.splitlines()[1].split()[0]), \
+        listed.stderr
+    ran = project.cli("run", "--due", "--now", NOW, timeout=TIMEOUT_S)
+    assert (75, []) == (ran.returncode, project.events()), ran.stderr
+    jobs = project.cli("job", "list", timeout=TIMEOUT_S)
+    assert 0 == jobs.returncode, jobs.stderr
+
+
+def test_a_fifo_as_a_process_group_record_is_no_record(project: Project) -> None:
+    """The record of the process group an open attempt's action (or a Job Run's command) runs
+    in is read only as a regular file: a FIFO there is no record, never a wait (it is asked
+    when a run finds an attempt left open)."""
+    record = project.root / "routines" / ".locks" / "action-group.json"
+    record.parent.mkdir(parents=True)
+    os.mkfifo(record)
+    asked = subprocess.run(
+        [sys.executable, "-c", "import sys; from pathlib import Path; "
+         "from specdojo_routine.execute import groups; "
+         "print(groups.still_running(Path(sys.argv[1]), attempt_id='att-1'))", str(record)],
+        capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
+    assert (0, "None\n") == (asked.returncode, asked.stdout), asked.stderr

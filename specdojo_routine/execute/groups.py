@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from specdojo_routine.execute import runner
-from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.config import ProjectPaths, read_regular
 from specdojo_routine.store.ledger import views
 from specdojo_routine.store.locks import routine as locks
 
@@ -52,7 +52,7 @@ def still_running(target: Path, **facts: Any) -> int | None:
     """The group recorded at ``target`` for the attempt ``facts`` name, if a member of it is
     still alive on this host; else None (no record, another attempt's, another host's)."""
     try:
-        raw = orjson.loads(target.read_bytes())
+        raw = orjson.loads(read_regular(target))  # a FIFO there is no record, not a wait
     except (OSError, orjson.JSONDecodeError):
         return None
     if not isinstance(raw, dict) or any(raw.get(k) != v for k, v in facts.items()):

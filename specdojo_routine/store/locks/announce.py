@@ -48,6 +48,7 @@ import attrs
 import orjson
 
 from specdojo_routine.core import timefmt
+from specdojo_routine.store.config import read_regular
 
 DIR_NAME = "routine-run.lock"
 OWNER_NAME = "owner.json"
@@ -80,8 +81,10 @@ class Busy(Exception):
 
 
 def _owner(path: Path) -> dict[str, Any]:
+    """The owner file of the lock directory ``path`` (whichever tool holds it wrote it): only
+    a regular file is read - anything else is an owner that cannot be read, never a wait."""
     try:
-        raw = orjson.loads((path / OWNER_NAME).read_bytes())
+        raw = orjson.loads(read_regular(path / OWNER_NAME))
     except (OSError, orjson.JSONDecodeError):
         return {}
     return raw if isinstance(raw, dict) else {}
@@ -184,12 +187,17 @@ def _clear(path: Path, *, now: datetime, host: str, alive: Callable[[int], bool]
 
 
 def _read_owner(dir_fd: int) -> dict[str, Any]:
+    """The owner file in the open directory ``dir_fd``: a regular file only, never through a
+    link, nor a FIFO (opened without waiting for a writer, then refused)."""
     try:
-        fd = os.open(OWNER_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        fd = os.open(OWNER_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     dir_fd=dir_fd)
     except OSError:
         return {}
     try:
         with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                return {}
             raw = orjson.loads(fh.read(65536))
     except (OSError, orjson.JSONDecodeError):
         return {}

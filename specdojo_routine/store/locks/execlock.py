@@ -30,6 +30,7 @@ import attrs
 import orjson
 
 from specdojo_routine.core import errors, timefmt
+from specdojo_routine.store.config import read_regular
 from specdojo_routine.store.locks import routine as locks
 
 EXEC_LOCK_NAME = "exec-run.lock"
@@ -117,8 +118,8 @@ def _refuse_a_link(path: Path) -> None:
 
 def read_exec_owner(lock_dir: Path) -> ExecLockOwner | None:
     """The owner of an exec lock directory, or ``None`` if absent or unreadable."""
-    try:
-        raw = orjson.loads((lock_dir / "owner.json").read_bytes())
+    try:  # only a regular file: whichever tool holds the lock wrote it, a FIFO is no owner
+        raw = orjson.loads(read_regular(lock_dir / "owner.json"))
     except (OSError, orjson.JSONDecodeError):
         return None
     if not isinstance(raw, dict):
