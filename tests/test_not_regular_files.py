@@ -125,3 +125,44 @@ def test_a_fifo_as_a_process_group_record_is_no_record(project: Project) -> None
          "print(groups.still_running(Path(sys.argv[1]), attempt_id='att-1'))", str(record)],
         capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
     assert (0, "None\n") == (asked.returncode, asked.stdout), asked.stderr
+
+
+def test_a_fifo_as_the_routine_flock_file_never_blocks(project: Project) -> None:
+    """``list`` reads who holds the routine lock from its lock file: a FIFO there is a holder
+    that cannot be read, never a wait; ``run`` refuses it in one line (not a lock file of
+    ours) and records nothing."""
+    project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [a]}\n")
+    flock = project.root / "routines" / ".locks" / "routine-run.flock"
+    flock.parent.mkdir(parents=True)
+    os.mkfifo(flock)
+    listed = project.cli("list", "--now", NOW, timeout=TIMEOUT_S)
+    assert (0, "rtn-a") == (listed.returncode, listed.stdout.splitlines()[1].split()[0]), \
+        listed.stderr
+    ran = project.cli("run", "--due", "--now", NOW, timeout=TIMEOUT_S)
+    assert (1, [], "not a regular file (remove it") == (
+        ran.returncode, project.events(), ran.stderr[ran.stderr.find("not a regular"):][:29]), \
+        ran.stderr
+    assert 1 == len(ran.stderr.splitlines())
+
+
+def test_fifos_where_a_run_reads_a_stop_request_or_evidence_are_nothing(project: Project) -> None:
+    """A stop request (``R/.locks/stop-<attempt>.json``, taken between actions), an action's
+    ``evidence.json`` named by a ledger (another tool's record may name any path) and an
+    agent's log beside it are read only as regular files: a FIFO or a device is none."""
+    locks = project.root / "routines" / ".locks"
+    evidence = project.root / "execution" / "evidence" / "JBR-x"
+    for folder in (locks, evidence):
+        folder.mkdir(parents=True)
+    for fifo in (locks / "stop-att-1.json", evidence / "evidence.json",
+                 evidence / "agent-review.stdout.log"):
+        os.mkfifo(fifo)
+    asked = subprocess.run(
+        [sys.executable, "-c", "import sys; from pathlib import Path; "
+         "from specdojo_routine.execute import evidence; from specdojo_routine.app import logs; "
+         "from specdojo_routine.store.locks import stoprequest; root = Path(sys.argv[1]); "
+         "print(stoprequest.take(root / 'routines/.locks', 'att-1'), "
+         "evidence.read_evidence(root, 'execution/evidence/JBR-x/evidence.json'), "
+         "evidence.read_evidence(root, '/dev/zero'), "
+         "logs._agent_logs(root / 'execution/evidence/JBR-x/evidence.json'))",
+         str(project.root)], capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
+    assert (0, "None None None {}\n") == (asked.returncode, asked.stdout), asked.stderr

@@ -17,7 +17,7 @@ from specdojo_routine.core.attempts import ActionRecord, Attempt, Gatherer
 from specdojo_routine.core.errors import RoutineError, UsageError
 from specdojo_routine.core.suggest import unknown
 from specdojo_routine.execute import evidence
-from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.config import ProjectPaths, read_regular
 from specdojo_routine.store.ledger import adopt
 from specdojo_routine.store.ledger.backwards import read_backwards
 
@@ -122,7 +122,8 @@ def _agent_logs(evidence_json: Path) -> dict[str, str]:
     found = {}
     for log in sorted(evidence_json.parent.glob("agent-*.log")):
         try:
-            found[log.name[: -len(".log")]] = log.read_text(encoding="utf-8", errors="replace")
+            text = read_regular(log).decode("utf-8", errors="replace")  # a FIFO would wait
+            found[log.name[: -len(".log")]] = text
         except OSError:
             continue
     return found

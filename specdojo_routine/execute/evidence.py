@@ -23,6 +23,7 @@ from specdojo_routine.core.errors import JobError
 from specdojo_routine.core.redact import bound, redact, redact_words
 from specdojo_routine.core.timefmt import format_s
 from specdojo_routine.execute.runner import SHELL, CommandOutcome
+from specdojo_routine.store.config import read_regular
 
 SCHEMA_VERSION = 1
 LOG_LIMIT_BYTES = 65536
@@ -177,7 +178,7 @@ def read_evidence(root: Path, ref: str | None) -> dict[str, object] | None:
     if not ref:
         return None
     try:
-        document = orjson.loads((root / ref).read_bytes())
+        document = orjson.loads(read_regular(root / ref))  # not a FIFO or device: no wait
     except (OSError, orjson.JSONDecodeError):
         return None
     return document if isinstance(document, dict) else None

@@ -33,6 +33,7 @@ import fcntl
 import functools
 import os
 import re
+import stat
 import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
@@ -111,6 +112,10 @@ def routine_lock(
         fd = os.open(path, _OPEN_FLAGS, 0o644)
     except OSError as exc:
         raise _unusable(path, exc) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO, a device: not a lock file we made
+        os.close(fd)
+        raise errors.RoutineError(f"cannot use the lock {path}: it is not a regular file "
+                                  "(remove it and run the command again)")
     with os.fdopen(fd, "r+b") as fh:
         _lock_or_busy(fh, path)
         try:
@@ -292,10 +297,13 @@ def _routine_busy(
 
 
 def _read_holder(path: Path) -> tuple[int | None, str | None, str | None]:
-    """``(pid, host, acquired_at)`` from the lock file; ``None`` for what cannot be read."""
+    """``(pid, host, acquired_at)`` from the lock file; ``None`` for what cannot be read (a
+    link is not followed, and anything but a regular file is not read: a FIFO would wait)."""
     try:
-        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb") as fh:
-            raw = orjson.loads(fh.read(65536))
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC),
+                       "rb") as fh:
+            regular = stat.S_ISREG(os.fstat(fh.fileno()).st_mode)
+            raw = orjson.loads(fh.read(65536)) if regular else None
     except (OSError, orjson.JSONDecodeError):
         raw = None
     raw = raw if isinstance(raw, dict) else {}
@@ -335,9 +343,10 @@ def held_in_proc_locks(table: str, *, dev: int, ino: int, pid_hint: int | None) 
 
 
 def _probe_held(path: Path) -> bool | None:
-    """Whether a holder has the flock of ``path``; None when the file cannot be opened."""
+    """Whether a holder has the flock of ``path``; None when the file cannot be opened
+    (opened without waiting: a FIFO there would wait for a writer)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as fh:

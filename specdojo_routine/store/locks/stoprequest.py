@@ -15,6 +15,8 @@ from typing import Any
 
 import orjson
 
+from specdojo_routine.store.config import read_regular
+
 
 def _path(locks_dir: Path, attempt_id: str) -> Path:
     return locks_dir / f"stop-{attempt_id}.json"
@@ -32,7 +34,7 @@ def take(locks_dir: Path, attempt_id: str) -> dict[str, Any] | None:
     """The request for ``attempt_id`` (removed as it is read), or None when there is none."""
     path = _path(locks_dir, attempt_id)
     try:
-        data = orjson.loads(path.read_bytes())
+        data = orjson.loads(read_regular(path))  # a FIFO there is no request, not a wait
     except (OSError, orjson.JSONDecodeError):
         return None
     with contextlib.suppress(OSError):
