@@ -166,3 +166,18 @@ def test_fifos_where_a_run_reads_a_stop_request_or_evidence_are_nothing(project:
          "logs._agent_logs(root / 'execution/evidence/JBR-x/evidence.json'))",
          str(project.root)], capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
     assert (0, "None None None {}\n") == (asked.returncode, asked.stdout), asked.stderr
+
+
+def test_a_fifo_as_a_ledger_is_one_line_never_a_wait(project: Project) -> None:
+    """A ledger is a regular file: a FIFO at the routine ledger is refused in one line naming
+    it (exit 1) by every command that reads it, never waited on."""
+    project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [a]}\n")
+    project.ledger.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(project.ledger)
+    for command in (["list", "--now", NOW], ["run", "--due", "--now", NOW],
+                    ["history", "rtn-a"], ["fold", "--check"]):
+        done = project.cli(*command, timeout=TIMEOUT_S)
+        assert (1, [f"error: {project.ledger}: not a regular file (a FIFO)"]) == (
+            done.returncode, [line[:line.find(" (check")] for line in done.stderr.splitlines()]
+        ), done.stderr
+    assert stat.S_ISFIFO(os.lstat(project.ledger).st_mode)  # left as it was

@@ -21,6 +21,14 @@ _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
           (stat.S_ISBLK, "a block device"))
 
 
+def file_kind(mode: int) -> str | None:
+    """What a file of ``mode`` is when it is not a regular file ("a FIFO", ...); None when it
+    is one."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in _KINDS if test(mode)), "not a file")
+
+
 class NotRegularFile(OSError):
     """A path that must name a regular file names something else (``kind``: "a FIFO", ...)."""
 
@@ -49,9 +57,8 @@ def read_regular(path: Path, *, follow: bool = True) -> bytes:
             raise NotRegularFile(path, "a socket") from None
         raise
     with os.fdopen(fd, "rb") as handle:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            kind = next((name for test, name in _KINDS if test(mode)), "not a file")
+        kind = file_kind(os.fstat(fd).st_mode)
+        if kind is not None:
             raise NotRegularFile(path, kind)
         return handle.read()
 

@@ -9,10 +9,10 @@ importing ruamel, which would cost a warm `run --due` more than the rest of its 
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
 from specdojo_routine.core.validation import Report
+from specdojo_routine.store.config import file_kind
 
 __all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_NODES", "PURE_YAML", "read_text"]
 
@@ -22,18 +22,6 @@ PURE_YAML = "SPECDOJO_ROUTINE_PURE_YAML"
 MAX_FILE_BYTES = 1 << 20  # definitions are small; anything bigger is a mistake or an attack
 MAX_DEPTH = 64  # nesting levels
 MAX_NODES = 100_000  # values after alias expansion (a "billion laughs" stops here)
-
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
-          (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"))
-
-
-def _kind(mode: int) -> str | None:
-    """What a non-regular file is (None: a regular file)."""
-    if stat.S_ISREG(mode):
-        return None
-    return next((name for test, name in _KINDS if test(mode)), "not a file")
-
 
 def read_text(path: Path | str, report: Report) -> str | None:
     """The file's text; only a regular file is read (a FIFO, socket, device or directory
@@ -58,7 +46,7 @@ def _read_bytes(path: Path | str, report: Report) -> bytes | None:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         try:
             status = os.fstat(fd)
-            kind = _kind(status.st_mode)
+            kind = file_kind(status.st_mode)
             raw = b"" if kind else _read_at_most(fd, status.st_size, MAX_FILE_BYTES + 1)
         finally:
             os.close(fd)

@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from specdojo_routine.store.config import NotRegularFile, file_kind
+
 __all__ = ["lock_exclusive", "lock_shared", "locked"]
 
 Unlock = Callable[[int], None]
@@ -27,8 +29,9 @@ def _refuse_non_regular(fd: int, path: Path) -> None:
     mode = os.fstat(fd).st_mode
     if stat.S_ISDIR(mode):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-    if not stat.S_ISREG(mode):
-        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    kind = file_kind(mode)
+    if kind is not None:
+        raise NotRegularFile(path, kind)
 
 
 def lock_exclusive(fd: int) -> Unlock:
@@ -62,16 +65,19 @@ def _flock(fd: int, *, exclusive: bool) -> Unlock:
 @contextmanager
 def locked(path: Path, flags: int, lock: Callable[[int], Unlock]) -> Iterator[int]:
     """``path`` opened with ``flags`` (and its directory made for the first append), under
-    ``lock``, which returns how to release it."""
+    ``lock``, which returns how to release it. Only a regular file is a ledger: the file is
+    opened without waiting (a FIFO would wait for a peer for ever) and anything else refused."""
+    flags |= os.O_CLOEXEC | os.O_NONBLOCK
     try:
-        fd = os.open(path, flags | os.O_CLOEXEC, 0o644)
+        fd = os.open(path, flags, 0o644)
     except FileNotFoundError:
         if not flags & os.O_CREAT:
             raise
         path.parent.mkdir(parents=True, exist_ok=True)  # the first append creates them
-        fd = os.open(path, flags | os.O_CLOEXEC, 0o644)
+        fd = os.open(path, flags, 0o644)
     try:
         _refuse_non_regular(fd, path)
+        os.set_blocking(fd, True)
         unlock = lock(fd)
         try:
             yield fd
