@@ -181,3 +181,22 @@ def test_a_fifo_as_a_ledger_is_one_line_never_a_wait(project: Project) -> None:
             done.returncode, [line[:line.find(" (check")] for line in done.stderr.splitlines()]
         ), done.stderr
     assert stat.S_ISFIFO(os.lstat(project.ledger).st_mode)  # left as it was
+
+
+def test_a_fifo_as_an_agents_result_or_a_template_is_none(project: Project) -> None:
+    """An agent's result file (another program writes it) and a project template are read
+    only as regular files: a FIFO is no result and no template, never a wait."""
+    result = project.root / "result.md"
+    os.mkfifo(result)
+    from specdojo_routine.execute.agents import TEMPLATES_DIR
+
+    (project.root / TEMPLATES_DIR).mkdir(parents=True, exist_ok=True)
+    os.mkfifo(project.root / TEMPLATES_DIR / "plan.md")
+    asked = subprocess.run(
+        [sys.executable, "-c", "import sys; from pathlib import Path; "
+         "from specdojo_routine.execute import agents; "
+         "from specdojo_routine.store.config import resolve_project; root = Path(sys.argv[1]); "
+         "print(repr(agents.read_result(root / 'result.md')), "
+         "agents.template(resolve_project(root), 'plan.md', 'builtin'))", str(project.root)],
+        capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
+    assert (0, "'' builtin\n") == (asked.returncode, asked.stdout), asked.stderr

@@ -33,7 +33,7 @@ from specdojo_routine.core.redact import LineRedactor, bound, redact, secret_val
 from specdojo_routine.core.timefmt import format_ms
 from specdojo_routine.execute import evidence, runner
 from specdojo_routine.execute.agent import AgentRequest, AgentResult
-from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.config import ProjectPaths, read_regular
 from specdojo_routine.store.definitions.agentconfig import AgentConfig
 from specdojo_routine.store.ledger import views
 
@@ -186,7 +186,7 @@ def template(paths: ProjectPaths, name: str, builtin: str) -> str:
     """The project's own template ``name`` when it has one, else the built-in."""
     path = paths.root / TEMPLATES_DIR / name
     try:
-        return path.read_text(encoding="utf-8")
+        return read_regular(path).decode("utf-8")  # a FIFO there is no template, not a wait
     except (OSError, UnicodeDecodeError):
         return builtin
 
@@ -269,8 +269,10 @@ def _exec_ref(project: ProjectPaths, path: Path) -> str:
 
 
 def read_result(path: Path) -> str:
+    """The result file an agent wrote ("" when there is none): only a regular file is read - the
+    agent is another program, and a FIFO it left there would block the run for ever."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        return read_regular(path).decode("utf-8", errors="replace")
     except OSError:
         return ""
 
