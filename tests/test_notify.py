@@ -98,6 +98,36 @@ def test_a_hanging_hook_is_killed_at_its_timeout_and_leaves_no_process(
     assert not group_members(pgid)
 
 
+def test_a_stop_during_a_hook_ends_it_and_records_its_outcome(project: Project) -> None:
+    """SIGTERM to the runner while its failure hook sleeps: the hook's group is ended, its
+    `notification_sent` is recorded (no exit code, the stop as reason) before the runner
+    exits 143, and the lock is free."""
+    hook = orjson.dumps('echo $$ > hook.pgid; sh -c "sleep 60 & sleep 60"').decode()
+    project.routine("rtn-hang", f"""\
+        interval: 1h
+        policy: {{notify: {{on: [failure], command: {hook}}}}}
+        action: {{kind: specdojo, args: [go]}}
+        """)
+    project.exit_codes({"go": 4})
+    proc = project.popen("run", "--due", "--now", T0)
+    marker = project.root / "hook.pgid"
+    deadline = time.monotonic() + 30
+    while not (marker.exists() and marker.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    pgid = int(marker.read_text())
+    while len(group_members(pgid)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)  # the hook's shell and both sleeps
+    proc.send_signal(signal.SIGTERM)
+    assert 143 == proc.wait(timeout=60), proc.stderr.read()
+    (sent,) = _sent(project)
+    attempt = next(e for e in project.events() if e["type"] == "attempt_ended")
+    assert ("failure", None, "stopped by SIGTERM", attempt["attempt_id"]) == (
+        sent["event"], sent["exit_code"], sent["reason"], sent["attempt_id"])
+    assert "notification_sent" == project.events()[-1]["type"]
+    assert not group_members(pgid)
+    assert not (project.root / "routines" / ".locks" / "routine-run.lock").exists()
+
+
 def test_the_hook_runs_in_the_root_in_its_own_group_with_stdin_closed(
     project: Project,
 ) -> None:

@@ -7,7 +7,8 @@ ended ``failure``, the first ``success`` after a failure (``recovered``), an occ
 kind, and appends ``notification_sent``. The hook's outcome never changes a result: a hook that
 fails, cannot start or is killed at its timeout is a ``warning:`` line of the run. An attempt
 found interrupted is notified once (the ledger already saying so is enough). While a stop is
-being recorded nothing is notified: the operator is stopping the runner.
+being recorded nothing is notified: the operator is stopping the runner; a stop that arrives
+while a hook runs ends the hook, and its outcome is still recorded.
 """
 
 from __future__ import annotations
@@ -52,12 +53,13 @@ def notify(
         "event": kind, "type": cause, "routine_id": routine.id, "attempt_id": attempt_id,
         "scheduled_for": scheduled_for, "result": result, "reason": reason,
     }
-    outcome = hooks.run_hook(hook.command, root=paths.root, env=env, payload=payload,
-                             secrets=list(secrets))
-    record(events.NotificationSent(
-        routine_id=routine.id, event=kind, exit_code=outcome.exit_code,
-        duration_s=float(outcome.duration_s), attempt_id=attempt_id,
-        scheduled_for=scheduled_for, reason=outcome.error))
+    with stop.deferred():  # a stop ends the hook; its outcome is recorded before unwinding
+        outcome = hooks.run_hook(hook.command, root=paths.root, env=env, payload=payload,
+                                 secrets=list(secrets))
+        record(events.NotificationSent(
+            routine_id=routine.id, event=kind, exit_code=outcome.exit_code,
+            duration_s=float(outcome.duration_s), attempt_id=attempt_id,
+            scheduled_for=scheduled_for, reason=outcome.error))
     if outcome.exit_code != 0:
         why = outcome.error or f"exited with code {outcome.exit_code}"
         warnings.append(redact(f"warning: {routine.id}: the {kind} notification hook {why}; "
