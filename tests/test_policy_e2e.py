@@ -436,6 +436,19 @@ def test_next_for_a_routine_shows_the_latest_start_and_follows_the_cursor(
     assert "LOCAL (Asia/Tokyo)" in text and "2026-08-07T10:00:00Z" in text
 
 
+def test_next_lists_at_most_1000_occurrences(project: Project) -> None:
+    """`-n` above 1000 (a mistyped 100000000 held every occurrence in memory before printing
+    one, until the machine ran out of it): exit 2, one line saying the range; 1000 is listed."""
+    project.routine("rtn-n", "interval: 5m\naction: {kind: exec-resume}\n")
+    assert 1000 == len(_next(project, "rtn-n", "-n", "1000"))
+    for args in (["rtn-n"], ["--cron", "* * * * *", "--timezone", "UTC"], []):
+        done = project.cli("next", *args, "-n", "1001", timeout=60)
+        assert (2, ["error: python -m specdojo_routine next: argument -n: expected a number of "
+                    "occurrences from 1 to 1000, got '1001' (see `python -m "
+                    "specdojo_routine next --help`)"]) == (done.returncode,
+                                                           done.stderr.splitlines())
+
+
 def test_next_json_for_a_routine_has_the_documented_keys(project: Project) -> None:
     """SPEC §9.5: `next ID --json` is {"routine_id", "timezone", "occurrences": [{"local",
     "utc", "note", "latest_start"}]}, naming the routine and its zone."""

@@ -261,6 +261,16 @@ def test_a_malformed_lock_url_is_a_usage_error(url: str, why: str, tmp_path: Pat
     assert not (b / "routines" / "generated").exists()
 
 
+def test_the_form_a_lock_url_is_told_to_take_is_shown_whole(project: Project) -> None:
+    """The hint after a URL that is not redis:// says where a password goes in words an
+    operator can copy: the redaction of every error line does not blot it out."""
+    done = project.cli("list", timeout=60,
+                       env=project.env(SPECDOJO_ROUTINE_LOCK_URL="http://127.0.0.1:6379/0"))
+    assert (2, "error: SPECDOJO_ROUTINE_LOCK_URL=http://127.0.0.1:6379/0: use "
+               "redis://host[:port][/db], or redis://:password@host[:port][/db] with a "
+               "password (rediss:// for TLS)\n") == (done.returncode, done.stderr)
+
+
 def test_without_the_redis_package_run_and_list_say_the_same(
     redis_url: str, tmp_path: Path
 ) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import html.parser
 import os
 import re
+import stat
 import struct
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from specdojo_routine.app import report
 from specdojo_routine.core import events
 from specdojo_routine.store.ledger import journal
 from tests import viewhelper
-from tests.conftest import REPO, copy_source
+from tests.conftest import REPO, Project, copy_source
 from tests.weekhistory import AFTER, Week
 
 CHROMIUM = "/usr/bin/chromium"
@@ -152,6 +153,18 @@ def test_a_missing_directory_is_refused_and_a_link_is_replaced(week: Week,
     assert [] == [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
     too_many = week.cli("report", "--html", str(tmp_path / "x.html"), "--days", "400")
     assert (2, False) == (too_many.returncode, (tmp_path / "x.html").exists())
+
+
+def test_a_fifo_named_as_the_report_is_refused_not_replaced(project: Project,
+                                                          tmp_path: Path) -> None:
+    """FILE a FIFO (or a device, as /dev/null would be): one line, exit 2, and the node is
+    still there - the report is moved into place, which put a regular file where it was."""
+    fifo = tmp_path / "pipe.html"
+    os.mkfifo(fifo)
+    done = project.cli("report", "--html", str(fifo), timeout=60)
+    assert (2, [f"error: {fifo} is not a regular file (a FIFO); name a file to write the "
+                "report to"], True) == (done.returncode, done.stderr.splitlines(),
+                                        stat.S_ISFIFO(fifo.lstat().st_mode))
 
 
 def test_an_outcome_without_a_colour_is_drawn_neutral_and_named_in_the_legend() -> None:

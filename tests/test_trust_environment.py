@@ -94,6 +94,27 @@ def test_a_directory_where_the_ledger_should_be_is_one_clear_line(project: Proje
     assert [] == project.calls()
 
 
+@pytest.mark.parametrize("key", ["routines_path", "jobs_path", "execution_path",
+                                 "members_path", "run.worktree_base", "run.exec_defaults"])
+def test_a_nul_in_a_configured_path_is_one_clear_line(project: Project, key: str) -> None:
+    """A config path holding `\\u0000`: exit 2 and one line naming the config, the key and
+    what to do - not an internal error - and nothing is written."""
+    config = project.root / ".specdojo" / "specdojo.config.json"
+    data = orjson.loads(config.read_bytes())
+    entry = data["projects"]["demo"]
+    if key.startswith("run."):
+        entry = entry.setdefault("run", {})
+    entry[key.removeprefix("run.")] = "some\0where"
+    config.write_bytes(orjson.dumps(data))
+    project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [one]}\n")
+    before = project.files()
+    done = project.cli("run", "--due", timeout=60)
+    assert (2, [f'error: {config}: project "demo" "{key.removeprefix("run.")}" holds a NUL '
+                "character (\\u0000); write the path without it"]) == (
+        done.returncode, done.stderr.splitlines())
+    assert (before, []) == (project.files(), project.calls())
+
+
 @pytest.mark.parametrize("command", [["validate"], ["list"],
                                      ["run", "--due", "--now", "2026-05-01T10:00:30Z"]])
 def test_a_fifo_named_like_a_definition_is_reported_not_read(project: Project,

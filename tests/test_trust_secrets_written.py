@@ -98,3 +98,15 @@ def test_a_secret_in_a_mistyped_command_line_is_not_echoed(project: Project,
     assert (2, "") == (done.returncode, done.stdout)
     assert "unrecognized arguments" in done.stderr and "[REDACTED]" in done.stderr
     assert SECRET not in done.stderr
+
+
+def test_a_secret_given_as_by_never_reaches_the_ledger(project: Project) -> None:
+    """`--by` is text an operator types, as `--note` is: a token in it is redacted in the
+    ledger and the view like a token in the note."""
+    project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [one]}\n")
+    token = "ghp_" + "a" * 36
+    done = project.cli("pause", "rtn-a", "--by", token, "--note", token, timeout=60)
+    assert 0 == done.returncode, done.stderr
+    [paused] = [e for e in project.events() if e["type"] == "routine_paused"]
+    assert ("[REDACTED]", "[REDACTED]") == (paused["paused_by"], paused["note"])
+    assert token not in project.ledger.read_text() + project.state_path.read_text()

@@ -23,6 +23,7 @@ new kind of event shows without a change here.
 from __future__ import annotations
 
 import html
+import stat
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -37,7 +38,7 @@ from specdojo_routine.core.attempts import Attempt, Gatherer
 from specdojo_routine.core.errors import TooManyMissedOccurrences, UsageError
 from specdojo_routine.core.model import Routine
 from specdojo_routine.core.timefmt import format_ms, relative, try_parse_instant
-from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.config import ProjectPaths, file_kind
 from specdojo_routine.store.definitions import load as definitions
 from specdojo_routine.store.ledger import stamps, views
 
@@ -490,12 +491,22 @@ def _evidence_table(report: Report) -> str:
 
 
 def check_target(target: Path) -> None:
-    """Refuse (exit 2) a file in a directory that does not exist, or a directory."""
+    """Refuse (exit 2) a file in a directory that does not exist, a directory, or a FIFO,
+    socket or device: the report is moved into place, which would put a regular file where
+    that node was (``/dev/null`` itself, when root names it)."""
     if not target.parent.is_dir():
         raise UsageError(f"{target}: the directory {target.parent} does not exist; create it "
                          "or write the report elsewhere")
     if target.is_dir() and not target.is_symlink():
         raise UsageError(f"{target} is a directory; name a file to write the report to")
+    try:
+        mode = target.lstat().st_mode
+    except OSError:  # nothing there yet; a real problem is said by the write
+        return
+    kind = None if stat.S_ISLNK(mode) else file_kind(mode)
+    if kind is not None:
+        raise UsageError(f"{target} is not a regular file ({kind}); name a file to write the "
+                         "report to")
 
 
 def write(target: Path, text: str) -> None:

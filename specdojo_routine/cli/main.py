@@ -239,7 +239,7 @@ _SUBCOMMANDS: dict[str, Callable[[Subparsers, _Parser], None]] = {
     "fold": _add_fold,
     "history": lambda sub, common: _historycli().add_history(sub, common, _instant, _positive),
     "release": lambda sub, common: policycli.add_release(sub, common, _instant),
-    "next": lambda sub, common: policycli.add_next(sub, common, _instant, _positive),
+    "next": lambda sub, common: policycli.add_next(sub, common, _instant),
     "import": _add_import,
     "pause": lambda sub, common: _controlcli().add_pause(sub, common, _instant, paused=True),
     "resume": lambda sub, common: _controlcli().add_pause(sub, common, _instant, paused=False),

@@ -31,14 +31,27 @@ def add_release(sub: Any, common: argparse.ArgumentParser, instant: Instant) -> 
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
 
-def add_next(sub: Any, common: argparse.ArgumentParser, instant: Instant,
-             positive: Callable[[str], int]) -> None:
+#: The most occurrences ``next -n`` lists: every one is computed and held before the first
+#: is printed, so a mistyped N (an extra zero or six) would fill the memory, printing nothing.
+MAX_PREVIEW = 1000
+
+
+def _occurrences(text: str) -> int:
+    value = int(text) if text.isdigit() else 0
+    if not 1 <= value <= MAX_PREVIEW:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of occurrences from 1 to {MAX_PREVIEW}, got {text!r}")
+    return value
+
+
+def add_next(sub: Any, common: argparse.ArgumentParser, instant: Instant) -> None:
     """``next`` (``sub`` is the main parser's subparsers)."""
     p = sub.add_parser("next", parents=[common], help="upcoming occurrences")
     p.add_argument("routine_id", nargs="?", metavar="ID",
                    help="the routine to preview (default: the agenda of every routine)")
-    p.add_argument("-n", dest="count", type=positive, metavar="N",
-                   help="how many occurrences (default 5; in the agenda 1 per routine)")
+    p.add_argument("-n", dest="count", type=_occurrences, metavar="N",
+                   help=f"how many occurrences, 1 to {MAX_PREVIEW} (default 5; in the agenda "
+                   "1 per routine)")
     p.add_argument("--cron", metavar="EXPR", help="preview this 5-field cron expression")
     p.add_argument("--timezone", metavar="TZ", help="the IANA time zone of --cron")
     p.add_argument("--json", action="store_true", help="print one JSON document")

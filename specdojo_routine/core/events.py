@@ -552,8 +552,9 @@ def ledger_kind_of(event: Event) -> LedgerKind:
 
 
 #: The fields of events that hold free text from outside the program: failure reasons (a
-#: command's message, a path, an exception, what a review said) and operator notes.
-FREE_TEXT_FIELDS = ("reason", "note")
+#: command's message, a path, an exception, what a review said), operator notes and who an
+#: operator said they are (``--by`` takes any text, as ``--note`` does).
+FREE_TEXT_FIELDS = ("reason", "note", "resolved_by", "released_by", "paused_by", "resumed_by")
 _E = TypeVar("_E", bound=Event)
 
 

@@ -249,6 +249,7 @@ def resolve_project(
         value = entry.get(key)
         if not isinstance(value, str) or not value:
             raise ConfigError(f'{where}: project "{project_id}" needs "{key}" (a path)')
+        _refuse_nul(value, where, project_id, key)
         dirs[key] = root / value
     extra = _agent_paths(root, entry, where, project_id)
     return ProjectPaths(
@@ -260,6 +261,14 @@ def resolve_project(
         execution_dir=dirs["execution_path"],
         **extra,
     )
+
+
+def _refuse_nul(value: str, where: Path, project_id: str, key: str) -> None:
+    """Refuse a configured path holding a NUL character (JSON's ``\\u0000``): no file can
+    be named by it, and the operating system refuses it wherever the path is first used."""
+    if "\0" in value:
+        raise ConfigError(f'{where}: project "{project_id}" "{key}" holds a NUL character '
+                          "(\\u0000); write the path without it")
 
 
 #: The roster a project has when its config names no ``members_path`` (seed 002), if present.
@@ -280,6 +289,8 @@ def _agent_paths(
         value = source.get(key)
         if value is not None and (not isinstance(value, str) or not value):
             raise ConfigError(f'{where}: project "{project_id}" "{key}" must be a path')
+        if isinstance(value, str):
+            _refuse_nul(value, where, project_id, key)
         found[name] = (root / value).resolve() if isinstance(value, str) else None
     default = root / ".specdojo" / DEFAULT_MEMBERS
     if found["members_path"] is None and default.is_file():  # seed 002's roster (SPEC §13)
