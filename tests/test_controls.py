@@ -245,3 +245,19 @@ def test_run_id_input_overrides_the_job_inputs_for_that_attempt(project: Project
     assert 0 == again.returncode, again.stderr
     last = [e for e in project.events() if e["type"] == "attempt_started"][-1]
     assert "inputs_override" not in last
+
+
+def test_a_note_with_control_characters_is_shown_as_one_escaped_line(project: Project) -> None:
+    """An operator's note or name is stored as typed, but every table cell is one line with
+    control characters escaped: a newline does not split a row, and an escape sequence (clear
+    the screen, move the cursor) never reaches the terminal."""
+    project.routine("rtn-a", HOURLY_ALL)
+    note = "disk full\nsee \x1b[2Jticket"
+    assert 0 == project.cli("pause", "rtn-a", "--note", note, "--by", "ops\x1b[31m").returncode
+    assert note == next(e for e in project.events() if e["type"] == "routine_paused")["note"]
+    for command in (["history", "rtn-a"], ["status"], ["status", "rtn-a"], ["list"]):
+        shown = project.cli(*command).stdout
+        assert ("\x1b" not in shown) and "\\x1b[31m" in shown, (command, shown)
+    [row] = [line for line in project.cli("history", "rtn-a").stdout.splitlines()
+             if "routine_paused" in line]
+    assert "disk full\\nsee \\x1b[2Jticket" in row

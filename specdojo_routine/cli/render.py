@@ -13,6 +13,7 @@ from specdojo_routine.core.errors import EXIT_FAILURE, EXIT_OK
 from specdojo_routine.core.redact import redact, redact_words
 from specdojo_routine.core.timefmt import format_ms, format_s
 from specdojo_routine.core.timefmt import relative as relative  # re-exported: render.relative
+from specdojo_routine.core.validation import one_line
 from specdojo_routine.store.config import ProjectPaths
 
 if TYPE_CHECKING:
@@ -29,8 +30,10 @@ def dumps(data: Any) -> str:
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """Left-aligned columns separated by two spaces."""
-    cells = [[str(c) for c in row] for row in [headers, *rows]]
+    """Left-aligned columns separated by two spaces. A cell is one line with its control
+    characters escaped: notes and names are typed by people and reasons quote commands, and a
+    newline would split a row, an escape sequence reach the terminal."""
+    cells = [[one_line(str(c)) for c in row] for row in [headers, *rows]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
              for row in cells]
@@ -97,20 +100,23 @@ def listing(listing: Listing, out: TextIO, err: TextIO, *, as_json: bool) -> Non
 
 
 def _policy_lines(r: RoutineRow, out: TextIO) -> None:
-    """Held and missed routines in ``list`` (SPEC §9): what happened and what to do."""
+    """Held and missed routines in ``list`` (SPEC §9): what happened and what to do. Each is
+    one line, control characters escaped (reasons and operators' notes are quoted)."""
+    lines = []
     if r.retrying:
-        out.write(f"  {r.id}: {r.retrying} (policy.retry; the next `run --due` after it "
-                  "starts it)\n")
+        lines.append(f"  {r.id}: {r.retrying} (policy.retry; the next `run --due` after it "
+                     "starts it)")
     if r.held:
-        out.write(f"! {r.id}: on hold ({r.hold_reason}); {r.held_occurrences} held "
-                  f"occurrence(s); fix the cause, then `release {r.id} --run none|latest|all`\n")
+        lines.append(f"! {r.id}: on hold ({r.hold_reason}); {r.held_occurrences} held "
+                     f"occurrence(s); fix the cause, then `release {r.id} --run none|latest|all`")
     if r.paused is not None:  # SPEC §13: an operator's decision, not a problem
         note = f": {r.paused['note']}" if r.paused.get("note") else ""
-        out.write(f"  {r.id}: paused by {r.paused['by']} at {r.paused['at']}{note}; "
-                  f"`resume {r.id}` to let run --due start it again\n")
+        lines.append(f"  {r.id}: paused by {r.paused['by']} at {r.paused['at']}{note}; "
+                     f"`resume {r.id}` to let run --due start it again")
     if r.last_missed is not None:
-        out.write(f"! {r.id}: missed {r.last_missed['scheduled_for']}: "
-                  f"{r.last_missed['reason']} (cleared by the next success)\n")
+        lines.append(f"! {r.id}: missed {r.last_missed['scheduled_for']}: "
+                     f"{r.last_missed['reason']} (cleared by the next success)")
+    out.writelines(one_line(line) + "\n" for line in lines)
 
 
 def run_report(report: RunReport, out: TextIO, err: TextIO, *, as_json: bool) -> None:

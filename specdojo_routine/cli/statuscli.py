@@ -20,6 +20,7 @@ from specdojo_routine.core.model import Routine
 from specdojo_routine.core.policy import span_text
 from specdojo_routine.core.redact import redact_words
 from specdojo_routine.core.timefmt import format_s, try_parse_instant
+from specdojo_routine.core.validation import one_line
 from specdojo_routine.store.config import ProjectPaths
 
 WIDTH = 80
@@ -184,7 +185,7 @@ def _block(detail: status_app.Detail, now: datetime) -> str:
         if failed.evidence_ref:
             lines.append(f"  evidence  {failed.evidence_ref}")
             lines.append(f"            (all of it: `logs {r.id}`)")
-    return "\n".join(lines) + "\n"
+    return "".join(one_line(line) + "\n" for line in lines)  # reasons, notes, stderr: one line
 
 
 # --- JSON --------------------------------------------------------------------------------------
