@@ -72,12 +72,9 @@ def test_a_failing_hook_is_a_warning_and_the_hook_sees_the_event_redacted(
     assert "notification_sent" in history.stdout and "exit 3" in history.stdout
 
 
-def test_a_hanging_hook_is_killed_at_its_timeout_and_leaves_no_process(
-    project: Project,
-) -> None:
-    """A hook that sleeps in a child and a grandchild is killed at the timeout (1 s here, by
-    the documented override): `notification_sent` has no exit code and says why; nothing of
-    the hook remains."""
+def _failing_with_a_hanging_hook(project: Project) -> None:
+    """``rtn-hang``, whose action fails and whose failure hook writes its process group to
+    ``hook.pgid`` and sleeps in a child and a grandchild."""
     hook = orjson.dumps('echo $$ > hook.pgid; sh -c "sleep 60 & sleep 60"').decode()
     project.routine("rtn-hang", f"""\
         interval: 1h
@@ -85,6 +82,15 @@ def test_a_hanging_hook_is_killed_at_its_timeout_and_leaves_no_process(
         action: {{kind: specdojo, args: [go]}}
         """)
     project.exit_codes({"go": 4})
+
+
+def test_a_hanging_hook_is_killed_at_its_timeout_and_leaves_no_process(
+    project: Project,
+) -> None:
+    """A hook that sleeps in a child and a grandchild is killed at the timeout (1 s here, by
+    the documented override): `notification_sent` has no exit code and says why; nothing of
+    the hook remains."""
+    _failing_with_a_hanging_hook(project)
     t0 = time.monotonic()
     done = project.cli("run", "--due", "--now", T0,
                        env=project.env(SPECDOJO_NOTIFY_TIMEOUT_S="1"))
@@ -102,13 +108,7 @@ def test_a_stop_during_a_hook_ends_it_and_records_its_outcome(project: Project) 
     """SIGTERM to the runner while its failure hook sleeps: the hook's group is ended, its
     `notification_sent` is recorded (no exit code, the stop as reason) before the runner
     exits 143, and the lock is free."""
-    hook = orjson.dumps('echo $$ > hook.pgid; sh -c "sleep 60 & sleep 60"').decode()
-    project.routine("rtn-hang", f"""\
-        interval: 1h
-        policy: {{notify: {{on: [failure], command: {hook}}}}}
-        action: {{kind: specdojo, args: [go]}}
-        """)
-    project.exit_codes({"go": 4})
+    _failing_with_a_hanging_hook(project)
     proc = project.popen("run", "--due", "--now", T0)
     marker = project.root / "hook.pgid"
     deadline = time.monotonic() + 30
