@@ -248,9 +248,9 @@ def _none_due(
     if after is None:
         return False
     found = memo.next_after(trigger.cron, trigger.timezone, cursor)
-    if found == UNKNOWN and not learn:
-        return False
     if found == UNKNOWN:
+        if not learn:
+            return False
         at = schedule.next_after(trigger.cron, trigger.timezone, after)
         found = format_ms(at) if at is not None else None
         memo.learn_next(trigger.cron, trigger.timezone, cursor, found)

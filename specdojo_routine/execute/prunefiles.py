@@ -76,28 +76,24 @@ def runs_with_files(paths: ProjectPaths) -> set[str]:
 
 
 def run_files(paths: ProjectPaths, run_id: str, env: Mapping[str, str]) -> list[Path]:
-    """The files and directories around ``run_id`` that exist now - not a worktree of
-    another repository by the run's name (:func:`_another_repositorys`)."""
+    """The files and directories around ``run_id`` that exist now. A worktree by the run's
+    name that git finds in another repository than the project's is not among them: the
+    default worktree base (``../worktrees``) is shared by sibling clones, and two clones of a
+    project give a Job Run the same id. One git finds in no repository is the project's (a
+    worktree git has forgotten)."""
     if not RUN_ID.fullmatch(run_id):
         raise ValueError(f"not a Job Run id: {run_id!r}")
     files = [paths.evidence_dir / run_id,
              *(paths.plans_dir / f"{run_id}{s}" for s in PLAN_SUFFIXES),
              *(paths.results_dir / f"{run_id}{s}" for s in RESULT_SUFFIXES)]
     kept = re.compile(re.escape(run_id) + r"-attempt-\d+")
-    worktrees = [paths.worktrees / run_id,
-                 *sorted(paths.worktrees / n for n in _names(paths.worktrees)
-                         if kept.fullmatch(n))]
+    worktrees = [p for p in (paths.worktrees / run_id,
+                             *sorted(paths.worktrees / n for n in _names(paths.worktrees)
+                                     if kept.fullmatch(n)))
+                 if os.path.lexists(p)]
+    ours = _common_git_dir(paths.root, None, env) if worktrees else None
     return [p for p in files if os.path.lexists(p)] + [
-        p for p in worktrees if os.path.lexists(p) and not _another_repositorys(paths, p, env)]
-
-
-def _another_repositorys(paths: ProjectPaths, worktree: Path, env: Mapping[str, str]) -> bool:
-    """Whether ``worktree`` belongs to another git repository than the project's: the default
-    worktree base (``../worktrees``) is shared by sibling clones, and two clones of a project
-    give a Job Run the same id. A directory git does not see as a repository of its own is
-    the project's (a worktree git has forgotten)."""
-    theirs = _common_git_dir(worktree, paths.worktrees, env)
-    return theirs is not None and theirs != _common_git_dir(paths.root, None, env)
+        p for p in worktrees if _common_git_dir(p, paths.worktrees, env) in (None, ours)]
 
 
 def _common_git_dir(where: Path, ceiling: Path | None, env: Mapping[str, str]) -> str | None:
