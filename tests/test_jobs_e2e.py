@@ -372,3 +372,33 @@ def test_a_placeholder_hidden_by_a_line_continuation_is_refused(
                        env=env(project))
     assert (1, False) == (done.returncode, (project.root / "PWNED").exists()), done.stderr
     assert 1 == len(done.stderr.splitlines()) and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(("command", "where"), [
+    ("\"echo 'abc\"", "7:13: task.command: unterminated single quote in shell command"),
+    ('"echo a\\0b"', "7:12: task.command: a NUL character (\\0) is in the command"),
+])
+def test_validate_refuses_a_command_run_would_refuse_without_a_placeholder(
+    project: Project, command: str, where: str,
+) -> None:
+    """A command that ``run`` cannot render (an unterminated quote; a NUL, which no process
+    can receive) is a validate error at its line and column even when it holds no
+    placeholder: validate passed it and every run then failed."""
+    project.job("job-note", period_job("Note", command))
+    checked = project.cli("validate", env=env(project))
+    assert 1 == checked.returncode, checked.stderr
+    assert f"jobs/job-note.yaml:{where}" in checked.stderr
+    done = project.cli("job", "run", "--job", "job-note", "--input", "period=p", env=env(project))
+    assert 1 == done.returncode and "Traceback" not in done.stderr, done.stderr
+
+
+def test_an_input_value_with_a_nul_is_refused_by_validate(project: Project) -> None:
+    """A NUL in an input's default reaches the command as data, which no process can receive:
+    validate says so at the default, and the Job never starts a process with it."""
+    project.job("job-note", 'name: Note\ninputs:\n  period: {type: string, default: "a\\0b"}\n'
+                'task: {mode: command, command: "echo {{inputs.period}}"}\n'
+                'run: {idempotency_key: "{{job_id}}:{{inputs.period}}"}\n')
+    checked = project.cli("validate", env=env(project))
+    assert 1 == checked.returncode, checked.stderr
+    assert "jobs/job-note.yaml:4:35: inputs.period.default is invalid" in checked.stderr
+    assert "Input period must not hold a NUL character" in checked.stderr

@@ -336,3 +336,14 @@ def test_check_shell_template_reports_the_offset() -> None:
     with pytest.raises(TemplateError) as caught:
         check_shell_template(template)
     assert template.index("{{") == caught.value.offset
+
+
+def test_render_shell_refuses_a_nul_in_the_command_or_a_value() -> None:
+    """No process receives a NUL in its arguments: the renderer says where it is instead of
+    the process start failing with 'embedded null byte'."""
+    with pytest.raises(TemplateError, match="NUL character") as caught:
+        render_shell("echo a\0b", {})
+    assert 6 == caught.value.offset
+    with pytest.raises(TemplateError, match="the value of {{inputs.x}} holds a NUL") as caught:
+        render_shell("echo {{inputs.x}}", {"inputs.x": "a\0b"})
+    assert 5 == caught.value.offset

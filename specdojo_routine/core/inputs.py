@@ -66,6 +66,9 @@ def check_value(spec: InputSpec, value: object) -> str | None:
     if problem is not None:
         return problem
     items = tuple(value) if isinstance(value, list | tuple) else (value,)
+    if any(isinstance(item, str) and "\0" in item for item in items):
+        return (f"Input {spec.name} must not hold a NUL character (\\0): no command can "
+                "receive one (remove it)")
     if spec.enum is not None:
         for item in items:
             if not any(_same(item, allowed) for allowed in spec.enum):

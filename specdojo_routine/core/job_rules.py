@@ -386,15 +386,14 @@ def _check_job_templates(r: Report, root: Node, specs: Sequence[jobmodel.InputSp
             r.error(where.pos, f"{where.label}: {problem}")
     for node in _template_nodes(root):
         in_key = node.label == "run.idempotency_key"
-        found = placeholders(r, node)
-        clean = bool(found)
-        for ph in found:
+        reported = len(r.problems)
+        for ph in placeholders(r, node):
             problem = _placeholder_problem(ph, inputs, values, in_key=in_key)
             if problem is not None:
-                clean = False
                 r.error(template_pos(r, node, ph.start), f"{node.label}: {problem}")
-        if clean and node.label in _SHELL_TEMPLATES:  # one report per bad placeholder
-            _check_shell_safety(r, node)
+        clean = len(r.problems) == reported  # one report per bad placeholder
+        if clean and node.label in _SHELL_TEMPLATES and isinstance(node.value, str):
+            _check_shell_safety(r, node)  # what run renders, with or without placeholders
 
 
 _SHELL_TEMPLATES = ("task.command", "task.precondition.command")

@@ -211,14 +211,21 @@ def render_shell(
     inside double quotes or inside single quotes. Names in ``trusted`` (``{{specdojo}}``, the
     CLI prefix, already shell-quoted) are inserted verbatim as words when they stand bare.
     Raises :class:`TemplateError` for a placeholder whose quoting context is unsafe or unknown
-    (here-document bodies, ``${...}``, ``$((...))``, right after ``\\`` or ``$``) and for a
-    command with an unterminated quote or substitution.
+    (here-document bodies, ``${...}``, ``$((...))``, right after ``\\`` or ``$``), for a
+    command with an unterminated quote or substitution, and for a NUL character in the command
+    or in a value: no process can receive one in its arguments.
     """
+    if (nul := template.find("\0")) >= 0:
+        raise TemplateError(f"a NUL character (\\0) is in the command {_NO_NUL}", nul)
     scanner = ShellScanner()
 
     def insert(literal: str, ph: Placeholder) -> str:
         scanner.feed(literal)
         value = _lookup(ph, values, empty_if_missing)
+        if "\0" in value:
+            raise TemplateError(
+                f"the value of {{{{{ph.expression}}}}} holds a NUL character (\\0) {_NO_NUL}",
+                ph.start)
         unsafe = scanner.unsafe()
         if unsafe is not None:
             raise TemplateError(
@@ -233,6 +240,9 @@ def render_shell(
     if unterminated is not None:
         raise TemplateError(f"unterminated {unterminated} in shell command", 0)
     return rendered
+
+
+_NO_NUL = "(no command can receive one: remove it)"
 
 
 def check_shell_template(template: str) -> None:
