@@ -261,3 +261,23 @@ def test_a_note_with_control_characters_is_shown_as_one_escaped_line(project: Pr
     [row] = [line for line in project.cli("history", "rtn-a").stdout.splitlines()
              if "routine_paused" in line]
     assert "disk full\\nsee \\x1b[2Jticket" in row
+
+
+def test_a_blank_by_names_nobody_and_is_refused(project: Project) -> None:
+    """Every control records who acted (SPEC §13): ``--by " "`` would record nobody, so each
+    command that takes ``--by`` refuses it as a usage error (exit 2, one line) before it
+    records anything, as it refuses a blank ``--note``."""
+    project.routine("rtn-h", HOURLY_ALL)
+    assert 0 == project.cli("run", "--id", "rtn-h").returncode
+    before = project.ledger.read_bytes()
+    for args in (["pause", "rtn-h"], ["resume", "rtn-h"], ["stop", "rtn-h"],
+                 ["release", "rtn-h"],
+                 ["resolve", "rtn-h", "--result", "success", "--note", "checked"],
+                 ["job", "resolve", "JBR-nope-000000000000", "--status", "noop", "--note", "x"]):
+        proc = project.cli(*args, "--by", " \t")
+        assert (2, "") == (proc.returncode, proc.stdout), (args, proc.stderr)
+        assert ["error: --by must name who you are (leave it out for $USER)"] == [
+            line.split(" (see `")[0] for line in proc.stderr.splitlines()], (args, proc.stderr)
+    assert before == project.ledger.read_bytes()
+    assert 0 == project.cli("pause", "rtn-h", "--by", "ops").returncode
+    assert "ops" == project.events()[-1]["paused_by"]

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from specdojo_routine.app import handlers
+from specdojo_routine.app.routine_commands import operator_name
 from specdojo_routine.app.run_owner import _is_open
 from specdojo_routine.core import decide, events, pausefold
 from specdojo_routine.core.errors import RoutineError, UsageError
@@ -28,10 +29,6 @@ from specdojo_routine.store.locks import routine as locks
 from specdojo_routine.store.locks import stoprequest
 
 Clock = Callable[[], datetime]
-
-
-def _who(by: str | None) -> str:
-    return by or os.environ.get("USER") or handlers._login_name()
 
 
 def _note(note: str | None, command: str) -> str | None:
@@ -56,7 +53,7 @@ def set_paused(
     (exit 1) and nothing is recorded."""
     wall = clock or (lambda: datetime.now(UTC))
     command = "pause" if paused else "resume"
-    who, text = _who(by), _note(note, command)
+    who, text = operator_name(by), _note(note, command)
     defs = definitions.load_definitions(paths)
     wanted = _targets(defs, routine_id)
     with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id):
@@ -106,7 +103,7 @@ def override(
     """``resolve ID --attempt ATTEMPT_ID``: change an ended attempt's outcome (SPEC §13), as
     ``attempt_resolved`` with ``overrides: true``; returns the attempt id."""
     wall = clock or (lambda: datetime.now(UTC))
-    who = _who(by)
+    who = operator_name(by)
     if not note.strip():
         raise UsageError("resolve needs a --note saying what was checked (got an empty note)")
     from specdojo_routine.app.recent import check_routine_id
@@ -157,7 +154,7 @@ def stop(
     for that), as is a routine with no open attempt or whose end is not recorded in time."""
     from specdojo_routine.app.recent import check_routine_id
 
-    who, text = _who(by), _note(note, "stop")
+    who, text = operator_name(by), _note(note, "stop")
     check_routine_id(paths, routine_id)
     view = adopt.plan_routine_imports(paths).view  # read only: the runner holds the lock
     state = view.routines.get(routine_id)

@@ -23,7 +23,6 @@ from specdojo_routine.app.job_seam import JobActionOutcome as JobActionOutcome
 from specdojo_routine.app.job_seam import JobActionRunner as JobActionRunner
 from specdojo_routine.app.project import project as project
 from specdojo_routine.app.project import validate as validate
-from specdojo_routine.app.routine_commands import _login_name as _login_name
 from specdojo_routine.app.routine_commands import fold as fold
 from specdojo_routine.app.routine_commands import history as history
 from specdojo_routine.app.routine_commands import resolve as resolve

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from specdojo_routine.app import named_run
+from specdojo_routine.app.routine_commands import operator_name
 from specdojo_routine.core import jobplan
 from specdojo_routine.core.errors import RoutineError, UsageError
 from specdojo_routine.core.events import CheckpointAdvanced, JobEvent, RunAttemptResolved
@@ -81,9 +82,9 @@ def resolve_job_run(
     if not note.strip():
         raise UsageError("job resolve needs a --note saying what was checked (got an empty "
                          "note)")
-    named_run.load(paths, run_id)  # a usage error when the id names no run
     the_env = dict(os.environ if env is None else env)
-    who = by or the_env.get("USER") or "unknown"
+    who = operator_name(by, the_env)
+    named_run.load(paths, run_id)  # a usage error when the id names no run
     with _exec_lock(paths, the_env):
         done = _resolve_locked(paths, [run_id], status=status, note=note, who=who,
                                env=the_env, clock=clock or _now, strict=True)

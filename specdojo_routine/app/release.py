@@ -14,6 +14,7 @@ from typing import Literal, TextIO
 
 from specdojo_routine.app import handlers
 from specdojo_routine.app.handlers import JobActionRunner, RunReport, Selected
+from specdojo_routine.app.routine_commands import operator_name
 from specdojo_routine.core import decide, events, policy, schedule
 from specdojo_routine.core.errors import RoutineError, TooManyMissedOccurrences, UsageError
 from specdojo_routine.core.model import Routine
@@ -52,7 +53,7 @@ def release(
 ) -> tuple[list[str], RunReport]:
     """End a routine's hold (SPEC §9.1); returns (the held occurrences, what ran)."""
     wall = _wall(clock)
-    who = by or os.environ.get("USER") or handlers._login_name()
+    who = operator_name(by)
     if note is not None and not note.strip():
         raise UsageError("release --note must not be blank (leave it out for no note)")
     defs, routine, report, the_env = _setup(paths, routine_id, env)

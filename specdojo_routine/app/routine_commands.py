@@ -6,7 +6,7 @@ Moved out of :mod:`.handlers` (which re-exports them).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,7 +28,7 @@ def resolve(
     from specdojo_routine.core import events
 
     wall = clock or (lambda: datetime.now(UTC))
-    who = by or os.environ.get("USER") or _login_name()
+    who = operator_name(by)
     if not note.strip():
         raise UsageError("resolve needs a --note saying what was checked (got an empty note)")
     from specdojo_routine.app.recent import check_routine_id
@@ -90,9 +90,18 @@ def _refuse_if_action_lives(paths: ProjectPaths, routine_id: str, attempt_id: st
             f"(kill -TERM -- -{pgid}), then resolve; nothing was recorded")
 
 
-def _login_name() -> str:
-    """Who resolved, when ``--by`` and ``USER`` are not given (``getpass``, with its terminal
-    modules, is imported only then: every run imports this module)."""
+def operator_name(by: str | None, env: Mapping[str, str] | None = None) -> str:
+    """Who an operator's control is recorded as: ``--by``, else ``USER``, else the login name,
+    else ``unknown``. A ``--by`` that is blank names nobody: a usage error, as a blank
+    ``--note`` is. (``getpass``, with its terminal modules, is imported only for the login
+    name: every run imports this module.)"""
+    if by is not None:
+        if not by.strip():
+            raise UsageError("--by must name who you are (leave it out for $USER)")
+        return by
+    user = (os.environ if env is None else env).get("USER")
+    if user:
+        return user
     import getpass
 
     try:
