@@ -4,10 +4,12 @@ exec-defaults file, and the fake agent CLI (tests/support/fake_agent.py)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -450,3 +452,24 @@ def test_a_members_own_command_wins_over_its_providers_template(ap: AgentProject
     assert "succeeded" == out["state"]
     [launch] = ap.launches()
     assert ("own-command", []) == (launch["nickname"], launch["argv"])
+
+
+@pytest.mark.parametrize(("make", "said"), [
+    (lambda p: p.unlink(), "does not exist; create the roster or fix members_path"),
+    (lambda p: (p.unlink(), p.mkdir()), "is a directory, not the roster file; point "
+     "members_path at the roster"),
+    (lambda p: (p.unlink(), os.mkfifo(p)), "is a FIFO, not the roster file; point "
+     "members_path at the roster"),
+])
+def test_a_members_path_that_is_no_roster_file_says_what_it_is(
+    tmp_path: Path, make: Any, said: str,
+) -> None:
+    """A roster path that names a directory or a FIFO is reported as what it is (it was
+    reported as missing, sending the operator to look for a file that is there), in one line,
+    exit 2; and a FIFO is never opened (nothing waits for a writer)."""
+    ap = AgentProject(tmp_path / "proj")
+    make(ap.root / "members.yaml")
+    done = ap.cli("validate", timeout=60)
+    assert 2 == done.returncode, done.stderr
+    assert [f'error: members_path "members.yaml" of project "demo" {said}'] == [
+        line.split(" (see `")[0] for line in done.stderr.splitlines()]

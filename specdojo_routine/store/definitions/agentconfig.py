@@ -10,13 +10,14 @@ simply empty.
 
 from __future__ import annotations
 
+import errno
 from typing import TYPE_CHECKING
 
 import attrs
 
 from specdojo_routine.core.errors import ConfigError, Problem
 from specdojo_routine.core.validation import Node
-from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.config import ProjectPaths, file_kind
 
 if TYPE_CHECKING:  # imported where a roster is read: most projects have none
     from specdojo_routine.core.agent_rules import ExecDefaults, Roster
@@ -34,9 +35,16 @@ def load_agent_config(paths: ProjectPaths) -> AgentConfig | None:
     if paths.members_path is None:
         return None
     members = paths.members_path
-    if not members.is_file():
+    try:
+        kind = file_kind(members.stat().st_mode)
+        problem = kind and f"is {kind}, not the roster file; point members_path at the roster"
+    except OSError as exc:  # not there, a dangling link, a directory we may not search
+        problem = ("does not exist; create the roster or fix members_path"
+                   if exc.errno == errno.ENOENT else
+                   f"cannot be read ({exc.strerror}); fix its permissions or members_path")
+    if problem:
         raise ConfigError(f'members_path "{paths.rel(members)}" of project "{paths.project_id}" '
-                          "does not exist; create the roster or fix members_path")
+                          f"{problem}")
     from specdojo_routine.core import agent_rules
     from specdojo_routine.core.agent_rules import ExecDefaults, Roster
     from specdojo_routine.store.definitions.safeyaml import read_definition
