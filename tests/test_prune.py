@@ -4,9 +4,11 @@ SIGKILL between the two, then prune again), and views that stay rebuildable."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -467,6 +469,52 @@ def test_another_repositorys_worktree_in_the_shared_base_is_left_alone(root: Pat
     [record] = records(paths, run_id("p0"))
     assert str(theirs) not in record["paths"]
     assert str(theirs) in jobhelper.git(sibling, "worktree", "list")
+
+SLOW_GIT = """#!/bin/sh
+# git, except that `worktree remove` takes away part of the worktree (here its .git file, so
+# that git no longer knows the directory as a worktree) and then hangs, as a huge worktree, a
+# slow disk or a hung filesystem would
+if [ "$1" = worktree ] && [ "$2" = remove ]; then
+    for last in "$@"; do :; done
+    rm -f "$last/.git"
+    sleep 20
+fi
+exec {git} "$@"
+"""
+
+
+def test_auto_prune_leaves_a_slow_worktree_removal_to_the_next_prune(root: Path,
+                                                                    tmp_path: Path) -> None:
+    """``retention.auto`` never waits for git longer than its time budget: a ``git worktree
+    remove`` still running at the deadline is stopped, and the worktree, half removed, is
+    left; the report says the rest goes next time. The next prune finishes the removal (git
+    forgets the worktree, the directory goes, the branch stays)."""
+    paths = attrs.evolve(jobhelper.paths_of(root),
+                         retention=Retention(keep_days=90, keep_runs=2, auto=True))
+    jobhelper.git(root, "init", "-q", "-b", "main")
+    jobhelper.commit(root, "base")
+    kept = paths.worktrees / run_id("p0")
+    jobhelper.git(root, "worktree", "add", "-q", "-b", "exec/demo-p0", str(kept))
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "git").write_text(SLOW_GIT.format(git=shutil.which("git")))
+    (fake / "git").chmod(0o755)
+    slow = jobhelper.clean_env(PATH=f"{fake}{os.pathsep}{os.environ['PATH']}")
+    view = views.load_routine_view(paths)
+    started = time.monotonic()
+    first = prune.prune_during_run(paths, view, now=LATER, clock=lambda: LATER, env=slow)
+    elapsed = time.monotonic() - started
+    assert elapsed < prune.AUTO_BUDGET_S + 2.0, elapsed  # not git's 20 s
+    assert (first.complete, kept.is_dir()) == (False, True)
+    assert "stopped at the time limit, the rest next time" in first.summary()
+    assert str(kept) in records(paths, run_id("p0"))[0]["paths"]  # recorded first
+    second = prune.prune_during_run(paths, view, now=LATER, clock=lambda: LATER,
+                                    env=jobhelper.clean_env())
+    assert (second.complete, os.path.lexists(kept)) == (True, False)
+    assert str(kept) not in jobhelper.git(root, "worktree", "list")
+    assert jobhelper.git(root, "branch", "--list", "exec/demo-p0").strip(" *+") == "exec/demo-p0"
+    assert [False] * 3 == exists(paths, run_id("p0"))
+
 
 def test_prune_cli_json_and_summary(root: Path, project: Project) -> None:
     done = project.cli("prune", "--keep-days", "90", "--keep-runs", "2", "--now",

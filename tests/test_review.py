@@ -3,6 +3,7 @@ CLI and the fake agent CLI as reviewer."""
 
 from __future__ import annotations
 
+import copy
 import json
 import shlex
 import subprocess
@@ -14,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from specdojo_routine.execute import worktree
+from tests import jobhelper
 from tests.agenthelper import FAKE_AGENT, AgentProject, alive
 
 
@@ -486,3 +489,60 @@ def test_task_timeout_bounds_the_review_stage_too(ap: AgentProject) -> None:
     child = int(Path(f"{ap.control}.child.pid").read_text())
     assert not alive(child)  # the reviewer's process group was killed
 
+
+
+def test_a_sibling_clones_worktree_by_the_runs_name_is_never_used(tmp_path: Path) -> None:
+    """Two clones side by side share the default worktree base (``../worktrees``) and give a
+    Job Run the same id: the second clone's run fails before anything runs, with one line
+    naming the directory and the config key that gives this project a base of its own; the
+    first clone's worktree, with its work, stays as it was."""
+    ap = AgentProject(tmp_path / "a")
+    ap.init_git()
+    review_job(ap, "echo k > docs/k.md")
+    ap.git("add", "-A")
+    ap.git("commit", "-qm", "the job")
+    subprocess.run(["git", "clone", "-q", str(ap.root), str(tmp_path / "b")], check=True)
+    sibling = copy.copy(ap)
+    sibling.root = tmp_path / "b"
+    ap.behave({"reporter:review-reporter": {"verdict": "changes-requested"}})
+    first = run(ap, code=1)
+    theirs = tmp_path / "worktrees" / first["run_id"]
+    (theirs / "docs" / "k.md").write_text("theirs, not committed\n")
+    launched = len(ap.launches())
+    second = run(sibling, code=1)
+    assert (second["run_id"], second["state"]) == (first["run_id"], "failed")
+    reason = str(second["reason"])
+    assert str(theirs) in reason and "another repository" in reason, reason
+    assert "run.worktree_base" in reason and "\n" not in reason, reason
+    assert (theirs / "docs" / "k.md").read_text() == "theirs, not committed\n"
+    assert str(theirs) in ap.git("worktree", "list")
+    assert sorted(p.name for p in theirs.parent.iterdir()) == [first["run_id"]]
+    assert len(ap.launches()) == launched  # nothing ran for the sibling
+    assert not (sibling.root / "docs" / "k.md").exists()
+    assert sibling.git("branch", "--format=%(refname:short)").splitlines() == ["main"]
+
+
+def test_a_previous_attempt_is_never_kept_inside_a_sibling_clones_worktree(
+        tmp_path: Path) -> None:
+    """Keeping a previous attempt's worktree moves it to ``<run>-attempt-<n>``; when a sibling
+    clone has a worktree by that name, git would move this one inside it. Nothing is moved:
+    the attempt fails saying whose directory it is."""
+    base = tmp_path / "worktrees"
+    repos = []
+    for name in ("a", "b"):
+        repo = tmp_path / name
+        repo.mkdir()
+        jobhelper.git(repo, "init", "-q", "-b", "main")
+        jobhelper.commit(repo, "base")
+        repos.append(repo)
+    theirs, ours = base / "JBR-r-1-attempt-1", base / "JBR-r-1"
+    jobhelper.git(repos[0], "worktree", "add", "-q", "-b", "exec/theirs", str(theirs))
+    jobhelper.git(repos[1], "worktree", "add", "-q", "-b", "exec/ours", str(ours))
+    git = worktree.Git(root=repos[1], env=jobhelper.clean_env())
+    head = jobhelper.git(repos[1], "rev-parse", "HEAD")
+    with pytest.raises(worktree.GitError) as raised:
+        worktree.create(git, "exec/ours", ours, head, keep_suffix="-attempt-1")
+    assert f"{theirs} is a worktree of another repository" in str(raised.value)
+    assert "run.worktree_base" in str(raised.value)
+    assert (sorted(p.name for p in theirs.iterdir()), ours.is_dir()) == ([".git", "docs"], True)
+    assert jobhelper.git(repos[1], "branch", "--list", "exec/ours").strip(" *+") == "exec/ours"

@@ -18,7 +18,10 @@ record, so only what was appended since is read to find it).
 ``prune`` holds the routine lock and the exec lock, as every recording command that touches
 both ledgers does, and imports another tool's files first (SPEC §10). ``run --due`` prunes as
 it goes under ``retention.auto`` (:func:`prune_during_run`), within a time budget: it stops at
-the deadline and the rest is pruned next time.
+the deadline and the rest is pruned next time. That includes a ``git worktree remove`` still
+running then: it is stopped, and the worktree it was removing (recorded already) is finished
+by the next prune. ``prune`` itself, which an operator runs and waits for, gives each git call
+a bound of its own (a big worktree may take a while; a hung git must not hold the locks).
 """
 
 from __future__ import annotations
@@ -119,6 +122,7 @@ class _Ctx:
     late: Callable[[], bool]
     report: PruneReport
     budgeted: bool = False  # run --due's time budget: trust recent cached facts
+    deadline: float | None = None  # run --due's, on time.monotonic(): git waited for no longer
 
 
 def prune(
@@ -158,7 +162,7 @@ def prune_during_run(
     deadline = time.monotonic() + budget_s
     policy = paths.retention
     ctx = _Ctx(paths=paths, policy=policy, now=to_utc(now), clock=clock, env=env,
-               late=lambda: time.monotonic() >= deadline, budgeted=True,
+               late=lambda: time.monotonic() >= deadline, budgeted=True, deadline=deadline,
                report=PruneReport(dry_run=False, keep_days=policy.keep_days,
                                   keep_runs=policy.keep_runs, now=to_utc(now)))
     with _exec_lock(paths, env, required=False) as held:
@@ -285,7 +289,10 @@ def _prune_run(ctx: _Ctx, run_id: str, *, eligible: bool) -> None:
                                   finishing=not fresh))
     if report.dry_run:
         return
-    prunefiles.remove(paths, files, ctx.env)
+    for left in prunefiles.remove(paths, files, ctx.env, deadline=ctx.deadline):
+        report.complete = False  # recorded: the next prune finishes what git had not
+        report.skipped.append(f"{run_id}: {paths.rel(left)}: git had not removed the worktree "
+                              "by the time limit, the rest next time")
     again = jobfold.run_document(views.fold_run(paths, run_id))
     if again is not None:
         views.publish(paths.run_view(run_id), views.render(again))

@@ -12,8 +12,9 @@ Two kinds of owner have files around their record:
 
 Each kind is a pair of small functions here (which owners have files, which files an owner
 has); the rule that decides and the record that comes first are elsewhere. A kept worktree is
-removed with ``git worktree remove --force`` (its branch stays: the commits are not lost); a
-directory that git does not know as a worktree is removed as a directory; a worktree of
+removed with ``git worktree remove --force`` (its branch stays: the commits are not lost),
+within the caller's deadline if it has one; a directory that git does not know as a worktree
+(or no longer does: a removal stopped half way) is removed as a directory; a worktree of
 another repository by the run's name is left alone.
 """
 
@@ -24,8 +25,10 @@ import hashlib
 import os
 import re
 import shutil
+import signal
 import stat
 import subprocess
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -235,25 +238,52 @@ def _file_size(path: Path) -> int:
     return st.st_size if stat.S_ISREG(st.st_mode) else 0
 
 
-def remove(paths: ProjectPaths, files: Iterable[Path], env: Mapping[str, str]) -> None:
-    """Remove each path (a file, a directory, a kept worktree); one already gone is fine."""
+def remove(paths: ProjectPaths, files: Iterable[Path], env: Mapping[str, str], *,
+           deadline: float | None = None) -> list[Path]:
+    """Remove each path (a file, a directory, a kept worktree); one already gone is fine.
+    ``deadline`` (a :func:`time.monotonic` instant) bounds the git that removes a worktree:
+    the worktrees git had not finished removing by then are returned, left for the next
+    prune (which finishes one left half removed); the others are all removed."""
+    left = []
     for path in files:
         if not os.path.lexists(path):
             continue
         if not path.is_dir() or path.is_symlink():
             path.unlink()
             continue
-        if path.parent == paths.worktrees:
-            _remove_worktree(paths, path, env)
+        if path.parent == paths.worktrees \
+                and not _remove_worktree(paths, path, env, deadline) and os.path.lexists(path):
+            left.append(path)
+            continue
         if os.path.lexists(path):
             shutil.rmtree(path)
+    return left
 
 
-def _remove_worktree(paths: ProjectPaths, path: Path, env: Mapping[str, str]) -> None:
+def _remove_worktree(paths: ProjectPaths, path: Path, env: Mapping[str, str],
+                     deadline: float | None) -> bool:
     """``git worktree remove --force`` (then ``git worktree prune`` for what git still
-    remembers of a directory removed by hand); a failing git leaves the directory to rmtree."""
+    remembers of a directory removed by hand, or emptied by a git stopped half way); a failing
+    git leaves the directory to rmtree. False when ``deadline`` came first: git (its whole
+    process group: a hook's children too) is killed, and what it left is for the next prune.
+    Without a deadline each git has a bound of its own, then the directory goes by rmtree."""
     for args in (["worktree", "remove", "--force", str(path)], ["worktree", "prune"]):
-        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            subprocess.run(["git", *args], cwd=paths.root, env=runner.child_env(env, {}),
-                           capture_output=True, stdin=subprocess.DEVNULL,
-                           timeout=_GIT_TIMEOUT_S, check=False)
+        limit = _GIT_TIMEOUT_S if deadline is None else \
+            min(_GIT_TIMEOUT_S, deadline - time.monotonic())
+        if limit <= 0:
+            return False
+        try:
+            git = subprocess.Popen(["git", *args], cwd=paths.root, env=runner.child_env(env, {}),
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, start_new_session=True)
+        except OSError:
+            continue
+        try:
+            git.wait(timeout=limit)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(OSError):
+                os.killpg(git.pid, signal.SIGKILL)
+            git.wait()
+            if deadline is not None:
+                return False
+    return True

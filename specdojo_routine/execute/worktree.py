@@ -5,6 +5,7 @@ line saying what failed; the decisions are :mod:`specdojo_routine.core.review_ru
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -93,15 +94,50 @@ def branch_exists(git: Git, branch: str) -> bool:
 
 def create(git: Git, branch: str, path: Path, base: str, *, keep_suffix: str) -> None:
     """A fresh ``branch`` at ``base`` checked out at ``path``; a previous attempt's branch and
-    worktree are kept, renamed with ``keep_suffix`` (``-attempt-<n>``): nothing is lost."""
-    if path.exists():
+    worktree are kept, renamed with ``keep_suffix`` (``-attempt-<n>``): nothing is lost.
+
+    The worktree base is shared by sibling clones (``../worktrees`` by default) and two clones
+    of a project give a Job Run the same id, so a directory by either name may be another
+    repository's: then nothing is done and the attempt fails saying so (git would refuse to
+    move it, and would move this repository's worktree *into* a directory by the kept name).
+    """
+    if os.path.lexists(path):
         kept = path.with_name(path.name + keep_suffix)
+        if os.path.realpath(path) not in _known(git):
+            raise GitError(_not_ours(git, path))
+        if os.path.lexists(kept):
+            raise GitError(f"cannot keep the previous worktree: {_not_ours(git, kept)}")
         git.run("worktree", "move", str(path), str(kept), what="cannot keep the previous worktree")
     if branch_exists(git, branch):
         git.run("branch", "-m", branch, branch + keep_suffix,
                 what="cannot keep the previous branch")
     path.parent.mkdir(parents=True, exist_ok=True)
     git.run("worktree", "add", "-b", branch, str(path), base, what="cannot create the worktree")
+
+
+def _known(git: Git) -> set[str]:
+    """The worktrees this repository knows (real paths)."""
+    listed = git.run("worktree", "list", "--porcelain", "-z",
+                     what="cannot list the worktrees").stdout
+    return {os.path.realpath(field.removeprefix("worktree "))
+            for field in listed.split("\0") if field.startswith("worktree ")}
+
+
+def _not_ours(git: Git, path: Path) -> str:
+    """Why ``path`` is not this repository's to use, and what to do (one line)."""
+    ceiling = {**git.env, "GIT_CEILING_DIRECTORIES": str(path.parent)}
+    found = Git(root=git.root, env=ceiling).run(
+        "rev-parse", "--path-format=absolute", "--git-common-dir", cwd=path, check=False) \
+        if os.path.isdir(path) else None
+    theirs = found.stdout.strip() if found is not None and found.returncode == 0 else None
+    if theirs is not None and theirs != git.out("rev-parse", "--path-format=absolute",
+                                                "--git-common-dir"):
+        return (f"{path} is a worktree of another repository ({theirs}), a clone sharing this "
+                "worktree base: set run.worktree_base in this project's config to a directory "
+                "of its own")
+    return (f"{path} is in the way (not a worktree of this repository that can be kept): "
+            "move it away, or set run.worktree_base in this project's config to a directory "
+            "of its own")
 
 
 def changed_files(git: Git, worktree: Path) -> list[str]:
