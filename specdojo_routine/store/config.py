@@ -156,6 +156,11 @@ class ProjectPaths:
         """``E/.cache``: machine-local files that only spare work; deleting them is safe."""
         return self.execution_dir / ".cache"
 
+    @property
+    def job_state_snapshot(self) -> Path:
+        """What proves ``job-state.json`` is the file this machine last published (SPEC §5)."""
+        return self.exec_cache_dir / "job-state.snapshot.json"
+
     def rel(self, path: Path) -> str:
         """``path`` relative to the root in POSIX form (absolute if outside the root)."""
         try:

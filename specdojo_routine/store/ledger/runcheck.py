@@ -32,7 +32,7 @@ import orjson
 from specdojo_routine.core import events as ev
 from specdojo_routine.core import jobfold
 from specdojo_routine.store.config import ProjectPaths, read_regular
-from specdojo_routine.store.ledger import adopt
+from specdojo_routine.store.ledger import adopt, views
 from specdojo_routine.store.ledger.stamps import replace
 
 __all__ = ["checkpoint", "import_job_runs", "plan", "snapshot_path"]
@@ -123,13 +123,16 @@ def plan(paths: ProjectPaths, job_id: str) -> adopt.JobImports:
 
 
 def _plan(
-    paths: ProjectPaths, job_id: str
+    paths: ProjectPaths, job_id: str, *, every: bool = False
 ) -> tuple[adopt.JobImports, dict[str, str], bytes | None]:
     """The plan, the stamps seen and the snapshot's bytes. The stamps are taken before any
     file is read, so a file that changes while it is read no longer matches its stamp and
-    is read again next time."""
+    is read again next time. ``every``: plan the import of every run and of every Job's
+    ``job-state.json`` entry, reading them all."""
     stamps = _stamps(paths, job_id)
     known, before = _load(snapshot_path(paths, job_id))
+    if every:
+        return adopt.plan_job_imports(paths), stamps, before
     settled = _settled(known, stamps)
     changed = sorted(r for r in stamps if r not in settled)
     found = adopt.plan_job_imports(paths, job_id=job_id, only=changed, settled=settled)
@@ -146,8 +149,14 @@ def import_job_runs(
     paths: ProjectPaths, clock: Callable[[], datetime], *, job_id: str, needed: str | None,
 ) -> adopt.JobImports:
     """Import first (the caller holds the exec lock), then remember the runs found ours; a
-    conflict on the run ``needed`` (or on ``job-state.json``) refuses the command."""
-    found, stamps, before = _plan(paths, job_id)
+    conflict on the run ``needed`` (or on ``job-state.json``) refuses the command.
+
+    The command republishes ``job-state.json`` whole, so when that file is not the one this
+    machine published last (:func:`.views.proven_job_state`: another tool rewrote it, a backup
+    was put back) the entries of every Job in it are checked, not just this Job's: the facts
+    our ledgers lack are imported before the file is replaced (SPEC §10 rule 1)."""
+    every = paths.job_state.exists() and views.proven_job_state(paths) is None
+    found, stamps, before = _plan(paths, job_id, every=every)
     adopt.apply_job_imports(paths, found, clock)
     _save(paths, job_id, found, stamps, before)
     refused = [m for k, m in found.conflicts.items() if k in (needed, "job-state")]

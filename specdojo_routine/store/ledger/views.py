@@ -14,6 +14,9 @@ refuses with :class:`TornLedgerError` unless asked to ``repair``.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -53,6 +56,7 @@ __all__ = [
     "load_job_run",
     "load_job_state",
     "load_routine_view",
+    "proven_job_state",
     "publish",
     "refresh_job_views",
     "refresh_routine_view",
@@ -179,10 +183,32 @@ def load_job_state(paths: ProjectPaths) -> dict[str, JobCheckpointDoc]:
     return jobs
 
 
-def _published_job_state(paths: ProjectPaths) -> dict[str, JobCheckpointDoc] | None:
-    """``job-state.json`` as this module writes it, or None."""
-    data = documents.stored(paths.job_state)
-    if data is None:
+def _job_state_proof(data: bytes, st: os.stat_result) -> bytes:
+    """The snapshot that proves ``job-state.json`` holds ``data`` as published: the file's
+    identity, size and change time, and the sha256 of its bytes (compact JSON)."""
+    return orjson.dumps({
+        "version": 1,
+        "view_file": {"dev": st.st_dev, "ino": st.st_ino, "size": st.st_size,
+                      "ctime_ns": st.st_ctime_ns},
+        "view_sha256": hashlib.sha256(data).hexdigest()}) + b"\n"
+
+
+def proven_job_state(paths: ProjectPaths) -> dict[str, JobCheckpointDoc] | None:
+    """``job-state.json`` when this machine's snapshot (:attr:`ProjectPaths.job_state_snapshot`)
+    proves it is the file this module published last, else None.
+
+    A view is evidence, not truth (SPEC §5): a backup put back, a copy from another project or
+    machine, another tool's rewrite may be in this module's very form and still disagree with
+    the run ledgers. Only the file written here - the same inode, size and change time, the
+    same bytes - stands for the fold of the ledgers it was published from; anything else is
+    checked against them (the caller refolds). Safe to lose: no snapshot costs one refold."""
+    try:
+        st = os.stat(paths.job_state)
+        data = read_regular(paths.job_state)
+        proof = read_regular(paths.job_state_snapshot, follow=False)
+    except OSError:  # no view, no snapshot, or not regular files
+        return None
+    if proof != _job_state_proof(data, st):
         return None
     try:
         jobs: dict[str, JobCheckpointDoc] = dict(documents.parse(data)["jobs"])
@@ -191,11 +217,21 @@ def _published_job_state(paths: ProjectPaths) -> dict[str, JobCheckpointDoc] | N
     return jobs if render(job_state_document(jobs)) == data else None
 
 
+def _publish_job_state(paths: ProjectPaths, data: bytes) -> None:
+    """Make ``data`` ``job-state.json`` (unless it is already), then write the snapshot that
+    proves it to the next command; a crash between the two costs that command one refold."""
+    publish(paths.job_state, data)
+    with contextlib.suppress(OSError):  # a shortcut only: without it the next one refolds
+        stamps.replace(paths.job_state_snapshot,
+                       _job_state_proof(data, os.stat(paths.job_state)), follow=False)
+
+
 def refresh_job_views(paths: ProjectPaths, run_ids: Iterable[str] | None = None) -> None:
     """Publish ``runs/<run_id>.json`` for the given runs (None: every run) and
-    ``job-state.json`` (merged into the published one when it is intact)."""
+    ``job-state.json``: the given runs' checkpoints merged into the published one when
+    :func:`proven_job_state` proves it, else folded from every run ledger."""
     ids = _run_ids(paths) if run_ids is None else sorted(set(run_ids))
-    jobs = None if run_ids is None else _published_job_state(paths)
+    jobs = None if run_ids is None else proven_job_state(paths)
     candidates: list[dict[str, Any]] = []
     for run_id in ids:
         state = _fold_run(paths.run_ledger(run_id), "stop")
@@ -207,7 +243,7 @@ def refresh_job_views(paths: ProjectPaths, run_ids: Iterable[str] | None = None)
         jobs = {} if run_ids is None else load_job_state(paths)
     merge_checkpoints(jobs, candidates)
     if _run_ids(paths):
-        publish(paths.job_state, render(job_state_document(jobs)))
+        _publish_job_state(paths, render(job_state_document(jobs)))
 
 
 # --- fold / check / repair -------------------------------------------------------------------
@@ -272,6 +308,8 @@ def fold_all(
             continue
         if found is not None:  # also when the view is right: its snapshot may be stale
             found.publish(path, paths.routine_snapshot)
+        elif path == paths.job_state:  # likewise
+            _publish_job_state(paths, data)
         elif differs:
             publish(path, data)
     return drifted
