@@ -2,9 +2,11 @@
 
 ``core/`` is pure (no I/O imports, no clock reads); arrows only point down:
 cli → app → execute → store → core. The public surface (``__init__``, ``api``, ``testing``,
-``__main__``) sits on top. ``store/`` holds three wings beside ``config``: ``definitions/``
-(reading rtn-/job- files), ``ledger/`` (the ledgers, their proofs and views) and ``locks/``;
-a wing imports ``config``, ``core`` and itself, never another wing, and no module of the
+``__main__``) sits on top. ``store/`` holds three wings beside ``config`` and ``codeprint``
+(the code's fingerprint, which the wings' private caches record): ``definitions/`` (reading
+rtn-/job- files), ``ledger/`` (the ledgers, their proofs and views) and ``locks/``; a wing
+imports ``config``, ``codeprint``, ``core`` and itself, never another wing, and those two
+shared modules import no wing, and no module of the
 package imports itself back through others (no circle). Every import of every module is
 walked, function-local ones included.
 """
@@ -156,10 +158,16 @@ def _across_wings(path: Path) -> set[str]:
 STORE = [p for p in MODULES if _layer(_dotted(p)) == LAYERS["store"]]
 
 
-def test_store_is_three_wings_and_config() -> None:
-    """store/ holds config.py and the three wing folders; every other module is in a wing."""
+#: The modules of store/ beside the wings, which every wing may import.
+SHARED = ("config", "codeprint")
+
+
+def test_store_is_three_wings_and_shared_modules() -> None:
+    """store/ holds config.py, codeprint.py and the three wing folders; every other module
+    is in a wing."""
     store = PACKAGE / "store"
-    assert {"__init__.py", "config.py"} == {p.name for p in store.glob("*.py")}
+    assert {"__init__.py", *(f"{name}.py" for name in SHARED)} == {
+        p.name for p in store.glob("*.py")}
     assert set(WINGS) == {p.name for p in store.iterdir() if (p / "__init__.py").exists()}
     assert all(_wing(_dotted(p)) is not None for p in STORE
                if p.parent != store)
@@ -167,8 +175,23 @@ def test_store_is_three_wings_and_config() -> None:
 
 @pytest.mark.parametrize("path", STORE, ids=lambda p: _dotted(p))
 def test_no_import_crosses_the_wings(path: Path) -> None:
-    """A store wing imports only config, core and itself."""
+    """A store wing imports only config, codeprint, core and itself."""
     assert set() == _across_wings(path)
+
+
+def _into_wings(path: Path) -> set[str]:
+    """What a shared module of store/ imports from a wing (through it, a wing would reach
+    another one)."""
+    if _dotted(path) not in {f"specdojo_routine.store.{name}" for name in SHARED}:
+        return set()
+    return {name for name in _imports(path) if _wing(name) is not None}
+
+
+@pytest.mark.parametrize("name", SHARED)
+def test_the_shared_store_modules_import_no_wing(name: str) -> None:
+    """config and codeprint, which every wing imports, import no wing themselves."""
+    path = PACKAGE / "store" / f"{name}.py"
+    assert (True, set()) == (path.is_file(), _into_wings(path))
 
 
 def _graph(modules: list[Path] = MODULES) -> dict[str, set[str]]:
@@ -219,8 +242,9 @@ def test_no_module_imports_itself_back() -> None:
 def test_guard_catches_an_arrow_between_wings_and_a_circle(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The wing walker sees a ledger module importing the locks wing; the circle finder sees a
-    circle through that probe. The probe lives in a scratch package, as above."""
+    """The wing walker sees a ledger module importing the locks wing, and a shared module
+    importing the ledger wing; the circle finder sees a circle through the first probe. The
+    probes live in a scratch package, as above."""
     graph = _graph()
     monkeypatch.setitem(globals(), "PACKAGE", tmp_path / "specdojo_routine")
     wing = PACKAGE / "store" / "ledger"
@@ -231,6 +255,10 @@ def test_guard_catches_an_arrow_between_wings_and_a_circle(
     assert {"specdojo_routine.store.locks", "specdojo_routine.store.locks.routine",
             "specdojo_routine.store.definitions",
             "specdojo_routine.store.definitions.load"} == _across_wings(probe)
+    shared = PACKAGE / "store" / "codeprint.py"
+    shared.write_text("from specdojo_routine.store.ledger import proven\n", encoding="utf-8")
+    assert {"specdojo_routine.store.ledger",
+            "specdojo_routine.store.ledger.proven"} == _into_wings(shared)
     name = "specdojo_routine.store.ledger._probe_for_test"
     graph[name] = {"specdojo_routine.store.locks.routine"}
     assert [] == _cycle(graph)  # an arrow between wings, not yet a circle

@@ -319,27 +319,6 @@ def test_a_duplicate_id_among_cached_routines_is_still_found_and_located(tmp_pat
                                       for m in messages))
 
 
-def test_the_fingerprint_covers_every_module_of_the_wing_by_folder(tmp_path: Path) -> None:
-    """A module added to the definitions wing (or to core/) changes the fingerprint: the
-    folders are hashed, not a list of names someone must remember to extend. (Copies of the
-    folders: a probe in the source tree would change the fingerprint other workers see.)"""
-    import shutil
-
-    from specdojo_routine.store.definitions import defcache
-
-    here = Path(defcache.__file__).parent
-    wing, core = tmp_path / "definitions", tmp_path / "core"
-    shutil.copytree(here, wing, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(here.parent.parent / "core", core,
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    assert defcache.fingerprint() == defcache._fingerprint(wing, core)
-    for folder in (wing, core):
-        probe = folder / "_probe_fingerprint.py"
-        probe.write_text("X = 1\n", encoding="utf-8")
-        assert defcache.fingerprint() != defcache._fingerprint(wing, core)
-        probe.unlink()
-
-
 def test_zone_rules_are_read_where_zoneinfo_reads_them(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """A remembered occurrence is keyed by the data zoneinfo reads for its zone: the first file

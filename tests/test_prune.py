@@ -24,6 +24,7 @@ from specdojo_routine.core import jobplan
 from specdojo_routine.core.errors import LockBusy
 from specdojo_routine.core.retention import Retention
 from specdojo_routine.execute import prunefiles
+from specdojo_routine.store import codeprint
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import load as definitions
 from specdojo_routine.store.ledger import journal as ledger
@@ -157,6 +158,33 @@ def test_a_fifo_at_the_job_state_view_or_the_prune_cache_does_not_hang_prune(
                        LATER.isoformat(), timeout=60)
     assert 0 == done.returncode, done.stderr
     assert ([False] * 3, [True] * 3) == (exists(paths, run_id("p0")), exists(paths, run_id("p4")))
+
+
+def test_a_cache_written_by_other_code_is_not_trusted(root: Path) -> None:
+    """Retention's cache records the fingerprint of the code that gathered its facts: one
+    with another fingerprint (an upgrade) is read as no cache. Here its facts, stamps
+    matching, say p0 ended inside the window: under this code's fingerprint they are trusted
+    and keep p0 while p1-p3 go; under another fingerprint every run is read again, p0 goes
+    too, and the cache is written with this code's fingerprint."""
+    paths = jobhelper.paths_of(root)
+
+    def pruned(at: datetime) -> set[str]:
+        done = prune.prune(paths, keep_days=90, keep_runs=0, now=at, env=jobhelper.clean_env())
+        return {r.owner for r in done.removed}
+
+    def forge(code: str) -> None:
+        cache = prune_facts.cache_path(paths)
+        doc = orjson.loads(cache.read_bytes())
+        doc["runs"][run_id("p0")][2:4] = [LATER.timestamp()] * 2
+        cache.write_bytes(orjson.dumps({**doc, "code": code}))
+
+    assert set() == pruned(T0 + timedelta(days=10))  # nothing old yet: every run cached
+    forge(codeprint.fingerprint())
+    assert {run_id("p1"), run_id("p2"), run_id("p3")} == pruned(LATER)
+    forge("0" * 64)
+    assert {run_id("p0")} == pruned(LATER)
+    assert codeprint.fingerprint() == orjson.loads(
+        prune_facts.cache_path(paths).read_bytes())["code"]
 
 
 def test_open_interrupted_and_waiting_runs_are_never_pruned(root: Path, project: Project) -> None:

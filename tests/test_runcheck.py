@@ -15,6 +15,7 @@ import orjson
 import pytest
 
 from specdojo_routine.core import jobplan
+from specdojo_routine.store import codeprint
 from specdojo_routine.store.ledger import adopt, runcheck
 from tests import jobhelper
 from tests.conftest import Project, period_job
@@ -115,6 +116,26 @@ def test_a_lost_or_damaged_snapshot_costs_one_full_check(root: Path, opened: lis
         runs += 1
         assert runs == len(runs_read(opened))
         assert 1 == orjson.loads(snapshot.read_bytes())["version"]
+
+
+def test_a_snapshot_written_by_other_code_costs_one_full_check(
+    root: Path, opened: list[str],
+) -> None:
+    """The snapshot records the fingerprint of the code that found the runs ours: one with
+    another fingerprint (an upgrade), every stamp still matching, is no snapshot - a Job
+    action reads every run once and writes one with this code's fingerprint, which the next
+    action trusts."""
+    jobhelper.run(root, "job-n", {"period": "p300"})
+    snapshot = runcheck.snapshot_path(jobhelper.paths_of(root), "job-n")
+    doc = orjson.loads(snapshot.read_bytes())
+    snapshot.write_bytes(orjson.dumps({**doc, "code": "0" * 64}))
+    opened.clear()
+    jobhelper.run(root, "job-n", {"period": "p301"})
+    assert RUNS + 2 == len(runs_read(opened))
+    assert codeprint.fingerprint() == orjson.loads(snapshot.read_bytes())["code"]
+    opened.clear()
+    jobhelper.run(root, "job-n", {"period": "p302"})
+    assert {run_id("p301"), run_id("p302")} == runs_read(opened)
 
 
 def test_another_tools_change_to_a_settled_run_is_imported(root: Path) -> None:

@@ -344,6 +344,7 @@ def test_render_shell_refuses_a_nul_in_the_command_or_a_value() -> None:
     with pytest.raises(TemplateError, match="NUL character") as caught:
         render_shell("echo a\0b", {})
     assert 6 == caught.value.offset
-    with pytest.raises(TemplateError, match=r"value of \{\{inputs\.x\}\} holds a NUL") as caught:
+    held = r"the value of \{\{inputs\.x\}\} holds a NUL"
+    with pytest.raises(TemplateError, match=held) as caught:
         render_shell("echo {{inputs.x}}", {"inputs.x": "a\0b"})
     assert 5 == caught.value.offset

@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 import pytest
 
+from specdojo_routine.store import codeprint
 from tests.viewhelper import (
     T1,
     T2,
@@ -114,13 +115,14 @@ def test_no_view_holds_a_device_inode_or_change_time(ran: Path) -> None:
 
 def test_the_snapshot_is_private_to_this_machine_and_git_ignored(ran: Path,
                                                                  tmp_path: Path) -> None:
-    """R/.cache/routine-state.snapshot.json names the ledger file (device, inode, size, ctime),
-    the position proven and the sha256 of the view bytes published; the demo's .gitignore
-    keeps it (and all of R/.cache) out of git."""
+    """R/.cache/routine-state.snapshot.json names the code that proved the view (its
+    fingerprint), the ledger file (device, inode, size, ctime), the position proven and the
+    sha256 of the view bytes published; the demo's .gitignore keeps it (and all of R/.cache)
+    out of git."""
     doc = orjson.loads(snapshot(ran).read_bytes())
     st = ledger(ran).stat()
     view = orjson.loads(routine_state(ran).read_bytes())
-    assert {"version": 1,
+    assert {"version": 2, "code": codeprint.fingerprint(),
             "ledger_file": {"dev": st.st_dev, "ino": st.st_ino, "size": st.st_size,
                             "ctime_ns": st.st_ctime_ns},
             **view["ledger"],
@@ -222,6 +224,39 @@ def test_a_snapshot_for_another_view_is_not_trusted(proven_copy: Path) -> None:
     snapshot(proven_copy).write_bytes(orjson.dumps(
         {**snap, "head": "f" * 64, "view_sha256": hashlib.sha256(forged).hexdigest()}) + b"\n")
     assert (0, [0]) == spied(proven_copy, "list")
+
+
+def _forge(root: Path, code: str) -> tuple[bytes, bytes]:
+    """Edit the view (one status) and put the snapshot in step with it (its ``view_sha256``),
+    with ``code`` as the fingerprint of the code that proved it: a view another fold
+    published, and its proof. Returns the right bytes and the edited ones."""
+    path = routine_state(root)
+    right = path.read_bytes()
+    edited = right.replace(b'"status": "skipped"', b'"status": "success"', 1)
+    assert edited != right
+    path.write_bytes(edited)
+    snap = orjson.loads(snapshot(root).read_bytes())
+    snapshot(root).write_bytes(orjson.dumps(
+        {**snap, "code": code, "view_sha256": hashlib.sha256(edited).hexdigest()}) + b"\n")
+    return right, edited
+
+
+def test_a_snapshot_written_by_other_code_is_not_trusted(proven_copy: Path) -> None:
+    """The snapshot records the fingerprint of the code that proved the view: after an
+    upgrade (another fingerprint, everything else in step) the view the old code published
+    is not carried on - `list` verifies the chain from line 1, the next recording command
+    folds from scratch, replaces the view and writes a snapshot of this code, which the
+    command after it trusts. The same forgery with this code's fingerprint is trusted: the
+    fingerprint alone made the difference."""
+    right, _ = _forge(proven_copy, "0" * 64)
+    assert (0, [0]) == spied(proven_copy, "list")
+    code, offsets = spied(proven_copy, "run", "--due", "--now", T2)
+    assert (0, [0], right) == (code, offsets, routine_state(proven_copy).read_bytes())
+    assert codeprint.fingerprint() == orjson.loads(snapshot(proven_copy).read_bytes())["code"]
+    assert (0, []) == spied(proven_copy, "list")
+    _, edited = _forge(proven_copy, codeprint.fingerprint())
+    code, offsets = spied(proven_copy, "run", "--due", "--now", T2)
+    assert (0, [], edited) == (code, offsets, routine_state(proven_copy).read_bytes())
 
 
 def test_a_snapshot_is_never_read_through_a_symlink_or_from_a_fifo(proven_copy: Path,

@@ -8,6 +8,10 @@ and view and each attempt's evidence: a cost that grows with what is kept. A pri
 the files the facts came from, lets the next prune read only what changed, and lets a prune
 stopped by its deadline (``retention.auto`` inside ``run --due``) go on where it stopped.
 
+The cache records the fingerprint of the code that gathered its facts
+(:func:`~specdojo_routine.store.codeprint.fingerprint`, which covers retention's modules): after
+an upgrade every owner's files are read again once, as with no cache.
+
 Facts that must be looked at again are never cached: a run whose view another tool wrote (it
 is imported when pruned) or that conflicts with its ledger (kept), an attempt still open.
 """
@@ -27,6 +31,7 @@ import orjson
 from specdojo_routine.core import jobfold, retention
 from specdojo_routine.core.retention import Owner
 from specdojo_routine.execute import prunefiles
+from specdojo_routine.store import codeprint
 from specdojo_routine.store.config import ProjectPaths, read_regular
 from specdojo_routine.store.ledger import adopt, stamps
 
@@ -234,13 +239,13 @@ def _load(path: Path) -> tuple[dict[str, Any], bytes | None]:
     except (OSError, orjson.JSONDecodeError):
         return {}, None
     if not isinstance(doc, dict) or type(doc.get("version")) is not int \
-            or doc["version"] != CACHE_VERSION:
+            or doc["version"] != CACHE_VERSION or doc.get("code") != codeprint.fingerprint():
         return {}, data
     return {k: v for k, v in doc.items() if isinstance(v, dict)}, data
 
 
 def _save(path: Path, keep: Mapping[str, Any], before: bytes | None) -> None:
-    data = orjson.dumps({"version": CACHE_VERSION, **keep})
+    data = orjson.dumps({"version": CACHE_VERSION, "code": codeprint.fingerprint(), **keep})
     if data == before:
         return
     with contextlib.suppress(OSError):  # a cache: failing to write it costs a re-read

@@ -17,9 +17,11 @@ What is trusted, and why (trust only what we wrote and can verify):
   while the text changes. The sha256 of the text is what ties an entry to a file.
 - An entry is used only for the file it was built from (its path and id, checked) and only
   while this machine still has the time zone it names.
-- It is valid only for the code that filled it: a fingerprint of the fast path, the rules
-  (every module of ``core/``), this module, croniter's and ruamel's code and Python's version;
-  any other fingerprint is ignored (and replaced by the next recording command).
+- It is valid only for the code that filled it: this format's version and the code's
+  fingerprint (:func:`~specdojo_routine.store.codeprint.fingerprint`: the fast path and the
+  rules - every module of ``store/`` and ``core/`` -, croniter's and ruamel's code, Python's
+  version); a cache with another of either is ignored (and replaced by the next recording
+  command).
 - The document carries a checksum of its entries: a truncated, damaged or hand-edited cache
   is ignored as a whole, and an entry that does not decode to exactly what this code writes
   (field by field) is ignored alone - either way the file is read and checked afresh.
@@ -53,7 +55,6 @@ import functools
 import hashlib
 import importlib.util
 import os
-import sys
 import zoneinfo
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,7 @@ import orjson
 from specdojo_routine.core.model import Routine
 from specdojo_routine.core.redact import redact, redact_words
 from specdojo_routine.core.zones import usable_zone
+from specdojo_routine.store import codeprint
 from specdojo_routine.store.config import read_regular
 from specdojo_routine.store.definitions import routine_json
 
@@ -70,29 +72,6 @@ CACHE_NAME = "definitions.json"
 _VERSION = 4
 #: :meth:`DefinitionCache.next_after` of a cursor it has not seen
 UNKNOWN = "unknown"
-
-
-def fingerprint() -> str:
-    """What the cached data depends on: the code that reads and checks definitions (every
-    module of this wing and of ``core/``, found by folder, so a new module is covered without
-    a list to keep), ruamel's and croniter's code (their main files, which name their
-    versions), Python's version. Found, not imported: a load that the cache serves whole
-    needs neither ruamel nor croniter."""
-    here = Path(__file__).parent
-    return _fingerprint(here, here.parent.parent / "core")
-
-
-def _fingerprint(*folders: Path) -> str:
-    parts = [str(_VERSION), sys.version]
-    modules = [module for folder in folders for module in sorted(folder.glob("*.py"))]
-    for name, main in (("ruamel.yaml", "__init__.py"), ("croniter", "croniter.py")):
-        found = importlib.util.find_spec(name)
-        if found is not None and found.origin is not None:
-            modules.append(Path(found.origin).with_name(main))
-    for module in modules:
-        with contextlib.suppress(OSError):
-            parts.append(hashlib.sha256(module.read_bytes()).hexdigest())
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
 class DefinitionCache:
@@ -112,14 +91,15 @@ class DefinitionCache:
     def _print(self) -> str:
         """The code's fingerprint: computed only for a cache file to check or write (a fresh
         project's `list` does neither)."""
-        return fingerprint()
+        return codeprint.fingerprint()
 
     def _read(self) -> dict[str, Any]:
         try:
             doc = orjson.loads(read_regular(self.path))
         except (OSError, orjson.JSONDecodeError):  # NotRegularFile too: a FIFO is never read
             return {}
-        if not isinstance(doc, dict) or doc.get("fingerprint") != self._print:
+        if not isinstance(doc, dict) or doc.get("version") != _VERSION \
+                or doc.get("fingerprint") != self._print:
             return {}
         files, nexts = doc.get("files"), doc.get("next")
         if not isinstance(files, dict) or not isinstance(nexts, dict) or (

@@ -9,25 +9,30 @@ of one machine, so a copied, restored, cloned or synced project folds to the sam
 ``fold --check`` on an untouched copy is clean. What lets a later command trust that view
 without reading the ledger again is machine-local and kept apart, in a :class:`Snapshot`
 (``R/.cache/routine-state.snapshot.json``, :attr:`ProjectPaths.routine_snapshot`): the
-ledger file's identity, size and change time when it was proven, the position proven, and the
-sha256 of the exact view bytes published with it. The fold continues from the view only when
-all of these hold, and otherwise folds the ledger from scratch:
+fingerprint of the code that proved it, the ledger file's identity, size and change time when
+it was proven, the position proven, and the sha256 of the exact view bytes published with it.
+The fold continues from the view only when all of these hold, and otherwise folds the ledger
+from scratch:
 
-1. the ledger is the file the snapshot names (device, inode), either untouched since (same
+1. the snapshot was written by this code (:func:`codeprint.fingerprint`): a view that an
+   earlier version folded - perhaps with rules since mended - is folded again by this one,
+   not carried on incrementally;
+2. the ledger is the file the snapshot names (device, inode), either untouched since (same
    size and change time) or changed only by this process's own appends and repairs
    (:func:`stamps.only_grew`): an edit anywhere in the ledger, even one keeping its length,
    changes its change time, and a copy is another inode;
-2. the view's bytes are exactly the ones published with the snapshot (an edit by hand, the
+3. the view's bytes are exactly the ones published with the snapshot (an edit by hand, the
    upstream CLI rewriting the file, a view another tool wrote: any change breaks the sha256),
    it covers the position the snapshot names, and it is in this fold's canonical form;
-3. the line ending at ``offset`` still hashes to ``head``, and every new line chains on from it
+4. the line ending at ``offset`` still hashes to ``head``, and every new line chains on from it
    (``prev``).
 
-Without a snapshot, or with one that does not match (a copy, a restore, a view written by an
-earlier version that kept the file's identity in the view), the command verifies the chain
-once - a fold from scratch - and its next publish writes a new snapshot. The snapshot is only
-ever a shortcut: deleting it costs one full fold, never a wrong answer. It is read and written
-as a regular file only (never through a symlink; a FIFO in its place is not waited on).
+Without a snapshot, or with one that does not match (a copy, a restore, an upgrade of this
+package, a view written by an earlier version that kept the file's identity in the view), the
+command verifies the chain once - a fold from scratch - and its next publish writes a new
+snapshot. The snapshot is only ever a shortcut: deleting it costs one full fold, never a wrong
+answer. It is read and written as a regular file only (never through a symlink; a FIFO in its
+place is not waited on).
 
 A fold from scratch checks every line's ``prev`` against the hash of the line before it, so a
 changed line is found wherever it is, and raises :class:`CorruptLedgerError` naming file and
@@ -52,14 +57,15 @@ from specdojo_routine.core.fold import (
     read_document,
     routine_document,
 )
+from specdojo_routine.store import codeprint
 from specdojo_routine.store.config import read_regular
 from specdojo_routine.store.ledger import chain, codec, documents, stamps
 from specdojo_routine.store.ledger import journal as ledger
 
 __all__ = ["Proven", "Snapshot", "from_scratch", "prove", "render"]
 
-_SNAPSHOT_VERSION = 1
-_SNAPSHOT_KEYS = ("version", "ledger_file", "seq", "offset", "head", "view_sha256")
+_SNAPSHOT_VERSION = 2
+_SNAPSHOT_KEYS = ("version", "code", "ledger_file", "seq", "offset", "head", "view_sha256")
 _FILE_KEYS = ("dev", "ino", "size", "ctime_ns")
 
 
@@ -75,10 +81,11 @@ class Snapshot:
     snapshot under ``R/.cache/`` (git-ignored, safe to delete), the one place that records the
     ledger file's identity - never a view, which depends on the ledger's bytes alone (SPEC §5).
 
-    Stored as one compact JSON object: the ``version`` (1), the ``ledger_file`` (its ``dev``,
-    ``ino``, ``size`` and ``ctime_ns``), the ``seq``, ``offset`` and ``head`` it covers and the
-    published bytes' ``view_sha256``. Anything else in the file - another version, a missing
-    or extra key, a wrong type, bytes that are not JSON - is no snapshot."""
+    Stored as one compact JSON object: the ``version`` (2), the ``code`` that wrote it
+    (:func:`codeprint.fingerprint`), the ``ledger_file`` (its ``dev``, ``ino``, ``size`` and
+    ``ctime_ns``), the ``seq``, ``offset`` and ``head`` it covers and the published bytes'
+    ``view_sha256``. Anything else in the file - another version or code, a missing or extra
+    key, a wrong type, bytes that are not JSON - is no snapshot."""
 
     stamp: stamps.Stamp  # the ledger file when the view was proven
     seq: int
@@ -89,7 +96,7 @@ class Snapshot:
     def to_bytes(self) -> bytes:
         s = self.stamp
         return orjson.dumps({
-            "version": _SNAPSHOT_VERSION,
+            "version": _SNAPSHOT_VERSION, "code": codeprint.fingerprint(),
             "ledger_file": {"dev": s.dev, "ino": s.ino, "size": s.size, "ctime_ns": s.ctime_ns},
             "seq": self.seq, "offset": self.offset, "head": self.head,
             "view_sha256": self.view_sha256}) + b"\n"
@@ -97,7 +104,7 @@ class Snapshot:
     @classmethod
     def read(cls, path: Path) -> Snapshot | None:
         """The snapshot at ``path``, or None (none there, not a regular file, not readable,
-        not exactly what :meth:`to_bytes` writes)."""
+        not exactly what :meth:`to_bytes` of this code writes)."""
         try:
             doc: Any = orjson.loads(read_regular(path, follow=False))
         except (OSError, orjson.JSONDecodeError):  # none, not a regular file, not ours
@@ -113,7 +120,7 @@ class Snapshot:
                   and type(doc["head"]) is str and type(doc["view_sha256"]) is str)
         except (TypeError, KeyError):
             return None
-        if not ok:
+        if not ok or doc["code"] != codeprint.fingerprint():
             return None
         return cls(stamp=stamps.Stamp(**doc["ledger_file"]), seq=doc["seq"],
                    offset=doc["offset"], head=doc["head"], view_sha256=doc["view_sha256"])

@@ -12,9 +12,11 @@ checked, as :mod:`.adopt` always did.
 The snapshot is private and machine-local (``E/.cache/job-runs/<job_id>.json``, git-ignored,
 never read by other tools): it holds inode numbers, which a copy or a restore changes, and
 then every run is simply read once and a new snapshot written. Deleting it is always safe. It
-is written only by commands that hold the exec lock; read-only commands use it and write
-nothing. A change that keeps a file's size and both its times in the same clock tick is the
-one change a stamp cannot see, as for the routine ledger (:mod:`.stamps`).
+records the fingerprint of the code that checked the runs (:func:`codeprint.fingerprint`): a
+run an earlier version found ours is checked again by this one after an upgrade, as with no
+snapshot. It is written only by commands that hold the exec lock; read-only commands use it
+and write nothing. A change that keeps a file's size and both its times in the same clock
+tick is the one change a stamp cannot see, as for the routine ledger (:mod:`.stamps`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import orjson
 
 from specdojo_routine.core import events as ev
 from specdojo_routine.core import jobfold
+from specdojo_routine.store import codeprint
 from specdojo_routine.store.config import ProjectPaths, read_regular
 from specdojo_routine.store.ledger import adopt, views
 from specdojo_routine.store.ledger.stamps import replace
@@ -76,7 +79,8 @@ def _stamps(paths: ProjectPaths, job_id: str) -> dict[str, str]:
 
 
 def _load(path: Path) -> tuple[dict[str, Any], bytes | None]:
-    """The snapshot's runs (empty when it is missing or not one of ours) and its bytes. Only
+    """The snapshot's runs (empty when it is missing, not one of ours or written by other
+    code) and its bytes. Only
     a regular file is read, never through a symlink: a FIFO in its place would block every
     Job action (and the dry run) forever; anything else there is no snapshot, and the next
     recording command replaces it."""
@@ -86,7 +90,8 @@ def _load(path: Path) -> tuple[dict[str, Any], bytes | None]:
     except (OSError, orjson.JSONDecodeError):
         return {}, None
     if not isinstance(doc, dict) or doc.get("version") != SNAPSHOT_VERSION \
-            or type(doc.get("version")) is not int or not isinstance(doc.get("runs"), dict):
+            or type(doc.get("version")) is not int or not isinstance(doc.get("runs"), dict) \
+            or doc.get("code") != codeprint.fingerprint():
         return {}, data
     return doc["runs"], data
 
@@ -182,7 +187,8 @@ def _save(paths: ProjectPaths, job_id: str, found: adopt.JobImports,
             best = {}
             jobfold.merge_checkpoints(best, fold.checkpoints)
         runs[run_id] = [stamps[run_id], best] if best else stamps[run_id]
-    data = orjson.dumps({"version": SNAPSHOT_VERSION, "job_id": job_id, "runs": runs})
+    data = orjson.dumps({"version": SNAPSHOT_VERSION, "code": codeprint.fingerprint(),
+                         "job_id": job_id, "runs": runs})
     if data != before:
         with contextlib.suppress(OSError):  # a cache: failing to write it costs a re-read
             replace(snapshot_path(paths, job_id), data, follow=False)
