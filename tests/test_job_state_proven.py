@@ -114,3 +114,30 @@ def test_another_jobs_checkpoint_our_ledgers_lack_is_kept_for_the_import(
                                   if e["type"] == "checkpoint_imported"]
     check = jobs.cli("fold", "--check")
     assert (0, "") == (check.returncode, check.stderr)
+
+
+@pytest.mark.parametrize(("code", "kept"), [("0" * 64, "W3"), (None, "W2")],
+                         ids=["other-code", "this-code"])
+def test_a_job_state_snapshot_of_other_code_is_not_trusted(
+    jobs: Project, code: str | None, kept: str,
+) -> None:
+    """The snapshot that proves job-state.json records the fingerprint of the code that
+    published it: a restored backup with a snapshot that matches it in every other respect
+    (identity, size, change time, bytes) but names other code is folded from the ledgers
+    again (W3), as after an upgrade; the same forgery naming this code is trusted (W2 stays),
+    so the fingerprint alone makes the difference."""
+    from specdojo_routine.store import codeprint
+    from specdojo_routine.store.ledger import views
+
+    for period in ("W1", "W2"):
+        assert 0 == job_run(jobs, "job-a", period).returncode
+    saved = (jobs.root / JOB_STATE).read_bytes()
+    assert 0 == job_run(jobs, "job-a", "W3").returncode
+    state = jobs.root / JOB_STATE
+    state.write_bytes(saved)
+    proof = orjson.loads(views._job_state_proof(saved, state.stat()))
+    assert codeprint.fingerprint() == proof["code"]
+    snapshot = jobs.root / "execution" / ".cache" / "job-state.snapshot.json"
+    snapshot.write_bytes(orjson.dumps({**proof, "code": code or proof["code"]}) + b"\n")
+    assert 0 == job_run(jobs, "job-b", "X1").returncode
+    assert kept == checkpoint_of(jobs, "job-a")

@@ -1,7 +1,8 @@
 """The fingerprint of the code whose results this machine keeps in its private caches.
 
-Four machine-local files only spare work: the definitions cache (``R/.cache/definitions.json``),
-the routine view's proof (``R/.cache/routine-state.snapshot.json``), the import check's stamps
+Five machine-local files only spare work: the definitions cache (``R/.cache/definitions.json``),
+the routine view's proof (``R/.cache/routine-state.snapshot.json``), ``job-state.json``'s proof
+(``E/.cache/job-state.snapshot.json``), the import check's stamps
 (``E/.cache/job-runs/<job_id>.json``) and retention's facts (``E/.cache/retention.json``). Each
 holds what some code read, folded or decided; after an upgrade that changes that code, what
 the old code wrote must not be trusted - a view the old fold published would otherwise be

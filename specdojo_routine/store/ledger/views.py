@@ -40,6 +40,7 @@ from specdojo_routine.core.jobfold import (
     merge_checkpoints,
     run_document,
 )
+from specdojo_routine.store import codeprint
 from specdojo_routine.store.config import NotRegularFile, ProjectPaths, read_regular
 from specdojo_routine.store.ledger import chain, codec, documents, foreign, proven, stamps
 from specdojo_routine.store.ledger import journal as ledger
@@ -184,10 +185,12 @@ def load_job_state(paths: ProjectPaths) -> dict[str, JobCheckpointDoc]:
 
 
 def _job_state_proof(data: bytes, st: os.stat_result) -> bytes:
-    """The snapshot that proves ``job-state.json`` holds ``data`` as published: the file's
-    identity, size and change time, and the sha256 of its bytes (compact JSON)."""
+    """The snapshot that proves ``job-state.json`` holds ``data`` as published by this code:
+    its fingerprint (:func:`codeprint.fingerprint`: a file an earlier version folded is folded
+    again), the file's identity, size and change time, and the sha256 of its bytes (compact
+    JSON)."""
     return orjson.dumps({
-        "version": 1,
+        "version": 1, "code": codeprint.fingerprint(),
         "view_file": {"dev": st.st_dev, "ino": st.st_ino, "size": st.st_size,
                       "ctime_ns": st.st_ctime_ns},
         "view_sha256": hashlib.sha256(data).hexdigest()}) + b"\n"
