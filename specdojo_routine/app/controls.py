@@ -15,8 +15,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from specdojo_routine.app import handlers
-from specdojo_routine.app.routine_commands import operator_name
 from specdojo_routine.app.run_owner import _is_open
+from specdojo_routine.app.who import operator_name
 from specdojo_routine.core import decide, events, pausefold
 from specdojo_routine.core.errors import RoutineError, UsageError
 from specdojo_routine.core.model import Result

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from specdojo_routine.app import named_run
-from specdojo_routine.app.routine_commands import operator_name
+from specdojo_routine.app.who import operator_name
 from specdojo_routine.core import jobplan
 from specdojo_routine.core.errors import RoutineError, UsageError
 from specdojo_routine.core.events import CheckpointAdvanced, JobEvent, RunAttemptResolved

@@ -14,7 +14,7 @@ from typing import Literal, TextIO
 
 from specdojo_routine.app import handlers
 from specdojo_routine.app.handlers import JobActionRunner, RunReport, Selected
-from specdojo_routine.app.routine_commands import operator_name
+from specdojo_routine.app.who import operator_name
 from specdojo_routine.core import decide, events, policy, schedule
 from specdojo_routine.core.errors import RoutineError, TooManyMissedOccurrences, UsageError
 from specdojo_routine.core.model import Routine

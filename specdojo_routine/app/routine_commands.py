@@ -5,12 +5,12 @@ Moved out of :mod:`.handlers` (which re-exports them).
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from specdojo_routine.app.run_owner import _is_open, refuse_if_owner_lives
+from specdojo_routine.app.who import operator_name
 from specdojo_routine.core import decide, errors
 from specdojo_routine.core.errors import RoutineError, UsageError
 from specdojo_routine.core.model import Result
@@ -90,24 +90,6 @@ def _refuse_if_action_lives(paths: ProjectPaths, routine_id: str, attempt_id: st
             f"(kill -TERM -- -{pgid}), then resolve; nothing was recorded")
 
 
-def operator_name(by: str | None, env: Mapping[str, str] | None = None) -> str:
-    """Who an operator's control is recorded as: ``--by``, else ``USER``, else the login name,
-    else ``unknown``. A ``--by`` that is blank names nobody: a usage error, as a blank
-    ``--note`` is. (``getpass``, with its terminal modules, is imported only for the login
-    name: every run imports this module.)"""
-    if by is not None:
-        if not by.strip():
-            raise UsageError("--by must name who you are (leave it out for $USER)")
-        return by
-    user = (os.environ if env is None else env).get("USER")
-    if user:
-        return user
-    import getpass
-
-    try:
-        return getpass.getuser()
-    except (OSError, KeyError):
-        return "unknown"
 
 
 def history(
