@@ -29,7 +29,6 @@ import contextlib
 import functools
 import hashlib
 import importlib.util
-import os
 import sys
 from pathlib import Path
 
@@ -50,23 +49,15 @@ def fingerprint() -> str:
 
 def compute(package: Path) -> str:
     """The fingerprint of the package at ``package`` (the folder of ``specdojo_routine``):
-    the sha256 of Python's version and of each covered file's name, size and modification
-    time, in a fixed order (a file that cannot be looked at is left out).
-
-    A file's size and modification time stand for its content, as they do for Python's own
-    bytecode cache: an install, an upgrade, a checkout or an edit rewrites the file, and
-    looking at 74 files costs a fraction of reading and hashing them, on every call cron
-    makes. A file touched without a change only costs each cache one recomputation."""
+    the sha256 of Python's version and of each covered file's sha256, in a fixed order (an
+    unreadable file is left out)."""
     parts = [sys.version]
-    top = len(str(package)) + 1
-    modules = [(str(module)[top:], module)
-               for pattern in COVERED for module in sorted(package.glob(pattern))]
+    modules = [module for pattern in COVERED for module in sorted(package.glob(pattern))]
     for name, main in _DEPENDENCIES:
         found = importlib.util.find_spec(name)
         if found is not None and found.origin is not None:
-            modules.append((name, Path(found.origin).with_name(main)))
-    for label, module in modules:
+            modules.append(Path(found.origin).with_name(main))
+    for module in modules:
         with contextlib.suppress(OSError):
-            st = os.stat(module)
-            parts.append(f"{label} {st.st_size} {st.st_mtime_ns}")
+            parts.append(hashlib.sha256(module.read_bytes()).hexdigest())
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
