@@ -1,0 +1,59 @@
+"""The operator's answers (SPEC §14) while real runners live and die: a runner SIGKILLed
+mid-attempt, another run holding the routine lock meanwhile."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+
+import orjson
+
+from tests.conftest import Project
+
+
+def _wait_for(predicate: Callable[[], bool], proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 60
+    while not predicate():
+        assert time.monotonic() < deadline and proc.poll() is None, proc.stderr
+        time.sleep(0.02)
+
+
+def _gated(project: Project, rid: str, gate: str) -> None:
+    """A routine whose one delegated call waits until the file ``gate`` exists."""
+    project.routine(rid, f"interval: 1h\naction: {{kind: specdojo, args: "
+                         f"[gate-{project.root / gate}]}}\n")
+
+
+def test_an_interrupted_attempt_stays_interrupted_while_another_run_holds_the_lock(
+    project: Project,
+) -> None:
+    """A routine whose runner was SIGKILLed is interrupted (unhealthy, exit 1) also while
+    another routine's run holds the lock: that run is not the dead attempt's runner."""
+    _gated(project, "rtn-dead", "never")
+    _gated(project, "rtn-long", "go")
+    try:
+        dead = project.popen("run", "--id", "rtn-dead")
+        _wait_for(lambda: len(project.calls()) == 1, dead)
+        dead.send_signal(signal.SIGKILL)
+        dead.wait(timeout=30)
+        long = project.popen("run", "--id", "rtn-long")
+        _wait_for(lambda: len(project.calls()) == 2, long)
+        listed = project.cli("list", "--json")
+        status = project.cli("status", "--json")
+        text = project.cli("status")
+    finally:
+        (project.root / "never").touch()
+        (project.root / "go").touch()
+    assert 0 == long.wait(timeout=60), long.stderr.read() if long.stderr else ""
+    doc = orjson.loads(listed.stdout)
+    assert (1, True, {"rtn-dead": (True, "running"), "rtn-long": (False, "running")}) == (
+        listed.returncode, doc["lock"]["held"],
+        {r["id"]: (r["interrupted"], r["status"]) for r in doc["routines"]})
+    states = {r["id"]: (r["state"], r["healthy"]) for r in orjson.loads(status.stdout)[
+        "routines"]}
+    assert (1, {"rtn-dead": ("interrupted", False), "rtn-long": ("running", True)}) == (
+        status.returncode, states)
+    assert (1, "unhealthy: 1 of 2 routine(s): rtn-dead") == (
+        text.returncode, text.stdout.splitlines()[-1])
