@@ -57,3 +57,32 @@ def test_an_interrupted_attempt_stays_interrupted_while_another_run_holds_the_lo
         status.returncode, states)
     assert (1, "unhealthy: 1 of 2 routine(s): rtn-dead") == (
         text.returncode, text.stdout.splitlines()[-1])
+
+
+def test_next_of_a_disabled_paused_or_held_routine_says_it_will_not_run(
+    project: Project,
+) -> None:
+    """`next ID`: a disabled routine has no occurrence (as `list` and `status` say); a paused
+    or held one lists its occurrences under one line saying they are recorded, not run, and
+    what lets them run again."""
+    project.routine("rtn-off", "interval: 1h\nenabled: false\n"
+                               "action: {kind: specdojo, args: [ok]}\n")
+    project.routine("rtn-paused", "interval: 1h\naction: {kind: specdojo, args: [ok]}\n")
+    project.routine("rtn-held", "interval: 1h\npolicy: {on_failure: hold}\n"
+                                "action: {kind: specdojo, args: [boom]}\n")
+    project.exit_codes({"boom": 3})
+    assert 1 == project.cli("run", "--id", "rtn-held").returncode
+    assert 0 == project.cli("pause", "rtn-paused", "--note", "disk swap", "--by", "dave"
+                            ).returncode
+    off = project.cli("next", "rtn-off")
+    assert (0, "note: rtn-off is disabled: nothing runs until it is enabled\n") == (
+        off.returncode, off.stdout)
+    assert [] == orjson.loads(project.cli("next", "rtn-off", "--json").stdout)["occurrences"]
+    paused = project.cli("next", "rtn-paused", "-n", "1").stdout.splitlines()
+    assert ("note: rtn-paused is paused (by dave: disk swap): these occurrences are recorded "
+            "as paused, not run, until `resume rtn-paused`", 3) == (paused[0], len(paused))
+    held = project.cli("next", "rtn-held", "-n", "1").stdout.splitlines()
+    assert (True, True, 3) == (held[0].startswith("note: rtn-held is on hold (held after "
+                                                  "failure of att-"),
+                               held[0].endswith("recorded as held, not run, until "
+                                                "`release rtn-held`"), len(held))
