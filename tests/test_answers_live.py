@@ -86,3 +86,26 @@ def test_next_of_a_disabled_paused_or_held_routine_says_it_will_not_run(
                                                   "failure of att-"),
                                held[0].endswith("recorded as held, not run, until "
                                                 "`release rtn-held`"), len(held))
+
+
+def test_status_of_an_interrupted_routine_calls_its_open_attempt_interrupted(
+    project: Project,
+) -> None:
+    """`status ID` after the runner was SIGKILLed: the state, the last line and the attempt's
+    row all say interrupted, not running (nothing runs it any more)."""
+    _gated(project, "rtn-dead", "never")
+    try:
+        dead = project.popen("run", "--id", "rtn-dead")
+        _wait_for(lambda: len(project.calls()) == 1, dead)
+        dead.send_signal(signal.SIGKILL)
+        dead.wait(timeout=30)
+        done = project.cli("status", "rtn-dead")
+    finally:
+        (project.root / "never").touch()
+    lines = done.stdout.splitlines()
+    assert (1, "  state     interrupted - unhealthy: interrupted", True, True, []) == (
+        done.returncode, next(x for x in lines if x.startswith("  state")),
+        next(x for x in lines if x.startswith("  last")).startswith(
+            "  last      interrupted "),
+        lines[-1].rstrip().endswith("interrupted"),
+        [x for x in lines if "running" in x])
