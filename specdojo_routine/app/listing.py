@@ -195,9 +195,7 @@ def _row(
     next_text: str | None,
 ) -> RoutineRow:
     status = state.get("status") or "never"
-    owner = (state.get("open_attempt") or {}).get("owner") or {}
-    alive = locks.owner_alive(owner.get("pid"), owner.get("host"), owner.get("start")) is True
-    interrupted = status == "running" and not lock_held and not alive  # never rob the living
+    interrupted = status == "running" and _runner_gone(state, lock_held)
     return RoutineRow(
         id=routine.id, enabled=routine.enabled, schedule=routine.schedule_text,
         kinds=[a.kind for a in routine.actions], status=status, interrupted=interrupted,
@@ -213,3 +211,16 @@ def _row(
         paused=({k: state["pause"][k] for k in ("by", "at", "note")}
                 if pausefold.is_paused(state) else None),
     )
+
+
+def _runner_gone(state: Mapping[str, Any], lock_held: bool) -> bool:
+    """Whether the open attempt's runner is gone (SPEC §6.5). A recorded owner on this host
+    answers for itself: alive, the attempt runs (the living are never robbed); dead, it is
+    interrupted even while another run holds the lock, as that run did not start it. An owner
+    that cannot be checked (another host, none recorded) runs while the lock is held."""
+    owner = (state.get("open_attempt") or {}).get("owner") or {}
+    if owner.get("pid") is None:
+        return not lock_held
+    alive = locks.owner_alive(owner.get("pid"), owner.get("host"), owner.get("start"))
+    return alive is False or (alive is None and not lock_held)
+

@@ -122,8 +122,12 @@ def cmd_next(args: argparse.Namespace, paths: Callable[[], ProjectPaths], out: T
         return statuscli.cmd_agenda(args, paths(), out, err)
     else:
         routine_id = args.routine_id
-        zone, items = preview.preview_routine(paths(), routine_id, count=args.count or 5,
-                                              now=args.now)
+        zone, items, standing = preview.preview_with_standing(
+            paths(), routine_id, count=args.count or 5, now=args.now)
+        if standing is not None and not args.json:
+            out.write(f"note: {standing}\n")
+            if not items:
+                return EXIT_OK
     if args.json:
         out.write(render.dumps({"routine_id": routine_id, "timezone": zone,
                                 "occurrences": [i.to_json() for i in items]}))

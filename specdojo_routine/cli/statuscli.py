@@ -132,7 +132,12 @@ def _state_line(detail: status_app.Detail) -> str:
     return text
 
 
-def _attempt_rows(attempts: list[Attempt]) -> list[str]:
+def _open_word(row: RoutineRow) -> str:
+    """What an attempt still open is: interrupted once its runner is gone (SPEC §6.5)."""
+    return "interrupted" if row.interrupted else "running"
+
+
+def _attempt_rows(attempts: list[Attempt], open_word: str) -> list[str]:
     if not attempts:
         return ["    no attempts yet"]
     rows = []
@@ -142,7 +147,7 @@ def _attempt_rows(attempts: list[Attempt]) -> list[str]:
         scheduled, started = _stamp(a.scheduled_for)[:16], _stamp(a.started_at)[:16]
         if started[:10] == scheduled[:10]:
             started = started[11:]  # the same day: the time says it
-        rows.append([scheduled, started, took, late, a.result or "running", a.why])
+        rows.append([scheduled, started, took, late, a.result or open_word, a.why])
     lines = render.table(["SCHEDULED (UTC)", "STARTED", "TOOK", "LATE", "RESULT", "REASON"],
                          rows).splitlines()
     out = [_cut("    " + line, WIDTH) for line in lines[:1]]
@@ -165,7 +170,7 @@ def _block(detail: status_app.Detail, now: datetime) -> str:
     if row.last_run:
         reason = f": {row.last_reason}" if row.last_reason and row.last_result != "success" \
             else ""
-        lines.append(_cut(f"  last      {row.last_result or 'running'} "
+        lines.append(_cut(f"  last      {row.last_result or _open_word(row)} "
                           f"{render.relative(row.last_run, now)}{reason}", WIDTH))
     for i, up in enumerate(detail.upcoming):
         note = f" ({up.note})" if up.note else ""
@@ -175,7 +180,7 @@ def _block(detail: status_app.Detail, now: datetime) -> str:
     if not detail.upcoming:
         lines.append("  next      - (disabled)" if not r.enabled else "  next      -")
     lines.append(f"  attempts  last {len(detail.attempts)}, oldest first:")
-    lines += _attempt_rows(detail.attempts)
+    lines += _attempt_rows(detail.attempts, _open_word(row))
     if detail.failed_action is not None:
         failed = detail.failed_action
         label = "failed" if failed.result == "failure" else str(failed.result)

@@ -1,0 +1,111 @@
+"""The operator's answers (SPEC §14) while real runners live and die: a runner SIGKILLed
+mid-attempt, another run holding the routine lock meanwhile."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+
+import orjson
+
+from tests.conftest import Project
+
+
+def _wait_for(predicate: Callable[[], bool], proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 60
+    while not predicate():
+        assert time.monotonic() < deadline and proc.poll() is None, proc.stderr
+        time.sleep(0.02)
+
+
+def _gated(project: Project, rid: str, gate: str) -> None:
+    """A routine whose one delegated call waits until the file ``gate`` exists."""
+    project.routine(rid, f"interval: 1h\naction: {{kind: specdojo, args: "
+                         f"[gate-{project.root / gate}]}}\n")
+
+
+def test_an_interrupted_attempt_stays_interrupted_while_another_run_holds_the_lock(
+    project: Project,
+) -> None:
+    """A routine whose runner was SIGKILLed is interrupted (unhealthy, exit 1) also while
+    another routine's run holds the lock: that run is not the dead attempt's runner."""
+    _gated(project, "rtn-dead", "never")
+    _gated(project, "rtn-long", "go")
+    try:
+        dead = project.popen("run", "--id", "rtn-dead")
+        _wait_for(lambda: len(project.calls()) == 1, dead)
+        dead.send_signal(signal.SIGKILL)
+        dead.wait(timeout=30)
+        long = project.popen("run", "--id", "rtn-long")
+        _wait_for(lambda: len(project.calls()) == 2, long)
+        listed = project.cli("list", "--json")
+        status = project.cli("status", "--json")
+        text = project.cli("status")
+    finally:
+        (project.root / "never").touch()
+        (project.root / "go").touch()
+    assert 0 == long.wait(timeout=60), long.stderr.read() if long.stderr else ""
+    doc = orjson.loads(listed.stdout)
+    assert (1, True, {"rtn-dead": (True, "running"), "rtn-long": (False, "running")}) == (
+        listed.returncode, doc["lock"]["held"],
+        {r["id"]: (r["interrupted"], r["status"]) for r in doc["routines"]})
+    states = {r["id"]: (r["state"], r["healthy"]) for r in orjson.loads(status.stdout)[
+        "routines"]}
+    assert (1, {"rtn-dead": ("interrupted", False), "rtn-long": ("running", True)}) == (
+        status.returncode, states)
+    assert (1, "unhealthy: 1 of 2 routine(s): rtn-dead") == (
+        text.returncode, text.stdout.splitlines()[-1])
+
+
+def test_next_of_a_disabled_paused_or_held_routine_says_it_will_not_run(
+    project: Project,
+) -> None:
+    """`next ID`: a disabled routine has no occurrence (as `list` and `status` say); a paused
+    or held one lists its occurrences under one line saying they are recorded, not run, and
+    what lets them run again."""
+    project.routine("rtn-off", "interval: 1h\nenabled: false\n"
+                               "action: {kind: specdojo, args: [ok]}\n")
+    project.routine("rtn-paused", "interval: 1h\naction: {kind: specdojo, args: [ok]}\n")
+    project.routine("rtn-held", "interval: 1h\npolicy: {on_failure: hold}\n"
+                                "action: {kind: specdojo, args: [boom]}\n")
+    project.exit_codes({"boom": 3})
+    assert 1 == project.cli("run", "--id", "rtn-held").returncode
+    assert 0 == project.cli("pause", "rtn-paused", "--note", "disk swap", "--by", "dave"
+                            ).returncode
+    off = project.cli("next", "rtn-off")
+    assert (0, "note: rtn-off is disabled: nothing runs until it is enabled\n") == (
+        off.returncode, off.stdout)
+    assert [] == orjson.loads(project.cli("next", "rtn-off", "--json").stdout)["occurrences"]
+    paused = project.cli("next", "rtn-paused", "-n", "1").stdout.splitlines()
+    assert ("note: rtn-paused is paused (by dave: disk swap): these occurrences are recorded "
+            "as paused, not run, until `resume rtn-paused`", 3) == (paused[0], len(paused))
+    held = project.cli("next", "rtn-held", "-n", "1").stdout.splitlines()
+    assert (True, True, 3) == (held[0].startswith("note: rtn-held is on hold (held after "
+                                                  "failure of att-"),
+                               held[0].endswith("recorded as held, not run, until "
+                                                "`release rtn-held`"), len(held))
+
+
+def test_status_of_an_interrupted_routine_calls_its_open_attempt_interrupted(
+    project: Project,
+) -> None:
+    """`status ID` after the runner was SIGKILLed: the state, the last line and the attempt's
+    row all say interrupted, not running (nothing runs it any more)."""
+    _gated(project, "rtn-dead", "never")
+    try:
+        dead = project.popen("run", "--id", "rtn-dead")
+        _wait_for(lambda: len(project.calls()) == 1, dead)
+        dead.send_signal(signal.SIGKILL)
+        dead.wait(timeout=30)
+        done = project.cli("status", "rtn-dead")
+    finally:
+        (project.root / "never").touch()
+    lines = done.stdout.splitlines()
+    assert (1, "  state     interrupted - unhealthy: interrupted", True, True, []) == (
+        done.returncode, next(x for x in lines if x.startswith("  state")),
+        next(x for x in lines if x.startswith("  last")).startswith(
+            "  last      interrupted "),
+        lines[-1].rstrip().endswith("interrupted"),
+        [x for x in lines if "running" in x])
