@@ -402,3 +402,23 @@ def test_an_input_value_with_a_nul_is_refused_by_validate(project: Project) -> N
     assert 1 == checked.returncode, checked.stderr
     assert "jobs/job-note.yaml:4:35: inputs.period.default is invalid" in checked.stderr
     assert "Input period must not hold a NUL character" in checked.stderr
+
+
+def test_validate_refuses_half_a_surrogate_pair_where_every_command_failed(
+    project: Project,
+) -> None:
+    """``"\\ud83d"`` (half of a UTF-16 pair, as JSON writes an emoji) is not a character: no
+    digest, ledger or command can hold it. validate and run stopped with "internal error
+    (UnicodeEncodeError ...)"; validate now says where it is, and run refuses the file."""
+    project.routine("rtn-s", 'interval: 1h\naction: {kind: specdojo, args: ["\\ud83d"]}\n')
+    project.job("job-note", 'name: Note\ninputs:\n  period: {type: string, default: "\\udc00"}\n'
+                'task: {mode: command, command: "echo {{inputs.period}}"}\n'
+                'run: {idempotency_key: "{{job_id}}:{{inputs.period}}"}\n')
+    checked = project.cli("validate", env=env(project))
+    assert 1 == checked.returncode and "internal error" not in checked.stderr, checked.stderr
+    assert "jobs/job-note.yaml:4:35: \\udc00 is half of a UTF-16 surrogate pair" \
+        in checked.stderr
+    assert "routines/rtn-s.yaml:3:33: \\ud83d is half" in checked.stderr
+    for args in (("run", "--id", "rtn-s"), ("job", "run", "--job", "job-note")):
+        done = project.cli(*args, env=env(project))
+        assert 1 == done.returncode and "internal error" not in done.stderr, done.stderr
