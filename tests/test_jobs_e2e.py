@@ -422,3 +422,14 @@ def test_validate_refuses_half_a_surrogate_pair_where_every_command_failed(
     for args in (("run", "--id", "rtn-s"), ("job", "run", "--job", "job-note")):
         done = project.cli(*args, env=env(project))
         assert 1 == done.returncode and "internal error" not in done.stderr, done.stderr
+
+
+def test_validate_refuses_a_nul_in_a_specdojo_action_argument(project: Project) -> None:
+    """No process receives a NUL in its arguments: validate passed ``args: ["a\\0b"]`` and every
+    run failed with "embedded null byte"; it is now an error at the argument."""
+    project.routine("rtn-nul", 'interval: 1h\naction: {kind: specdojo, args: [index, "a\\0b"]}\n')
+    checked = project.cli("validate", env=env(project))
+    assert 1 == checked.returncode, checked.stderr
+    assert ("routines/rtn-nul.yaml:3:40: action.args[1] must not hold a NUL character (\\0)"
+            in checked.stderr)
+

@@ -319,7 +319,7 @@ def _specdojo_action(r: Report, node: Node) -> model.SpecdojoAction | None:
     if args_node is None:
         return None
     args = text_list(r, args_node)
-    for item in args_node.elements():
+    for index, item in enumerate(args_node.elements()):
         word = item.value
         rule = f"{args_node.label} must not include exec or --project"
         if word == "exec":
@@ -327,6 +327,9 @@ def _specdojo_action(r: Report, node: Node) -> model.SpecdojoAction | None:
                     "exec-cycle)")
         elif isinstance(word, str) and (word == "--project" or word.startswith("--project=")):
             r.error(item.pos, f"{rule} (got {got(word)}; the routine's project is appended)")
+        elif isinstance(word, str) and "\0" in word:  # the call's start would fail every run
+            r.error(item.pos, f"{args_node.label}[{index}] must not hold a NUL character (\\0): "
+                    "no command can receive one (remove it)")
     return model.SpecdojoAction(args=args) if args else None
 
 
