@@ -473,3 +473,15 @@ def test_a_templated_routine_input_outside_the_enum_is_a_warning(project: Projec
     assert 0 == checked.returncode, checked.stderr
     assert ("routines/rtn-r.yaml:3:53: warning: action.inputs.period renders to a value "
             "job-note may refuse: Input period must be one of: 2026-W32") in checked.stderr
+
+
+def test_validate_refuses_a_nul_in_a_checkpoint_value(project: Project) -> None:
+    """A checkpoint value is rendered after a run and reaches the next run's command: with a
+    NUL in it validate passed, the first run succeeded and every later one failed with
+    "cannot render task.command". validate now says where it is."""
+    project.job("job-note", period_job("Note", '"echo {{checkpoint.last}}"',
+                                       'checkpoint: {values: {last: "a\\0{{inputs.period}}"}}\n'))
+    checked = project.cli("validate", env=env(project))
+    assert 1 == checked.returncode, checked.stderr
+    assert ("jobs/job-note.yaml:10:29: checkpoint.values.last: a NUL character (\\0) is in it"
+            in checked.stderr)
