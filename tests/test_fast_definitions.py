@@ -267,3 +267,14 @@ def test_the_digest_is_the_canonical_json_of_before(data: Any) -> None:
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                            allow_nan=False).encode("utf-8")
     assert hashlib.sha256(canonical).hexdigest() == definitions.digest(data)
+
+
+@pytest.mark.parametrize("escape", ["\\ud800", "\\uDFFF", "\\U0000d83d"])
+def test_a_surrogate_escape_is_left_to_the_slow_path_which_locates_it(escape: str) -> None:
+    """A ``\\u`` escape of half a surrogate pair is not a character: the fast path gives up
+    (its data would reach the digest, which cannot encode it) and the slow path reports it
+    where it is written."""
+    source = f'id: rtn-s\ninterval: 1h\naction: {{kind: specdojo, args: ["a{escape}"]}}\n'
+    problems, data = slow(source)
+    assert (None, None) == (FAST.load(source), data)
+    assert 1 == len(problems) and problems[0].startswith("x.yaml:3:33: \\ud"), problems

@@ -402,3 +402,86 @@ def test_an_input_value_with_a_nul_is_refused_by_validate(project: Project) -> N
     assert 1 == checked.returncode, checked.stderr
     assert "jobs/job-note.yaml:4:35: inputs.period.default is invalid" in checked.stderr
     assert "Input period must not hold a NUL character" in checked.stderr
+
+
+def test_validate_refuses_half_a_surrogate_pair_where_every_command_failed(
+    project: Project,
+) -> None:
+    """``"\\ud83d"`` (half of a UTF-16 pair, as JSON writes an emoji) is not a character: no
+    digest, ledger or command can hold it. validate and run stopped with "internal error
+    (UnicodeEncodeError ...)"; validate now says where it is, and run refuses the file."""
+    project.routine("rtn-s", 'interval: 1h\naction: {kind: specdojo, args: ["\\ud83d"]}\n')
+    project.job("job-note", 'name: Note\ninputs:\n  period: {type: string, default: "\\udc00"}\n'
+                'task: {mode: command, command: "echo {{inputs.period}}"}\n'
+                'run: {idempotency_key: "{{job_id}}:{{inputs.period}}"}\n')
+    checked = project.cli("validate", env=env(project))
+    assert 1 == checked.returncode and "internal error" not in checked.stderr, checked.stderr
+    assert "jobs/job-note.yaml:4:35: \\udc00 is half of a UTF-16 surrogate pair" \
+        in checked.stderr
+    assert "routines/rtn-s.yaml:3:33: \\ud83d is half" in checked.stderr
+    for args in (("run", "--id", "rtn-s"), ("job", "run", "--job", "job-note")):
+        done = project.cli(*args, env=env(project))
+        assert 1 == done.returncode and "internal error" not in done.stderr, done.stderr
+
+
+def test_validate_refuses_a_nul_in_a_specdojo_action_argument(project: Project) -> None:
+    """No process receives a NUL in its arguments: validate passed ``args: ["a\\0b"]`` and every
+    run failed with "embedded null byte"; it is now an error at the argument."""
+    project.routine("rtn-nul", 'interval: 1h\naction: {kind: specdojo, args: [index, "a\\0b"]}\n')
+    checked = project.cli("validate", env=env(project))
+    assert 1 == checked.returncode, checked.stderr
+    assert ("routines/rtn-nul.yaml:3:40: action.args[1] must not hold a NUL character (\\0)"
+            in checked.stderr)
+
+
+@pytest.mark.parametrize(("value", "where"), [
+    ("{{scheduled_at}}", "3:53: action.inputs.period renders to a value job-note refuses at "
+                         'every run: Input period must be an integer (got "2026-08-07T'),
+    ("a\\0{{scheduled_at | iso_week}}", "3:53: action.inputs.period renders to a value "
+                                         "job-note refuses at every run: Input period must "
+                                         "not hold a NUL character"),
+])
+def test_validate_checks_a_templated_routine_input_as_every_run_renders_it(
+    project: Project, value: str, where: str,
+) -> None:
+    """A routine input with a placeholder was not checked against the Job's input at all: an
+    integer input given ``{{scheduled_at}}``, or a NUL beside a placeholder, passed validate
+    and failed every run. The value is rendered for one occurrence and checked."""
+    project.job("job-note", "name: Note\ninputs:\n  period: {type: integer, required: true}\n"
+                'task: {mode: command, command: "echo {{inputs.period}}"}\n'
+                'run: {idempotency_key: "{{job_id}}:{{inputs.period}}"}\n')
+    if "\\0" in value:
+        project.job("job-note", period_job("Note", '"echo {{inputs.period}}"'))
+    project.routine("rtn-r", f'interval: 1h\naction: {{kind: job, job: job-note, inputs: '
+                             f'{{period: "{value}"}}}}\n')
+    checked = project.cli("validate", env=env(project))
+    assert 1 == checked.returncode, checked.stderr
+    assert f"routines/rtn-r.yaml:{where}" in checked.stderr
+    done = project.cli("run", "--id", "rtn-r", env=env(project))
+    assert 1 == done.returncode and "Traceback" not in done.stderr, done.stderr
+
+
+def test_a_templated_routine_input_outside_the_enum_is_a_warning(project: Project) -> None:
+    """The rendered value changes with the occurrence, so a value outside the Job input's
+    ``enum`` for the occurrence validate renders is a warning, not an error."""
+    project.job("job-note", "name: Note\ninputs:\n  period: {type: string, enum: [2026-W32]}\n"
+                'task: {mode: command, command: "echo {{inputs.period}}"}\n'
+                'run: {idempotency_key: "{{job_id}}:{{inputs.period}}"}\n')
+    project.routine("rtn-r", "interval: 1h\naction: {kind: job, job: job-note, inputs: "
+                             '{period: "{{scheduled_at}}"}}\n')
+    checked = project.cli("validate", env=env(project))
+    assert 0 == checked.returncode, checked.stderr
+    assert ("routines/rtn-r.yaml:3:53: warning: action.inputs.period renders to a value "
+            "job-note may refuse: Input period must be one of: 2026-W32") in checked.stderr
+
+
+def test_validate_refuses_a_nul_in_a_checkpoint_value(project: Project) -> None:
+    """A checkpoint value is rendered after a run and reaches the next run's command: with a
+    NUL in it validate passed, the first run succeeded and every later one failed with
+    "cannot render task.command". validate now says where it is."""
+    project.job("job-note", period_job("Note", '"echo {{checkpoint.last}}"',
+                                       'checkpoint: {values: {last: "a\\0{{inputs.period}}"}}\n'))
+    checked = project.cli("validate", env=env(project))
+    assert 1 == checked.returncode, checked.stderr
+    assert ("jobs/job-note.yaml:10:29: checkpoint.values.last: a NUL character (\\0) is in it"
+            in checked.stderr)

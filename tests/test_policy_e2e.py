@@ -521,3 +521,24 @@ def test_the_embedding_api_releases_backfills_and_previews(project: Project) -> 
     assert 2 == len(filled.selected)
     [nxt] = api.upcoming(paths, "rtn-h", count=1, now=datetime(2026, 5, 1, 12, 50, tzinfo=UTC))
     assert "2026-05-01T13:00:00.000Z" == nxt["utc"]
+
+
+def test_next_and_status_take_an_interval_or_deadline_that_ends_after_year_9999(
+        project: Project) -> None:
+    """validate accepts an interval or a starting_deadline as long as a timedelta holds; one
+    that ends after year 9999 stops the preview there instead of failing ``next`` (for every
+    routine) and ``status`` with "a time is out of range"."""
+    project.routine("rtn-long", "interval: 999999999d\npolicy: {starting_deadline: 999999999d}\n"
+                                "action: {kind: exec-resume}\n")
+    project.routine("rtn-n", 'trigger: {cron: "0 17 * * 5", timezone: Asia/Tokyo}\n'
+                             "policy: {starting_deadline: 999999999d}\n"
+                             "action: {kind: exec-resume}\n")
+    assert 0 == project.cli("validate").returncode
+    assert 0 == project.cli("run", "--id", "rtn-long", "--now", "2026-08-01T00:00:00Z").returncode
+    items = _next(project, "--now", "2026-08-01T00:00:01Z", "-n", "2")
+    assert [("rtn-n", "2026-08-07T08:00:00.000Z", None),  # rtn-long: none before year 9999
+            ("rtn-n", "2026-08-14T08:00:00.000Z", None)] == [
+        (i["routine_id"], i["utc"], i["latest_start"]) for i in items]
+    for args in (("next", "rtn-long"), ("status", "rtn-long"), ("status", "rtn-n")):
+        done = project.cli(*args, "--now", "2026-08-01T00:00:01Z")
+        assert 0 == done.returncode and "out of range" not in done.stderr, (args, done.stderr)

@@ -394,6 +394,10 @@ def _check_job_templates(r: Report, root: Node, specs: Sequence[jobmodel.InputSp
         clean = len(r.problems) == reported  # one report per bad placeholder
         if clean and node.label in _SHELL_TEMPLATES and isinstance(node.value, str):
             _check_shell_safety(r, node)  # what run renders, with or without placeholders
+        elif node.label not in _SHELL_TEMPLATES and (nul := str(node.value).find("\0")) >= 0:
+            # a checkpoint value, a key or a description: it reaches a later run's command
+            r.error(template_pos(r, node, nul), f"{node.label}: a NUL character (\\0) is in "
+                    "it (no command can receive one: remove it)")
 
 
 _SHELL_TEMPLATES = ("task.command", "task.precondition.command")

@@ -47,9 +47,20 @@ def _note(slot: datetime, effect: SlotEffect, index: int, local: datetime) -> st
 
 def _upcoming(at: datetime, tz: ZoneInfo, note: str | None,
               deadline: Duration | None) -> Upcoming:
-    latest = format_s(at + timedelta(seconds=deadline.seconds)) if deadline else None
+    latest = None
+    if deadline is not None and (end := _plus(at, timedelta(seconds=deadline.seconds))):
+        latest = format_s(end)
     return Upcoming(local=at.astimezone(tz).isoformat(), utc=format_ms(at), note=note,
                     latest_start=latest)
+
+
+def _plus(at: datetime, span: timedelta) -> datetime | None:
+    """``at + span``, or None beyond year 9999: an interval or a deadline may be written as
+    long as a timedelta holds, and then ends after the last instant a date can hold."""
+    try:
+        return at + span
+    except OverflowError:
+        return None
 
 
 def cron_upcoming(
@@ -86,9 +97,13 @@ def routine_upcoming(
     assert routine.interval is not None
     span = timedelta(seconds=routine.interval.seconds)
     anchor = interval_anchor(state.get("last_run"), state.get("last_accounted_for"))
-    first = max(now, anchor + span) if anchor is not None else now
+    due = _plus(anchor, span) if anchor is not None else now
     utc = ZoneInfo("UTC")
-    items = [_upcoming(first + i * span, utc, None, deadline) for i in range(count)]
+    items: list[Upcoming] = []
+    at = max(now, due) if due is not None else None
+    while at is not None and len(items) < count:  # none beyond year 9999
+        items.append(_upcoming(at, utc, None, deadline))
+        at = _plus(at, span)
     if anchor is None and items:  # a routine that never ran has no deadline (SPEC §9.2)
         items[0] = attrs.evolve(items[0], latest_start=None)
     return items

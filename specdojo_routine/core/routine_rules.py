@@ -7,6 +7,7 @@ checked against the Job Definitions already loaded (a :class:`JobIndex`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 
 import attrs
 
@@ -18,9 +19,9 @@ from specdojo_routine.core.cron_syntax import (
     parse_duration,
     parse_interval,
 )
-from specdojo_routine.core.inputs import parse_cli_value
-from specdojo_routine.core.jobmodel import JobDefinition
-from specdojo_routine.core.templates import placeholders
+from specdojo_routine.core.inputs import check_value, parse_cli_value, parse_text
+from specdojo_routine.core.jobmodel import InputSpec, JobDefinition
+from specdojo_routine.core.templates import TemplateError, placeholders, render_routine_inputs
 from specdojo_routine.core.validation import (
     JOB_ID,
     ROUTINE_ID,
@@ -319,7 +320,7 @@ def _specdojo_action(r: Report, node: Node) -> model.SpecdojoAction | None:
     if args_node is None:
         return None
     args = text_list(r, args_node)
-    for item in args_node.elements():
+    for index, item in enumerate(args_node.elements()):
         word = item.value
         rule = f"{args_node.label} must not include exec or --project"
         if word == "exec":
@@ -327,6 +328,9 @@ def _specdojo_action(r: Report, node: Node) -> model.SpecdojoAction | None:
                     "exec-cycle)")
         elif isinstance(word, str) and (word == "--project" or word.startswith("--project=")):
             r.error(item.pos, f"{rule} (got {got(word)}; the routine's project is appended)")
+        elif isinstance(word, str) and "\0" in word:  # the call's start would fail every run
+            r.error(item.pos, f"{args_node.label}[{index}] must not hold a NUL character (\\0): "
+                    "no command can receive one (remove it)")
     return model.SpecdojoAction(args=args) if args else None
 
 
@@ -427,6 +431,38 @@ def _check_routine_template(r: Report, node: Node) -> None:
                     "inputs may use only {{scheduled_at}} and {{scheduled_at | iso_week}}")
 
 
+#: The occurrence a templated routine input is rendered for at validate: what
+#: ``{{scheduled_at}}`` renders has the same shape for every occurrence.
+_SAMPLE_OCCURRENCE = datetime(2026, 8, 7, 8, 0, tzinfo=UTC)
+
+
+def _check_rendered_input(r: Report, job: JobDefinition, spec: InputSpec, child: Node) -> None:
+    """A templated routine input as every run renders it: a NUL or a value of the wrong type
+    (an integer input given ``{{scheduled_at}}``) would fail every occurrence, so it is an
+    error; a value outside ``enum`` a warning, as the rendered value changes with the time."""
+    try:
+        text = render_routine_inputs({spec.name: child.value}, scheduled_for=_SAMPLE_OCCURRENCE,
+                                     timezone="UTC")[spec.name]
+    except TemplateError:
+        return  # an unknown placeholder, reported by _check_routine_template
+    try:
+        value = parse_text(spec, text)
+    except ValueError as exc:  # the type: the same for every occurrence
+        r.error(child.pos, f"{child.label} renders to a value {job.id} refuses at every run: "
+                f"{exc}")
+        return
+    problem = check_value(spec, value)
+    if problem is None:
+        return
+    if spec.enum is None or "\0" in text:
+        r.error(child.pos, f"{child.label} renders to a value {job.id} refuses at every run: "
+                f"{problem}")
+        return
+    when = f"{_SAMPLE_OCCURRENCE:%Y-%m-%d %H:%M} UTC"
+    r.warn(child.pos, f"{child.label} renders to a value {job.id} may refuse: {problem} for an "
+           f"occurrence at {when}; an occurrence whose value is not in the enum fails")
+
+
 def _check_job_inputs(
     r: Report, job: JobDefinition, job_node: Node, inputs_node: Node | None,
     inputs: dict[str, Node],
@@ -443,6 +479,8 @@ def _check_job_inputs(
                 parse_cli_value(spec, child.value)
             except ValueError as exc:
                 r.error(child.pos, f"{child.label}: {exc}")
+        else:
+            _check_rendered_input(r, job, spec, child)
     given = inputs_node.value if inputs_node is not None else {}
     if not isinstance(given, dict):
         return

@@ -67,6 +67,7 @@ def _doubtful_character() -> re.Pattern[str]:
 
 
 _DOUBTFUL_ASCII = re.compile("[\x00-\x09\x0b\x0c\x0e-\x1f\x7f]")  # the same, for ASCII text
+_ESCAPED_SURROGATE = re.compile(r"\\(?:u|U0000)[dD][89abcdefABCDEF]")  # \ud800-\udfff
 _DOCUMENT_END = re.compile(r"^\.\.\.", re.M)  # libyaml skips a repeated `...`; ruamel refuses it
 # a block scalar's header: libyaml accepts some that ruamel refuses (`|#`)
 _BLOCK_HEADER = re.compile(r"(?:^ *- +|: +)[|>]([^\n\r]*)", re.M)
@@ -109,6 +110,8 @@ class FastReader:
             return None
         # each pattern below scans the whole text, and cannot match a text without "..." or
         # without "|" and ">" - which most definition files are
+        if ("\\u" in source or "\\U" in source) and _ESCAPED_SURROGATE.search(source):
+            return None  # not a character: the slow path reports where it is
         if "..." in source and _DOCUMENT_END.search(source):
             return None
         if ("|" in source or ">" in source) and any(

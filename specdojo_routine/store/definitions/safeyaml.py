@@ -10,6 +10,7 @@ loader builds the data with line/column marks for the messages. The fast path is
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,9 @@ def _parse(source: str, rel: str, kind: str) -> tuple[Report, Any]:
     return report, data
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")  # only a \\u escape makes one
+
+
 @attrs.define
 class _Frame:
     mapping: bool
@@ -124,6 +128,14 @@ class _Scan:
         if isinstance(event, DocumentStartEvent) and event.version not in (None, (1, 2)):
             # not blocking: the file is read as YAML 1.2 anyway, so go on finding problems
             self.report.error(pos, "only YAML 1.2 is supported; remove the %YAML directive")
+        if isinstance(event, ScalarEvent) and (half := _SURROGATE.search(event.value)):
+            # not a character: UTF-8 cannot encode it, so no ledger, digest or command can
+            # hold it, and every later step (the digest first) would fail
+            self.report.error(pos, f"\\u{ord(half[0]):04x} is half of a UTF-16 surrogate "
+                              "pair, not a character: no file or command can hold it (write "
+                              "the character itself, or its \\U escape: \\U0001F600, not "
+                              "\\ud83d\\ude00)")
+            self.blocking = True
         if isinstance(event, NodeEvent):
             self._check_tag(event, pos)
             self._check_key(event, pos)
