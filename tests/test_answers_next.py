@@ -25,7 +25,7 @@ def test_the_agenda_takes_n_per_routine_and_json(week: Week) -> None:
     doc = week.json("next", "-n", "2", "--json", "--now", AFTER)
     utc = [o["utc"] for o in doc["occurrences"]]
     assert (True, 8, sorted(utc), ["routine_id", "timezone", "local", "utc", "note",
-                                   "latest_start"]) == (
+                                   "latest_start", "standing"]) == (
         done.stdout.startswith('{\n  "now": "2026-08-10T00:30:00Z"'), len(utc), utc,
         list(doc["occurrences"][0]))
     assert {"rtn-weekly-report": "2026-08-14T17:00:00+09:00"} == {
@@ -40,3 +40,17 @@ def test_a_disabled_routine_is_not_on_the_agenda(week_copy: Week) -> None:
     ids = [o["routine_id"] for o in week_copy.json("next", "--json", "--now", AFTER)[
         "occurrences"]]
     assert ["rtn-cleanup", "rtn-nightly-export", "rtn-weekly-report"] == ids
+
+
+def test_the_agenda_marks_a_paused_routine(week_copy: Week) -> None:
+    """A paused routine stays on the agenda (its occurrences are recorded), with a note that
+    they will be recorded as paused, not run, and `standing` in the JSON, as `next ID` and
+    `status` say: the agenda answered "what runs next" with occurrences that would not run."""
+    assert 0 == week_copy.cli("pause", "rtn-sync", "--now", AFTER).returncode
+    lines = week_copy.cli("next", "--now", AFTER).stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.endswith("rtn-sync"))
+    assert "  note: paused: recorded as paused, not run, until `resume rtn-sync`" == lines[at + 1]
+    doc = week_copy.json("next", "--json", "--now", AFTER)
+    assert {"rtn-sync": "paused", "rtn-cleanup": None} == {
+        o["routine_id"]: o["standing"] for o in doc["occurrences"]
+        if o["routine_id"] in ("rtn-sync", "rtn-cleanup")}

@@ -244,8 +244,8 @@ def cmd_agenda(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err: 
     now, entries = agenda.agenda(paths, count=args.count or 1, now=args.now)
     if args.json:
         out.write(render.dumps({"now": format_s(now), "occurrences": [
-            {"routine_id": e.routine_id, "timezone": e.timezone, **e.upcoming.to_json()}
-            for e in entries]}))
+            {"routine_id": e.routine_id, "timezone": e.timezone, **e.upcoming.to_json(),
+             "standing": e.standing} for e in entries]}))
         return 0
     if not entries:
         out.write("no upcoming occurrences (no enabled routine)\n")
@@ -259,5 +259,9 @@ def cmd_agenda(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err: 
         text.append(line)
         if e.upcoming.note:
             text.append(f"  note: {e.upcoming.note}\n")
+        if e.standing is not None:
+            undo = "resume" if e.standing == "paused" else "release"
+            text.append(f"  note: {e.standing}: recorded as {e.standing}, not run, until "
+                        f"`{undo} {e.routine_id}`\n")
     out.write("".join(text))
     return 0
