@@ -223,4 +223,3 @@ def _runner_gone(state: Mapping[str, Any], lock_held: bool) -> bool:
         return not lock_held
     alive = locks.owner_alive(owner.get("pid"), owner.get("host"), owner.get("start"))
     return alive is False or (alive is None and not lock_held)
-
