@@ -262,6 +262,32 @@ def test_validate_locates_notify_problems(project: Project) -> None:
     assert ".specdojo/specdojo.config.json:10:9:" in text and "command is required" in text
 
 
+def test_validate_says_what_sh_cannot_run_in_a_notify_command(project: Project) -> None:
+    """A hook command that /bin/sh refuses would fail every notification, found at 3 a.m.:
+    validate warns of a quote left open (the run itself only warns when a hook fails), and a
+    NUL, which no process can receive, is an error - both at the command."""
+    project.routine("rtn-open", """\
+        interval: 1h
+        policy:
+          notify: {on: [failure], command: "echo 'done"}
+        action: {kind: specdojo, args: [x]}
+        """)
+    done = project.cli("validate")
+    assert 0 == done.returncode, done.stderr
+    assert ("routines/rtn-open.yaml:4:36: warning: policy.notify.command: unterminated single "
+            "quote in shell command: /bin/sh will refuse it") in done.stdout + done.stderr
+    project.routine("rtn-nul", """\
+        interval: 1h
+        policy:
+          notify: {on: [failure], command: "echo a\\0b"}
+        action: {kind: specdojo, args: [x]}
+        """)
+    done = project.cli("validate")
+    assert 1 == done.returncode, done.stderr
+    assert ("routines/rtn-nul.yaml:4:36: policy.notify.command: a NUL character (\\0) is in "
+            "the command") in done.stdout + done.stderr
+
+
 
 def test_a_paused_routine_starts_no_retry_and_sends_no_hook(project: Project) -> None:
     """SPEC §13: while paused, run --due starts nothing for the routine - not the retry its

@@ -21,6 +21,7 @@ from specdojo_routine.core.cron_syntax import (
 )
 from specdojo_routine.core.inputs import check_value, parse_cli_value, parse_text
 from specdojo_routine.core.jobmodel import InputSpec, JobDefinition
+from specdojo_routine.core.shellquote import ShellScanner
 from specdojo_routine.core.templates import TemplateError, placeholders, render_routine_inputs
 from specdojo_routine.core.validation import (
     JOB_ID,
@@ -249,7 +250,24 @@ def notify_block(r: Report, node: Node | None) -> model.Notify | None:
     kinds = _notify_events(r, on_node) if on_node is not None else None
     if command is None or kinds is None:
         return None
+    assert command_node is not None  # text() gave a command
+    _check_notify_command(r, command_node, command)
     return model.Notify(on=kinds, command=command)
+
+
+def _check_notify_command(r: Report, node: Node, command: str) -> None:
+    """What ``/bin/sh -c`` cannot run, said at validate instead of by every notification: a
+    NUL (no process receives one) is an error; a quote or substitution left open a warning,
+    the hook's failure being only a warning at run time too (SPEC §13)."""
+    if "\0" in command:
+        r.error(node.pos, f"{node.label}: a NUL character (\\0) is in the command (no command "
+                "can receive one: remove it)")
+        return
+    scanner = ShellScanner()
+    scanner.feed(command)
+    if (left := scanner.unterminated()) is not None:
+        r.warn(node.pos, f"{node.label}: unterminated {left} in shell command: /bin/sh will "
+               "refuse it and every notification would fail")
 
 
 def _notify_events(r: Report, node: Node) -> tuple[str, ...] | None:
