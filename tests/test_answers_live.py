@@ -26,6 +26,15 @@ def _gated(project: Project, rid: str, gate: str) -> None:
                          f"[gate-{project.root / gate}]}}\n")
 
 
+def _kill_runner_of(project: Project, rid: str, calls: int) -> None:
+    """Start ``run --id rid``, wait for its delegated call (the ``calls``-th of the project),
+    then SIGKILL the runner: its attempt stays open with a dead owner."""
+    dead = project.popen("run", "--id", rid)
+    _wait_for(lambda: len(project.calls()) == calls, dead)
+    dead.send_signal(signal.SIGKILL)
+    dead.wait(timeout=30)
+
+
 def test_an_interrupted_attempt_stays_interrupted_while_another_run_holds_the_lock(
     project: Project,
 ) -> None:
@@ -34,10 +43,7 @@ def test_an_interrupted_attempt_stays_interrupted_while_another_run_holds_the_lo
     _gated(project, "rtn-dead", "never")
     _gated(project, "rtn-long", "go")
     try:
-        dead = project.popen("run", "--id", "rtn-dead")
-        _wait_for(lambda: len(project.calls()) == 1, dead)
-        dead.send_signal(signal.SIGKILL)
-        dead.wait(timeout=30)
+        _kill_runner_of(project, "rtn-dead", calls=1)
         long = project.popen("run", "--id", "rtn-long")
         _wait_for(lambda: len(project.calls()) == 2, long)
         listed = project.cli("list", "--json")
@@ -95,10 +101,7 @@ def test_status_of_an_interrupted_routine_calls_its_open_attempt_interrupted(
     row all say interrupted, not running (nothing runs it any more)."""
     _gated(project, "rtn-dead", "never")
     try:
-        dead = project.popen("run", "--id", "rtn-dead")
-        _wait_for(lambda: len(project.calls()) == 1, dead)
-        dead.send_signal(signal.SIGKILL)
-        dead.wait(timeout=30)
+        _kill_runner_of(project, "rtn-dead", calls=1)
         done = project.cli("status", "rtn-dead")
     finally:
         (project.root / "never").touch()

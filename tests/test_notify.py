@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 import orjson
+import pytest
 
 from specdojo_routine.execute import notify
 from tests.conftest import Project, children, group_members
@@ -262,31 +263,26 @@ def test_validate_locates_notify_problems(project: Project) -> None:
     assert ".specdojo/specdojo.config.json:10:9:" in text and "command is required" in text
 
 
-def test_validate_says_what_sh_cannot_run_in_a_notify_command(project: Project) -> None:
+@pytest.mark.parametrize(("command", "code", "said"), [
+    ("\"echo 'done\"", 0, "warning: policy.notify.command: unterminated single quote in shell "
+     "command: /bin/sh will refuse it"),
+    ('"echo a\\0b"', 1, "policy.notify.command: a NUL character (\\0) is in the command"),
+], ids=["open-quote", "nul"])
+def test_validate_says_what_sh_cannot_run_in_a_notify_command(
+    project: Project, command: str, code: int, said: str,
+) -> None:
     """A hook command that /bin/sh refuses would fail every notification, found at 3 a.m.:
     validate warns of a quote left open (the run itself only warns when a hook fails), and a
     NUL, which no process can receive, is an error - both at the command."""
-    project.routine("rtn-open", """\
+    project.routine("rtn-hook", f"""\
         interval: 1h
         policy:
-          notify: {on: [failure], command: "echo 'done"}
-        action: {kind: specdojo, args: [x]}
+          notify: {{on: [failure], command: {command}}}
+        action: {{kind: specdojo, args: [x]}}
         """)
     done = project.cli("validate")
-    assert 0 == done.returncode, done.stderr
-    assert ("routines/rtn-open.yaml:4:36: warning: policy.notify.command: unterminated single "
-            "quote in shell command: /bin/sh will refuse it") in done.stdout + done.stderr
-    project.routine("rtn-nul", """\
-        interval: 1h
-        policy:
-          notify: {on: [failure], command: "echo a\\0b"}
-        action: {kind: specdojo, args: [x]}
-        """)
-    done = project.cli("validate")
-    assert 1 == done.returncode, done.stderr
-    assert ("routines/rtn-nul.yaml:4:36: policy.notify.command: a NUL character (\\0) is in "
-            "the command") in done.stdout + done.stderr
-
+    assert code == done.returncode, done.stderr
+    assert f"routines/rtn-hook.yaml:4:36: {said}" in done.stdout + done.stderr
 
 
 def test_a_paused_routine_starts_no_retry_and_sends_no_hook(project: Project) -> None:
