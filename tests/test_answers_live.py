@@ -112,3 +112,22 @@ def test_status_of_an_interrupted_routine_calls_its_open_attempt_interrupted(
             "  last      interrupted "),
         lines[-1].rstrip().endswith("interrupted"),
         [x for x in lines if "running" in x])
+
+
+def test_logs_of_an_interrupted_attempt_calls_it_interrupted(project: Project) -> None:
+    """`logs ID` after the runner was SIGKILLed heads the attempt's output with interrupted,
+    as `list` and `status` call it, not running: nothing runs it any more and it waits for
+    `resolve`. While its runner lives it is running."""
+    _gated(project, "rtn-dead", "never")
+    try:
+        live = project.popen("run", "--id", "rtn-dead")
+        _wait_for(lambda: len(project.calls()) == 1, live)
+        running = project.cli("logs", "rtn-dead")
+        live.send_signal(signal.SIGKILL)
+        live.wait(timeout=30)
+        done = project.cli("logs", "rtn-dead")
+    finally:
+        (project.root / "never").touch()
+    assert (0, True) == (running.returncode, running.stdout.splitlines()[0].endswith(", running)"))
+    assert (0, True) == (done.returncode, done.stdout.splitlines()[0].endswith(", interrupted)")), (
+        done.stdout)

@@ -195,7 +195,7 @@ def _row(
     next_text: str | None,
 ) -> RoutineRow:
     status = state.get("status") or "never"
-    interrupted = status == "running" and _runner_gone(state, lock_held)
+    interrupted = status == "running" and runner_gone(state, lock_held)
     return RoutineRow(
         id=routine.id, enabled=routine.enabled, schedule=routine.schedule_text,
         kinds=[a.kind for a in routine.actions], status=status, interrupted=interrupted,
@@ -213,7 +213,7 @@ def _row(
     )
 
 
-def _runner_gone(state: Mapping[str, Any], lock_held: bool) -> bool:
+def runner_gone(state: Mapping[str, Any], lock_held: bool) -> bool:
     """Whether the open attempt's runner is gone (SPEC §6.5). A recorded owner on this host
     answers for itself: alive, the attempt runs (the living are never robbed); dead, it is
     interrupted even while another run holds the lock, as that run did not start it. An owner
