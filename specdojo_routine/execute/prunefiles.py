@@ -25,9 +25,7 @@ import hashlib
 import os
 import re
 import shutil
-import signal
 import stat
-import subprocess
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -37,6 +35,7 @@ import orjson
 
 from specdojo_routine.core.events import RUN_ID
 from specdojo_routine.execute import runner
+from specdojo_routine.execute.worktree import GIT_TIMEOUT_S, common_git_dir
 from specdojo_routine.store.config import ProjectPaths, read_regular
 
 __all__ = ["REMOVAL_MARKER", "ROUTINE_EVIDENCE", "attempt_facts", "attempt_files",
@@ -51,7 +50,6 @@ ROUTINE_EVIDENCE = "routines"  # exec/evidence/routines/<attempt_id>/action-<n>/
 REMOVAL_MARKER = ".prune.json"
 _KEPT = re.compile(r"(?P<run>.+)-attempt-\d+")
 _ATTEMPT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-_GIT_TIMEOUT_S = 120.0
 
 
 def _names(directory: Path) -> list[str]:
@@ -94,23 +92,11 @@ def run_files(paths: ProjectPaths, run_id: str, env: Mapping[str, str]) -> list[
                              *sorted(paths.worktrees / n for n in _names(paths.worktrees)
                                      if kept.fullmatch(n)))
                  if os.path.lexists(p)]
-    ours = _common_git_dir(paths.root, None, env) if worktrees else None
+    ours = common_git_dir(paths.root, env) if worktrees else None
     return [p for p in files if os.path.lexists(p)] + [
-        p for p in worktrees if _common_git_dir(p, paths.worktrees, env) in (None, ours)]
+        p for p in worktrees
+        if common_git_dir(p, env, ceiling=paths.worktrees) in (None, ours)]
 
-
-def _common_git_dir(where: Path, ceiling: Path | None, env: Mapping[str, str]) -> str | None:
-    """The repository (its common git directory) that ``where`` is in, looked for no higher
-    than ``ceiling``; None when there is none (or git cannot tell)."""
-    extra = {} if ceiling is None else {"GIT_CEILING_DIRECTORIES": str(ceiling)}
-    try:
-        done = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
-                              cwd=where, env=runner.child_env(env, extra), capture_output=True,
-                              text=True, stdin=subprocess.DEVNULL, timeout=_GIT_TIMEOUT_S,
-                              check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return os.path.realpath(done.stdout.strip()) if done.returncode == 0 else None
 
 
 # --- routine attempts --------------------------------------------------------------------------
@@ -268,22 +254,12 @@ def _remove_worktree(paths: ProjectPaths, path: Path, env: Mapping[str, str],
     process group: a hook's children too) is killed, and what it left is for the next prune.
     Without a deadline each git has a bound of its own, then the directory goes by rmtree."""
     for args in (["worktree", "remove", "--force", str(path)], ["worktree", "prune"]):
-        limit = _GIT_TIMEOUT_S if deadline is None else \
-            min(_GIT_TIMEOUT_S, deadline - time.monotonic())
+        limit = GIT_TIMEOUT_S if deadline is None else \
+            min(GIT_TIMEOUT_S, deadline - time.monotonic())
         if limit <= 0:
             return False
-        try:
-            git = subprocess.Popen(["git", *args], cwd=paths.root, env=runner.child_env(env, {}),
-                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL, start_new_session=True)
-        except OSError:
-            continue
-        try:
-            git.wait(timeout=limit)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(OSError):
-                os.killpg(git.pid, signal.SIGKILL)
-            git.wait()
-            if deadline is not None:
-                return False
+        done = runner.run_argv(["git", *args], cwd=paths.root, env=runner.child_env(env, {}),
+                               timeout_s=limit, kill_grace_s=0)
+        if done.timed_out and deadline is not None:
+            return False
     return True

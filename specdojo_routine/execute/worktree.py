@@ -123,15 +123,29 @@ def _known(git: Git) -> set[str]:
             for field in listed.split("\0") if field.startswith("worktree ")}
 
 
+def common_git_dir(where: Path, env: Mapping[str, str], *,
+                   ceiling: Path | None = None) -> str | None:
+    """The repository that ``where`` is in (the real path of its common git directory, which
+    a main checkout and its worktrees share), looked for no higher than ``ceiling``; None when
+    there is none, or git cannot tell. A directory named like one of our worktrees in a
+    worktree base that sibling clones share may be another clone's: this tells them apart."""
+    if not os.path.isdir(where):
+        return None
+    extra = {} if ceiling is None else {"GIT_CEILING_DIRECTORIES": str(ceiling)}
+    try:
+        done = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
+                              cwd=where, env=runner.child_env(env, extra), capture_output=True,
+                              text=True, stdin=subprocess.DEVNULL, timeout=GIT_TIMEOUT_S,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return os.path.realpath(done.stdout.strip()) if done.returncode == 0 else None
+
+
 def _not_ours(git: Git, path: Path) -> str:
     """Why ``path`` is not this repository's to use, and what to do (one line)."""
-    ceiling = {**git.env, "GIT_CEILING_DIRECTORIES": str(path.parent)}
-    found = Git(root=git.root, env=ceiling).run(
-        "rev-parse", "--path-format=absolute", "--git-common-dir", cwd=path, check=False) \
-        if os.path.isdir(path) else None
-    theirs = found.stdout.strip() if found is not None and found.returncode == 0 else None
-    if theirs is not None and theirs != git.out("rev-parse", "--path-format=absolute",
-                                                "--git-common-dir"):
+    theirs = common_git_dir(path, git.env, ceiling=path.parent)
+    if theirs is not None and theirs != common_git_dir(git.root, git.env):
         return (f"{path} is a worktree of another repository ({theirs}), a clone sharing this "
                 "worktree base: set run.worktree_base in this project's config to a directory "
                 "of its own")
