@@ -128,6 +128,7 @@ def test_a_job_state_snapshot_of_other_code_is_not_trusted(
     so the fingerprint alone makes the difference."""
     from specdojo_routine.store import codeprint
     from specdojo_routine.store.ledger import views
+    from specdojo_routine.store.ledger.stamps import Stamp
 
     for period in ("W1", "W2"):
         assert 0 == job_run(jobs, "job-a", period).returncode
@@ -135,7 +136,7 @@ def test_a_job_state_snapshot_of_other_code_is_not_trusted(
     assert 0 == job_run(jobs, "job-a", "W3").returncode
     state = jobs.root / JOB_STATE
     state.write_bytes(saved)
-    proof = orjson.loads(views._job_state_proof(saved, state.stat()))
+    proof = orjson.loads(views._job_state_proof(saved, Stamp.at(state)))
     assert codeprint.fingerprint() == proof["code"]
     snapshot = jobs.root / "execution" / ".cache" / "job-state.snapshot.json"
     snapshot.write_bytes(orjson.dumps({**proof, "code": code or proof["code"]}) + b"\n")

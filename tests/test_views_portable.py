@@ -131,9 +131,11 @@ def test_the_snapshot_is_private_to_this_machine_and_git_ignored(ran: Path,
         pytest.skip("git is not installed")
     repo = cp_a(ran, tmp_path / "repo")
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
-    ignored = subprocess.run(["git", "check-ignore", "-q", "routines/.cache/"
-                              "routine-state.snapshot.json"], cwd=repo, check=False)
-    assert 0 == ignored.returncode
+    private = ["routines/.cache/routine-state.snapshot.json",
+               "execution/.cache/job-state.snapshot.json"]  # job-state.json's proof likewise
+    assert all((repo / p).is_file() for p in private)
+    assert [0, 0] == [subprocess.run(["git", "check-ignore", "-q", p], cwd=repo,
+                                     check=False).returncode for p in private]
 
 
 def test_a_copy_verifies_its_chain_once_then_continues_from_its_own_snapshot(

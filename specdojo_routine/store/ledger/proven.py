@@ -66,7 +66,7 @@ __all__ = ["Proven", "Snapshot", "from_scratch", "prove", "render"]
 
 _SNAPSHOT_VERSION = 2
 _SNAPSHOT_KEYS = ("version", "code", "ledger_file", "seq", "offset", "head", "view_sha256")
-_FILE_KEYS = ("dev", "ino", "size", "ctime_ns")
+_FILE_KEYS = tuple(a.name for a in attrs.fields(stamps.Stamp))  # as Stamp.to_json writes them
 
 
 def render(document: Any) -> bytes:
@@ -94,10 +94,9 @@ class Snapshot:
     view_sha256: str  # sha256 (hex) of the view's bytes as published
 
     def to_bytes(self) -> bytes:
-        s = self.stamp
         return orjson.dumps({
             "version": _SNAPSHOT_VERSION, "code": codeprint.fingerprint(),
-            "ledger_file": {"dev": s.dev, "ino": s.ino, "size": s.size, "ctime_ns": s.ctime_ns},
+            "ledger_file": self.stamp.to_json(),
             "seq": self.seq, "offset": self.offset, "head": self.head,
             "view_sha256": self.view_sha256}) + b"\n"
 

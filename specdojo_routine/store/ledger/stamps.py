@@ -39,8 +39,19 @@ class Stamp:
 
     @classmethod
     def of(cls, fd: int) -> Stamp:
-        st = os.fstat(fd)
+        return cls.from_stat(os.fstat(fd))
+
+    @classmethod
+    def at(cls, path: Path) -> Stamp:
+        return cls.from_stat(os.stat(path))
+
+    @classmethod
+    def from_stat(cls, st: os.stat_result) -> Stamp:
         return cls(dev=st.st_dev, ino=st.st_ino, size=st.st_size, ctime_ns=st.st_ctime_ns)
+
+    def to_json(self) -> dict[str, int]:
+        """As the private snapshots record it: ``dev``, ``ino``, ``size``, ``ctime_ns``."""
+        return attrs.asdict(self)
 
 
 #: Changes this process made itself (append, repair): state after -> state before.

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -184,15 +183,13 @@ def load_job_state(paths: ProjectPaths) -> dict[str, JobCheckpointDoc]:
     return jobs
 
 
-def _job_state_proof(data: bytes, st: os.stat_result) -> bytes:
-    """The snapshot that proves ``job-state.json`` holds ``data`` as published by this code:
-    its fingerprint (:func:`codeprint.fingerprint`: a file an earlier version folded is folded
-    again), the file's identity, size and change time, and the sha256 of its bytes (compact
-    JSON)."""
+def _job_state_proof(data: bytes, stamp: stamps.Stamp) -> bytes:
+    """The private snapshot (never the view: SPEC §5) that proves ``job-state.json`` holds
+    ``data`` as published by this code: its fingerprint (:func:`codeprint.fingerprint`: a file
+    an earlier version folded is folded again), the file's :class:`~.stamps.Stamp` (a restore
+    or a copy is another file, even with the same bytes), and the sha256 of its bytes."""
     return orjson.dumps({
-        "version": 1, "code": codeprint.fingerprint(),
-        "view_file": {"dev": st.st_dev, "ino": st.st_ino, "size": st.st_size,
-                      "ctime_ns": st.st_ctime_ns},
+        "version": 1, "code": codeprint.fingerprint(), "view_file": stamp.to_json(),
         "view_sha256": hashlib.sha256(data).hexdigest()}) + b"\n"
 
 
@@ -206,12 +203,12 @@ def proven_job_state(paths: ProjectPaths) -> dict[str, JobCheckpointDoc] | None:
     same bytes - stands for the fold of the ledgers it was published from; anything else is
     checked against them (the caller refolds). Safe to lose: no snapshot costs one refold."""
     try:
-        st = os.stat(paths.job_state)
+        stamp = stamps.Stamp.at(paths.job_state)
         data = read_regular(paths.job_state)
         proof = read_regular(paths.job_state_snapshot, follow=False)
     except OSError:  # no view, no snapshot, or not regular files
         return None
-    if proof != _job_state_proof(data, st):
+    if proof != _job_state_proof(data, stamp):
         return None
     try:
         jobs: dict[str, JobCheckpointDoc] = dict(documents.parse(data)["jobs"])
@@ -226,7 +223,7 @@ def _publish_job_state(paths: ProjectPaths, data: bytes) -> None:
     publish(paths.job_state, data)
     with contextlib.suppress(OSError):  # a shortcut only: without it the next one refolds
         stamps.replace(paths.job_state_snapshot,
-                       _job_state_proof(data, os.stat(paths.job_state)), follow=False)
+                       _job_state_proof(data, stamps.Stamp.at(paths.job_state)), follow=False)
 
 
 def refresh_job_views(paths: ProjectPaths, run_ids: Iterable[str] | None = None) -> None:
