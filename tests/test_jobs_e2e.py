@@ -376,7 +376,8 @@ def test_a_placeholder_hidden_by_a_line_continuation_is_refused(
 
 @pytest.mark.parametrize(("command", "where"), [
     ("\"echo 'abc\"", "7:13: task.command: unterminated single quote in shell command"),
-    ('"echo a\\0b"', "7:12: task.command: a NUL character (\\0) is in the command"),
+    ('"echo a\\0b"', "7:12: task.command: a NUL character (\\0) is in the command (no command "
+                     "can receive one: remove it)"),
 ])
 def test_validate_refuses_a_command_run_would_refuse_without_a_placeholder(
     project: Project, command: str, where: str,

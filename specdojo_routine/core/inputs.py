@@ -14,7 +14,13 @@ import attrs
 
 from specdojo_routine.core.jobmodel import InputSpec, InputValue
 from specdojo_routine.core.redact import names_a_credential
-from specdojo_routine.core.validation import MAX_SAFE_INTEGER, describe, is_int, safe_int
+from specdojo_routine.core.validation import (
+    MAX_SAFE_INTEGER,
+    NO_NUL,
+    describe,
+    is_int,
+    safe_int,
+)
 
 _INTEGER_TEXT = re.compile(r"[-+]?[0-9]{1,20}")
 INPUT_TYPES = ("string", "integer", "boolean", "list")
@@ -67,8 +73,7 @@ def check_value(spec: InputSpec, value: object) -> str | None:
         return problem
     items = tuple(value) if isinstance(value, list | tuple) else (value,)
     if any(isinstance(item, str) and "\0" in item for item in items):
-        return (f"Input {spec.name} must not hold a NUL character (\\0): no command can "
-                "receive one (remove it)")
+        return f"Input {spec.name} must not hold a NUL character (\\0) {NO_NUL}"
     if spec.enum is not None:
         for item in items:
             if not any(_same(item, allowed) for allowed in spec.enum):

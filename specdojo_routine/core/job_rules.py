@@ -22,6 +22,7 @@ from specdojo_routine.core.templates import (
 )
 from specdojo_routine.core.validation import (
     JOB_ID,
+    NO_NUL,
     Node,
     Report,
     check_id,
@@ -396,8 +397,8 @@ def _check_job_templates(r: Report, root: Node, specs: Sequence[jobmodel.InputSp
             _check_shell_safety(r, node)  # what run renders, with or without placeholders
         elif node.label not in _SHELL_TEMPLATES and (nul := str(node.value).find("\0")) >= 0:
             # a checkpoint value, a key or a description: it reaches a later run's command
-            r.error(template_pos(r, node, nul), f"{node.label}: a NUL character (\\0) is in "
-                    "it (no command can receive one: remove it)")
+            r.error(template_pos(r, node, nul),
+                    f"{node.label}: a NUL character (\\0) is in it {NO_NUL}")
 
 
 _SHELL_TEMPLATES = ("task.command", "task.precondition.command")

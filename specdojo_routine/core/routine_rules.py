@@ -25,6 +25,7 @@ from specdojo_routine.core.shellquote import ShellScanner
 from specdojo_routine.core.templates import TemplateError, placeholders, render_routine_inputs
 from specdojo_routine.core.validation import (
     JOB_ID,
+    NO_NUL,
     ROUTINE_ID,
     Node,
     Report,
@@ -260,8 +261,7 @@ def _check_notify_command(r: Report, node: Node, command: str) -> None:
     NUL (no process receives one) is an error; a quote or substitution left open a warning,
     the hook's failure being only a warning at run time too (SPEC §13)."""
     if "\0" in command:
-        r.error(node.pos, f"{node.label}: a NUL character (\\0) is in the command (no command "
-                "can receive one: remove it)")
+        r.error(node.pos, f"{node.label}: a NUL character (\\0) is in the command {NO_NUL}")
         return
     scanner = ShellScanner()
     scanner.feed(command)
@@ -347,8 +347,8 @@ def _specdojo_action(r: Report, node: Node) -> model.SpecdojoAction | None:
         elif isinstance(word, str) and (word == "--project" or word.startswith("--project=")):
             r.error(item.pos, f"{rule} (got {got(word)}; the routine's project is appended)")
         elif isinstance(word, str) and "\0" in word:  # the call's start would fail every run
-            r.error(item.pos, f"{args_node.label}[{index}] must not hold a NUL character (\\0): "
-                    "no command can receive one (remove it)")
+            r.error(item.pos,
+                    f"{args_node.label}[{index}] must not hold a NUL character (\\0) {NO_NUL}")
     return model.SpecdojoAction(args=args) if args else None
 
 

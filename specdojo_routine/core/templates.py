@@ -17,7 +17,7 @@ import attrs
 
 from specdojo_routine.core.shellquote import ShellScanner
 from specdojo_routine.core.timefmt import format_ms, to_utc
-from specdojo_routine.core.validation import Node, Report, template_pos
+from specdojo_routine.core.validation import NO_NUL, Node, Report, template_pos
 
 _PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}", re.S)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_][A-Za-z0-9_-]*)*")
@@ -216,7 +216,7 @@ def render_shell(
     or in a value: no process can receive one in its arguments.
     """
     if (nul := template.find("\0")) >= 0:
-        raise TemplateError(f"a NUL character (\\0) is in the command {_NO_NUL}", nul)
+        raise TemplateError(f"a NUL character (\\0) is in the command {NO_NUL}", nul)
     scanner = ShellScanner()
 
     def insert(literal: str, ph: Placeholder) -> str:
@@ -224,7 +224,7 @@ def render_shell(
         value = _lookup(ph, values, empty_if_missing)
         if "\0" in value:
             raise TemplateError(
-                f"the value of {{{{{ph.expression}}}}} holds a NUL character (\\0) {_NO_NUL}",
+                f"the value of {{{{{ph.expression}}}}} holds a NUL character (\\0) {NO_NUL}",
                 ph.start)
         unsafe = scanner.unsafe()
         if unsafe is not None:
@@ -240,9 +240,6 @@ def render_shell(
     if unterminated is not None:
         raise TemplateError(f"unterminated {unterminated} in shell command", 0)
     return rendered
-
-
-_NO_NUL = "(no command can receive one: remove it)"
 
 
 def check_shell_template(template: str) -> None:

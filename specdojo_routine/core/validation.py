@@ -70,6 +70,11 @@ got = describe
 # --- messages ----------------------------------------------------------------------------------
 
 
+#: Why a NUL character is refused wherever a definition's text reaches a process (a command,
+#: an argument, an input value), and what to do: one wording for every such message.
+NO_NUL = "(no command can receive one: remove it)"
+
+
 def one_line(message: str) -> str:
     """``message`` with control characters escaped, so that a problem is one line."""
     if message.isprintable():

@@ -80,10 +80,9 @@ def _stamps(paths: ProjectPaths, job_id: str) -> dict[str, str]:
 
 def _load(path: Path) -> tuple[dict[str, Any], bytes | None]:
     """The snapshot's runs (empty when it is missing, not one of ours or written by other
-    code) and its bytes. Only
-    a regular file is read, never through a symlink: a FIFO in its place would block every
-    Job action (and the dry run) forever; anything else there is no snapshot, and the next
-    recording command replaces it."""
+    code) and its bytes. Only a regular file is read, never through a symlink: a FIFO in its
+    place would block every Job action (and the dry run) forever; anything else there is no
+    snapshot, and the next recording command replaces it."""
     try:
         data = read_regular(path, follow=False)
         doc = orjson.loads(data)
