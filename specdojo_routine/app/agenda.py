@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 
 import attrs
 
-from specdojo_routine.core import pausefold, policy
+from specdojo_routine.core import policy
 from specdojo_routine.core.preview import Upcoming, routine_upcoming
 from specdojo_routine.core.timefmt import to_utc
 from specdojo_routine.store.config import ProjectPaths
@@ -36,17 +35,9 @@ def agenda(
     view = adopt.plan_routine_imports(paths).view  # what another tool ran counts (SPEC §10)
     entries = [
         Entry(routine_id=r.id, timezone=r.timezone or "UTC", upcoming=item,
-              standing=_standing(view.get(r.id)))
+              standing=policy.standing(view.get(r.id)))
         for r in defs.routines if r.enabled
         for item in routine_upcoming(r, dict(view.get(r.id)), now=the_now, count=count)
     ]
     entries.sort(key=lambda e: (e.upcoming.utc, e.routine_id))
     return the_now, entries
-
-
-def _standing(state: Mapping[str, Any]) -> str | None:
-    """Whether the routine's occurrences will be recorded instead of run: paused by an
-    operator, or held after a failure (SPEC §9.1, §13) - as ``next ID`` and ``status`` say."""
-    if pausefold.is_paused(state):
-        return "paused"
-    return "held" if policy.is_held(state) else None

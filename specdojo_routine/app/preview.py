@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from specdojo_routine.app import handlers
-from specdojo_routine.core import pausefold, policy
+from specdojo_routine.core import policy
 from specdojo_routine.core.cron_syntax import cron_syntax_error
 from specdojo_routine.core.errors import UsageError
 from specdojo_routine.core.preview import Upcoming, cron_upcoming, routine_upcoming
@@ -52,12 +52,13 @@ def preview_with_standing(
 
 def _standing(routine_id: str, state: Mapping[str, Any] | None) -> str | None:
     """Why the occurrences of an enabled routine will be recorded instead of run, if so."""
-    if pausefold.is_paused(state):
+    kind = policy.standing(state)
+    if kind == "paused":
         pause = (state or {})["pause"]
         note = f": {pause['note']}" if pause.get("note") else ""
         return (f"{routine_id} is paused (by {pause.get('by')}{note}): these occurrences are "
                 f"recorded as paused, not run, until `resume {routine_id}`")
-    if policy.is_held(state):
+    if kind == "held":
         reason = policy.held_reason((state or {}).get("hold_attempt_id"))
         return (f"{routine_id} is on hold ({reason}): these occurrences are recorded as held, "
                 f"not run, until `release {routine_id}`")

@@ -67,6 +67,14 @@ def is_held(state: Mapping[str, Any] | None) -> bool:
     return bool((state or {}).get("held"))
 
 
+def standing(state: Mapping[str, Any] | None) -> Literal["paused", "held"] | None:
+    """Whether an enabled routine's coming occurrences are recorded instead of run: paused by
+    an operator (SPEC §13), or held after a failure (§9.1); None when they run."""
+    if pausefold.is_paused(state):
+        return "paused"
+    return "held" if is_held(state) else None
+
+
 def classify(
     routine: Routine, state: Mapping[str, Any] | None, occurrence: Occurrence, now: datetime,
 ) -> Decision:
