@@ -7,7 +7,6 @@ A job action recorded before that field existed is found through its Job Run's l
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -71,16 +70,7 @@ def routine_logs(
 def _open_word(paths: ProjectPaths, routine_id: str, attempt_id: str | None) -> str:
     """What an attempt still open is, as ``list`` and ``status`` say (SPEC §6.5): running,
     or interrupted once its runner is gone - then it waits for ``resolve``."""
-    from specdojo_routine.app import listing
-    from specdojo_routine.store.locks import routine as locks
-
-    state: dict[str, Any] = dict(adopt.plan_routine_imports(paths).view.routines.get(
-        routine_id) or {})
-    if (state.get("open_attempt") or {}).get("attempt_id") != attempt_id:
-        return "running"  # not the routine's open attempt: nothing more is known of it
-    held = locks.status_soon(paths.routine_locks_dir, now=datetime.now(UTC),
-                             project=paths.project_id)().held
-    return "interrupted" if listing.runner_gone(state, held) else "running"
+    return "interrupted" if recent.RunnerCheck(paths).gone(routine_id, attempt_id) else "running"
 
 
 def _find_attempt(paths: ProjectPaths, routine_id: str, attempt_id: str | None) -> Attempt:

@@ -137,7 +137,7 @@ def _open_word(row: RoutineRow) -> str:
     return "interrupted" if row.interrupted else "running"
 
 
-def _attempt_rows(attempts: list[Attempt], open_word: str) -> list[str]:
+def _attempt_rows(attempts: list[Attempt]) -> list[str]:
     if not attempts:
         return ["    no attempts yet"]
     rows = []
@@ -147,7 +147,7 @@ def _attempt_rows(attempts: list[Attempt], open_word: str) -> list[str]:
         scheduled, started = _stamp(a.scheduled_for)[:16], _stamp(a.started_at)[:16]
         if started[:10] == scheduled[:10]:
             started = started[11:]  # the same day: the time says it
-        rows.append([scheduled, started, took, late, a.result or open_word, a.why])
+        rows.append([scheduled, started, took, late, a.state, a.why])
     lines = render.table(["SCHEDULED (UTC)", "STARTED", "TOOK", "LATE", "RESULT", "REASON"],
                          rows).splitlines()
     out = [_cut("    " + line, WIDTH) for line in lines[:1]]
@@ -180,7 +180,7 @@ def _block(detail: status_app.Detail, now: datetime) -> str:
     if not detail.upcoming:
         lines.append("  next      - (disabled)" if not r.enabled else "  next      -")
     lines.append(f"  attempts  last {len(detail.attempts)}, oldest first:")
-    lines += _attempt_rows(detail.attempts, _open_word(row))
+    lines += _attempt_rows(detail.attempts)
     if detail.failed_action is not None:
         failed = detail.failed_action
         label = "failed" if failed.result == "failure" else str(failed.result)
