@@ -54,12 +54,13 @@ def cmd_history(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err:
             out.write("".join(orjson.dumps(a.to_json()).decode() + "\n" for a in attempts))
         else:
             out.write(_attempts_text(attempts, every=args.routine_id is None))
-        return 0
-    lines = recent.recent_events(paths, args.routine_id, **filters)
-    if args.json:
-        out.write("".join(raw.decode("utf-8") + "\n" for raw, _event in lines))
     else:
-        out.write(render.history([event for _raw, event in lines]))
+        lines = recent.recent_events(paths, args.routine_id, **filters)
+        if args.json:
+            out.write("".join(raw.decode("utf-8") + "\n" for raw, _event in lines))
+        else:
+            out.write(render.history([event for _raw, event in lines]))
+    render.torn_warnings(paths, err)
     return 0
 
 

@@ -48,6 +48,7 @@ def cmd_status(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err: 
         out.write("\n".join(_block(d, shown.listing.now) for d in shown.details))
     else:
         out.write(_overview(shown))
+    render.torn_warnings(paths, err)
     return shown.exit_code
 
 
@@ -246,10 +247,15 @@ def cmd_agenda(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err: 
         out.write(render.dumps({"now": format_s(now), "occurrences": [
             {"routine_id": e.routine_id, "timezone": e.timezone, **e.upcoming.to_json(),
              "standing": e.standing} for e in entries]}))
-        return 0
-    if not entries:
+    elif not entries:
         out.write("no upcoming occurrences (no enabled routine)\n")
-        return 0
+    else:
+        out.write(_agenda_text(now, entries))
+    render.torn_warnings(paths, err)
+    return 0
+
+
+def _agenda_text(now: datetime, entries: list[Any]) -> str:
     rows = [[render.relative(e.upcoming.utc, now), _stamp(e.upcoming.utc)[:16],
              _stamp(e.upcoming.utc, e.timezone) if e.timezone != "UTC" else "-", e.routine_id]
             for e in entries]
@@ -263,5 +269,4 @@ def cmd_agenda(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err: 
             undo = "resume" if e.standing == "paused" else "release"
             text.append(f"  note: {e.standing}: recorded as {e.standing}, not run, until "
                         f"`{undo} {e.routine_id}`\n")
-    out.write("".join(text))
-    return 0
+    return "".join(text)
