@@ -126,11 +126,29 @@ def _state_line(detail: status_app.Detail) -> str:
     text = row.state
     if row.state == "running" and detail.owner:
         text += f" (pid {detail.owner.get('pid')} on {detail.owner.get('host')})"
-    if row.paused is not None and row.state == "paused":
-        text += f" ({_why(row)})"
+    standing = _standing(row)
+    if standing:
+        text += f" ({standing})"
     if row.problems:
         text += " - unhealthy: " + ", ".join(row.problems)
     return text
+
+
+def _standing(row: RoutineRow) -> str:
+    """What the state word alone does not say and no attempt row shows: who paused the
+    routine, why it is held, which occurrence it missed and why, when it is retried."""
+    found = []
+    if row.paused is not None and row.state == "paused":
+        found.append(_why(row))
+    if row.held:
+        found.append(f"{row.hold_reason or 'held'}; {row.held_occurrences} held "
+                     f"occurrence(s), `release {row.id}`")
+    if row.last_missed is not None:
+        found.append(f"missed {row.last_missed.get('scheduled_for')}: "
+                     f"{row.last_missed.get('reason')}")
+    if row.retrying:
+        found.append(row.retrying)
+    return "; ".join(found)
 
 
 def _open_word(row: RoutineRow) -> str:
