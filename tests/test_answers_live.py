@@ -160,3 +160,23 @@ def test_history_attempts_calls_an_attempt_whose_runner_died_interrupted(
     assert (None, True) == (after["result"], after["interrupted"])
     assert (1, "no attempts") == (len(found.stdout.splitlines()) - 1,
                                   gone.stdout.strip()), (found.stdout, gone.stdout)
+
+
+def test_logs_of_an_interrupted_attempt_calls_its_open_action_interrupted(
+    project: Project,
+) -> None:
+    """`logs ID` after the runner was SIGKILLed: the action it was running is interrupted, as
+    the heading says, not running, in text and in `--json`'s titles; it kept no output because
+    its runner died before recording any."""
+    _gated(project, "rtn-dead", "never")
+    try:
+        _kill_runner_of(project, "rtn-dead", calls=1)
+        text = project.cli("logs", "rtn-dead")
+        doc = orjson.loads(project.cli("logs", "rtn-dead", "--json").stdout)
+    finally:
+        (project.root / "never").touch()
+    assert ["rtn-dead attempt", "== action 1 (specdojo): interrupted",
+            "   (no output: its runner died before it recorded any; see `status rtn-dead`)"] == [
+        text.stdout.splitlines()[0][:16], *text.stdout.splitlines()[1:]]
+    assert ("action 1 (specdojo): interrupted", None) == (
+        doc["outputs"][0]["title"], doc["result"])
