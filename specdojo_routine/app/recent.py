@@ -133,9 +133,9 @@ def _attempts(lines: Iterable[Line], routine_id: str | None) -> Iterator[Attempt
 
 class RunnerCheck:
     """Whether an open attempt's runner is gone, by the rule ``list`` applies to a routine
-    (:func:`..listing.runner_gone`, SPEC §6.5), so every answer calls the same attempt the
-    same thing. The routine view and the lock are read once, and only when an open attempt
-    is asked about: a history of ended attempts costs nothing more."""
+    (:func:`specdojo_routine.app.listing.runner_gone`, SPEC §6.5), so every answer calls the
+    same attempt the same thing. The routine view and the lock are read once, and only when an
+    open attempt is asked about: a history of ended attempts costs nothing more."""
 
     def __init__(self, paths: ProjectPaths) -> None:
         self._paths = paths

@@ -53,7 +53,8 @@ class Attempt:
     actions: tuple[ActionRecord, ...] = ()
     resolved_by: str | None = None  # an operator recorded the outcome (``resolve``)
     #: open, and its runner is gone (SPEC §6.5): only the caller that can look at the runner's
-    #: process and the routine lock knows, so it sets this (:func:`..app.recent.mark_gone`)
+    #: process and the routine lock knows, so it sets this
+    #: (:meth:`specdojo_routine.app.recent.RunnerCheck.mark`)
     interrupted: bool = False
 
     @property
