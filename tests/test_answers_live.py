@@ -131,3 +131,52 @@ def test_logs_of_an_interrupted_attempt_calls_it_interrupted(project: Project) -
     assert (0, True) == (running.returncode, running.stdout.splitlines()[0].endswith(", running)"))
     assert (0, True) == (done.returncode, done.stdout.splitlines()[0].endswith(", interrupted)")), (
         done.stdout)
+
+
+def test_history_attempts_calls_an_attempt_whose_runner_died_interrupted(
+    project: Project,
+) -> None:
+    """`history --attempts` after the runner was SIGKILLed says interrupted, as `list`,
+    `status ID` and `logs ID` do, in text and in JSON (where the result stays null: nothing
+    recorded one), and `--result interrupted` finds it; while its runner lives it is running."""
+    _gated(project, "rtn-dead", "never")
+    try:
+        live = project.popen("run", "--id", "rtn-dead")
+        _wait_for(lambda: len(project.calls()) == 1, live)
+        running = project.cli("history", "rtn-dead", "--attempts", "--json")
+        live.send_signal(signal.SIGKILL)
+        live.wait(timeout=30)
+        text = project.cli("history", "rtn-dead", "--attempts")
+        doc = project.cli("history", "rtn-dead", "--attempts", "--json")
+        found = project.cli("history", "--attempts", "--result", "interrupted")
+        gone = project.cli("history", "--attempts", "--result", "running")
+    finally:
+        (project.root / "never").touch()
+    before = orjson.loads(running.stdout)
+    assert (None, False) == (before["result"], before["interrupted"])
+    header, row = text.stdout.splitlines()
+    assert (0, "interrupted") == (text.returncode, row[header.index("RESULT"):].split()[0])
+    after = orjson.loads(doc.stdout)
+    assert (None, True) == (after["result"], after["interrupted"])
+    assert (1, "no attempts") == (len(found.stdout.splitlines()) - 1,
+                                  gone.stdout.strip()), (found.stdout, gone.stdout)
+
+
+def test_logs_of_an_interrupted_attempt_calls_its_open_action_interrupted(
+    project: Project,
+) -> None:
+    """`logs ID` after the runner was SIGKILLed: the action it was running is interrupted, as
+    the heading says, not running, in text and in `--json`'s titles; it kept no output because
+    its runner died before recording any."""
+    _gated(project, "rtn-dead", "never")
+    try:
+        _kill_runner_of(project, "rtn-dead", calls=1)
+        text = project.cli("logs", "rtn-dead")
+        doc = orjson.loads(project.cli("logs", "rtn-dead", "--json").stdout)
+    finally:
+        (project.root / "never").touch()
+    assert ["rtn-dead attempt", "== action 1 (specdojo): interrupted",
+            "   (no output: its runner died before it recorded any; see `status rtn-dead`)"] == [
+        text.stdout.splitlines()[0][:16], *text.stdout.splitlines()[1:]]
+    assert ("action 1 (specdojo): interrupted", None) == (
+        doc["outputs"][0]["title"], doc["result"])

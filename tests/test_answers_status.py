@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from specdojo_routine.core.cronwords import cron_words
+from tests.conftest import Project
 from tests.weekhistory import AFTER, SECRET, Week
 
 
@@ -124,3 +125,32 @@ def test_status_of_an_unknown_id_says_did_you_mean(week: Week) -> None:
 def test_cron_in_words(expr: str, words: str) -> None:
     """Common shapes in words; any other is the expression itself."""
     assert words == cron_words(expr)
+
+
+def test_status_of_a_held_missed_or_retrying_routine_says_why_in_its_state_line(
+    project: Project,
+) -> None:
+    """`status ID` says in its state line what `list` and the overview say: why a routine is
+    held (and how many occurrences it held), which occurrence it missed and why, and when its
+    failed attempt is retried - none of it is an attempt, so the rows below never showed it."""
+    action = "action: {kind: specdojo, args: [%s]}\n"
+    project.routine("rtn-held", "interval: 1h\npolicy: {on_failure: hold}\n" + action % "boom")
+    project.routine("rtn-late", "trigger: {cron: '0 * * * *', timezone: UTC}\n"
+                                "policy: {starting_deadline: 2m}\n" + action % "ok")
+    project.routine("rtn-retry", "interval: 1d\npolicy: {retry: {attempts: 3, delay: 1h}}\n"
+                                 + action % "boom")
+    project.exit_codes({"boom": 3})
+    for now in ("2026-08-07T08:30:00Z", "2026-08-07T09:30:00Z"):
+        project.cli("run", "--due", "--now", now)
+    held, late, retry = (project.cli("status", rid, "--now", "2026-08-07T09:45:00Z")
+                         for rid in ("rtn-held", "rtn-late", "rtn-retry"))
+    attempt = next(e["attempt_id"] for e in project.events()
+                   if e["type"] == "attempt_started" and e["routine_id"] == "rtn-held")
+    assert [(1, f"  state     held (held after failure of {attempt}; 1 held occurrence(s), "
+                "`release rtn-held`) - unhealthy: held, last result failure"),
+            (1, "  state     missed (missed 2026-08-07T09:00:00.000Z: started 30m late "
+                "(deadline 2m)) - unhealthy: missed since its last success"),
+            (1, "  state     failure (retrying (3/3) at 2026-08-07T10:30:00Z) - unhealthy: "
+                "last result failure")] == [
+        (done.returncode, next(x for x in done.stdout.splitlines() if x.startswith("  state")))
+        for done in (held, late, retry)]

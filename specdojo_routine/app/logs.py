@@ -7,7 +7,6 @@ A job action recorded before that field existed is found through its Job Run's l
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -61,26 +60,13 @@ def routine_logs(
         if not actions:
             raise UsageError(f"attempt {found.attempt_id} of {routine_id} has no action {action}"
                              f" (it has {len(found.actions)}; see `status {routine_id}`)")
-    heading = (f"{routine_id} attempt {found.attempt_id} (scheduled {found.scheduled_for}, "
-               f"{found.result or _open_word(paths, routine_id, found.attempt_id)})")
-    return Logs(heading=heading, outputs=[_action_output(paths, a) for a in actions],
+    gone = found.result is None and recent.RunnerCheck(paths).gone(routine_id, found.attempt_id)
+    state = attrs.evolve(found, interrupted=gone).state
+    heading = f"{routine_id} attempt {found.attempt_id} (scheduled {found.scheduled_for}, {state})"
+    return Logs(heading=heading, outputs=[_action_output(paths, a, routine_id, gone)
+                                          for a in actions],
                 subject={"routine_id": routine_id, "attempt_id": found.attempt_id,
                          "scheduled_for": found.scheduled_for, "result": found.result})
-
-
-def _open_word(paths: ProjectPaths, routine_id: str, attempt_id: str | None) -> str:
-    """What an attempt still open is, as ``list`` and ``status`` say (SPEC §6.5): running,
-    or interrupted once its runner is gone - then it waits for ``resolve``."""
-    from specdojo_routine.app import listing
-    from specdojo_routine.store.locks import routine as locks
-
-    state: dict[str, Any] = dict(adopt.plan_routine_imports(paths).view.routines.get(
-        routine_id) or {})
-    if (state.get("open_attempt") or {}).get("attempt_id") != attempt_id:
-        return "running"  # not the routine's open attempt: nothing more is known of it
-    held = locks.status_soon(paths.routine_locks_dir, now=datetime.now(UTC),
-                             project=paths.project_id)().held
-    return "interrupted" if listing.runner_gone(state, held) else "running"
 
 
 def _find_attempt(paths: ProjectPaths, routine_id: str, attempt_id: str | None) -> Attempt:
@@ -102,10 +88,18 @@ def _find_attempt(paths: ProjectPaths, routine_id: str, attempt_id: str | None) 
                              f"history {routine_id} --attempts"))
 
 
-def _action_output(paths: ProjectPaths, action: ActionRecord) -> Output:
+def _action_output(paths: ProjectPaths, action: ActionRecord, routine_id: str,
+                   gone: bool) -> Output:
+    """The output of one action; ``gone``: its attempt's runner died (SPEC §6.5), so an action
+    it never ended is interrupted, like the attempt, and will record no output."""
     run = f" {action.job_run_id}" if action.job_run_id else ""
     exit_code = f", exit {action.exit_code}" if action.exit_code is not None else ""
-    title = f"action {action.index} ({action.kind}){run}: {action.result or 'running'}{exit_code}"
+    word = action.result or ("interrupted" if gone else "running")
+    title = f"action {action.index} ({action.kind}){run}: {word}{exit_code}"
+    if action.result is None and gone and action.job_run_id is None:
+        return Output(title=title, evidence_ref=None, streams={},
+                      missing=f"its runner died before it recorded any; see `status "
+                              f"{routine_id}`")
     ref = action.evidence_ref
     if ref is None and action.job_run_id:  # recorded before action_ended had evidence_ref
         view: dict[str, Any] = dict(adopt.load_run(paths, action.job_run_id) or {})

@@ -7,10 +7,11 @@ view stops at the first event recorded before ``--since``. Writes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from datetime import datetime
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
+import attrs
 import orjson
 
 from specdojo_routine.core import errors, events
@@ -106,9 +107,12 @@ def recent_attempts(
     paths: ProjectPaths, routine_id: str | None = None, *, limit: int | None = None,
     since: datetime | None = None, until: datetime | None = None, result: str | None = None,
 ) -> list[Attempt]:
-    """The matching attempts, oldest first (see :func:`specdojo_routine.core.attempts.matches`)."""
+    """The matching attempts, oldest first (see :func:`specdojo_routine.core.attempts.matches`);
+    an open one whose runner is gone is marked interrupted before it is matched."""
     found: list[Attempt] = []
+    gone = RunnerCheck(paths)
     for attempt in _attempts(_checked_lines(paths), routine_id):
+        attempt = gone.mark(attempt)
         if matches(attempt, since=since, until=until, result=result):
             found.append(attempt)
             if limit is not None and len(found) >= limit:
@@ -125,3 +129,40 @@ def _attempts(lines: Iterable[Line], routine_id: str | None) -> Iterator[Attempt
         attempt = gather.feed(event)
         if attempt is not None:
             yield attempt
+
+
+class RunnerCheck:
+    """Whether an open attempt's runner is gone, by the rule ``list`` applies to a routine
+    (:func:`specdojo_routine.app.listing.runner_gone`, SPEC §6.5), so every answer calls the
+    same attempt the same thing. The routine view and the lock are read once, and only when an
+    open attempt is asked about: a history of ended attempts costs nothing more."""
+
+    def __init__(self, paths: ProjectPaths) -> None:
+        self._paths = paths
+        self._states: Mapping[str, Any] | None = None
+        self._lock_held = False
+
+    def gone(self, routine_id: str, attempt_id: str | None) -> bool:
+        """Whether ``attempt_id`` is ``routine_id``'s open attempt and its runner is gone.
+        An open attempt that is not the routine's open one is not known to be either."""
+        from specdojo_routine.app import listing
+
+        if self._states is None:
+            from specdojo_routine.store.ledger import adopt
+            from specdojo_routine.store.locks import routine as locks
+
+            self._states = adopt.plan_routine_imports(self._paths).view.routines
+            self._lock_held = locks.status_soon(
+                self._paths.routine_locks_dir, now=datetime.now(UTC),
+                project=self._paths.project_id)().held
+        state = self._states.get(routine_id) or {}
+        if attempt_id is None or (state.get("open_attempt") or {}).get(
+                "attempt_id") != attempt_id:
+            return False
+        return listing.runner_gone(state, self._lock_held)
+
+    def mark(self, attempt: Attempt) -> Attempt:
+        """``attempt``, marked interrupted when it is open and its runner is gone."""
+        if attempt.result is not None or not self.gone(attempt.routine_id, attempt.attempt_id):
+            return attempt
+        return attrs.evolve(attempt, interrupted=True)

@@ -16,7 +16,7 @@ from specdojo_routine.core.policy import span_text
 from specdojo_routine.core.timefmt import try_parse_instant
 from specdojo_routine.store.config import ProjectPaths
 
-RESULTS = ("success", "failure", "skipped", "partial", "running")
+RESULTS = ("success", "failure", "skipped", "partial", "running", "interrupted")
 
 
 def add_history(sub: Any, common: argparse.ArgumentParser, instant: Callable[[str], object],
@@ -39,7 +39,8 @@ def add_history(sub: Any, common: argparse.ArgumentParser, instant: Callable[[st
     p.add_argument("--until", type=instant, metavar="T",
                    help="only up to time T (ISO 8601), as --since")
     p.add_argument("--result", choices=RESULTS,
-                   help="only events or attempts with this result (running: still open)")
+                   help="only events or attempts with this result (running: still open; "
+                        "interrupted: still open, its runner gone)")
 
 
 def cmd_history(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err: TextIO) -> int:
@@ -53,12 +54,13 @@ def cmd_history(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err:
             out.write("".join(orjson.dumps(a.to_json()).decode() + "\n" for a in attempts))
         else:
             out.write(_attempts_text(attempts, every=args.routine_id is None))
-        return 0
-    lines = recent.recent_events(paths, args.routine_id, **filters)
-    if args.json:
-        out.write("".join(raw.decode("utf-8") + "\n" for raw, _event in lines))
     else:
-        out.write(render.history([event for _raw, event in lines]))
+        lines = recent.recent_events(paths, args.routine_id, **filters)
+        if args.json:
+            out.write("".join(raw.decode("utf-8") + "\n" for raw, _event in lines))
+        else:
+            out.write(render.history([event for _raw, event in lines]))
+    render.torn_warnings(paths, err)
     return 0
 
 
@@ -77,7 +79,7 @@ def _attempts_text(attempts: list[Attempt], *, every: bool) -> str:
         row = [scheduled, started[11:] if started[:10] == scheduled[:10] else started,
                ended[11:] if ended[:10] == started[:10] else ended,
                span_text(a.duration_s) if a.duration_s is not None else "-",
-               a.result or "running", a.trigger or "upstream",
+               a.state, a.trigger or "upstream",
                a.why]
         rows.append([a.routine_id, *row] if every else row)
     headers = ["SCHEDULED (UTC)", "STARTED", "ENDED", "TOOK", "RESULT", "TRIGGER", "REASON"]

@@ -139,8 +139,15 @@ def _row_of(doc: JobRunDoc) -> dict[str, Any]:
 
 
 def cmd_job_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """``job list [--json]``: every valid Job Definition, its checkpoint and its runs."""
+    """``job list [--json]``: every valid Job Definition, its checkpoint and its runs; then
+    a warning for each torn Job Run ledger it read."""
     paths = _paths(args)
+    _job_list(args, paths, out, err)
+    render.torn_warnings(paths, err, routine=False, run_ids=adopt.run_ids(paths))
+    return 0
+
+
+def _job_list(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err: TextIO) -> None:
     defs = definitions.load_jobs(paths)
     plan = adopt.plan_job_imports(paths)  # another tool's records, imported in memory (§10)
     runs = sorted((_run_row(paths, doc) for doc in _runs(plan)),
@@ -157,7 +164,7 @@ def cmd_job_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.json:
         out.write(_json({"jobs": listing, "runs": runs,
                          "invalid_job_ids": sorted(defs.invalid_job_ids)}))
-        return 0
+        return
     by_id = {r["run_id"]: r for r in runs}
     rows = []
     for job in listing:
@@ -172,7 +179,6 @@ def cmd_job_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             ["RUN", "JOB", "STATE", "ATTEMPTS", "TRIGGER", "SCHEDULED AT", "UPDATED AT"],
             [[r["run_id"], r["job_id"], r["state"], str(r["attempts"]), r["trigger"],
               r["scheduled_at"], r["updated_at"]] for r in runs]))
-    return 0
 
 
 def _text_map(values: Mapping[str, Any] | None) -> str:
@@ -185,15 +191,21 @@ def _text_map(values: Mapping[str, Any] | None) -> str:
 
 
 def cmd_job_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """``job show RUN_ID [--json]``: the run's view (``--json``: exactly runs/<id>.json)."""
+    """``job show RUN_ID [--json]``: the run's view (``--json``: exactly runs/<id>.json); then
+    a warning if its ledger is torn."""
     paths = _paths(args)
-    run_id = args.run_id
-    found = named_run.load(paths, run_id)  # imported in memory (SPEC §10)
+    found = named_run.load(paths, args.run_id)  # imported in memory (SPEC §10)
     interrupted = _interrupted(paths, found)
     if args.json:  # the view as stored; an interrupted run says so (SPEC §7.3)
         shown: Any = {**found, "interrupted": True} if interrupted else found
         out.write(views.render(shown).decode("utf-8"))
-        return 0
+    else:
+        out.write(_show_text(args.run_id, found, interrupted))
+    render.torn_warnings(paths, err, routine=False, run_ids=[args.run_id])
+    return 0
+
+
+def _show_text(run_id: str, found: JobRunDoc, interrupted: bool) -> str:
     doc: dict[str, Any] = dict(found)
     if interrupted:
         doc["state"] = ("interrupted (its runner died; `job resolve "
@@ -215,13 +227,11 @@ def cmd_job_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for pruned in doc.get("pruned") or []:  # SPEC §15: the refs above name what existed
         lines.append(f"pruned: {pruned['at']}, {len(pruned['paths'])} path(s), "
                      f"{pruned['bytes']} bytes: {', '.join(pruned['paths'])}")
-    out.write("\n".join(lines) + "\n\n")
-    out.write(_table(["ATTEMPT", "STATUS", "STARTED", "COMPLETED", "EXIT", "REASON", "EVIDENCE"],
-                     [[str(a["attempt"]), a["status"], a["started_at"],
-                       a.get("completed_at", "-"), str(a.get("exit_code", "-")),
-                       a.get("reason", "-"), a.get("evidence_ref", "-")]
-                      for a in doc["attempts"]]))
-    return 0
+    return "\n".join(lines) + "\n\n" + _table(
+        ["ATTEMPT", "STATUS", "STARTED", "COMPLETED", "EXIT", "REASON", "EVIDENCE"],
+        [[str(a["attempt"]), a["status"], a["started_at"], a.get("completed_at", "-"),
+          str(a.get("exit_code", "-")), a.get("reason", "-"), a.get("evidence_ref", "-")]
+         for a in doc["attempts"]])
 
 
 # --- job resolve ---------------------------------------------------------------------------------

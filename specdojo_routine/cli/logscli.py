@@ -40,13 +40,17 @@ def add_job_logs(jsub: Any, common: argparse.ArgumentParser) -> None:
 def cmd_logs(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err: TextIO) -> int:
     shown = logs_app.routine_logs(paths, args.routine_id, attempt_id=args.attempt_id,
                                   action=args.action)
-    return _print(shown, out, as_json=args.json)
+    code = _print(shown, out, as_json=args.json)
+    render.torn_warnings(paths, err)
+    return code
 
 
 def cmd_job_logs(args: argparse.Namespace, paths: ProjectPaths, out: TextIO,
                  err: TextIO) -> int:
     shown = logs_app.job_logs(paths, args.run_id, attempt=args.attempt)
-    return _print(shown, out, as_json=args.json)
+    code = _print(shown, out, as_json=args.json)
+    render.torn_warnings(paths, err, routine=False, run_ids=[args.run_id])
+    return code
 
 
 def _print(shown: logs_app.Logs, out: TextIO, *, as_json: bool) -> int:

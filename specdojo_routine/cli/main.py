@@ -411,8 +411,10 @@ def cmd_job_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from specdojo_routine.app import listing  # each command imports what it runs
 
-    shown = listing.list_routines(_paths(args), now=args.now)
+    paths = _paths(args)
+    shown = listing.list_routines(paths, now=args.now)
     render.listing(shown, out, err, as_json=args.json)
+    render.torn_warnings(paths, err)
     return shown.exit_code  # the health check that `status` shares (SPEC §14)
 
 

@@ -114,26 +114,32 @@ def cmd_next(args: argparse.Namespace, paths: Callable[[], ProjectPaths], out: T
     if args.cron is not None or args.timezone is not None:
         if args.routine_id is not None or args.cron is None or args.timezone is None:
             raise UsageError("next takes either ID, or --cron EXPR with --timezone TZ")
-        zone, routine_id = args.timezone, None
-        items = preview.preview_cron(args.cron, zone, count=args.count or 5, now=args.now)
-    elif args.routine_id is None:  # the agenda of every routine (SPEC §14)
+        items = preview.preview_cron(args.cron, args.timezone, count=args.count or 5,
+                                     now=args.now)
+        _print_next(args, None, args.timezone, items, out)
+        return EXIT_OK
+    if args.routine_id is None:  # the agenda of every routine (SPEC §14)
         from specdojo_routine.cli import statuscli
 
         return statuscli.cmd_agenda(args, paths(), out, err)
-    else:
-        routine_id = args.routine_id
-        zone, items, standing = preview.preview_with_standing(
-            paths(), routine_id, count=args.count or 5, now=args.now)
-        if standing is not None and not args.json:
-            out.write(f"note: {standing}\n")
-            if not items:
-                return EXIT_OK
+    project = paths()
+    zone, items, standing = preview.preview_with_standing(
+        project, args.routine_id, count=args.count or 5, now=args.now)
+    if standing is not None and not args.json:
+        out.write(f"note: {standing}\n")
+    if items or standing is None or args.json:
+        _print_next(args, args.routine_id, zone, items, out)
+    render.torn_warnings(project, err)  # "after last run" read the routine ledger's fold
+    return EXIT_OK
+
+
+def _print_next(args: argparse.Namespace, routine_id: str | None, zone: str,
+                items: list[Upcoming], out: TextIO) -> None:
     if args.json:
         out.write(render.dumps({"routine_id": routine_id, "timezone": zone,
                                 "occurrences": [i.to_json() for i in items]}))
     else:
         out.write(_preview_text(zone, items))
-    return EXIT_OK
 
 
 def _preview_text(zone: str, items: list[Upcoming]) -> str:

@@ -29,6 +29,16 @@ def dumps(data: Any) -> str:
     return orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n"
 
 
+def torn_warnings(paths: ProjectPaths, err: TextIO, *, routine: bool = True,
+                  run_ids: Sequence[str] = ()) -> None:
+    """After a read-only answer: one ``warning:`` line for each torn ledger it read and left
+    the fragment of out (:mod:`..app.torn`), on stderr, so a ``--json`` document stays whole."""
+    from specdojo_routine.app import torn
+
+    for line in torn.warnings(paths, routine=routine, run_ids=run_ids):
+        err.write(f"{line}\n")
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """Left-aligned columns separated by two spaces. A cell is one line with its control
     characters escaped: notes and names are typed by people and reasons quote commands, and a

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from specdojo_routine.app import report as report_app
+from specdojo_routine.cli import render
 from specdojo_routine.store.config import ProjectPaths
 
 
@@ -37,8 +38,10 @@ def add_report(sub: Any, common: argparse.ArgumentParser,
 def cmd_report(args: argparse.Namespace, paths: Callable[[], ProjectPaths], out: TextIO,
                err: TextIO) -> int:
     report_app.check_target(args.html)  # a wrong FILE is said before the project is looked for
-    shown = report_app.report(paths(), args.html, days=args.days, now=args.now)
+    project = paths()
+    shown = report_app.report(project, args.html, days=args.days, now=args.now)
     cells = sum(len(row.cells) for row in shown.rows)
     out.write(f"wrote {args.html}: {len(shown.rows)} routine(s), {cells} occurrence(s) in "
               f"{len(shown.days)} day(s)\n")
+    render.torn_warnings(project, err)
     return 0

@@ -48,6 +48,7 @@ def cmd_status(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err: 
         out.write("\n".join(_block(d, shown.listing.now) for d in shown.details))
     else:
         out.write(_overview(shown))
+    render.torn_warnings(paths, err)
     return shown.exit_code
 
 
@@ -125,11 +126,29 @@ def _state_line(detail: status_app.Detail) -> str:
     text = row.state
     if row.state == "running" and detail.owner:
         text += f" (pid {detail.owner.get('pid')} on {detail.owner.get('host')})"
-    if row.paused is not None and row.state == "paused":
-        text += f" ({_why(row)})"
+    standing = _standing(row)
+    if standing:
+        text += f" ({standing})"
     if row.problems:
         text += " - unhealthy: " + ", ".join(row.problems)
     return text
+
+
+def _standing(row: RoutineRow) -> str:
+    """What the state word alone does not say and no attempt row shows: who paused the
+    routine, why it is held, which occurrence it missed and why, when it is retried."""
+    found = []
+    if row.paused is not None and row.state == "paused":
+        found.append(_why(row))
+    if row.held:
+        found.append(f"{row.hold_reason or 'held'}; {row.held_occurrences} held "
+                     f"occurrence(s), `release {row.id}`")
+    if row.last_missed is not None:
+        found.append(f"missed {row.last_missed.get('scheduled_for')}: "
+                     f"{row.last_missed.get('reason')}")
+    if row.retrying:
+        found.append(row.retrying)
+    return "; ".join(found)
 
 
 def _open_word(row: RoutineRow) -> str:
@@ -137,7 +156,7 @@ def _open_word(row: RoutineRow) -> str:
     return "interrupted" if row.interrupted else "running"
 
 
-def _attempt_rows(attempts: list[Attempt], open_word: str) -> list[str]:
+def _attempt_rows(attempts: list[Attempt]) -> list[str]:
     if not attempts:
         return ["    no attempts yet"]
     rows = []
@@ -147,7 +166,7 @@ def _attempt_rows(attempts: list[Attempt], open_word: str) -> list[str]:
         scheduled, started = _stamp(a.scheduled_for)[:16], _stamp(a.started_at)[:16]
         if started[:10] == scheduled[:10]:
             started = started[11:]  # the same day: the time says it
-        rows.append([scheduled, started, took, late, a.result or open_word, a.why])
+        rows.append([scheduled, started, took, late, a.state, a.why])
     lines = render.table(["SCHEDULED (UTC)", "STARTED", "TOOK", "LATE", "RESULT", "REASON"],
                          rows).splitlines()
     out = [_cut("    " + line, WIDTH) for line in lines[:1]]
@@ -180,7 +199,7 @@ def _block(detail: status_app.Detail, now: datetime) -> str:
     if not detail.upcoming:
         lines.append("  next      - (disabled)" if not r.enabled else "  next      -")
     lines.append(f"  attempts  last {len(detail.attempts)}, oldest first:")
-    lines += _attempt_rows(detail.attempts, _open_word(row))
+    lines += _attempt_rows(detail.attempts)
     if detail.failed_action is not None:
         failed = detail.failed_action
         label = "failed" if failed.result == "failure" else str(failed.result)
@@ -246,10 +265,15 @@ def cmd_agenda(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err: 
         out.write(render.dumps({"now": format_s(now), "occurrences": [
             {"routine_id": e.routine_id, "timezone": e.timezone, **e.upcoming.to_json(),
              "standing": e.standing} for e in entries]}))
-        return 0
-    if not entries:
+    elif not entries:
         out.write("no upcoming occurrences (no enabled routine)\n")
-        return 0
+    else:
+        out.write(_agenda_text(now, entries))
+    render.torn_warnings(paths, err)
+    return 0
+
+
+def _agenda_text(now: datetime, entries: list[Any]) -> str:
     rows = [[render.relative(e.upcoming.utc, now), _stamp(e.upcoming.utc)[:16],
              _stamp(e.upcoming.utc, e.timezone) if e.timezone != "UTC" else "-", e.routine_id]
             for e in entries]
@@ -263,5 +287,4 @@ def cmd_agenda(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err: 
             undo = "resume" if e.standing == "paused" else "release"
             text.append(f"  note: {e.standing}: recorded as {e.standing}, not run, until "
                         f"`{undo} {e.routine_id}`\n")
-    out.write("".join(text))
-    return 0
+    return "".join(text)

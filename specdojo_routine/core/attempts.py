@@ -52,6 +52,16 @@ class Attempt:
     job_run_ids: tuple[str, ...] = ()
     actions: tuple[ActionRecord, ...] = ()
     resolved_by: str | None = None  # an operator recorded the outcome (``resolve``)
+    #: open, and its runner is gone (SPEC §6.5): only the caller that can look at the runner's
+    #: process and the routine lock knows, so it sets this
+    #: (:meth:`specdojo_routine.app.recent.RunnerCheck.mark`)
+    interrupted: bool = False
+
+    @property
+    def state(self) -> str:
+        """The result, or for an attempt still open ``running`` / ``interrupted``: the word
+        ``list``, ``status`` and ``logs`` use for it."""
+        return self.result or ("interrupted" if self.interrupted else "running")
 
     @property
     def duration_s(self) -> int | None:
@@ -79,7 +89,7 @@ class Attempt:
                 "trigger": self.trigger, "scheduled_for": self.scheduled_for,
                 "started_at": self.started_at, "completed_at": self.completed_at,
                 "duration_s": self.duration_s, "late_by_s": self.late_by_s,
-                "result": self.result, "reason": self.reason,
+                "result": self.result, "interrupted": self.interrupted, "reason": self.reason,
                 "job_run_ids": list(self.job_run_ids), "resolved_by": self.resolved_by,
                 "actions": [a.to_json() for a in self.actions]}
 
@@ -167,10 +177,10 @@ def _stamp_s(at: Any) -> str | None:
 def matches(attempt: Attempt, *, since: datetime | None, until: datetime | None,
             result: str | None) -> bool:
     """Whether ``attempt`` passes ``history``'s filters: its scheduled time (else its start)
-    within [since, until], and its result (``running`` for one still open)."""
+    within [since, until], and its result (:attr:`Attempt.state` for one still open)."""
     when = try_parse_instant(attempt.scheduled_for or attempt.started_at)
     if since is not None and (when is None or when < since):
         return False
     if until is not None and (when is None or when > until):
         return False
-    return result is None or (attempt.result or "running") == result
+    return result is None or attempt.state == result

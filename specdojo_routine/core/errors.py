@@ -81,7 +81,7 @@ class TornLedgerError(LedgerError):
         self.path, self.line = path, line
         super().__init__(
             f"{path}:{line}: last line is torn (a crash mid-write); "
-            "run `fold --repair` or any recording command to repair it"
+            "`fold --repair` or the next command that appends to this ledger moves it aside"
         )
 
 
