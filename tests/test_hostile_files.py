@@ -1,0 +1,111 @@
+"""Every file the product reads is evidence, never a fact: a directory, a symbolic link (a
+loop, a dangling one), an unreadable file or a private cache that is garbage where a command
+expects one of its files is reported in one line naming the path (or, for a view or a cache,
+set aside and rebuilt), never a traceback, a wait or a write outside the project.
+
+The CLI runs in subprocesses with a timeout, on a copy of the demo project after a real run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+
+import pytest
+
+from specdojo_routine.store.config import NotRegularFile, read_regular
+from tests.viewhelper import (
+    T2,
+    cli,
+    cp_a,
+    demo_after_run,
+    fresh_fold,
+    ledger,
+    routine_state,
+    snapshot,
+    views_of,
+)
+
+TIMEOUT_S = 60
+STATE = "routines/generated/routine-state.json"
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo project after one real run (never changed by a test: tests copy it)."""
+    return demo_after_run(tmp_path_factory.mktemp("hostile") / "demo")
+
+
+@pytest.fixture
+def demo(ran: Path, tmp_path: Path) -> Path:
+    return cp_a(ran, tmp_path / "demo")
+
+
+def _one_error(stderr: str) -> str:
+    """The one ``error:`` line of ``stderr`` (and no traceback)."""
+    assert "Traceback" not in stderr, stderr
+    [line] = stderr.splitlines()
+    assert line.startswith("error: "), stderr
+    return line
+
+
+def _aside(path: Path) -> Path:
+    [moved] = path.parent.glob(f"{path.name}.unreadable-*")
+    return moved
+
+
+# --- read_regular ------------------------------------------------------------------------------
+
+
+def test_read_regular_refuses_a_directory_as_not_a_regular_file(tmp_path: Path) -> None:
+    """A directory is refused like a FIFO (NotRegularFile naming the path), not with an
+    IsADirectoryError that names a file descriptor instead of the path."""
+    with pytest.raises(NotRegularFile) as caught:
+        read_regular(tmp_path)
+    assert ("a directory", tmp_path) == (caught.value.kind, caught.value.path)
+    with pytest.raises(NotRegularFile):
+        read_regular(tmp_path, follow=False)
+
+
+def test_read_regular_refuses_a_symbolic_link_loop(tmp_path: Path) -> None:
+    """A link that points at itself is no file: NotRegularFile, not ELOOP."""
+    loop = tmp_path / "loop.json"
+    loop.symlink_to(loop.name)
+    with pytest.raises(NotRegularFile) as caught:
+        read_regular(loop)
+    assert "a symbolic link loop" == caught.value.kind
+
+
+# --- views: a directory or a link loop holds no facts (SPEC §10 rule 8) -----------------------
+
+
+@pytest.mark.parametrize("kind", ["directory", "loop"])
+def test_a_directory_or_link_loop_as_the_routine_state_is_moved_aside(
+    demo: Path, kind: str
+) -> None:
+    """`list` and `fold --check` answer from the ledger; `run` moves the thing aside (kept,
+    not deleted), warns once naming both paths and publishes the fold."""
+    view = routine_state(demo)
+    view.unlink()
+    if kind == "directory":
+        view.mkdir()
+        (view / "kept").write_text("kept")
+    else:
+        view.symlink_to(view.name)
+    listed = cli(demo, "list", "--json", timeout=TIMEOUT_S)
+    assert (0, "") == (listed.returncode, listed.stderr), listed.stderr
+    check = cli(demo, "fold", "--check", timeout=TIMEOUT_S)
+    assert (1, f"drift: {STATE} differs from the fold of its ledger\n") == (
+        check.returncode, check.stderr)
+    done = cli(demo, "run", "--due", "--now", T2, timeout=TIMEOUT_S)
+    assert 0 == done.returncode, done.stderr
+    moved = _aside(view)
+    assert [f"warning: {STATE} holds no facts (not a regular file); moved it aside to "
+            f"{STATE}.{moved.name.split('.', 2)[2]} and rebuilt it from "
+            "routines/generated/routine-runs.jsonl"] == done.stderr.splitlines()
+    if kind == "directory":
+        assert "kept" == (moved / "kept").read_text()
+    assert stat.S_ISREG(view.lstat().st_mode)
+    assert fresh_fold(demo) == views_of(demo)
