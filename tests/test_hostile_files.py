@@ -109,3 +109,23 @@ def test_a_directory_or_link_loop_as_the_routine_state_is_moved_aside(
         assert "kept" == (moved / "kept").read_text()
     assert stat.S_ISREG(view.lstat().st_mode)
     assert fresh_fold(demo) == views_of(demo)
+
+
+# --- lock files --------------------------------------------------------------------------------
+
+
+def test_a_directory_as_the_routine_flock_file_is_a_holder_that_cannot_be_read(
+    demo: Path,
+) -> None:
+    """`list` shows the routines (the lock file is only asked who holds it); `run` refuses it
+    in one line naming the path and records nothing."""
+    flock = demo / "routines" / ".locks" / "routine-run.flock"
+    flock.unlink()
+    flock.mkdir()
+    listed = cli(demo, "list", "--json", timeout=TIMEOUT_S)
+    assert (0, "") == (listed.returncode, listed.stderr), listed.stderr
+    before = ledger(demo).read_bytes()
+    ran = cli(demo, "run", "--due", "--now", T2, timeout=TIMEOUT_S)
+    assert 1 == ran.returncode
+    assert f"{flock}: Is a directory" in _one_error(ran.stderr)
+    assert before == ledger(demo).read_bytes()
