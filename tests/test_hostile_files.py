@@ -129,3 +129,44 @@ def test_a_directory_as_the_routine_flock_file_is_a_holder_that_cannot_be_read(
     assert 1 == ran.returncode
     assert f"{flock}: Is a directory" in _one_error(ran.stderr)
     assert before == ledger(demo).read_bytes()
+
+
+# --- ledgers: a dangling link is missing history, not an empty ledger ---------------------------
+
+
+def test_a_dangling_link_as_the_routine_ledger_is_refused_not_started_afresh(
+    demo: Path, tmp_path: Path
+) -> None:
+    """The ledger is a link to a file that is not there (a disk not mounted, a restore half
+    done): `list` and `run` refuse in one line naming the path, nothing runs again and no
+    ledger is created through the link, outside the project."""
+    target = tmp_path / "elsewhere" / "routine-runs.jsonl"
+    target.parent.mkdir()
+    ledger(demo).unlink()
+    ledger(demo).symlink_to(target)
+    for args in (["list"], ["run", "--due", "--now", T2], ["fold"], ["import"]):
+        done = cli(demo, *args, timeout=TIMEOUT_S)
+        assert 1 == done.returncode, (args, done.stdout, done.stderr)
+        assert f"{ledger(demo)}: a symbolic link to {target}, which does not exist" in \
+            _one_error(done.stderr)
+    assert not os.path.lexists(target)
+    assert [] == list(target.parent.iterdir())
+
+
+def test_a_dangling_link_as_a_run_ledger_creates_nothing_outside(
+    demo: Path, tmp_path: Path
+) -> None:
+    """A Job Run's ledger as a link to nothing: `job list` refuses naming it, and a `job run`
+    writes nothing through the link."""
+    [run_ledger] = sorted((demo / "execution" / "jobs" / "runs").glob("JBR-heartbeat-*.jsonl"))
+    target = tmp_path / "elsewhere" / run_ledger.name
+    target.parent.mkdir()
+    run_ledger.unlink()
+    run_ledger.symlink_to(target)
+    listed = cli(demo, "job", "list", timeout=TIMEOUT_S)
+    assert 1 == listed.returncode
+    assert f"{run_ledger}: a symbolic link to {target}, which does not exist" in \
+        _one_error(listed.stderr)
+    cli(demo, "job", "run", "--job", "job-heartbeat", timeout=TIMEOUT_S)
+    cli(demo, "run", "--due", "--now", T2, timeout=TIMEOUT_S)
+    assert [] == list(target.parent.iterdir())

@@ -35,7 +35,12 @@ import attrs
 import orjson
 
 from specdojo_routine.core.adopt import is_upstream_line, upstream_event
-from specdojo_routine.core.errors import CorruptLedgerError, ReplacedLedgerError, TornLedgerError
+from specdojo_routine.core.errors import (
+    CorruptLedgerError,
+    LedgerError,
+    ReplacedLedgerError,
+    TornLedgerError,
+)
 from specdojo_routine.store.ledger import chain
 from specdojo_routine.store.ledger.codec import encode, upgrade
 from specdojo_routine.store.ledger.ledgerlock import lock_exclusive, lock_shared, locked
@@ -256,7 +261,10 @@ class Ledger:
         batch = list(events)
         if not batch:
             return []
-        flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if self._pinned is None else 0)
+        flags = os.O_RDWR | os.O_APPEND | (
+            os.O_CREAT | os.O_NOFOLLOW if self._pinned is None else 0)
+        if self._pinned is None:
+            refuse_dangling(self.path)  # never create a ledger where a link points
         with contextlib.ExitStack() as held:
             try:
                 fd = held.enter_context(locked(self.path, flags, lock_exclusive))
@@ -307,13 +315,29 @@ def _identity(path: Path) -> tuple[int, int] | None:
 
 
 def tail(path: Path | str) -> Tail:
-    """The end of the complete lines of ``path`` (an empty tail if it does not exist)."""
+    """The end of the complete lines of ``path`` (an empty tail if it does not exist; a
+    symbolic link to nothing is refused, see :func:`refuse_dangling`)."""
     path = Path(path)
     try:
         with locked(path, os.O_RDONLY, lock_shared) as fd:
             return _scan_tail(fd, path)
     except FileNotFoundError:
+        refuse_dangling(path)
         return Tail(size=0, end=0, seq=0, torn=False)
+
+
+def refuse_dangling(path: Path) -> None:
+    """Raise :class:`LedgerError` when ``path`` is a symbolic link to a file that does not
+    exist. Such a ledger is history that is not there (a disk not mounted, a restore half
+    done), not an empty one: folding it as empty would run everything again, and the first
+    append would create a new ledger wherever the link points."""
+    try:
+        target = os.readlink(path)
+    except OSError:  # not a link (or gone): an absent ledger is an empty one
+        return
+    raise LedgerError(f"{path}: a symbolic link to {target}, which does not exist; the "
+                      "ledger's history is not there - restore the file it names, or remove "
+                      "the link to start a new ledger")
 
 
 def repair(path: Path | str) -> Path | None:
@@ -456,6 +480,7 @@ __all__ = [
     "only_grew",
     "read",
     "read_lines",
+    "refuse_dangling",
     "repair",
     "tail",
     "wall_clock",
