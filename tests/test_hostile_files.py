@@ -9,8 +9,10 @@ The CLI runs in subprocesses with a timeout, on a copy of the demo project after
 from __future__ import annotations
 
 import os
-import re
+import shutil
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ from tests.viewhelper import (
     cli,
     cp_a,
     demo_after_run,
+    env_for,
     fresh_fold,
     ledger,
     routine_state,
@@ -170,3 +173,46 @@ def test_a_dangling_link_as_a_run_ledger_creates_nothing_outside(
     cli(demo, "job", "run", "--job", "job-heartbeat", timeout=TIMEOUT_S)
     cli(demo, "run", "--due", "--now", T2, timeout=TIMEOUT_S)
     assert [] == list(target.parent.iterdir())
+
+
+# --- private caches: garbage is ignored and rebuilt, never trusted, never an error ------------
+
+
+def _unreadable_to(argv_prefix: list[str]) -> list[str]:
+    """How to run a command for which a file of mode 000 is unreadable: as is for a user
+    other than root; as root, without the two capabilities that let root read any file
+    (``setpriv``), else the test is skipped."""
+    if os.geteuid() != 0:
+        return argv_prefix
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("root reads a file of mode 000, and setpriv (to drop that) is missing")
+    return [setpriv, "--bounding-set=-dac_override,-dac_read_search", *argv_prefix]
+
+
+@pytest.mark.parametrize("kind", ["directory", "unreadable"])
+def test_a_routine_snapshot_that_cannot_be_read_is_only_a_missing_shortcut(
+    demo: Path, kind: str
+) -> None:
+    """R/.cache/routine-state.snapshot.json as a directory, or a file this user may not
+    read: `run` and `fold` verify the ledger from scratch and succeed, and the views are
+    the fold (the snapshot only spares work). An unreadable file is replaced by a new
+    snapshot; a directory, which this tool did not make, is left alone."""
+    cache = snapshot(demo)
+    if kind == "directory":
+        cache.unlink()
+        cache.mkdir()
+        (cache / "kept").write_text("kept")
+    else:
+        cache.chmod(0)
+    argv = _unreadable_to([sys.executable, "-m", "specdojo_routine"])
+    for args in (["run", "--due", "--now", T2], ["fold"], ["list"]):
+        done = subprocess.run([*argv, *args, "--root", str(demo)], cwd=demo,
+                              env=env_for(demo), capture_output=True, text=True,
+                              timeout=TIMEOUT_S, check=False)
+        assert (0, "") == (done.returncode, done.stderr), (args, done.stderr)
+    assert fresh_fold(demo) == views_of(demo)
+    if kind == "directory":  # not ours to remove: left as it is, and never read
+        assert ["kept"] == [p.name for p in cache.iterdir()]
+    else:  # a file of ours: rebuilt in its place
+        assert (0o644, b"{") == (stat.S_IMODE(cache.lstat().st_mode), cache.read_bytes()[:1])
