@@ -216,3 +216,62 @@ def test_a_routine_snapshot_that_cannot_be_read_is_only_a_missing_shortcut(
         assert ["kept"] == [p.name for p in cache.iterdir()]
     else:  # a file of ours: rebuilt in its place
         assert (0o644, b"{") == (stat.S_IMODE(cache.lstat().st_mode), cache.read_bytes()[:1])
+
+
+# --- fold --repair: the fragment's name taken by something else --------------------------------
+
+
+def _tear(demo: Path) -> Path:
+    """Tear the routine ledger's last line; returns the name its fragment is moved to."""
+    seq = len(ledger(demo).read_bytes().splitlines()) + 1
+    with ledger(demo).open("ab") as out:
+        out.write(b'{"version":1,"se')
+    return ledger(demo).with_name(f"{ledger(demo).name}.torn-{seq}")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "link"])
+def test_repair_never_waits_on_reads_through_or_fails_on_a_taken_fragment_name(
+    demo: Path, tmp_path: Path, kind: str
+) -> None:
+    """`<ledger>.torn-<seq>` already names a FIFO, a directory or a link to a file outside
+    the project that holds the same bytes: `fold --repair` does not wait on the FIFO, does
+    not take the outside file for the saved fragment, leaves all three as they were and
+    saves the fragment under the next free name."""
+    taken = _tear(demo)
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(b'{"version":1,"se')
+    if kind == "fifo":
+        os.mkfifo(taken)
+    elif kind == "directory":
+        taken.mkdir()
+    else:
+        taken.symlink_to(outside)
+    done = cli(demo, "fold", "--repair", timeout=TIMEOUT_S)
+    assert (0, "") == (done.returncode, done.stderr), done.stderr
+    saved = taken.with_name(f"{taken.name}.2")
+    assert f"repaired: moved a torn last line aside to routines/generated/{saved.name}" in \
+        done.stdout
+    assert b'{"version":1,"se' == saved.read_bytes()
+    assert {"fifo": stat.S_ISFIFO, "directory": stat.S_ISDIR, "link": stat.S_ISLNK}[kind](
+        taken.lstat().st_mode)
+    assert b'{"version":1,"se' == outside.read_bytes()
+    assert 0 == cli(demo, "fold", "--check", timeout=TIMEOUT_S).returncode
+
+
+def test_repair_never_writes_its_temporary_fragment_through_a_link(
+    demo: Path, tmp_path: Path
+) -> None:
+    """The temporary file the fragment is written to first is created afresh: a link left
+    at its name (it is named after the process id) is replaced, and the file it points to
+    outside the project is not truncated."""
+    from specdojo_routine.store.ledger import journal
+
+    taken = _tear(demo)
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"not yours")
+    tmp = ledger(demo).with_name(f".{ledger(demo).name}.{taken.name.rsplit('.', 1)[1]}."
+                                 f"{os.getpid()}.tmp")
+    tmp.symlink_to(victim)
+    assert taken == journal.repair(ledger(demo))
+    assert (b"not yours", False) == (victim.read_bytes(), os.path.lexists(tmp))
+    assert b'{"version":1,"se' == taken.read_bytes()

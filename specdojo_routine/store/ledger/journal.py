@@ -41,6 +41,7 @@ from specdojo_routine.core.errors import (
     ReplacedLedgerError,
     TornLedgerError,
 )
+from specdojo_routine.store.config import read_regular
 from specdojo_routine.store.ledger import chain
 from specdojo_routine.store.ledger.codec import encode, upgrade
 from specdojo_routine.store.ledger.ledgerlock import lock_exclusive, lock_shared, locked
@@ -197,7 +198,10 @@ def _move_fragment(fd: int, path: Path, tail: Tail) -> Path:
     fragment = os.pread(fd, tail.size - tail.end, tail.end)
     seq = tail.seq + 1
     tmp = path.with_name(f".{path.name}.torn-{seq}.{os.getpid()}.tmp")
-    out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    with contextlib.suppress(FileNotFoundError):  # a leftover, or a link: never written through
+        os.unlink(tmp)
+    out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                  0o644)
     try:
         try:
             _write_all(out, fragment)
@@ -215,6 +219,9 @@ def _move_fragment(fd: int, path: Path, tail: Tail) -> Path:
 
 
 def _place_fragment(tmp: Path, path: Path, seq: int, fragment: bytes) -> Path:
+    """Link ``tmp`` at the first free fragment name. A name held by anything but a regular
+    file (a FIFO, a directory, a link - read, it could wait for ever or be a file anywhere)
+    is taken, and left as it is."""
     n = 1
     while True:
         target = path.with_name(f"{path.name}.torn-{seq}" + (f".{n}" if n > 1 else ""))
@@ -222,10 +229,13 @@ def _place_fragment(tmp: Path, path: Path, seq: int, fragment: bytes) -> Path:
             os.link(tmp, target)
             return target
         except FileExistsError:
-            existing = target.read_bytes()
+            try:
+                existing = read_regular(target, follow=False)
+            except OSError:  # NotRegularFile too
+                existing = None
             if existing == fragment:
                 return target
-            if not existing:
+            if existing == b"":
                 os.replace(tmp, target)
                 return target
             n += 1
