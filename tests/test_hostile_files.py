@@ -275,3 +275,31 @@ def test_repair_never_writes_its_temporary_fragment_through_a_link(
     assert taken == journal.repair(ledger(demo))
     assert (b"not yours", False) == (victim.read_bytes(), os.path.lexists(tmp))
     assert b'{"version":1,"se' == taken.read_bytes()
+
+
+def test_a_stop_request_is_never_written_through_a_link_or_into_a_fifo(tmp_path: Path) -> None:
+    """`stop` leaves its note through a temporary file named after its process id: a link
+    left at that name is replaced (the file it names is not written) and a FIFO there is not
+    waited on; the request reads back, and a link at the request's own name is not read."""
+    from specdojo_routine.store.locks import stoprequest
+
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"not yours")
+    tmp = locks / f"stop-att-1.tmp-{os.getpid()}"
+    tmp.symlink_to(victim)
+    stoprequest.leave(locks, "att-1", by="me", note="why")
+    assert (b"not yours", False) == (victim.read_bytes(), os.path.lexists(tmp))
+    assert {"by": "me", "note": "why"} == stoprequest.take(locks, "att-1")
+    done = subprocess.run(  # a FIFO at the temporary name of the process that leaves it
+        [sys.executable, "-c", "import os, sys; from pathlib import Path; "
+         "from specdojo_routine.store.locks import stoprequest; "
+         "os.mkfifo(Path(sys.argv[1]) / f'stop-att-2.tmp-{os.getpid()}'); "
+         "stoprequest.leave(Path(sys.argv[1]), 'att-2', by='me', note=None)", str(locks)],
+        capture_output=True, text=True, timeout=TIMEOUT_S, check=False,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert 0 == done.returncode, done.stderr
+    (locks / "stop-att-3.json").symlink_to(victim)
+    assert stoprequest.take(locks, "att-3") is None
+    assert b"not yours" == victim.read_bytes()
