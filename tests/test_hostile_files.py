@@ -303,3 +303,19 @@ def test_a_stop_request_is_never_written_through_a_link_or_into_a_fifo(tmp_path:
     (locks / "stop-att-3.json").symlink_to(victim)
     assert stoprequest.take(locks, "att-3") is None
     assert b"not yours" == victim.read_bytes()
+
+
+def test_a_fifo_as_the_exec_lock_take_over_mutex_never_hangs(demo: Path) -> None:
+    """E/exec/.locks/exec-run.takeover.flock (a brief flock around taking the exec lock) as a
+    FIFO: `job run` refuses in one line naming it, instead of waiting for a writer for ever;
+    `run --due` records its job actions as failed with that reason and ends."""
+    mutex = demo / "execution" / "exec" / ".locks" / "exec-run.takeover.flock"
+    mutex.unlink()
+    os.mkfifo(mutex)
+    done = cli(demo, "job", "run", "--job", "job-heartbeat", timeout=TIMEOUT_S)
+    assert 1 == done.returncode
+    assert (f"cannot use the lock {mutex}: it is not a regular file (remove it and run the "
+            "command again)") in _one_error(done.stderr)
+    ran = cli(demo, "run", "--due", "--now", T2, timeout=TIMEOUT_S)
+    assert 1 == ran.returncode, ran.stderr
+    assert stat.S_ISFIFO(mutex.lstat().st_mode)
