@@ -13,6 +13,7 @@ import shutil
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -319,3 +320,43 @@ def test_a_fifo_as_the_exec_lock_take_over_mutex_never_hangs(demo: Path) -> None
     ran = cli(demo, "run", "--due", "--now", T2, timeout=TIMEOUT_S)
     assert 1 == ran.returncode, ran.stderr
     assert stat.S_ISFIFO(mutex.lstat().st_mode)
+
+
+# --- a full disk while a ledger line is written -------------------------------------------------
+
+
+@pytest.fixture
+def tiny_tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A real 256 KiB tmpfs (skipped where mounting is refused)."""
+    target = tmp_path / "mnt"
+    target.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(target)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield target
+    finally:
+        subprocess.run(["umount", "-l", str(target)], check=False)
+
+
+def test_a_full_disk_mid_line_leaves_the_ledger_as_it_was_and_names_it(
+    tiny_tmpfs: Path,
+) -> None:
+    """The disk fills while an append writes its line (part of it fits in the file's last
+    block): the part written is taken back, so the ledger holds its complete lines only (no
+    torn tail for the next command to repair), and the error names the ledger."""
+    from specdojo_routine.core import events as ev
+    from specdojo_routine.store.ledger import journal
+
+    path = tiny_tmpfs / "routine-runs.jsonl"
+    log = journal.Ledger(path)
+    log.append(ev.RoutineRegistered(routine_id="rtn-a", digest="d0", path="routines/a.yaml"))
+    before = path.read_bytes()
+    subprocess.run(f"cat /dev/zero > {tiny_tmpfs / 'fill'}", shell=True, check=False,
+                   capture_output=True)
+    big = ev.RoutineRegistered(routine_id="rtn-a", digest="d1", path="r/" + "a" * 20_000)
+    with pytest.raises(OSError) as caught:
+        log.append(big)
+    assert (28, str(path)) == (caught.value.errno, caught.value.filename)
+    assert before == path.read_bytes()

@@ -179,6 +179,22 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
+def _write_lines(fd: int, path: Path, data: bytes, end: int) -> None:
+    """Write and ``fsync`` complete lines after byte ``end`` (the caller holds the exclusive
+    lock). When that fails (a full disk mid-line), what was written is taken back, so the
+    ledger keeps only complete lines, and the error names the ledger (``os.write`` names
+    no file)."""
+    try:
+        _write_all(fd, data)
+        os.fsync(fd)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, end)
+        if exc.filename is None:
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
+        raise
+
+
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -293,8 +309,7 @@ class Ledger:
             for i, event in enumerate(batch, 1):
                 lines.append(encode(event, tail.seq + i, at, prev))
                 prev = chain.line_hash(lines[-1][:-1])
-            _write_all(fd, b"".join(lines))
-            os.fsync(fd)
+            _write_lines(fd, self.path, b"".join(lines), tail.end)
             if tail.end == 0:
                 _fsync_dir(self.path.parent)
             remember(tail.stamp, Stamp.of(fd))
