@@ -360,3 +360,20 @@ def test_a_full_disk_mid_line_leaves_the_ledger_as_it_was_and_names_it(
         log.append(big)
     assert (28, str(path)) == (caught.value.errno, caught.value.filename)
     assert before == path.read_bytes()
+
+
+def test_a_definition_cache_that_cannot_be_written_is_only_a_missing_shortcut(
+    demo: Path,
+) -> None:
+    """R/.cache/definitions.json as a directory (which cannot be replaced): `run` reads the
+    definitions without the cache and goes on, and leaves the directory (not ours) alone."""
+    cache = demo / "routines" / ".cache" / "definitions.json"
+    cache.unlink()
+    cache.mkdir()
+    (cache / "kept").write_text("kept")
+    before = ledger(demo).stat().st_size
+    done = cli(demo, "run", "--due", "--now", T2, timeout=TIMEOUT_S)
+    assert (0, "") == (done.returncode, done.stderr), done.stderr
+    assert ledger(demo).stat().st_size > before
+    assert ["kept"] == [p.name for p in cache.iterdir()]
+    assert [] == list(cache.parent.glob(".definitions-*"))
