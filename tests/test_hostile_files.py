@@ -377,3 +377,19 @@ def test_a_definition_cache_that_cannot_be_written_is_only_a_missing_shortcut(
     assert ledger(demo).stat().st_size > before
     assert ["kept"] == [p.name for p in cache.iterdir()]
     assert [] == list(cache.parent.glob(".definitions-*"))
+
+
+def test_a_view_that_cannot_be_written_on_a_full_disk_names_the_view(tiny_tmpfs: Path) -> None:
+    """Replacing a view (routine-state.json) on a full disk: the old file stays whole, no
+    temporary file is left, and the error names the view (a write names no file)."""
+    from specdojo_routine.store.ledger import stamps
+
+    view = tiny_tmpfs / "routine-state.json"
+    view.write_bytes(b"{}\n")
+    subprocess.run(f"cat /dev/zero > {tiny_tmpfs / 'fill'}", shell=True, check=False,
+                   capture_output=True)
+    with pytest.raises(OSError) as caught:
+        stamps.replace(view, b"x" * 100_000)
+    assert (28, str(view)) == (caught.value.errno, caught.value.filename)
+    assert ([b"{}\n"], ["fill", "routine-state.json"]) == (
+        [view.read_bytes()], sorted(p.name for p in tiny_tmpfs.iterdir()))

@@ -106,7 +106,9 @@ def replace(path: Path, data: bytes, *, follow: bool = True, mode: int = 0o644) 
             os.fchmod(out.fileno(), mode)
             out.write(data)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:  # a write names no file
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
         raise
     return True
