@@ -44,22 +44,29 @@ def read_regular(path: Path, *, follow: bool = True) -> bytes:
     FIFO, socket or device left at a path we read would otherwise block the command forever
     (a FIFO with no writer) or never end. ``follow=False``: a symbolic link at ``path`` is
     not followed (``O_NOFOLLOW``) but refused like any other non-regular file - for a private
-    file of ours, which a link could point anywhere. Other errors (``FileNotFoundError`` ...)
-    propagate.
+    file of ours, which a link could point anywhere. A directory (which ``open`` would refuse
+    naming a descriptor, not the path) and a link that loops are refused the same way. Other
+    errors (``FileNotFoundError``, ``PermissionError`` ...) propagate.
     """
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     try:
         fd = os.open(path, flags)
     except OSError as exc:
-        if exc.errno == errno.ELOOP and not follow and os.path.islink(path):
-            raise NotRegularFile(path, "a symbolic link") from None
+        if exc.errno == errno.ELOOP and os.path.islink(path):
+            raise NotRegularFile(path, "a symbolic link loop" if follow
+                                 else "a symbolic link") from None
         if exc.errno == errno.ENXIO and stat.S_ISSOCK(os.lstat(path).st_mode):
             raise NotRegularFile(path, "a socket") from None
         raise
-    with os.fdopen(fd, "rb") as handle:
+    try:
         kind = file_kind(os.fstat(fd).st_mode)
         if kind is not None:
             raise NotRegularFile(path, kind)
+        handle = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with handle:
         return handle.read()
 
 

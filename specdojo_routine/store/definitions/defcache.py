@@ -184,6 +184,30 @@ class DefinitionCache:
         found = self._seen.get(key, {}).get("digest")
         return found if isinstance(found, str) else None
 
+    def _write(self, data: bytes) -> bool:
+        """Replace the cache file with ``data`` (atomically); False when it cannot be written
+        (a full disk, a directory in its place): the cache only spares work, so the command
+        goes on without it."""
+        import tempfile  # here: only a recording command writes the cache
+
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".definitions-")
+        except OSError:
+            return False
+        try:
+            os.fchmod(fd, 0o644)
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+            os.replace(temp, self.path)
+        except BaseException as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            if isinstance(exc, OSError):
+                return False
+            raise
+        return True
+
     def save(self) -> bool:
         """Write the entries seen by this load (atomically); False when nothing changed.
         What this load read itself is encoded here, so that a load that saves nothing (every
@@ -197,19 +221,8 @@ class DefinitionCache:
             return False
         doc = {"version": _VERSION, "fingerprint": self._print,
                "checksum": self._checksum(files, nexts), "files": files, "next": nexts}
-        import tempfile  # here: only a recording command writes the cache
-
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".definitions-")
-        try:
-            os.fchmod(fd, 0o644)
-            with os.fdopen(fd, "wb") as out:
-                out.write(orjson.dumps(doc))
-            os.replace(temp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            raise
+        if not self._write(orjson.dumps(doc)):
+            return False
         self._old, self._seen, self._fresh = files, dict(files), {}
         self._old_next = nexts
         return True

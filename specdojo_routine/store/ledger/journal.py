@@ -35,7 +35,13 @@ import attrs
 import orjson
 
 from specdojo_routine.core.adopt import is_upstream_line, upstream_event
-from specdojo_routine.core.errors import CorruptLedgerError, ReplacedLedgerError, TornLedgerError
+from specdojo_routine.core.errors import (
+    CorruptLedgerError,
+    LedgerError,
+    ReplacedLedgerError,
+    TornLedgerError,
+)
+from specdojo_routine.store.config import read_regular
 from specdojo_routine.store.ledger import chain
 from specdojo_routine.store.ledger.codec import encode, upgrade
 from specdojo_routine.store.ledger.ledgerlock import lock_exclusive, lock_shared, locked
@@ -173,6 +179,22 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
+def _write_lines(fd: int, path: Path, data: bytes, end: int) -> None:
+    """Write and ``fsync`` complete lines after byte ``end`` (the caller holds the exclusive
+    lock). When that fails (a full disk mid-line), what was written is taken back, so the
+    ledger keeps only complete lines, and the error names the ledger (``os.write`` names
+    no file)."""
+    try:
+        _write_all(fd, data)
+        os.fsync(fd)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, end)
+        if exc.filename is None:
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
+        raise
+
+
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -192,7 +214,10 @@ def _move_fragment(fd: int, path: Path, tail: Tail) -> Path:
     fragment = os.pread(fd, tail.size - tail.end, tail.end)
     seq = tail.seq + 1
     tmp = path.with_name(f".{path.name}.torn-{seq}.{os.getpid()}.tmp")
-    out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    with contextlib.suppress(FileNotFoundError):  # a leftover, or a link: never written through
+        os.unlink(tmp)
+    out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                  0o644)
     try:
         try:
             _write_all(out, fragment)
@@ -210,6 +235,9 @@ def _move_fragment(fd: int, path: Path, tail: Tail) -> Path:
 
 
 def _place_fragment(tmp: Path, path: Path, seq: int, fragment: bytes) -> Path:
+    """Link ``tmp`` at the first free fragment name. A name held by anything but a regular
+    file (a FIFO, a directory, a link - read, it could wait for ever or be a file anywhere)
+    is taken, and left as it is."""
     n = 1
     while True:
         target = path.with_name(f"{path.name}.torn-{seq}" + (f".{n}" if n > 1 else ""))
@@ -217,10 +245,13 @@ def _place_fragment(tmp: Path, path: Path, seq: int, fragment: bytes) -> Path:
             os.link(tmp, target)
             return target
         except FileExistsError:
-            existing = target.read_bytes()
+            try:
+                existing = read_regular(target, follow=False)
+            except OSError:  # NotRegularFile too
+                existing = None
             if existing == fragment:
                 return target
-            if not existing:
+            if existing == b"":
                 os.replace(tmp, target)
                 return target
             n += 1
@@ -256,7 +287,10 @@ class Ledger:
         batch = list(events)
         if not batch:
             return []
-        flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if self._pinned is None else 0)
+        flags = os.O_RDWR | os.O_APPEND | (
+            os.O_CREAT | os.O_NOFOLLOW if self._pinned is None else 0)
+        if self._pinned is None:
+            refuse_dangling(self.path)  # never create a ledger where a link points
         with contextlib.ExitStack() as held:
             try:
                 fd = held.enter_context(locked(self.path, flags, lock_exclusive))
@@ -275,8 +309,7 @@ class Ledger:
             for i, event in enumerate(batch, 1):
                 lines.append(encode(event, tail.seq + i, at, prev))
                 prev = chain.line_hash(lines[-1][:-1])
-            _write_all(fd, b"".join(lines))
-            os.fsync(fd)
+            _write_lines(fd, self.path, b"".join(lines), tail.end)
             if tail.end == 0:
                 _fsync_dir(self.path.parent)
             remember(tail.stamp, Stamp.of(fd))
@@ -307,13 +340,29 @@ def _identity(path: Path) -> tuple[int, int] | None:
 
 
 def tail(path: Path | str) -> Tail:
-    """The end of the complete lines of ``path`` (an empty tail if it does not exist)."""
+    """The end of the complete lines of ``path`` (an empty tail if it does not exist; a
+    symbolic link to nothing is refused, see :func:`refuse_dangling`)."""
     path = Path(path)
     try:
         with locked(path, os.O_RDONLY, lock_shared) as fd:
             return _scan_tail(fd, path)
     except FileNotFoundError:
+        refuse_dangling(path)
         return Tail(size=0, end=0, seq=0, torn=False)
+
+
+def refuse_dangling(path: Path) -> None:
+    """Raise :class:`LedgerError` when ``path`` is a symbolic link to a file that does not
+    exist. Such a ledger is history that is not there (a disk not mounted, a restore half
+    done), not an empty one: folding it as empty would run everything again, and the first
+    append would create a new ledger wherever the link points."""
+    try:
+        target = os.readlink(path)
+    except OSError:  # not a link (or gone): an absent ledger is an empty one
+        return
+    raise LedgerError(f"{path}: a symbolic link to {target}, which does not exist; the "
+                      "ledger's history is not there - restore the file it names, or remove "
+                      "the link to start a new ledger")
 
 
 def repair(path: Path | str) -> Path | None:
@@ -456,6 +505,7 @@ __all__ = [
     "only_grew",
     "read",
     "read_lines",
+    "refuse_dangling",
     "repair",
     "tail",
     "wall_clock",

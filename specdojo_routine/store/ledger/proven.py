@@ -42,6 +42,7 @@ the read loop (:func:`chain.verified_chunks`).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from pathlib import Path
 from typing import Any
@@ -170,13 +171,16 @@ class Proven:
         the next command continue from it; returns the document published.
 
         The view goes first: a crash between the two leaves a snapshot whose ``view_sha256``
-        does not match, which costs one full fold and nothing else."""
+        does not match, which costs one full fold and nothing else. So does a snapshot that
+        cannot be written (a directory or a file this user may not read in its place, a full
+        disk): it is a shortcut, never a reason for the command to fail."""
         document = self.document()
         data = render(document)
         stamps.replace(view_path, data)
         snapshot = Snapshot(stamp=self.tail.stamp, seq=self.state.seq, offset=self.tail.end,
                             head=self.tail.head, view_sha256=hashlib.sha256(data).hexdigest())
-        stamps.replace(snapshot_path, snapshot.to_bytes(), follow=False)
+        with contextlib.suppress(OSError):
+            stamps.replace(snapshot_path, snapshot.to_bytes(), follow=False)
         return document
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import attrs
 
-from specdojo_routine.store.config import NotRegularFile, read_regular
+from specdojo_routine.store.config import read_regular
 
 __all__ = ["Stamp", "only_grew", "remember", "replace"]
 
@@ -95,7 +95,7 @@ def replace(path: Path, data: bytes, *, follow: bool = True, mode: int = 0o644) 
     try:
         if read_regular(path, follow=follow) == data:
             return False
-    except (FileNotFoundError, NotRegularFile):
+    except OSError:  # none there, not a regular file, not readable: replaced all the same
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
     import tempfile  # here: a command that writes no file never pays for it
@@ -106,7 +106,9 @@ def replace(path: Path, data: bytes, *, follow: bool = True, mode: int = 0o644) 
             os.fchmod(out.fileno(), mode)
             out.write(data)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:  # a write names no file
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
         raise
     return True

@@ -194,13 +194,14 @@ def _read_owner(dir_fd: int) -> dict[str, Any]:
                      dir_fd=dir_fd)
     except OSError:
         return {}
-    try:
-        with os.fdopen(fd, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                return {}
-            raw = orjson.loads(fh.read(65536))
+    try:  # fstat before reading: a directory opens, and os.fdopen would refuse it
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return {}
+        raw = orjson.loads(os.read(fd, 65536))
     except (OSError, orjson.JSONDecodeError):
         return {}
+    finally:
+        os.close(fd)
     return raw if isinstance(raw, dict) else {}
 
 

@@ -21,6 +21,7 @@ import errno
 import os
 import secrets
 import shutil
+import stat
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -230,12 +231,19 @@ def _release_exec(lock_dir: Path, token: str) -> None:
 
 @contextlib.contextmanager
 def _takeover_mutex(lock_dir: Path) -> Iterator[None]:
-    """A blocking flock held for a few system calls around take-over and release."""
+    """A blocking flock held for a few system calls around take-over and release. The file
+    is opened without waiting (a FIFO there would wait for a writer for ever) and only a
+    regular file is used."""
     path = lock_dir.with_name(EXEC_TAKEOVER_NAME)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+                     | os.O_CLOEXEC, 0o644)
     except OSError as exc:  # a symbolic link there (ELOOP) is refused, never followed
         raise locks._unusable(path, exc) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise errors.RoutineError(f"cannot use the lock {path}: it is not a regular file "
+                                  "(remove it and run the command again)")
     import fcntl  # the flock portalocker takes on POSIX, without importing it (and redis)
 
     with os.fdopen(fd, "rb") as fh:

@@ -300,12 +300,17 @@ def _read_holder(path: Path) -> tuple[int | None, str | None, str | None]:
     """``(pid, host, acquired_at)`` from the lock file; ``None`` for what cannot be read (a
     link is not followed, and anything but a regular file is not read: a FIFO would wait)."""
     try:
-        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC),
-                       "rb") as fh:
-            regular = stat.S_ISREG(os.fstat(fh.fileno()).st_mode)
-            raw = orjson.loads(fh.read(65536)) if regular else None
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        fd = -1
+    try:  # fstat before reading: a directory opens, and os.fdopen would refuse it
+        regular = fd >= 0 and stat.S_ISREG(os.fstat(fd).st_mode)
+        raw = orjson.loads(os.read(fd, 65536)) if regular else None
     except (OSError, orjson.JSONDecodeError):
         raw = None
+    finally:
+        if fd >= 0:
+            os.close(fd)
     raw = raw if isinstance(raw, dict) else {}
     pid, host, at = raw.get("pid"), raw.get("host"), raw.get("acquired_at")
     return (
@@ -343,19 +348,24 @@ def held_in_proc_locks(table: str, *, dev: int, ino: int, pid_hint: int | None) 
 
 
 def _probe_held(path: Path) -> bool | None:
-    """Whether a holder has the flock of ``path``; None when the file cannot be opened
-    (opened without waiting: a FIFO there would wait for a writer)."""
+    """Whether a holder has the flock of ``path``; None when it is not a regular file that
+    can be opened (opened without waiting: a FIFO there would wait for a writer; a
+    directory opens, but is no lock file of ours)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as fh:
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
         try:
-            fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except OSError as exc:
             return exc.errno in _BUSY_ERRNOS
-        fcntl.flock(fh, fcntl.LOCK_UN)
+        fcntl.flock(fd, fcntl.LOCK_UN)
         return False
+    finally:
+        os.close(fd)
 
 
 

@@ -23,10 +23,19 @@ def _path(locks_dir: Path, attempt_id: str) -> Path:
 
 
 def leave(locks_dir: Path, attempt_id: str, *, by: str, note: str | None) -> None:
-    """Write the request for ``attempt_id`` (atomically: a reader never sees half of it)."""
+    """Write the request for ``attempt_id`` (atomically: a reader never sees half of it).
+    The temporary file is created afresh: whatever holds its name (a link, which would be
+    written through, a FIFO, which would wait for a reader) is removed first."""
     path = _path(locks_dir, attempt_id)
     tmp = path.with_suffix(f".tmp-{os.getpid()}")
-    tmp.write_bytes(orjson.dumps({"by": by, "note": note}) + b"\n")
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o644)
+    try:
+        os.write(fd, orjson.dumps({"by": by, "note": note}) + b"\n")
+    finally:
+        os.close(fd)
     os.replace(tmp, path)
 
 
@@ -34,7 +43,8 @@ def take(locks_dir: Path, attempt_id: str) -> dict[str, Any] | None:
     """The request for ``attempt_id`` (removed as it is read), or None when there is none."""
     path = _path(locks_dir, attempt_id)
     try:
-        data = orjson.loads(read_regular(path))  # a FIFO there is no request, not a wait
+        # a FIFO there is no request, not a wait; a link is not ours, and not followed
+        data = orjson.loads(read_regular(path, follow=False))
     except (OSError, orjson.JSONDecodeError):
         return None
     with contextlib.suppress(OSError):
