@@ -142,13 +142,17 @@ def test_a_dangling_link_as_the_routine_ledger_is_refused_not_started_afresh(
     demo: Path, tmp_path: Path
 ) -> None:
     """The ledger is a link to a file that is not there (a disk not mounted, a restore half
-    done): `list` and `run` refuse in one line naming the path, nothing runs again and no
-    ledger is created through the link, outside the project."""
+    done): every command that reads it - the answers too, never "no attempt yet" - refuses in
+    one line naming the path, nothing runs again and no ledger is created through the link,
+    outside the project."""
     target = tmp_path / "elsewhere" / "routine-runs.jsonl"
     target.parent.mkdir()
     ledger(demo).unlink()
     ledger(demo).symlink_to(target)
-    for args in (["list"], ["run", "--due", "--now", T2], ["fold"], ["import"]):
+    routine_state(demo).unlink()  # without a view, the answers read the ledger itself
+    answers = (["status"], ["history"], ["history", "--attempts"], ["logs", "rtn-heartbeat"],
+               ["history", "rtn-heartbeat"])
+    for args in (["list"], ["run", "--due", "--now", T2], ["fold"], ["import"], *answers):
         done = cli(demo, *args, timeout=TIMEOUT_S)
         assert 1 == done.returncode, (args, done.stdout, done.stderr)
         assert f"{ledger(demo)}: a symbolic link to {target}, which does not exist" in \

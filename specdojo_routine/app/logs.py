@@ -71,16 +71,15 @@ def routine_logs(
 
 def _find_attempt(paths: ProjectPaths, routine_id: str, attempt_id: str | None) -> Attempt:
     gather, seen = Gatherer(), []
-    if paths.routine_ledger.exists():
-        for _raw, event in read_backwards(paths.routine_ledger):
-            if event.get("routine_id") != routine_id:
-                continue
-            attempt = gather.feed(event)
-            if attempt is None or attempt.attempt_id is None:
-                continue
-            if attempt_id is None or attempt.attempt_id == attempt_id:
-                return attempt
-            seen.append(attempt.attempt_id)
+    for _raw, event in read_backwards(paths.routine_ledger):  # none: no lines; a dead link: refused
+        if event.get("routine_id") != routine_id:
+            continue
+        attempt = gather.feed(event)
+        if attempt is None or attempt.attempt_id is None:
+            continue
+        if attempt_id is None or attempt.attempt_id == attempt_id:
+            return attempt
+        seen.append(attempt.attempt_id)
     if attempt_id is None:
         raise RoutineError(f"{routine_id} has no attempt yet, so no output (see `next "
                            f"{routine_id}`)")

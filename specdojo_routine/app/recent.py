@@ -34,7 +34,7 @@ def check_routine_id(paths: ProjectPaths, routine_id: str, *, see: str = "list")
     if routine_id in known:
         return
     view = _view_ids(paths)
-    if view is None and paths.routine_ledger.exists():
+    if view is None:  # a missing ledger has no lines; a link to nothing is refused
         if any(e.get("routine_id") == routine_id for _, e in read_backwards(
                 paths.routine_ledger)):
             return
