@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import Project
 from hypothesis import HealthCheck, assume, given, settings
@@ -14,6 +16,7 @@ from specdojo_routine.core.errors import JobError
 from specdojo_routine.core.inputs import blank_key_parts, build_input_spec
 from specdojo_routine.core.jobmodel import CommandTask, InputSpec, InputValue, JobDefinition
 from specdojo_routine.core.templates import job_context, template_text
+from tests.agenthelper import AgentProject
 from tests.test_jobs_e2e import env
 
 
@@ -216,3 +219,53 @@ def test_validate_foresees_an_empty_key_as_the_run_renders_it(
     blankest |= {k: v for k, v in required.items() if k not in blankest}
     assert bool(blank_key_parts(key, specs, any_value=True)) == \
         (_key_of(job, blankest, None) is None)
+
+
+# --- an agent's launch command (SPEC §11.1, §11.4) ---------------------------------------------
+
+
+def _replace(path: Path, old: str, new: str) -> tuple[int, int]:
+    """Replace the first ``old`` in ``path``; returns where it starts (1-based line, column)."""
+    text = path.read_text()
+    at = text.index(old)
+    path.write_text(text.replace(old, new, 1))
+    line = text.count("\n", 0, at) + 1
+    return line, at - text.rfind("\n", 0, at)
+
+
+NUL = "a NUL character (\\0) is in the command (no command can receive one: remove it)"
+OPEN = "unterminated single quote in shell command"
+
+
+@pytest.mark.parametrize(("where", "old", "new", "nickname", "message"), [
+    ("members.yaml", 'command: "', 'command: "\\0', "own-command",
+     f"members[6].command: {NUL}"),
+    ("members.yaml", 'command: "', "command: \"'", "own-command",
+     f"members[6].command: {OPEN}"),
+    (".specdojo/exec-defaults.yaml", "--mode=", "\\0--mode=", "editor",
+     f"providers.fake.command_template for member editor: {NUL}"),
+    (".specdojo/exec-defaults.yaml", "--mode=", "'--mode=", "editor",
+     f"providers.fake.command_template for member editor: {OPEN}"),
+    (".specdojo/exec-defaults.yaml", '"--edit"', '"--edit\\0"', "editor",
+     f"providers.fake.command_template for member editor: {NUL}"),
+])
+def test_validate_refuses_an_agent_command_sh_cannot_run(
+    tmp_path: Path, where: str, old: str, new: str, nickname: str, message: str,
+) -> None:
+    """A NUL or an open quote in a member's ``command``, in a provider's ``command_template``
+    or in a variable it expands passed validate, and every launch of that agent failed
+    ("could not start /bin/sh: embedded null byte", "exited with code 2"). validate refuses
+    it where it is written (a template at the template, naming the member), and the run says
+    the same."""
+    ap = AgentProject(tmp_path / "proj")
+    field = "command: " if where == "members.yaml" else "command_template: "
+    line, col = _replace(ap.root / where, old, new)
+    line, col = _replace(ap.root / where, field, field)  # the template, which variables fill
+    ap.edit_job("job-e", agent=f"{{executor: {nickname}}}")
+    checked = ap.cli("validate")
+    assert 1 == checked.returncode, checked.stdout + checked.stderr
+    assert f"{where}:{line}:{col + len(field)}: {message}" in checked.stderr
+    done = ap.cli("job", "run", "--job", "job-e", "--input", "period=w1")
+    assert 1 == done.returncode, done.stdout + done.stderr
+    assert message.split(": ", 1)[1] in done.stdout + done.stderr
+    assert [] == ap.launches()

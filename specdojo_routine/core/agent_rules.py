@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import attrs
 
+from specdojo_routine.core.shellquote import shell_problem
 from specdojo_routine.core.validation import (
     Node,
     Pos,
@@ -149,6 +150,10 @@ def _member(r: Report, node: Node, index: int) -> Member | None:
         return None
     values = {key: _optional_text(r, node.get(key)) for key in
               ("type", "provider", "mode", "proficiency", "command", "stage_role")}
+    command_node = node.get("command")
+    if command_node is not None and values["command"] and (
+            problem := shell_problem(values["command"])) is not None:
+        r.error(command_node.pos, f"{command_node.label}: {problem}")
     priority_node = node.get("priority")
     priority = priority_node.value if priority_node is not None else None
     if priority_node is not None and priority is not None and (
@@ -246,8 +251,12 @@ def _variables(provider: Provider, member: Member) -> dict[str, str]:
 
 
 def launch_command(defaults: ExecDefaults, member: Member) -> str:
-    """The member's ``command``, else its provider's template expanded (SPEC §11.1)."""
+    """The member's ``command``, else its provider's template expanded (SPEC §11.1); one
+    ``/bin/sh`` cannot run (:func:`.shellquote.shell_problem`) is refused in the words
+    ``validate`` uses, instead of by the shell at every launch."""
     if member.command:
+        if (problem := shell_problem(member.command)) is not None:
+            raise AgentConfigError(f"the command of member {member.nickname}: {problem}")
         return member.command
     provider = defaults.providers.get(member.provider or "")
     if provider is None or not provider.command_template:
@@ -263,7 +272,11 @@ def launch_command(defaults: ExecDefaults, member: Member) -> str:
             f"cannot resolve {shown} in providers.{provider.name}.command_template for member "
             f"{member.nickname} (mode: {member.mode or '-'}, proficiency: "
             f"{member.proficiency or '-'})")
-    return PLACEHOLDER.sub(lambda m: variables[m.group(1)], provider.command_template)
+    command = PLACEHOLDER.sub(lambda m: variables[m.group(1)], provider.command_template)
+    if (problem := shell_problem(command)) is not None:
+        raise AgentConfigError(f"providers.{provider.name}.command_template for member "
+                               f"{member.nickname}: {problem}")
+    return command
 
 
 def check_templates(r: Report, defaults: ExecDefaults, roster: Roster) -> None:

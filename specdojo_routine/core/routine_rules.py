@@ -26,7 +26,7 @@ from specdojo_routine.core.inputs import (
     parse_text,
 )
 from specdojo_routine.core.jobmodel import InputSpec, InputValue, JobDefinition
-from specdojo_routine.core.shellquote import ShellScanner
+from specdojo_routine.core.shellquote import shell_problem
 from specdojo_routine.core.templates import TemplateError, placeholders, render_routine_inputs
 from specdojo_routine.core.validation import (
     JOB_ID,
@@ -265,14 +265,12 @@ def _check_notify_command(r: Report, node: Node, command: str) -> None:
     """What ``/bin/sh -c`` cannot run, said at validate instead of by every notification: a
     NUL (no process receives one) is an error; a quote or substitution left open a warning,
     the hook's failure being only a warning at run time too (SPEC §13)."""
-    if "\0" in command:
-        r.error(node.pos, f"{node.label}: a NUL character (\\0) is in the command {NO_NUL}")
-        return
-    scanner = ShellScanner()
-    scanner.feed(command)
-    if (left := scanner.unterminated()) is not None:
-        r.warn(node.pos, f"{node.label}: unterminated {left} in shell command: /bin/sh will "
-               "refuse it and every notification would fail")
+    problem = shell_problem(command)
+    if problem is not None and "\0" in command:
+        r.error(node.pos, f"{node.label}: {problem}")
+    elif problem is not None:
+        r.warn(node.pos, f"{node.label}: {problem}: /bin/sh will refuse it and every "
+               "notification would fail")
 
 
 def _notify_events(r: Report, node: Node) -> tuple[str, ...] | None:
