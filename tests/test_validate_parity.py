@@ -269,3 +269,30 @@ def test_validate_refuses_an_agent_command_sh_cannot_run(
     assert 1 == done.returncode, done.stdout + done.stderr
     assert message.split(": ", 1)[1] in done.stdout + done.stderr
     assert [] == ap.launches()
+
+
+# --- a templated routine input against the Job's enum (SPEC §3, §7.1) --------------------------
+
+
+@pytest.mark.parametrize("value", ["{{scheduled_at | iso_week}}", "{{scheduled_at}}"])
+def test_a_templated_routine_input_for_an_enum_is_a_warning_whatever_the_sample(
+    project: Project, value: str,
+) -> None:
+    """validate rendered the input for one sample occurrence (2026-08-07 08:00 UTC) and warned
+    only when that value missed the enum: an enum holding the sample's value passed silently,
+    and every other occurrence failed. The value changes with each occurrence and an enum is a
+    fixed list, so a placeholder beside an enum is always a warning."""
+    sample = "2026-W32" if "iso_week" in value else "2026-08-07T08:00:00.000Z"
+    project.job("job-note", "name: Note\ninputs:\n  period: {type: string, enum: "
+                f'["{sample}"]}}\ntask: {{mode: command, command: "echo {{{{inputs.period}}}}"}}\n'
+                'run: {idempotency_key: "{{job_id}}:{{inputs.period}}"}\n')
+    project.routine("rtn-r", "interval: 1h\naction: {kind: job, job: job-note, inputs: "
+                             f'{{period: "{value}"}}}}\n')
+    checked = project.cli("validate", env=env(project))
+    assert 0 == checked.returncode, checked.stderr
+    assert ("routines/rtn-r.yaml:3:53: warning: action.inputs.period renders to a different "
+            "value at each occurrence (") in checked.stderr
+    done = project.cli("run", "--id", "rtn-r", "--now", "2026-09-01T00:00:00Z",
+                       env=env(project))
+    assert 1 == done.returncode and "must be one of" in done.stdout + done.stderr, \
+        done.stdout + done.stderr

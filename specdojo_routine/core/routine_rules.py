@@ -462,7 +462,9 @@ def _check_rendered_input(
 ) -> InputValue | None:
     """A templated routine input as every run renders it: a NUL or a value of the wrong type
     (an integer input given ``{{scheduled_at}}``) would fail every occurrence, so it is an
-    error; a value outside ``enum`` a warning, as the rendered value changes with the time."""
+    error. Against an ``enum`` it is a warning whatever the sample renders: the value changes
+    with each occurrence and the enum is a fixed list, so all but a few occurrences fail,
+    whether or not the sample's value is one of them."""
     try:
         text = render_routine_inputs({spec.name: child.value}, scheduled_for=_SAMPLE_OCCURRENCE,
                                      timezone="UTC")[spec.name]
@@ -475,15 +477,16 @@ def _check_rendered_input(
                 f"{exc}")
         return None
     problem = check_value(spec, value)
-    if problem is None:
-        return value
-    if spec.enum is None or "\0" in text:
+    if problem is not None and (spec.enum is None or "\0" in text):
         r.error(child.pos, f"{child.label} renders to a value {job.id} refuses at every run: "
                 f"{problem}")
         return None
-    when = f"{_SAMPLE_OCCURRENCE:%Y-%m-%d %H:%M} UTC"
-    r.warn(child.pos, f"{child.label} renders to a value {job.id} may refuse: {problem} for an "
-           f"occurrence at {when}; an occurrence whose value is not in the enum fails")
+    if spec.enum is not None:
+        when = f"{_SAMPLE_OCCURRENCE:%Y-%m-%d %H:%M} UTC"
+        allowed = ", ".join(str(item) for item in spec.enum)
+        r.warn(child.pos, f"{child.label} renders to a different value at each occurrence "
+               f"({got(text)} at {when}), and {job.id} accepts only one of: {allowed}; every "
+               "occurrence whose value is not one of them fails")
     return value
 
 
