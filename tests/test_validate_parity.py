@@ -296,3 +296,24 @@ def test_a_templated_routine_input_for_an_enum_is_a_warning_whatever_the_sample(
                        env=env(project))
     assert 1 == done.returncode and "must be one of" in done.stdout + done.stderr, \
         done.stdout + done.stderr
+
+
+# --- a timeout validate accepts (SPEC §7.1, §13) ------------------------------------------------
+
+
+@pytest.mark.parametrize("timeout", ["4w", "2147484s", "9999999999s"])
+def test_a_long_timeout_validate_accepts_runs(project: Project, timeout: str) -> None:
+    """A ``timeout`` over 24.8 days (``4w``) passed validate, and every command still running
+    when the runner first waited for output failed with "runner error: timeout is too large"
+    (the poll's limit); a routine's run stopped with "a time is out of range". The runner now
+    waits in bounded steps, so any timeout validate accepts runs."""
+    project.job("job-t", f"name: T\ntask: {{mode: command, command: sleep 0.3, timeout: "
+                f"{timeout}}}\nrun: {{idempotency_key: k}}\n")
+    project.routine("rtn-t", f"interval: 1h\naction: {{kind: specdojo, args: [sleep-0.3], "
+                             f"timeout: {timeout}}}\n")
+    checked = project.cli("validate", env=env(project))
+    assert 0 == checked.returncode, checked.stderr
+    done = project.cli("job", "run", "--job", "job-t", env=env(project))
+    assert (0, "") == (done.returncode, done.stderr), done.stdout
+    done = project.cli("run", "--id", "rtn-t", env=env(project))
+    assert (0, "") == (done.returncode, done.stderr), done.stdout
