@@ -317,3 +317,27 @@ def test_a_long_timeout_validate_accepts_runs(project: Project, timeout: str) ->
     assert (0, "") == (done.returncode, done.stderr), done.stdout
     done = project.cli("run", "--id", "rtn-t", env=env(project))
     assert (0, "") == (done.returncode, done.stderr), done.stdout
+
+
+def test_a_job_naming_a_member_that_cannot_be_launched_is_a_validate_error(
+    tmp_path: Path,
+) -> None:
+    """A member without a ``command`` whose provider has no ``command_template`` cannot be
+    launched: a Job naming it passed validate and every run failed with "member ghost has no
+    command ...". validate now says so at the nickname, in those words, and the run refuses
+    the invalid Job before starting an attempt, as for an unknown nickname."""
+    ap = AgentProject(tmp_path / "proj")
+    roster = ap.root / "members.yaml"
+    roster.write_text(roster.read_text() + "  - nickname: ghost\n    type: agent\n"
+                                           "    provider: nope\n    mode: edit\n")
+    ap.edit_job("job-e", agent="{executor: ghost}")
+    why = ("member ghost has no command and provider nope has no command_template in "
+           ".specdojo/exec-defaults.yaml")
+    checked = ap.cli("validate")
+    assert 1 == checked.returncode, checked.stdout + checked.stderr
+    assert f'jobs/job-e.yaml:9:21: task.agent.executor "ghost" cannot be launched: {why}' \
+        in checked.stderr
+    done = ap.cli("job", "run", "--job", "job-e", "--input", "period=w1")
+    assert 1 == done.returncode and "invalid Job Definition: job-e" in done.stderr, \
+        done.stdout + done.stderr
+    assert not (ap.root / "execution").exists()

@@ -260,9 +260,7 @@ def launch_command(defaults: ExecDefaults, member: Member) -> str:
         return member.command
     provider = defaults.providers.get(member.provider or "")
     if provider is None or not provider.command_template:
-        source = f"provider {member.provider}" if member.provider else "no provider"
-        raise AgentConfigError(f"member {member.nickname} has no command and {source} has no "
-                               f"command_template in {defaults.path}")
+        raise AgentConfigError(no_launcher(defaults, member) or "")
     variables = _variables(provider, member)
     missing = sorted({name for name in PLACEHOLDER.findall(provider.command_template)
                       if name not in variables})
@@ -277,6 +275,17 @@ def launch_command(defaults: ExecDefaults, member: Member) -> str:
         raise AgentConfigError(f"providers.{provider.name}.command_template for member "
                                f"{member.nickname}: {problem}")
     return command
+
+
+def no_launcher(defaults: ExecDefaults, member: Member) -> str | None:
+    """Why ``member`` cannot be launched at all (no ``command``, and no ``command_template``
+    for its provider), or None."""
+    provider = defaults.providers.get(member.provider or "")
+    if member.command or (provider is not None and provider.command_template):
+        return None
+    source = f"provider {member.provider}" if member.provider else "no provider"
+    return (f"member {member.nickname} has no command and {source} has no command_template "
+            f"in {defaults.path}")
 
 
 def check_templates(r: Report, defaults: ExecDefaults, roster: Roster) -> None:
@@ -339,8 +348,11 @@ _NICKNAME_FIELDS: Sequence[tuple[str, ...]] = (
     ("review", "agent", "executor"), ("review", "agent", "reporter"))
 
 
-def check_job_nicknames(r: Report, job: Node, roster: Roster) -> None:
-    """Every nickname a Job names must be a member of the roster (SPEC §11.1)."""
+def check_job_nicknames(
+    r: Report, job: Node, roster: Roster, defaults: ExecDefaults | None = None
+) -> None:
+    """Every nickname a Job names must be a member of the roster (SPEC §11.1) that can be
+    launched (:func:`no_launcher`; its command's own problems are reported where written)."""
     task = job.get("task")
     for field in _NICKNAME_FIELDS:
         node = task
@@ -348,9 +360,13 @@ def check_job_nicknames(r: Report, job: Node, roster: Roster) -> None:
             node = node.get(key) if node is not None else None
         if node is None or not isinstance(node.value, str):
             continue
-        if roster.get(node.value) is None:
+        member = roster.get(node.value)
+        if member is None:
             r.error(node.where(), f'task.{".".join(field)} "{node.value}" is not a member of '
                     f"{roster.path}; register the nickname there before use")
+        elif defaults is not None and (why := no_launcher(defaults, member)) is not None:
+            r.error(node.where(), f'task.{".".join(field)} "{node.value}" cannot be launched: '
+                    f"{why}")
 
 
 # --- who reviews -------------------------------------------------------------------------------
