@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import attrs
 
+from specdojo_routine.core.shellquote import shell_problem
 from specdojo_routine.core.validation import (
     Node,
     Pos,
@@ -149,6 +150,10 @@ def _member(r: Report, node: Node, index: int) -> Member | None:
         return None
     values = {key: _optional_text(r, node.get(key)) for key in
               ("type", "provider", "mode", "proficiency", "command", "stage_role")}
+    command_node = node.get("command")
+    if command_node is not None and values["command"] and (
+            problem := shell_problem(values["command"])) is not None:
+        r.error(command_node.pos, f"{command_node.label}: {problem}")
     priority_node = node.get("priority")
     priority = priority_node.value if priority_node is not None else None
     if priority_node is not None and priority is not None and (
@@ -246,14 +251,16 @@ def _variables(provider: Provider, member: Member) -> dict[str, str]:
 
 
 def launch_command(defaults: ExecDefaults, member: Member) -> str:
-    """The member's ``command``, else its provider's template expanded (SPEC §11.1)."""
+    """The member's ``command``, else its provider's template expanded (SPEC §11.1); one
+    ``/bin/sh`` cannot run (:func:`.shellquote.shell_problem`) is refused in the words
+    ``validate`` uses, instead of by the shell at every launch."""
     if member.command:
+        if (problem := shell_problem(member.command)) is not None:
+            raise AgentConfigError(f"the command of member {member.nickname}: {problem}")
         return member.command
     provider = defaults.providers.get(member.provider or "")
     if provider is None or not provider.command_template:
-        source = f"provider {member.provider}" if member.provider else "no provider"
-        raise AgentConfigError(f"member {member.nickname} has no command and {source} has no "
-                               f"command_template in {defaults.path}")
+        raise AgentConfigError(no_launcher(defaults, member) or "")
     variables = _variables(provider, member)
     missing = sorted({name for name in PLACEHOLDER.findall(provider.command_template)
                       if name not in variables})
@@ -263,7 +270,22 @@ def launch_command(defaults: ExecDefaults, member: Member) -> str:
             f"cannot resolve {shown} in providers.{provider.name}.command_template for member "
             f"{member.nickname} (mode: {member.mode or '-'}, proficiency: "
             f"{member.proficiency or '-'})")
-    return PLACEHOLDER.sub(lambda m: variables[m.group(1)], provider.command_template)
+    command = PLACEHOLDER.sub(lambda m: variables[m.group(1)], provider.command_template)
+    if (problem := shell_problem(command)) is not None:
+        raise AgentConfigError(f"providers.{provider.name}.command_template for member "
+                               f"{member.nickname}: {problem}")
+    return command
+
+
+def no_launcher(defaults: ExecDefaults, member: Member) -> str | None:
+    """Why ``member`` cannot be launched at all (no ``command``, and no ``command_template``
+    for its provider), or None."""
+    provider = defaults.providers.get(member.provider or "")
+    if member.command or (provider is not None and provider.command_template):
+        return None
+    source = f"provider {member.provider}" if member.provider else "no provider"
+    return (f"member {member.nickname} has no command and {source} has no command_template "
+            f"in {defaults.path}")
 
 
 def check_templates(r: Report, defaults: ExecDefaults, roster: Roster) -> None:
@@ -326,8 +348,11 @@ _NICKNAME_FIELDS: Sequence[tuple[str, ...]] = (
     ("review", "agent", "executor"), ("review", "agent", "reporter"))
 
 
-def check_job_nicknames(r: Report, job: Node, roster: Roster) -> None:
-    """Every nickname a Job names must be a member of the roster (SPEC §11.1)."""
+def check_job_nicknames(
+    r: Report, job: Node, roster: Roster, defaults: ExecDefaults | None = None
+) -> None:
+    """Every nickname a Job names must be a member of the roster (SPEC §11.1) that can be
+    launched (:func:`no_launcher`; its command's own problems are reported where written)."""
     task = job.get("task")
     for field in _NICKNAME_FIELDS:
         node = task
@@ -335,9 +360,13 @@ def check_job_nicknames(r: Report, job: Node, roster: Roster) -> None:
             node = node.get(key) if node is not None else None
         if node is None or not isinstance(node.value, str):
             continue
-        if roster.get(node.value) is None:
+        member = roster.get(node.value)
+        if member is None:
             r.error(node.where(), f'task.{".".join(field)} "{node.value}" is not a member of '
                     f"{roster.path}; register the nickname there before use")
+        elif defaults is not None and (why := no_launcher(defaults, member)) is not None:
+            r.error(node.where(), f'task.{".".join(field)} "{node.value}" cannot be launched: '
+                    f"{why}")
 
 
 # --- who reviews -------------------------------------------------------------------------------

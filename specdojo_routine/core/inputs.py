@@ -8,12 +8,13 @@ routine inputs, checkpoint values). A message names the input (``Input level mus
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
 from specdojo_routine.core.jobmodel import InputSpec, InputValue
 from specdojo_routine.core.redact import names_a_credential
+from specdojo_routine.core.templates import find_placeholders, template_text
 from specdojo_routine.core.validation import (
     MAX_SAFE_INTEGER,
     NO_NUL,
@@ -251,3 +252,69 @@ def _enum(
         bad("enum", f"must be a non-empty unique list of {item_kind} values (got {shown})")
         return None
     return tuple(v for v in good if isinstance(v, str | int))
+
+
+# --- an idempotency key that renders empty (SPEC §7.3 step 1) -----------------------------------
+
+def blank_key_parts(
+    key: str, specs: Sequence[InputSpec], given: Mapping[str, InputValue] | None = None, *,
+    any_value: bool = False,
+) -> list[tuple[str, str]]:
+    """Why ``run.idempotency_key`` renders empty, as ``(placeholder name, why)`` pairs; empty
+    when it cannot. A run with an empty key fails (:func:`.jobplan.render_key`), so
+    ``validate`` asks this of the run it can foresee: the inputs in ``given`` (a routine's),
+    the others left to their defaults, a required one given some value, a checkpoint that
+    could hold a value; with ``any_value``, of every run: each input given its blankest
+    value, before any checkpoint. ``key`` must parse (:func:`.templates.find_placeholders`)."""
+    found = find_placeholders(key)
+    bounds = [0, *(i for ph in found for i in (ph.start, ph.end)), len(key)]
+    if any(key[a:b].strip() for a, b in zip(bounds[::2], bounds[1::2], strict=True)):
+        return []  # literal text is never blank
+    by_name = {spec.name: spec for spec in specs}
+    parts: dict[str, str] = {}
+    for ph in found:
+        head, _, rest = ph.name.partition(".")
+        why: str | None = None  # a name never blank, or unknown (reported where it is written)
+        if head == "checkpoint" and any_value:
+            why = "empty until a run has advanced the checkpoint"
+        elif head == "inputs" and "." in rest:
+            why = "always empty: an input has no fields"
+        elif head == "inputs" and rest in by_name:
+            why = _blank_input(by_name[rest], (given or {}).get(rest), any_value=any_value)
+        if why is None:
+            return []
+        parts.setdefault(ph.name, why)
+    return list(parts.items())
+
+
+def _blank_input(spec: InputSpec, given: InputValue | None, *, any_value: bool) -> str | None:
+    """Why input ``spec`` renders blank in the run :func:`blank_key_parts` foresees, or None."""
+    if given is not None:
+        shown = template_text(given)
+        return None if shown.strip() or spec.git_revision else f"given as {describe(shown)}"
+    if any_value and (blank := _blankest(spec)) is not None:
+        return f"given as {describe(blank)}"
+    if spec.type == "string" and not spec.git_revision and spec.enum is not None and all(
+            isinstance(item, str) and not item.strip() for item in spec.enum):
+        return "always empty: its enum allows only blank values"
+    if spec.resolve == "git_head" or (spec.required and spec.default is None):
+        return None  # a commit sha, or a value the run must be given
+    if spec.from_checkpoint is not None and not any_value:
+        return None  # the checkpoint may hold it (an imported one, SPEC §10)
+    if spec.default is not None:
+        default = spec.default
+        if template_text(default).strip() or spec.git_revision:
+            return None
+        return f"default {describe(list(default) if isinstance(default, tuple) else default)}"
+    if spec.from_checkpoint is not None:
+        return f"not given, and empty until the checkpoint holds {spec.from_checkpoint}"
+    return "not given"
+
+
+def _blankest(spec: InputSpec) -> str | None:
+    """The blank text an input may be given (``--input x=``), or None when none is valid."""
+    if spec.git_revision or spec.type in ("integer", "boolean"):
+        return None  # a commit sha; a number or true/false
+    if spec.enum is None or spec.type == "list":  # no item at all passes any enum
+        return ""
+    return next((item for item in spec.enum if isinstance(item, str) and not item.strip()), None)

@@ -13,7 +13,12 @@ from typing import Any, Literal
 
 from specdojo_routine.core import jobmodel
 from specdojo_routine.core.cron_syntax import parse_interval
-from specdojo_routine.core.inputs import INPUT_FIELDS, build_input_spec, secret_name
+from specdojo_routine.core.inputs import (
+    INPUT_FIELDS,
+    blank_key_parts,
+    build_input_spec,
+    secret_name,
+)
 from specdojo_routine.core.templates import (
     Placeholder,
     TemplateError,
@@ -81,6 +86,8 @@ def build_job(r: Report, root: Node, *, file_id: str) -> jobmodel.JobDefinition 
     on_interrupted = _on_interrupted(r, root.get("run"))
     checkpoint = _checkpoint(r, root.get("checkpoint"))
     _check_job_templates(r, root, specs)
+    if key is not None:
+        _check_blank_key(r, root, key, specs)
     if r.failed or job_id is None or name is None or task is None or key is None:
         return None
     return jobmodel.JobDefinition(
@@ -313,6 +320,37 @@ def _idempotency_key(r: Report, node: Node | None) -> str | None:
         return None
     unknown_keys(r, node, ("idempotency_key", "on_interrupted"), "run")
     return text(r, required(r, node, "idempotency_key"), nonempty=True)
+
+
+def _check_blank_key(
+    r: Report, root: Node, key: str, specs: Sequence[jobmodel.InputSpec]
+) -> None:
+    """A key that renders empty fails its run (SPEC §7.3 step 1): an error when it does so for
+    the run without inputs (only the required ones given), a warning when some values do."""
+    run = root.get("run")
+    node = run.get("idempotency_key") if run is not None else None
+    try:
+        parts = blank_key_parts(key, specs)
+    except TemplateError:
+        return  # reported where the template is checked
+    if node is None:
+        return
+    if parts:
+        bare = not any(s.required and s.default is None and s.resolve is None for s in specs)
+        r.error(node.pos, f"{node.label} renders empty when the Job runs "
+                f"{'without inputs' if bare else 'with only its required inputs'}: "
+                f"{_listed(parts)}; every such run fails: give those inputs non-empty "
+                "defaults (or make them required), or add a part that is never empty, such as "
+                "{{job_id}}")
+        return
+    parts = blank_key_parts(key, specs, any_value=True)
+    if parts:
+        r.warn(node.pos, f"{node.label} may render empty: {_listed(parts)}; a run whose key is "
+               "empty fails: add a part that is never empty, such as {{job_id}}")
+
+
+def _listed(parts: Sequence[tuple[str, str]]) -> str:
+    return ", ".join(f"{name} ({why})" for name, why in parts)
 
 
 def _checkpoint(r: Report, node: Node | None) -> jobmodel.CheckpointSpec | None:

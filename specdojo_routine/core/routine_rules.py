@@ -19,9 +19,14 @@ from specdojo_routine.core.cron_syntax import (
     parse_duration,
     parse_interval,
 )
-from specdojo_routine.core.inputs import check_value, parse_cli_value, parse_text
-from specdojo_routine.core.jobmodel import InputSpec, JobDefinition
-from specdojo_routine.core.shellquote import ShellScanner
+from specdojo_routine.core.inputs import (
+    blank_key_parts,
+    check_value,
+    parse_cli_value,
+    parse_text,
+)
+from specdojo_routine.core.jobmodel import InputSpec, InputValue, JobDefinition
+from specdojo_routine.core.shellquote import shell_problem
 from specdojo_routine.core.templates import TemplateError, placeholders, render_routine_inputs
 from specdojo_routine.core.validation import (
     JOB_ID,
@@ -260,14 +265,12 @@ def _check_notify_command(r: Report, node: Node, command: str) -> None:
     """What ``/bin/sh -c`` cannot run, said at validate instead of by every notification: a
     NUL (no process receives one) is an error; a quote or substitution left open a warning,
     the hook's failure being only a warning at run time too (SPEC §13)."""
-    if "\0" in command:
-        r.error(node.pos, f"{node.label}: a NUL character (\\0) is in the command {NO_NUL}")
-        return
-    scanner = ShellScanner()
-    scanner.feed(command)
-    if (left := scanner.unterminated()) is not None:
-        r.warn(node.pos, f"{node.label}: unterminated {left} in shell command: /bin/sh will "
-               "refuse it and every notification would fail")
+    problem = shell_problem(command)
+    if problem is not None and "\0" in command:
+        r.error(node.pos, f"{node.label}: {problem}")
+    elif problem is not None:
+        r.warn(node.pos, f"{node.label}: {problem}: /bin/sh will refuse it and every "
+               "notification would fail")
 
 
 def _notify_events(r: Report, node: Node) -> tuple[str, ...] | None:
@@ -454,31 +457,51 @@ def _check_routine_template(r: Report, node: Node) -> None:
 _SAMPLE_OCCURRENCE = datetime(2026, 8, 7, 8, 0, tzinfo=UTC)
 
 
-def _check_rendered_input(r: Report, job: JobDefinition, spec: InputSpec, child: Node) -> None:
+def _check_rendered_input(
+    r: Report, job: JobDefinition, spec: InputSpec, child: Node
+) -> InputValue | None:
     """A templated routine input as every run renders it: a NUL or a value of the wrong type
     (an integer input given ``{{scheduled_at}}``) would fail every occurrence, so it is an
-    error; a value outside ``enum`` a warning, as the rendered value changes with the time."""
+    error. Against an ``enum`` it is a warning whatever the sample renders: the value changes
+    with each occurrence and the enum is a fixed list, so all but a few occurrences fail,
+    whether or not the sample's value is one of them."""
     try:
         text = render_routine_inputs({spec.name: child.value}, scheduled_for=_SAMPLE_OCCURRENCE,
                                      timezone="UTC")[spec.name]
     except TemplateError:
-        return  # an unknown placeholder, reported by _check_routine_template
+        return None  # an unknown placeholder, reported by _check_routine_template
     try:
         value = parse_text(spec, text)
     except ValueError as exc:  # the type: the same for every occurrence
         r.error(child.pos, f"{child.label} renders to a value {job.id} refuses at every run: "
                 f"{exc}")
-        return
+        return None
     problem = check_value(spec, value)
-    if problem is None:
-        return
-    if spec.enum is None or "\0" in text:
+    if problem is not None and (spec.enum is None or "\0" in text):
         r.error(child.pos, f"{child.label} renders to a value {job.id} refuses at every run: "
                 f"{problem}")
-        return
-    when = f"{_SAMPLE_OCCURRENCE:%Y-%m-%d %H:%M} UTC"
-    r.warn(child.pos, f"{child.label} renders to a value {job.id} may refuse: {problem} for an "
-           f"occurrence at {when}; an occurrence whose value is not in the enum fails")
+        return None
+    if spec.enum is not None:
+        when = f"{_SAMPLE_OCCURRENCE:%Y-%m-%d %H:%M} UTC"
+        allowed = ", ".join(str(item) for item in spec.enum)
+        r.warn(child.pos, f"{child.label} renders to a different value at each occurrence "
+               f"({got(text)} at {when}), and {job.id} accepts only one of: {allowed}; every "
+               "occurrence whose value is not one of them fails")
+    return value
+
+
+def _check_blank_key(
+    r: Report, job: JobDefinition, inputs: Mapping[str, Node], given: Mapping[str, InputValue]
+) -> None:
+    """Inputs that make the Job's idempotency key render empty fail every occurrence (SPEC
+    §7.3 step 1): an error at the first of them."""
+    parts = blank_key_parts(job.idempotency_key, job.inputs, given)
+    names = [name.removeprefix("inputs.") for name, _ in parts]
+    child = next((inputs[name] for name in names if name in inputs), None)
+    if child is not None:
+        listed = ", ".join(f"{name} ({why})" for name, why in parts)
+        r.error(child.pos, f"{child.label} makes the run.idempotency_key of {job.id} render "
+                f"empty: {listed}; every occurrence would fail")
 
 
 def _check_job_inputs(
@@ -487,18 +510,22 @@ def _check_job_inputs(
 ) -> None:
     """Routine inputs against the Job's declarations: declared, valid when literal, complete."""
     declared = ", ".join(spec.name for spec in job.inputs) or "none"
+    values: dict[str, InputValue | None] = {}
     for key, child in inputs.items():
         spec = job.input_spec(key)
+        values[key] = None
         if spec is None:
             r.error(child.key_pos, f"{child.label} is not an input of {job.id} "
                     f"(declared: {declared})")
         elif "{{" not in child.value:
             try:
-                parse_cli_value(spec, child.value)
+                values[key] = parse_cli_value(spec, child.value)
             except ValueError as exc:
                 r.error(child.pos, f"{child.label}: {exc}")
         else:
-            _check_rendered_input(r, job, spec, child)
+            values[key] = _check_rendered_input(r, job, spec, child)
+    if all(value is not None for value in values.values()):
+        _check_blank_key(r, job, inputs, {k: v for k, v in values.items() if v is not None})
     given = inputs_node.value if inputs_node is not None else {}
     if not isinstance(given, dict):
         return

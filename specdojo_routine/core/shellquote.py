@@ -18,6 +18,8 @@ import re
 
 import attrs
 
+from specdojo_routine.core.validation import NO_NUL
+
 _DQ_SPECIAL = re.compile(r'[$`"\\]')
 _HEREDOC_OP = re.compile(r"<<(-?)[ \t]*")
 _HEREDOC_WORD = re.compile(r"""(?:[^\s;&|<>()'"\\]|'[^']*'|"(?:[^"\\]|\\.)*"|\\.)+""")
@@ -279,3 +281,15 @@ class ShellScanner:
             names = {"sq": "single quote", "dq": "double quote", "backtick": "backquote"}
             return names.get(self.top.kind, self.top.kind.replace("cmdsub", "$("))
         return None
+
+
+def shell_problem(command: str) -> str | None:
+    """What makes ``/bin/sh -c command`` fail before it runs anything, or None: a NUL (no
+    process receives one in its arguments) or a quote or substitution left open (a syntax
+    error). One wording for ``validate`` and the run of every operator-written command."""
+    if "\0" in command:
+        return f"a NUL character (\\0) is in the command {NO_NUL}"
+    scanner = ShellScanner()
+    scanner.feed(command)
+    left = scanner.unterminated()
+    return None if left is None else f"unterminated {left} in shell command"

@@ -143,7 +143,9 @@ def render_text(
     return _substitute(template, lambda _, ph: _lookup(ph, values, empty_if_missing))
 
 
-def _scalar(value: object) -> str:
+def template_text(value: object) -> str:
+    """A value as a template renders it: lists joined with ``,``, booleans ``true``/``false``,
+    ``None`` empty."""
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -151,7 +153,7 @@ def _scalar(value: object) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     if isinstance(value, list | tuple):
-        return ",".join(_scalar(item) for item in value)
+        return ",".join(template_text(item) for item in value)
     return str(value)
 
 
@@ -160,7 +162,7 @@ def _flatten(prefix: str, value: object, out: dict[str, str]) -> None:
         for key, item in value.items():
             _flatten(f"{prefix}.{key}", item, out)
     else:
-        out[prefix] = _scalar(value)
+        out[prefix] = template_text(value)
 
 
 def job_context(

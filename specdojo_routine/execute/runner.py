@@ -51,6 +51,9 @@ KILL_GRACE_S = 2.0  # SIGTERM -> SIGKILL
 DRAIN_GRACE_S = 2.0  # reading on after the group is gone (a detached process holding the pipe)
 _POLL_S = 0.05  # without a pidfd, how often to look for the command's exit
 _KILL_POLL_S = 0.01  # while terminating, how often to look at the group
+#: The longest single wait for output: the poll takes at most ~24.8 days (2**31 - 1 ms), and a
+#: timeout validate accepts may be longer; the loop waits again until the deadline.
+_LONGEST_WAIT_S = 3600.0
 
 # `git rev-parse --local-env-vars`: they would point a nested git at the caller's repository.
 GIT_LOCAL_ENV = frozenset(
@@ -362,7 +365,7 @@ def _wait_s(
         return _KILL_POLL_S if early else _POLL_S
     if not watching_exit:
         return _POLL_S
-    return None if deadline is None else max(0.0, deadline - now)
+    return None if deadline is None else min(max(0.0, deadline - now), _LONGEST_WAIT_S)
 
 
 @contextlib.contextmanager

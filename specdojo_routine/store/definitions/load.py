@@ -46,10 +46,10 @@ from specdojo_routine.store.definitions.deffile import (  # the limits: re-expor
 )
 
 if TYPE_CHECKING:
-    from specdojo_routine.core.agent_rules import Roster
     from specdojo_routine.core.jobmodel import JobDefinition
     from specdojo_routine.core.routine_rules import JobIndex
     from specdojo_routine.store.definitions import fastyaml
+    from specdojo_routine.store.definitions.agentconfig import AgentConfig
 
 _T = TypeVar("_T")
 _Built = tuple[list[Problem], "Routine | None"]  # what one routine file gave
@@ -165,7 +165,7 @@ def _load(paths: ProjectPaths, *, with_routines: bool) -> Definitions:
     cache = DefinitionCache(paths.routine_cache_dir) if fast else None
     job_paths = discover(paths.jobs_dir, "job-")
     jobs, invalid, job_problems = _load_jobs(
-        paths, job_paths, cache, agents.roster if agents is not None else None)
+        paths, job_paths, cache, agents)
     routines: list[Routine] = []
     problems = [*job_problems, *(agents.problems if agents is not None else ())]
     routine_paths: list[str] = []
@@ -191,7 +191,7 @@ def _load(paths: ProjectPaths, *, with_routines: bool) -> Definitions:
 
 def _load_jobs(
     paths: ProjectPaths, files: list[Path], cache: DefinitionCache | None,
-    roster: Roster | None = None,
+    agents: AgentConfig | None = None,
 ) -> tuple[list[JobDefinition], frozenset[str], list[Problem]]:
     jobs: dict[str, JobDefinition] = {}
     failed: set[str] = set()
@@ -200,7 +200,7 @@ def _load_jobs(
     for path in files:
         rel = rel_of(path)
         report, data, job, _ = _read_and_build(
-            path, rel, "job", functools.partial(_build_job, file_id=file_id(path), roster=roster),
+            path, rel, "job", functools.partial(_build_job, file_id=file_id(path), agents=agents),
             cache=cache,
         )
         if job is not None and job.id in jobs:
@@ -217,15 +217,15 @@ def _load_jobs(
 
 
 def _build_job(
-    report: Report, node: Node, key: str | None, *, file_id: str, roster: Roster | None
+    report: Report, node: Node, key: str | None, *, file_id: str, agents: AgentConfig | None
 ) -> JobDefinition | None:
     from specdojo_routine.core.job_rules import build_job  # see the module docstring
 
     job = build_job(report, node, file_id=file_id)
-    if job is not None and roster is not None:  # SPEC §11.1: a Job names roster members
+    if job is not None and agents is not None:  # SPEC §11.1: a Job names roster members
         from specdojo_routine.core.agent_rules import check_job_nicknames
 
-        check_job_nicknames(report, node, roster)
+        check_job_nicknames(report, node, agents.roster, agents.defaults)
         job = None if report.failed else job
     return job
 
