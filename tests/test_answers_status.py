@@ -3,6 +3,9 @@ a real week of history; the health rule it shares with `list`."""
 
 from __future__ import annotations
 
+import re
+
+import orjson
 import pytest
 
 from specdojo_routine.core.cronwords import cron_words
@@ -150,7 +153,15 @@ def test_status_of_a_held_missed_or_retrying_routine_says_why_in_its_state_line(
                 "`release rtn-held`) - unhealthy: held, last result failure"),
             (1, "  state     missed (missed 2026-08-07T09:00:00.000Z: started 30m late "
                 "(deadline 2m)) - unhealthy: missed since its last success"),
-            (1, "  state     failure (retrying (3/3) at 2026-08-07T10:30:00Z) - unhealthy: "
+            (1, "  state     retrying (3/3) at 2026-08-07T10:30:00Z - unhealthy: "
                 "last result failure")] == [
         (done.returncode, next(x for x in done.stdout.splitlines() if x.startswith("  state")))
         for done in (held, late, retry)]
+    # SPEC §14: the state of a routine whose failed attempt waits for its retry is `retrying`,
+    # in the overview and in --json too (still unhealthy: its last result is a failure)
+    overview = project.cli("status", "--now", "2026-08-07T09:45:00Z")
+    assert re.search(r"^rtn-retry +retrying ", overview.stdout, re.M), overview.stdout
+    shown = orjson.loads(project.cli("status", "rtn-retry", "--json", "--now",
+                                     "2026-08-07T09:45:00Z").stdout)
+    assert ("retrying", ["last result failure"]) == (
+        shown["routines"][0]["state"], shown["routines"][0]["problems"])

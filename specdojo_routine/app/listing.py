@@ -54,7 +54,7 @@ class RoutineRow:
         return health.Facts(enabled=self.enabled, status=self.status,
                             last_result=self.last_result, interrupted=self.interrupted,
                             held=self.held, missed=self.last_missed is not None,
-                            paused=self.paused is not None)
+                            paused=self.paused is not None, retrying=self.retrying is not None)
 
     @property
     def problems(self) -> list[str]:

@@ -124,6 +124,8 @@ def _actions(routine: Routine) -> list[str]:
 def _state_line(detail: status_app.Detail) -> str:
     row = detail.row
     text = row.state
+    if row.state == "retrying" and row.retrying:  # `retrying (2/3) at <time>` (SPEC §13)
+        text = row.retrying
     if row.state == "running" and detail.owner:
         text += f" (pid {detail.owner.get('pid')} on {detail.owner.get('host')})"
     standing = _standing(row)
@@ -146,7 +148,7 @@ def _standing(row: RoutineRow) -> str:
     if row.last_missed is not None:
         found.append(f"missed {row.last_missed.get('scheduled_for')}: "
                      f"{row.last_missed.get('reason')}")
-    if row.retrying:
+    if row.retrying and row.state != "retrying":
         found.append(row.retrying)
     return "; ".join(found)
 
