@@ -238,6 +238,21 @@ def project(tmp_path: Path) -> Iterator[Project]:
 from tests.weekhistory import week, week_built, week_copy  # noqa: E402, F401
 
 
+@contextlib.contextmanager
+def tmpfs_at(target: Path, options: str) -> Iterator[Path]:
+    """A real tmpfs mounted at ``target`` (a directory) with mount ``options`` (``size=1m``,
+    ``nr_inodes=64`` ...) for a full disk or exhausted inodes; the test is skipped where
+    mounting is refused, and the mount is gone afterwards."""
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(target)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield target
+    finally:
+        subprocess.run(["umount", "-l", str(target)], check=False)
+
+
 def group_members(pgid: int) -> list[int]:
     """Live (non-zombie) processes of process group ``pgid``: what a stopped or timed-out
     action, or a killed hook, must leave none of (a reaper-less PID 1 may keep zombies)."""

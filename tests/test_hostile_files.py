@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from specdojo_routine.store.config import NotRegularFile, read_regular
+from tests.conftest import tmpfs_at
 from tests.viewhelper import (
     T2,
     cli,
@@ -334,14 +335,8 @@ def tiny_tmpfs(tmp_path: Path) -> Iterator[Path]:
     """A real 256 KiB tmpfs (skipped where mounting is refused)."""
     target = tmp_path / "mnt"
     target.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(target)],
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
+    with tmpfs_at(target, "size=256k"):
         yield target
-    finally:
-        subprocess.run(["umount", "-l", str(target)], check=False)
 
 
 def test_a_full_disk_mid_line_leaves_the_ledger_as_it_was_and_names_it(

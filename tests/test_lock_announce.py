@@ -20,7 +20,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import Project
+from conftest import Project, tmpfs_at
 
 from specdojo_routine.core import errors
 from specdojo_routine.store.locks import announce
@@ -297,14 +297,8 @@ def locks_tmpfs(project: Project, request: pytest.FixtureRequest) -> Iterator[Pa
     """``R/.locks`` on a real small tmpfs (options: the test's parameter)."""
     target = project.root / "routines" / ".locks"
     target.mkdir(parents=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", request.param, "tmpfs", str(target)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
+    with tmpfs_at(target, request.param):
         yield target
-    finally:
-        subprocess.run(["umount", "-l", str(target)], check=False)
 
 
 def _exhaust(where: Path, what: str) -> list[Path]:

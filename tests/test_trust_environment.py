@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.conftest import Project, console_script
+from tests.conftest import Project, console_script, tmpfs_at
 
 SLOW_FILL = """\
 name: Fills the disk
@@ -31,14 +31,8 @@ def small_tmpfs(project: Project) -> Iterator[Path]:
     """The project's execution dir on a real 1 MiB tmpfs (skipped where mounting is refused)."""
     target = project.root / "execution"
     target.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(target)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
+    with tmpfs_at(target, "size=1m"):
         yield target
-    finally:
-        subprocess.run(["umount", "-l", str(target)], check=False)
 
 
 def test_the_outcome_is_recorded_when_the_evidence_cannot_be_written(
