@@ -20,12 +20,13 @@ def test_the_agenda_lists_every_routines_next_occurrence_soonest_first(week: Wee
 
 def test_the_agenda_takes_n_per_routine_and_json(week: Week) -> None:
     """`-n 2 --json`: two occurrences of each routine, merged soonest first, one pretty
-    document with the routine, zone, local and UTC times."""
+    document with the routine, zone, local and UTC times (`retry` and `supersedes` null:
+    none of these routines waits for a retry)."""
     done = week.cli("next", "-n", "2", "--json", "--now", AFTER)
     doc = week.json("next", "-n", "2", "--json", "--now", AFTER)
     utc = [o["utc"] for o in doc["occurrences"]]
     assert (True, 8, sorted(utc), ["routine_id", "timezone", "local", "utc", "note",
-                                   "latest_start", "standing"]) == (
+                                   "latest_start", "standing", "retry", "supersedes"]) == (
         done.stdout.startswith('{\n  "now": "2026-08-10T00:30:00Z"'), len(utc), utc,
         list(doc["occurrences"][0]))
     assert {"rtn-weekly-report": "2026-08-14T17:00:00+09:00"} == {

@@ -1,19 +1,28 @@
 """``next`` without an id: the agenda of every enabled routine, soonest first (SPEC §14; like
-``systemctl list-timers``). Reads the definitions and the routine view; writes nothing."""
+``systemctl list-timers``). Reads the definitions and the routine view; writes nothing.
+
+A retry the routine waits for (SPEC §13) is what runs next as much as an occurrence is: the
+agenda lists it at its due time, or, when the next occurrence becomes due first and drops it,
+marks that occurrence instead (the retry never runs, so it is not an entry)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from specdojo_routine.core import policy
-from specdojo_routine.core.preview import Upcoming, routine_upcoming
+from specdojo_routine.core.model import Routine
+from specdojo_routine.core.preview import Upcoming, at_instant, routine_upcoming
 from specdojo_routine.core.timefmt import to_utc
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import load as definitions
 from specdojo_routine.store.ledger import adopt
+
+if TYPE_CHECKING:
+    from specdojo_routine.core.retry_rules import PendingRetry
 
 
 @attrs.frozen(kw_only=True)
@@ -21,23 +30,56 @@ class Entry:
     routine_id: str
     timezone: str
     upcoming: Upcoming
-    #: "paused" or "held" when the occurrence will be recorded as such instead of run
+    #: "paused" or "held" when the occurrence will be recorded as such instead of run (for a
+    #: retry: "paused" when it waits for ``resume``)
     standing: str | None = None
+    #: the pending retry this entry is (then ``upcoming`` is its due time), or None
+    retry: PendingRetry | None = None
+    #: the pending retry this occurrence drops (recorded ``retry_superseded``), or None
+    supersedes: PendingRetry | None = None
 
 
 def agenda(
     paths: ProjectPaths, *, count: int = 1, now: datetime | None = None,
-    clock: Callable[[], datetime] | None = None,
+    clock: Callable[[], datetime] | None = None, retries: bool = False,
 ) -> tuple[datetime, list[Entry]]:
-    """(now, the next ``count`` occurrences of each enabled valid routine, soonest first)."""
+    """(now, the next ``count`` occurrences of each enabled valid routine, soonest first);
+    with ``retries``, each routine's pending retry too, as described in the module docstring
+    (``count`` still counts occurrences)."""
     the_now = to_utc(now if now is not None else (clock or (lambda: datetime.now(UTC)))())
     defs = definitions.load_definitions(paths)
     view = adopt.plan_routine_imports(paths).view  # what another tool ran counts (SPEC §10)
-    entries = [
-        Entry(routine_id=r.id, timezone=r.timezone or "UTC", upcoming=item,
-              standing=policy.standing(view.get(r.id)))
-        for r in defs.routines if r.enabled
-        for item in routine_upcoming(r, dict(view.get(r.id)), now=the_now, count=count)
-    ]
+    entries: list[Entry] = []
+    for r in defs.routines:
+        if not r.enabled:
+            continue
+        state = view.get(r.id)
+        found = [Entry(routine_id=r.id, timezone=r.timezone or "UTC", upcoming=item,
+                       standing=policy.standing(state))
+                 for item in routine_upcoming(r, dict(state), now=the_now, count=count)]
+        if retries and r.policy.retry is not None:
+            found = _with_retry(paths, r, state, the_now, found)
+        entries += found
     entries.sort(key=lambda e: (e.upcoming.utc, e.routine_id))
     return the_now, entries
+
+
+def _with_retry(
+    paths: ProjectPaths, routine: Routine, state: Mapping[str, Any], now: datetime,
+    entries: list[Entry],
+) -> list[Entry]:
+    """The routine's entries with the retry it waits for: an entry at its due time, or the
+    mark on the occurrence it gives way to."""
+    from specdojo_routine.app import retry  # only for routines with policy.retry
+
+    outlook = retry.outlook(paths, routine, state, now)
+    if outlook is None:
+        return entries
+    if outlook.superseded_by is not None:
+        return [attrs.evolve(e, supersedes=outlook.pending)
+                if e.upcoming.utc == outlook.superseded_by else e for e in entries]
+    zone = routine.timezone or "UTC"
+    own = Entry(routine_id=routine.id, timezone=zone,
+                upcoming=at_instant(outlook.pending.due_at, zone),
+                standing="paused" if outlook.paused else None, retry=outlook.pending)
+    return [own, *entries]

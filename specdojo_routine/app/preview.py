@@ -1,21 +1,41 @@
-"""``next``: upcoming occurrences of a routine or of a cron string (SPEC §9.4); writes nothing."""
+"""``next``: upcoming occurrences of a routine or of a cron string (SPEC §9.4); writes nothing.
+
+For a routine, ``next`` also says what comes before or instead of its occurrences: that they
+are not run (disabled, paused, held), and the retry its failed attempt waits for (SPEC §13),
+which runs first or gives way to the next occurrence."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import attrs
 
 from specdojo_routine.app import handlers
 from specdojo_routine.core import policy
 from specdojo_routine.core.cron_syntax import cron_syntax_error
 from specdojo_routine.core.errors import UsageError
 from specdojo_routine.core.preview import Upcoming, cron_upcoming, routine_upcoming
-from specdojo_routine.core.timefmt import to_utc
+from specdojo_routine.core.timefmt import parse_instant, to_utc
 from specdojo_routine.core.zones import zone_problem
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import load as definitions
 from specdojo_routine.store.ledger import views
+
+if TYPE_CHECKING:
+    from specdojo_routine.app.retry import Outlook
+
+
+@attrs.frozen(kw_only=True)
+class Preview:
+    """What ``next ID`` shows: the routine's zone and occurrences, the ``note:`` lines said
+    before them, and the pending retry (None: none)."""
+
+    zone: str
+    items: list[Upcoming]
+    notes: list[str]
+    retry: Outlook | None = None
 
 
 def _now(now: datetime | None, clock: Callable[[], datetime] | None) -> datetime:
@@ -28,26 +48,53 @@ def preview_routine(
 ) -> tuple[str, list[Upcoming]]:
     """(the routine's zone, its next ``count`` occurrences); reads the definition and view.
     A disabled routine has none until it is enabled, as ``list`` and ``status`` say."""
-    zone, items, _ = preview_with_standing(paths, routine_id, count=count, now=now, clock=clock)
-    return zone, items
+    found = preview_with_notes(paths, routine_id, count=count, now=now, clock=clock)
+    return found.zone, found.items
 
 
-def preview_with_standing(
+def preview_with_notes(
     paths: ProjectPaths, routine_id: str, *, count: int = 5, now: datetime | None = None,
     clock: Callable[[], datetime] | None = None,
-) -> tuple[str, list[Upcoming], str | None]:
-    """:func:`preview_routine` and why its occurrences will not run, if they will not: the
-    routine is disabled (then there are none), paused or held (then each is recorded as
-    paused or held instead)."""
+) -> Preview:
+    """:func:`preview_routine`, why its occurrences will not run, if they will not (the
+    routine is disabled: then there are none; paused or held: then each is recorded as paused
+    or held instead), and the retry that runs before them or gives way to the first."""
     defs = definitions.load_definitions(paths)
     routine = handlers._routines_to_consider(defs, routine_id)[0]
     state = views.load_routine_view(paths).routines.get(routine_id)
     zone = routine.timezone or "UTC"
     if not routine.enabled:
-        return zone, [], f"{routine_id} is disabled: nothing runs until it is enabled"
-    items = routine_upcoming(routine, dict(state) if state else None,
-                             now=_now(now, clock), count=count)
-    return zone, items, _standing(routine_id, state)
+        return Preview(zone=zone, items=[], notes=[
+            f"{routine_id} is disabled: nothing runs until it is enabled"])
+    the_now = _now(now, clock)
+    items = routine_upcoming(routine, dict(state) if state else None, now=the_now, count=count)
+    notes = [n for n in [_standing(routine_id, state)] if n is not None]
+    if routine.policy.retry is None:
+        return Preview(zone=zone, items=items, notes=notes)
+    from specdojo_routine.app import retry  # only for routines with policy.retry
+
+    outlook = retry.outlook(paths, routine, state, the_now)
+    if outlook is not None:
+        notes.append(_retry_note(routine_id, outlook, the_now))
+    return Preview(zone=zone, items=items, notes=notes, retry=outlook)
+
+
+def _retry_note(routine_id: str, outlook: Outlook, now: datetime) -> str:
+    """When the pending retry runs, in the words of ``list`` (``retrying (2/3) at <time>``),
+    or why it does not."""
+    head = f"{routine_id} is {outlook.pending.label}"
+    if outlook.superseded_by is not None:
+        when = ("is due already" if parse_instant(outlook.superseded_by) <= now
+                else "becomes due first")
+        return (f"{head}, but the occurrence of {outlook.superseded_by} {when}: the retry "
+                "gives way to it (recorded as retry_superseded) and does not run")
+    if outlook.paused:
+        unless = (f", unless the occurrence of {outlook.following} becomes due first (then it "
+                  "gives way to it, recorded as retry_superseded)" if outlook.following else "")
+        return (f"{head}, but it is paused: the retry waits for `resume {routine_id}`, then "
+                f"runs at the first `run --due`{unless}")
+    return (f"{head}: the occurrence of {outlook.pending.scheduled_for} runs again at the "
+            "first `run --due` from then, before these occurrences")
 
 
 def _standing(routine_id: str, state: Mapping[str, Any] | None) -> str | None:

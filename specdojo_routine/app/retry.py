@@ -5,20 +5,48 @@ what happened since) and asks :mod:`~specdojo_routine.core.retry_rules` whether 
 retry. Only a routine whose view says ``failure`` and that has ``policy.retry`` is looked at
 (the rules and the backward reader are loaded for such a routine alone: a run of routines
 that wait for no retry needs neither). A ``retry_superseded`` or an operator's
-``attempt_resolved`` after the attempt means none.
+``attempt_resolved`` after the attempt means none. :func:`outlook` adds what ``next`` tells
+about that retry: whether it runs or gives way to the next occurrence, and whether a pause
+keeps it waiting.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from specdojo_routine.core.model import Routine
-from specdojo_routine.core.timefmt import try_parse_instant
+from specdojo_routine.core.timefmt import format_s, parse_instant, try_parse_instant
 from specdojo_routine.store.config import ProjectPaths
 
 if TYPE_CHECKING:
     from specdojo_routine.core.retry_rules import LastAttempt, PendingRetry
+
+
+@attrs.frozen(kw_only=True)
+class Outlook:
+    """A pending retry and what ``run --due`` will do with it."""
+
+    pending: PendingRetry
+    #: ``utc`` of the routine's next occurrence (the one that would drop the retry), or None
+    following: str | None
+    #: the retry gives way to ``following`` (recorded ``retry_superseded``), never running
+    gives_way: bool
+    #: the routine is paused: the retry waits for ``resume`` (``run --due`` starts none)
+    paused: bool
+
+    @property
+    def superseded_by(self) -> str | None:
+        """``utc`` of the occurrence the retry gives way to, or None when the retry runs."""
+        return self.following if self.gives_way else None
+
+    def to_json(self) -> dict[str, Any]:
+        """``next ID --json``'s ``retry``: the agenda's retry object, when and whether it runs."""
+        return {**self.pending.to_json(), "at": format_s(self.pending.due_at),
+                "superseded_by": self.superseded_by}
 
 
 def pending_retry(
@@ -32,6 +60,28 @@ def pending_retry(
 
     return retry_rules.pending(routine.policy.retry,
                                last_attempt(paths, routine.id, state.get("attempt_id")))
+
+
+def outlook(
+    paths: ProjectPaths, routine: Routine, state: Mapping[str, Any] | None, now: datetime,
+) -> Outlook | None:
+    """The routine's pending retry as ``run --due`` will treat it from ``now``, or None.
+
+    The occurrence it may give way to is the first one after the routine's cursor (one the
+    retried attempt did not consume), even if it is due already at ``now``; a pause lets it
+    wait, not run (the occurrences due meanwhile still drop it)."""
+    pending = pending_retry(paths, routine, state)
+    if pending is None:
+        return None
+    from specdojo_routine.core import pausefold, retry_rules
+    from specdojo_routine.core.preview import routine_upcoming
+
+    after = parse_instant(pending.scheduled_for)  # the cursor, when later, is honoured too
+    following = routine_upcoming(routine, dict(state or {}), now=after, count=1)
+    first = parse_instant(following[0].utc) if following else None
+    return Outlook(pending=pending, following=following[0].utc if following else None,
+                   gives_way=retry_rules.gives_way(pending, first, now),
+                   paused=pausefold.is_paused(state))
 
 
 def last_attempt(paths: ProjectPaths, routine_id: str, attempt_id: Any) -> LastAttempt | None:

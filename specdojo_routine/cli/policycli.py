@@ -123,21 +123,24 @@ def cmd_next(args: argparse.Namespace, paths: Callable[[], ProjectPaths], out: T
 
         return statuscli.cmd_agenda(args, paths(), out, err)
     project = paths()
-    zone, items, standing = preview.preview_with_standing(
-        project, args.routine_id, count=args.count or 5, now=args.now)
-    if standing is not None and not args.json:
-        out.write(f"note: {standing}\n")
-    if items or standing is None or args.json:
-        _print_next(args, args.routine_id, zone, items, out)
+    found = preview.preview_with_notes(project, args.routine_id, count=args.count or 5,
+                                       now=args.now)
+    if not args.json:
+        out.writelines(f"note: {note}\n" for note in found.notes)
+    if found.items or not found.notes or args.json:
+        retry = found.retry.to_json() if found.retry is not None else None
+        _print_next(args, args.routine_id, found.zone, found.items, out, retry=retry)
     render.torn_warnings(project, err)  # "after last run" read the routine ledger's fold
     return EXIT_OK
 
 
 def _print_next(args: argparse.Namespace, routine_id: str | None, zone: str,
-                items: list[Upcoming], out: TextIO) -> None:
+                items: list[Upcoming], out: TextIO, *, retry: dict[str, Any] | None = None,
+                ) -> None:
+    """The occurrences as a table, or ``--json`` with the pending ``retry`` (null: none)."""
     if args.json:
         out.write(render.dumps({"routine_id": routine_id, "timezone": zone,
-                                "occurrences": [i.to_json() for i in items]}))
+                                "occurrences": [i.to_json() for i in items], "retry": retry}))
     else:
         out.write(_preview_text(zone, items))
 

@@ -259,20 +259,26 @@ def _json(shown: status_app.Status) -> dict[str, Any]:
 
 
 def cmd_agenda(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err: TextIO) -> int:
-    """``next`` without an id: every enabled routine's next occurrence(s), soonest first."""
+    """``next`` without an id: every enabled routine's next occurrence(s) and pending retry,
+    soonest first."""
     from specdojo_routine.app import agenda
 
-    now, entries = agenda.agenda(paths, count=args.count or 1, now=args.now)
+    now, entries = agenda.agenda(paths, count=args.count or 1, now=args.now, retries=True)
     if args.json:
         out.write(render.dumps({"now": format_s(now), "occurrences": [
             {"routine_id": e.routine_id, "timezone": e.timezone, **e.upcoming.to_json(),
-             "standing": e.standing} for e in entries]}))
+             "standing": e.standing, "retry": _retry_json(e.retry),
+             "supersedes": _retry_json(e.supersedes)} for e in entries]}))
     elif not entries:
         out.write("no upcoming occurrences (no enabled routine)\n")
     else:
         out.write(_agenda_text(now, entries))
     render.torn_warnings(paths, err)
     return 0
+
+
+def _retry_json(retry: Any) -> dict[str, Any] | None:
+    return None if retry is None else dict(retry.to_json())
 
 
 def _agenda_text(now: datetime, entries: list[Any]) -> str:
@@ -283,10 +289,27 @@ def _agenda_text(now: datetime, entries: list[Any]) -> str:
     text = [lines[0]]
     for line, e in zip(lines[1:], entries, strict=True):
         text.append(line)
-        if e.upcoming.note:
-            text.append(f"  note: {e.upcoming.note}\n")
-        if e.standing is not None:
-            undo = "resume" if e.standing == "paused" else "release"
-            text.append(f"  note: {e.standing}: recorded as {e.standing}, not run, until "
-                        f"`{undo} {e.routine_id}`\n")
+        text.extend(f"  note: {note}\n" for note in _agenda_notes(e))
     return "".join(text)
+
+
+def _agenda_notes(e: Any) -> list[str]:
+    """The ``note:`` lines under an agenda row: what the entry is when it is a retry, the DST
+    effect, the retry an occurrence drops, and why the entry will not run."""
+    notes: list[str] = []
+    if e.retry is not None:
+        notes.append(f"retry {e.retry.number}/{e.retry.of} of the occurrence of "
+                     f"{e.retry.scheduled_for}, due {format_s(e.retry.due_at)}")
+    if e.upcoming.note:
+        notes.append(e.upcoming.note)
+    if e.supersedes is not None:
+        notes.append(f"retry {e.supersedes.number}/{e.supersedes.of} of the occurrence of "
+                     f"{e.supersedes.scheduled_for} (due {format_s(e.supersedes.due_at)}) "
+                     "gives way to this occurrence: recorded as retry_superseded, not run")
+    if e.standing is not None and e.retry is not None:
+        notes.append(f"{e.standing}: the retry waits for `resume {e.routine_id}`")
+    elif e.standing is not None:
+        undo = "resume" if e.standing == "paused" else "release"
+        notes.append(f"{e.standing}: recorded as {e.standing}, not run, until "
+                     f"`{undo} {e.routine_id}`")
+    return notes

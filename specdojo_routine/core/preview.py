@@ -54,6 +54,12 @@ def _upcoming(at: datetime, tz: ZoneInfo, note: str | None,
                     latest_start=latest)
 
 
+def at_instant(at: datetime, timezone: str) -> Upcoming:
+    """``at`` as an entry of a preview, in ``timezone`` and UTC: a time that is not a slot of
+    the schedule (a retry's), so without a DST note or a deadline."""
+    return _upcoming(to_utc(at), ZoneInfo(timezone), None, None)
+
+
 def _plus(at: datetime, span: timedelta) -> datetime | None:
     """``at + span``, or None beyond year 9999: an interval or a deadline may be written as
     long as a timedelta holds, and then ends after the last instant a date can hold."""

@@ -11,6 +11,7 @@ and fewer than ``attempts`` attempts of its occurrence have run. The n-th retry 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 import attrs
 
@@ -47,6 +48,22 @@ class PendingRetry:
     def label(self) -> str:
         """``retrying (2/3) at <time>``: what ``list`` and ``status`` show."""
         return f"retrying ({self.number}/{self.of}) at {format_s(self.due_at)}"
+
+    def to_json(self) -> dict[str, Any]:
+        """What ``next --json`` names a retry by: which attempt of which occurrence it is, and
+        the failed attempt it repeats."""
+        return {"number": self.number, "of": self.of, "scheduled_for": self.scheduled_for,
+                "failed_attempt_id": self.failed_attempt_id}
+
+
+def gives_way(pending: PendingRetry, next_occurrence: datetime | None, now: datetime) -> bool:
+    """Whether the retry is dropped for the routine's next occurrence rather than run.
+
+    ``run --due`` starts a retry only while no occurrence is due, and drops it as soon as
+    one is: so the retry runs only when its delay ends before the next occurrence becomes
+    due, and never when that occurrence is due already at ``now``.
+    """
+    return next_occurrence is not None and next_occurrence <= max(now, pending.due_at)
 
 
 def wait(retry: Retry, n: int) -> timedelta:
