@@ -341,3 +341,50 @@ def test_a_job_naming_a_member_that_cannot_be_launched_is_a_validate_error(
     assert 1 == done.returncode and "invalid Job Definition: job-e" in done.stderr, \
         done.stdout + done.stderr
     assert not (ap.root / "execution").exists()
+
+
+# --- a command_params variable that is no text (SPEC §11.1, §11.4) ------------------------------
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    ("null", 'is null for member editor; write "" for an empty value'),
+    ("~", 'is null for member editor; write "" for an empty value'),
+    ("true", 'must be text (got true) for member editor; quote it ("true")'),
+    ("[a, b]", 'must be text (got ["a", "b"]) for member editor; write it as one text'),
+])
+def test_a_command_params_variable_that_is_no_text_is_refused_by_validate_and_run(
+    tmp_path: Path, value: str, why: str,
+) -> None:
+    """A ``command_params`` variable written as ``null`` (or ``true``, or a list) was put into
+    the launch command as Python wrote it: ``--mode=edit None``. Such a value is refused where
+    the template is checked, naming the variable and the member, and the run refuses it in
+    the same words before launching anything; ``""`` is the empty value."""
+    ap = AgentProject(tmp_path / "proj")
+    path = ap.root / ".specdojo" / "exec-defaults.yaml"
+    _replace(path, '{flags: "--edit"}', f"{{flags: {value}}}")
+    line, col = _replace(path, "command_template: ", "command_template: ")
+    ap.edit_job("job-e", agent="{executor: editor}")
+    message = f"providers.fake.command_params.by_mode.edit.flags {why}"
+    checked = ap.cli("validate")
+    assert 1 == checked.returncode, checked.stdout + checked.stderr
+    assert f".specdojo/exec-defaults.yaml:{line}:{col + 18}: {message}" in checked.stderr
+    done = ap.cli("job", "run", "--job", "job-e", "--input", "period=w1")
+    assert 1 == done.returncode, done.stdout + done.stderr
+    assert message in done.stdout + done.stderr
+    assert "None" not in done.stdout + done.stderr
+    assert [] == ap.launches()
+
+
+def test_an_empty_command_params_variable_is_the_empty_text(tmp_path: Path) -> None:
+    """``""`` (and a number, as written) is a variable's value as it stands."""
+    ap = AgentProject(tmp_path / "proj")
+    path = ap.root / ".specdojo" / "exec-defaults.yaml"
+    _replace(path, '{flags: "--edit"}', '{flags: "", n: 3}')
+    _replace(path, '{flags: "--review"}', '{flags: "--review", n: 0.5}')
+    _replace(path, "{flags}", "{flags} --n={n}")
+    ap.edit_job("job-e", agent="{executor: editor}")
+    checked = ap.cli("validate")
+    assert 0 == checked.returncode, checked.stdout + checked.stderr
+    done = ap.cli("job", "run", "--job", "job-e", "--input", "period=w1")
+    assert 0 == done.returncode, done.stdout + done.stderr
+    assert [["--mode=edit", "--n=3"]] == [x["argv"] for x in ap.launches()]
