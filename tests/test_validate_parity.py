@@ -31,16 +31,13 @@ def key_job(inputs: str, key: str, extra: str = "") -> str:
     ("inputs:\n  x: {type: string}\n", "inputs.x (not given)"),
     ("inputs:\n  x: {type: list, default: []}\n", "inputs.x (default [])"),
     ("inputs:\n  x: {type: integer}\n", "inputs.x (not given)"),
-    ("inputs:\n  x: {type: string, default: a}\n",
-     "inputs.x.y (always empty: an input has no fields)"),
 ])
 def test_a_key_empty_without_inputs_is_a_validate_error(
     project: Project, inputs: str, why: str,
 ) -> None:
     """A key that renders empty when the Job runs with no input (its defaults) passed validate,
     and every such run failed with "renders empty"; validate now says so at the key."""
-    key = '"{{inputs.x.y}}"' if "x.y" in why else '"{{inputs.x}}"'
-    project.job("job-k", key_job(inputs, key))
+    project.job("job-k", key_job(inputs, '"{{inputs.x}}"'))
     checked = project.cli("validate", env=env(project))
     assert 1 == checked.returncode, checked.stdout + checked.stderr
     assert (f"jobs/job-k.yaml:{inputs.count(chr(10)) + 4}:24: run.idempotency_key renders "
@@ -388,3 +385,49 @@ def test_an_empty_command_params_variable_is_the_empty_text(tmp_path: Path) -> N
     done = ap.cli("job", "run", "--job", "job-e", "--input", "period=w1")
     assert 0 == done.returncode, done.stdout + done.stderr
     assert [["--mode=edit", "--n=3"]] == [x["argv"] for x in ap.launches()]
+
+
+# --- a field of an input (SPEC §7.2) ----------------------------------------------------------
+
+_NESTED_INPUTS = ("inputs:\n  x: {type: string, default: a}\n"
+                  "  tags: {type: list, default: [a, b]}\n")
+
+
+@pytest.mark.parametrize(("body", "label", "placeholder", "use"), [
+    ('task: {mode: command, command: "echo {{inputs.x.y}}"}\nrun: {idempotency_key: k}\n',
+     "task.command", "{{inputs.x.y}}", "use {{inputs.x}}"),
+    ("task:\n  mode: command\n  command: echo\n  precondition: {command: 'test "
+     "-n \"{{inputs.tags.0}}\"', skip_when: 1}\nrun: {idempotency_key: k}\n",
+     "task.precondition.command", "{{inputs.tags.0}}",
+     'a list renders whole, joined with ",": use {{inputs.tags}}'),
+    ("task: {mode: edit, description: 'Edit {{inputs.x.y}}', paths: [docs]}\n"
+     "run: {idempotency_key: k}\n", "task.description", "{{inputs.x.y}}", "use {{inputs.x}}"),
+    ("task: {mode: command, command: echo}\nrun: {idempotency_key: k}\n"
+     "checkpoint: {values: {seen: '{{inputs.x.y}}'}}\n", "checkpoint.values.seen",
+     "{{inputs.x.y}}", "use {{inputs.x}}"),
+    ('task: {mode: command, command: echo}\nrun: {idempotency_key: "{{job_id}}:'
+     '{{inputs.x.y}}"}\n', "run.idempotency_key", "{{inputs.x.y}}", "use {{inputs.x}}"),
+    ('task: {mode: command, command: echo}\nrun: {idempotency_key: "{{inputs.x.y}}"}\n',
+     "run.idempotency_key", "{{inputs.x.y}}", "use {{inputs.x}}"),
+])
+def test_a_field_of_an_input_is_a_validate_error_wherever_it_is_written(
+    project: Project, body: str, label: str, placeholder: str, use: str,
+) -> None:
+    """An input has no fields (a list is joined with ``,``, not indexed), so ``{{inputs.x.y}}``
+    renders empty in every run: in a command, a description (the agent's prompt) or a
+    checkpoint value it did so silently, and validate passed it. It names nothing that can
+    exist, which SPEC §7.2 makes a validate error, reported at the placeholder in the words
+    the idempotency key's check uses; the run refuses the Job as invalid. A key that is only
+    such a placeholder gets this one report, not a second one saying the key renders empty."""
+    path = project.job("job-n", f"name: N\n{_NESTED_INPUTS}{body}")
+    text = path.read_text()
+    at = text.index(placeholder)
+    line, col = text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)
+    checked = project.cli("validate", env=env(project))
+    assert 1 == checked.returncode, checked.stdout + checked.stderr
+    assert [f"jobs/job-n.yaml:{line}:{col}: {label}: {placeholder} is always empty: an input "
+            f"has no fields ({use})"] == checked.stderr.splitlines()
+    done = project.cli("job", "run", "--job", "job-n", env=env(project))
+    assert 1 == done.returncode and "invalid Job Definition: job-n" in done.stderr, \
+        done.stdout + done.stderr
+    assert not (project.root / "execution" / "jobs" / "runs").exists()
