@@ -431,3 +431,103 @@ def test_a_field_of_an_input_is_a_validate_error_wherever_it_is_written(
     assert 1 == done.returncode and "invalid Job Definition: job-n" in done.stderr, \
         done.stdout + done.stderr
     assert not (project.root / "execution" / "jobs" / "runs").exists()
+
+
+# --- the member the run picks when a Job names none (SPEC §11.3, §11.4) -------------------------
+
+_GHOST = "member ghost has no command and provider nope has no command_template in " \
+    ".specdojo/exec-defaults.yaml"
+
+
+def _ghost(ap: AgentProject, mode: str, extra: str = "") -> None:
+    roster = ap.root / "members.yaml"
+    roster.write_text(roster.read_text() + "  - nickname: ghost\n    type: agent\n"
+                      f"    provider: nope\n    mode: {mode}\n    priority: 0\n{extra}")
+
+
+def test_a_job_naming_no_executor_is_checked_with_the_member_the_run_picks(
+    tmp_path: Path,
+) -> None:
+    """A Job that names no ``task.agent.executor`` runs the enabled agent of its mode with the
+    lowest priority. validate checked only named members, so when the one the run picks cannot
+    be launched it passed, and every run failed with "member ghost has no command ...".
+    validate now foresees the pick and says so at the task's mode, in those words, and the run
+    refuses the invalid Job as it does one naming that member."""
+    ap = AgentProject(tmp_path / "proj")
+    _ghost(ap, "edit")
+    ap.edit_job("job-e")
+    checked = ap.cli("validate")
+    assert 1 == checked.returncode, checked.stdout + checked.stderr
+    assert [f'jobs/job-e.yaml:6:9: task.mode edit: task.agent.executor is not given, and the '
+            f'member the run picks, "ghost" (the enabled agent with mode: edit and the lowest '
+            f"priority), cannot be launched: {_GHOST}"] == checked.stderr.splitlines()
+    done = ap.cli("job", "run", "--job", "job-e", "--input", "period=w1")
+    assert 1 == done.returncode and "invalid Job Definition: job-e" in done.stderr, \
+        done.stdout + done.stderr
+    assert not (ap.root / "execution").exists()
+    assert [] == ap.launches()
+
+
+def test_a_job_whose_mode_no_member_has_is_a_validate_warning(tmp_path: Path) -> None:
+    """No enabled agent of the task's mode and none named: every run without ``--by`` or
+    ``--executor-by`` fails with "no agent executor configured for mode edit" (SPEC §11.4, the
+    run's outcome, not a refusal), so validate warns in those words; ``--by`` still runs it."""
+    ap = AgentProject(tmp_path / "proj")
+    roster = ap.root / "members.yaml"
+    roster.write_text(roster.read_text().replace("mode: edit", "mode: review"))
+    ap.edit_job("job-e")
+    checked = ap.cli("validate")
+    assert 0 == checked.returncode, checked.stdout + checked.stderr
+    assert ["jobs/job-e.yaml:6:9: warning: task.mode edit: no agent executor configured for "
+            "mode edit: task.agent.executor is not given and members.yaml has no enabled agent "
+            "with mode: edit; every run fails unless job run --by or --executor-by names one"] \
+        == checked.stderr.splitlines()
+    done = ap.cli("job", "run", "--job", "job-e", "--input", "period=w1")
+    assert 1 == done.returncode, done.stdout + done.stderr
+    assert "no agent executor configured for mode edit" in done.stdout
+    done = ap.cli("job", "run", "--job", "job-e", "--input", "period=w2", "--by", "editor")
+    assert 0 == done.returncode, done.stdout + done.stderr
+
+
+def test_a_declared_review_is_checked_with_the_agents_the_run_picks(tmp_path: Path) -> None:
+    """``task.review`` without ``agent.executor`` is reviewed by the enabled agent with
+    ``mode: review`` and the lowest priority, and reported by the ``stage_role: reporter``
+    agent with the lowest priority: validate foresees both, as for a named one."""
+    ap = AgentProject(tmp_path / "proj")
+    _ghost(ap, "review", "    stage_role: reporter\n")
+    ap.job("job-c", """\
+        name: C
+        task:
+          mode: command
+          command: "true"
+          review: {}
+        run: {idempotency_key: "{{job_id}}"}
+        """)
+    checked = ap.cli("validate")
+    assert 1 == checked.returncode, checked.stdout + checked.stderr
+    assert [f'jobs/job-c.yaml:6:11: task.review: task.review.agent.executor is not given, and '
+            f'the member the run picks, "ghost" (the enabled agent with mode: review and the '
+            f"lowest priority), cannot be launched: {_GHOST}",
+            f'jobs/job-c.yaml:6:11: task.review: task.review.agent.reporter is not given, and '
+            f'the member the run picks, "ghost" (the enabled agent with stage_role: reporter '
+            f"and the lowest priority), cannot be launched: {_GHOST}"] \
+        == checked.stderr.splitlines()
+
+
+def test_a_declared_review_no_member_can_do_is_a_validate_warning(tmp_path: Path) -> None:
+    """No enabled agent with ``mode: review`` and none named: every review of the run ends
+    ``blocked`` ("no review agent configured"), which validate now says in those words."""
+    ap = AgentProject(tmp_path / "proj")
+    roster = ap.root / "members.yaml"
+    roster.write_text(roster.read_text().replace("mode: review", "mode: edit"))
+    ap.job("job-c", """\
+        name: C
+        task: {mode: command, command: "true", review: {}}
+        run: {idempotency_key: "{{job_id}}"}
+        """)
+    checked = ap.cli("validate")
+    assert 0 == checked.returncode, checked.stdout + checked.stderr
+    assert ["jobs/job-c.yaml:3:48: warning: task.review: no review agent configured (no "
+            "enabled agent with mode: review): task.review.agent.executor is not given and "
+            "members.yaml has none; every review ends blocked, not merged, unless job run "
+            "--review-by names one"] == checked.stderr.splitlines()

@@ -6,7 +6,8 @@
 - the launch command of a member (its ``command``, else its provider's template expanded);
 - the rate-limit signal of a finished agent;
 - which member runs a role when the Job names none;
-- the ``validate`` checks: unknown nicknames in Job Definitions, unresolvable placeholders.
+- the ``validate`` check of unresolvable placeholders (a Job's nicknames and the members the
+  run picks for it are checked in :mod:`.agent_checks`).
 
 Loading the files is :mod:`specdojo_routine.store.definitions.agentconfig`'s.
 """
@@ -14,7 +15,7 @@ Loading the files is :mod:`specdojo_routine.store.definitions.agentconfig`'s.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 import attrs
@@ -365,34 +366,6 @@ def auto_reporter(roster: Roster) -> Member | None:
     """The enabled agent with ``stage_role: reporter`` and the lowest ``priority``, or None."""
     return _by_priority(m for m in roster.members
                         if m.enabled_agent and m.stage_role == "reporter")
-
-
-# --- Job Definitions name members -----------------------------------------------------------------
-
-_NICKNAME_FIELDS: Sequence[tuple[str, ...]] = (
-    ("agent", "executor"), ("agent", "reporter"), ("analysis", "agent"),
-    ("review", "agent", "executor"), ("review", "agent", "reporter"))
-
-
-def check_job_nicknames(
-    r: Report, job: Node, roster: Roster, defaults: ExecDefaults | None = None
-) -> None:
-    """Every nickname a Job names must be a member of the roster (SPEC §11.1) that can be
-    launched (:func:`no_launcher`; its command's own problems are reported where written)."""
-    task = job.get("task")
-    for field in _NICKNAME_FIELDS:
-        node = task
-        for key in field:
-            node = node.get(key) if node is not None else None
-        if node is None or not isinstance(node.value, str):
-            continue
-        member = roster.get(node.value)
-        if member is None:
-            r.error(node.where(), f'task.{".".join(field)} "{node.value}" is not a member of '
-                    f"{roster.path}; register the nickname there before use")
-        elif defaults is not None and (why := no_launcher(defaults, member)) is not None:
-            r.error(node.where(), f'task.{".".join(field)} "{node.value}" cannot be launched: '
-                    f"{why}")
 
 
 # --- who reviews -------------------------------------------------------------------------------
