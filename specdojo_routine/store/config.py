@@ -58,15 +58,17 @@ def check_private(path: Path) -> None:
     its folders on the way to ``path``. A folder not there yet is fine (it is created as a
     real one); the file itself is not followed either (:func:`read_private`,
     :func:`.ledger.stamps.replace`, ``follow=False``)."""
-    for folder in path.parents:
+    folders = list(path.parents)
+    top = next((i for i, folder in enumerate(folders) if folder.name == CACHE_DIR), None)
+    if top is None:
+        return  # not under a cache folder: the folders above it are the project's own choice
+    for folder in folders[: top + 1]:
         try:
             mode = os.lstat(folder).st_mode
         except FileNotFoundError:
-            mode = None
-        if mode is not None and stat.S_ISLNK(mode):
+            continue
+        if stat.S_ISLNK(mode):
             raise LinkedCache(folder)
-        if folder.name == CACHE_DIR:
-            return
 
 
 def read_private(path: Path) -> bytes:
