@@ -89,3 +89,34 @@ def _answer_as_before(torn: Project, asked: list[list[str]], before: list[Any],
         assert (was.returncode, was.stdout, [warning]) == (
             now.returncode, now.stdout, [x for x in now.stderr.splitlines() if "torn" in x]), (
             args, now.stderr)
+
+
+@pytest.mark.parametrize("check", [["--check"], []])
+@pytest.mark.parametrize("which", ["routine", "run"])
+def test_fold_json_over_a_damaged_ledger_is_one_document_naming_it(
+    torn: Project, check: list[str], which: str,
+) -> None:
+    """`fold --json` (with `--check` or without) over a ledger whose last line is torn, or
+    damaged elsewhere, printed only the `error:` line and no JSON, where its other outcomes
+    are a document. It prints one document naming the ledger, the line and the message, with
+    `drifted` and `conflicts` null (the fold stopped there, so they are not known) and the
+    exit code of the text form; the text form is unchanged, and `--check` writes nothing."""
+    ledger = (torn.ledger if which == "routine" else
+              torn.root / "execution" / "jobs" / "runs" / f"{_run_id(torn)}.jsonl")
+    rel = str(ledger.relative_to(torn.root))
+    original = ledger.read_bytes()
+    for damage, is_torn in ((b'{"version":1,"seq":', True), (b"{}\n", False)):
+        ledger.write_bytes(original + damage)
+        line = len(original.splitlines()) + 1
+        files = torn.files()
+        text = torn.cli("fold", *check)
+        done = torn.cli("fold", *check, "--json")
+        assert not check or files == torn.files()
+        assert ("", 1) == (text.stdout, text.returncode), text.stderr
+        (error,) = text.stderr.splitlines()
+        assert error.startswith(f"error: {ledger}:{line}: ")
+        assert (1, "") == (done.returncode, done.stderr), done.stdout
+        assert {"check": bool(check), "drifted": None, "repaired": [], "conflicts": None,
+                "damaged": {"path": rel, "line": line, "torn": is_torn,
+                            "message": error.removeprefix("error: ")}} == \
+            orjson.loads(done.stdout)

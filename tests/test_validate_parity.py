@@ -31,16 +31,13 @@ def key_job(inputs: str, key: str, extra: str = "") -> str:
     ("inputs:\n  x: {type: string}\n", "inputs.x (not given)"),
     ("inputs:\n  x: {type: list, default: []}\n", "inputs.x (default [])"),
     ("inputs:\n  x: {type: integer}\n", "inputs.x (not given)"),
-    ("inputs:\n  x: {type: string, default: a}\n",
-     "inputs.x.y (always empty: an input has no fields)"),
 ])
 def test_a_key_empty_without_inputs_is_a_validate_error(
     project: Project, inputs: str, why: str,
 ) -> None:
     """A key that renders empty when the Job runs with no input (its defaults) passed validate,
     and every such run failed with "renders empty"; validate now says so at the key."""
-    key = '"{{inputs.x.y}}"' if "x.y" in why else '"{{inputs.x}}"'
-    project.job("job-k", key_job(inputs, key))
+    project.job("job-k", key_job(inputs, '"{{inputs.x}}"'))
     checked = project.cli("validate", env=env(project))
     assert 1 == checked.returncode, checked.stdout + checked.stderr
     assert (f"jobs/job-k.yaml:{inputs.count(chr(10)) + 4}:24: run.idempotency_key renders "
@@ -341,3 +338,196 @@ def test_a_job_naming_a_member_that_cannot_be_launched_is_a_validate_error(
     assert 1 == done.returncode and "invalid Job Definition: job-e" in done.stderr, \
         done.stdout + done.stderr
     assert not (ap.root / "execution").exists()
+
+
+# --- a command_params variable that is no text (SPEC §11.1, §11.4) ------------------------------
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    ("null", 'is null for member editor; write "" for an empty value'),
+    ("~", 'is null for member editor; write "" for an empty value'),
+    ("true", 'must be text (got true) for member editor; quote it ("true")'),
+    ("[a, b]", 'must be text (got ["a", "b"]) for member editor; write it as one text'),
+])
+def test_a_command_params_variable_that_is_no_text_is_refused_by_validate_and_run(
+    tmp_path: Path, value: str, why: str,
+) -> None:
+    """A ``command_params`` variable written as ``null`` (or ``true``, or a list) was put into
+    the launch command as Python wrote it: ``--mode=edit None``. Such a value is refused where
+    the template is checked, naming the variable and the member, and the run refuses it in
+    the same words before launching anything; ``""`` is the empty value."""
+    ap = AgentProject(tmp_path / "proj")
+    path = ap.root / ".specdojo" / "exec-defaults.yaml"
+    _replace(path, '{flags: "--edit"}', f"{{flags: {value}}}")
+    line, col = _replace(path, "command_template: ", "command_template: ")
+    ap.edit_job("job-e", agent="{executor: editor}")
+    message = f"providers.fake.command_params.by_mode.edit.flags {why}"
+    checked = ap.cli("validate")
+    assert 1 == checked.returncode, checked.stdout + checked.stderr
+    assert f".specdojo/exec-defaults.yaml:{line}:{col + 18}: {message}" in checked.stderr
+    done = ap.cli("job", "run", "--job", "job-e", "--input", "period=w1")
+    assert 1 == done.returncode, done.stdout + done.stderr
+    assert message in done.stdout + done.stderr
+    assert "None" not in done.stdout + done.stderr
+    assert [] == ap.launches()
+
+
+def test_an_empty_command_params_variable_is_the_empty_text(tmp_path: Path) -> None:
+    """``""`` (and a number, as written) is a variable's value as it stands."""
+    ap = AgentProject(tmp_path / "proj")
+    path = ap.root / ".specdojo" / "exec-defaults.yaml"
+    _replace(path, '{flags: "--edit"}', '{flags: "", n: 3}')
+    _replace(path, '{flags: "--review"}', '{flags: "--review", n: 0.5}')
+    _replace(path, "{flags}", "{flags} --n={n}")
+    ap.edit_job("job-e", agent="{executor: editor}")
+    checked = ap.cli("validate")
+    assert 0 == checked.returncode, checked.stdout + checked.stderr
+    done = ap.cli("job", "run", "--job", "job-e", "--input", "period=w1")
+    assert 0 == done.returncode, done.stdout + done.stderr
+    assert [["--mode=edit", "--n=3"]] == [x["argv"] for x in ap.launches()]
+
+
+# --- a field of an input (SPEC §7.2) ----------------------------------------------------------
+
+_NESTED_INPUTS = ("inputs:\n  x: {type: string, default: a}\n"
+                  "  tags: {type: list, default: [a, b]}\n")
+
+
+@pytest.mark.parametrize(("body", "label", "placeholder", "use"), [
+    ('task: {mode: command, command: "echo {{inputs.x.y}}"}\nrun: {idempotency_key: k}\n',
+     "task.command", "{{inputs.x.y}}", "use {{inputs.x}}"),
+    ("task:\n  mode: command\n  command: echo\n  precondition: {command: 'test "
+     "-n \"{{inputs.tags.0}}\"', skip_when: 1}\nrun: {idempotency_key: k}\n",
+     "task.precondition.command", "{{inputs.tags.0}}",
+     'a list renders whole, joined with ",": use {{inputs.tags}}'),
+    ("task: {mode: edit, description: 'Edit {{inputs.x.y}}', paths: [docs]}\n"
+     "run: {idempotency_key: k}\n", "task.description", "{{inputs.x.y}}", "use {{inputs.x}}"),
+    ("task: {mode: command, command: echo}\nrun: {idempotency_key: k}\n"
+     "checkpoint: {values: {seen: '{{inputs.x.y}}'}}\n", "checkpoint.values.seen",
+     "{{inputs.x.y}}", "use {{inputs.x}}"),
+    ('task: {mode: command, command: echo}\nrun: {idempotency_key: "{{job_id}}:'
+     '{{inputs.x.y}}"}\n', "run.idempotency_key", "{{inputs.x.y}}", "use {{inputs.x}}"),
+    ('task: {mode: command, command: echo}\nrun: {idempotency_key: "{{inputs.x.y}}"}\n',
+     "run.idempotency_key", "{{inputs.x.y}}", "use {{inputs.x}}"),
+])
+def test_a_field_of_an_input_is_a_validate_error_wherever_it_is_written(
+    project: Project, body: str, label: str, placeholder: str, use: str,
+) -> None:
+    """An input has no fields (a list is joined with ``,``, not indexed), so ``{{inputs.x.y}}``
+    renders empty in every run: in a command, a description (the agent's prompt) or a
+    checkpoint value it did so silently, and validate passed it. It names nothing that can
+    exist, which SPEC §7.2 makes a validate error, reported at the placeholder in the words
+    the idempotency key's check uses; the run refuses the Job as invalid. A key that is only
+    such a placeholder gets this one report, not a second one saying the key renders empty."""
+    path = project.job("job-n", f"name: N\n{_NESTED_INPUTS}{body}")
+    text = path.read_text()
+    at = text.index(placeholder)
+    line, col = text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)
+    checked = project.cli("validate", env=env(project))
+    assert 1 == checked.returncode, checked.stdout + checked.stderr
+    assert [f"jobs/job-n.yaml:{line}:{col}: {label}: {placeholder} is always empty: an input "
+            f"has no fields ({use})"] == checked.stderr.splitlines()
+    done = project.cli("job", "run", "--job", "job-n", env=env(project))
+    assert 1 == done.returncode and "invalid Job Definition: job-n" in done.stderr, \
+        done.stdout + done.stderr
+    assert not (project.root / "execution" / "jobs" / "runs").exists()
+
+
+# --- the member the run picks when a Job names none (SPEC §11.3, §11.4) -------------------------
+
+_GHOST = "member ghost has no command and provider nope has no command_template in " \
+    ".specdojo/exec-defaults.yaml"
+
+
+def _ghost(ap: AgentProject, mode: str, extra: str = "") -> None:
+    roster = ap.root / "members.yaml"
+    roster.write_text(roster.read_text() + "  - nickname: ghost\n    type: agent\n"
+                      f"    provider: nope\n    mode: {mode}\n    priority: 0\n{extra}")
+
+
+def test_a_job_naming_no_executor_is_checked_with_the_member_the_run_picks(
+    tmp_path: Path,
+) -> None:
+    """A Job that names no ``task.agent.executor`` runs the enabled agent of its mode with the
+    lowest priority. validate checked only named members, so when the one the run picks cannot
+    be launched it passed, and every run failed with "member ghost has no command ...".
+    validate now foresees the pick and says so at the task's mode, in those words, and the run
+    refuses the invalid Job as it does one naming that member."""
+    ap = AgentProject(tmp_path / "proj")
+    _ghost(ap, "edit")
+    ap.edit_job("job-e")
+    checked = ap.cli("validate")
+    assert 1 == checked.returncode, checked.stdout + checked.stderr
+    assert [f'jobs/job-e.yaml:6:9: task.mode edit: task.agent.executor is not given, and the '
+            f'member the run picks, "ghost" (the enabled agent with mode: edit and the lowest '
+            f"priority), cannot be launched: {_GHOST}"] == checked.stderr.splitlines()
+    done = ap.cli("job", "run", "--job", "job-e", "--input", "period=w1")
+    assert 1 == done.returncode and "invalid Job Definition: job-e" in done.stderr, \
+        done.stdout + done.stderr
+    assert not (ap.root / "execution").exists()
+    assert [] == ap.launches()
+
+
+def test_a_job_whose_mode_no_member_has_is_a_validate_warning(tmp_path: Path) -> None:
+    """No enabled agent of the task's mode and none named: every run without ``--by`` or
+    ``--executor-by`` fails with "no agent executor configured for mode edit" (SPEC §11.4, the
+    run's outcome, not a refusal), so validate warns in those words; ``--by`` still runs it."""
+    ap = AgentProject(tmp_path / "proj")
+    roster = ap.root / "members.yaml"
+    roster.write_text(roster.read_text().replace("mode: edit", "mode: review"))
+    ap.edit_job("job-e")
+    checked = ap.cli("validate")
+    assert 0 == checked.returncode, checked.stdout + checked.stderr
+    assert ["jobs/job-e.yaml:6:9: warning: task.mode edit: no agent executor configured for "
+            "mode edit: task.agent.executor is not given and members.yaml has no enabled agent "
+            "with mode: edit; every run fails unless job run --by or --executor-by names one"] \
+        == checked.stderr.splitlines()
+    done = ap.cli("job", "run", "--job", "job-e", "--input", "period=w1")
+    assert 1 == done.returncode, done.stdout + done.stderr
+    assert "no agent executor configured for mode edit" in done.stdout
+    done = ap.cli("job", "run", "--job", "job-e", "--input", "period=w2", "--by", "editor")
+    assert 0 == done.returncode, done.stdout + done.stderr
+
+
+def test_a_declared_review_is_checked_with_the_agents_the_run_picks(tmp_path: Path) -> None:
+    """``task.review`` without ``agent.executor`` is reviewed by the enabled agent with
+    ``mode: review`` and the lowest priority, and reported by the ``stage_role: reporter``
+    agent with the lowest priority: validate foresees both, as for a named one."""
+    ap = AgentProject(tmp_path / "proj")
+    _ghost(ap, "review", "    stage_role: reporter\n")
+    ap.job("job-c", """\
+        name: C
+        task:
+          mode: command
+          command: "true"
+          review: {}
+        run: {idempotency_key: "{{job_id}}"}
+        """)
+    checked = ap.cli("validate")
+    assert 1 == checked.returncode, checked.stdout + checked.stderr
+    assert [f'jobs/job-c.yaml:6:11: task.review: task.review.agent.executor is not given, and '
+            f'the member the run picks, "ghost" (the enabled agent with mode: review and the '
+            f"lowest priority), cannot be launched: {_GHOST}",
+            f'jobs/job-c.yaml:6:11: task.review: task.review.agent.reporter is not given, and '
+            f'the member the run picks, "ghost" (the enabled agent with stage_role: reporter '
+            f"and the lowest priority), cannot be launched: {_GHOST}"] \
+        == checked.stderr.splitlines()
+
+
+def test_a_declared_review_no_member_can_do_is_a_validate_warning(tmp_path: Path) -> None:
+    """No enabled agent with ``mode: review`` and none named: every review of the run ends
+    ``blocked`` ("no review agent configured"), which validate now says in those words."""
+    ap = AgentProject(tmp_path / "proj")
+    roster = ap.root / "members.yaml"
+    roster.write_text(roster.read_text().replace("mode: review", "mode: edit"))
+    ap.job("job-c", """\
+        name: C
+        task: {mode: command, command: "true", review: {}}
+        run: {idempotency_key: "{{job_id}}"}
+        """)
+    checked = ap.cli("validate")
+    assert 0 == checked.returncode, checked.stdout + checked.stderr
+    assert ["jobs/job-c.yaml:3:48: warning: task.review: no review agent configured (no "
+            "enabled agent with mode: review): task.review.agent.executor is not given and "
+            "members.yaml has none; every review ends blocked, not merged, unless job run "
+            "--review-by names one"] == checked.stderr.splitlines()

@@ -32,7 +32,7 @@ from specdojo_routine.core import jobfold, retention
 from specdojo_routine.core.retention import Owner
 from specdojo_routine.execute import prunefiles
 from specdojo_routine.store import codeprint
-from specdojo_routine.store.config import ProjectPaths, read_regular
+from specdojo_routine.store.config import ProjectPaths, read_private
 from specdojo_routine.store.ledger import adopt, stamps
 
 CACHE_VERSION = 2
@@ -234,7 +234,7 @@ def _instant(value: Any) -> datetime | None:
 
 def _load(path: Path) -> tuple[dict[str, Any], bytes | None]:
     try:
-        data = read_regular(path)  # a FIFO is not opened: it would wait for ever
+        data = read_private(path)  # a FIFO is not opened: it would wait for ever
         doc = orjson.loads(data)
     except (OSError, orjson.JSONDecodeError):
         return {}, None
@@ -249,4 +249,4 @@ def _save(path: Path, keep: Mapping[str, Any], before: bytes | None) -> None:
     if data == before:
         return
     with contextlib.suppress(OSError):  # a cache: failing to write it costs a re-read
-        stamps.replace(path, data, follow=False)
+        stamps.replace_private(path, data)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from specdojo_routine.core.errors import CorruptLedgerError, TornLedgerError
 from specdojo_routine.store.config import ProjectPaths
 
 if TYPE_CHECKING:
@@ -34,3 +36,15 @@ def fold(report: FoldReport, *, check: bool) -> dict[str, Any]:
     """What ``fold`` rewrote (``--check``: would rewrite), moved aside and could not import."""
     return {"check": check, "drifted": list(report.drifted), "repaired": list(report.moved),
             "conflicts": list(report.conflicts)}
+
+
+def fold_damaged(
+    paths: ProjectPaths, damage: TornLedgerError | CorruptLedgerError, *, check: bool
+) -> dict[str, Any]:
+    """``fold``'s document when a ledger is damaged (a torn last line, or damage elsewhere):
+    the ledger (root-relative), its line and the message the text form prints. The fold
+    stopped there, so what differs and what conflicts is not known (null); nothing was
+    repaired."""
+    return {"check": check, "drifted": None, "repaired": [], "conflicts": None,
+            "damaged": {"path": paths.rel(Path(damage.path)), "line": damage.line,
+                        "torn": isinstance(damage, TornLedgerError), "message": str(damage)}}

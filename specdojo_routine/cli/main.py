@@ -464,13 +464,19 @@ def cmd_resolve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_fold(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from specdojo_routine.app import adoption
 
-    report = adoption.fold(_paths(args), check=args.check, repair=args.repair)
+    paths = _paths(args)
     if args.json:
         from specdojo_routine.cli import jsonviews
 
+        try:
+            report = adoption.fold(paths, check=args.check, repair=args.repair)
+        except (errors.TornLedgerError, errors.CorruptLedgerError) as exc:  # a finding, as data
+            out.write(render.dumps(jsonviews.fold_damaged(paths, exc, check=args.check)))
+            return exc.exit_code
         out.write(render.dumps(jsonviews.fold(report, check=args.check)))
         failed = report.conflicts or (args.check and report.drifted)
         return EXIT_FAILURE if failed else EXIT_OK
+    report = adoption.fold(paths, check=args.check, repair=args.repair)
     drifted, moved = report.drifted, report.moved
     for conflict in report.conflicts:
         err.write(conflict + "\n")

@@ -6,7 +6,8 @@
 - the launch command of a member (its ``command``, else its provider's template expanded);
 - the rate-limit signal of a finished agent;
 - which member runs a role when the Job names none;
-- the ``validate`` checks: unknown nicknames in Job Definitions, unresolvable placeholders.
+- the ``validate`` check of unresolvable placeholders (a Job's nicknames and the members the
+  run picks for it are checked in :mod:`.agent_checks`).
 
 Loading the files is :mod:`specdojo_routine.store.definitions.agentconfig`'s.
 """
@@ -14,7 +15,7 @@ Loading the files is :mod:`specdojo_routine.store.definitions.agentconfig`'s.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 import attrs
@@ -26,6 +27,7 @@ from specdojo_routine.core.validation import (
     Report,
     flag,
     got,
+    is_int,
     mapping,
     text,
     unknown_keys,
@@ -93,8 +95,9 @@ class Provider:
     name: str
     command_template: str | None = None
     template_pos: Pos = (1, 1)
-    by_mode: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)
-    by_proficiency: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)
+    # the variables as loaded: text, a number, or a value no command can hold (null, a list)
+    by_mode: Mapping[str, Mapping[str, object]] = attrs.field(factory=dict)
+    by_proficiency: Mapping[str, Mapping[str, object]] = attrs.field(factory=dict)
     detection: Detection | None = None
 
 
@@ -187,7 +190,7 @@ def _provider(r: Report, name: str, node: Node) -> Provider:
     template_node = node.get("command_template")
     template = text(r, template_node, nonempty=True)
     params = node.get("command_params")
-    tables: dict[str, dict[str, dict[str, str]]] = {"by_mode": {}, "by_proficiency": {}}
+    tables: dict[str, dict[str, dict[str, object]]] = {"by_mode": {}, "by_proficiency": {}}
     if params is not None and mapping(r, params, " with by_mode and/or by_proficiency"):
         unknown_keys(r, params, tuple(tables), f"providers.{name}.command_params")
         for table, rows in tables.items():
@@ -196,7 +199,7 @@ def _provider(r: Report, name: str, node: Node) -> Provider:
                 continue
             for key, row in table_node.entries():
                 if mapping(r, row, " of variable names to text"):
-                    rows[str(key)] = {str(k): str(v.value) for k, v in row.entries()}
+                    rows[str(key)] = {str(k): v.value for k, v in row.entries()}
     return Provider(name=name, command_template=template,
                     template_pos=template_node.where() if template_node else node.key_pos,
                     by_mode=tables["by_mode"], by_proficiency=tables["by_proficiency"],
@@ -228,7 +231,7 @@ def _list(r: Report, node: Node | None, kind: type) -> list[object] | None:
 # --- launch commands -----------------------------------------------------------------------------
 
 
-def _variables(provider: Provider, member: Member) -> dict[str, str]:
+def _variables(provider: Provider, member: Member) -> dict[str, object]:
     mode_keys = {k for row in provider.by_mode.values() for k in row}
     prof_keys = {k for row in provider.by_proficiency.values() for k in row}
     both = sorted(mode_keys & prof_keys)
@@ -240,7 +243,7 @@ def _variables(provider: Provider, member: Member) -> dict[str, str]:
     if builtin:
         raise AgentConfigError(f"providers.{provider.name}.command_params must not redefine "
                                f"{{{builtin[0]}}} (member {member.nickname})")
-    found = {"nickname": member.nickname}
+    found: dict[str, object] = {"nickname": member.nickname}
     if member.mode:
         found["mode"] = member.mode
     if member.proficiency:
@@ -270,11 +273,35 @@ def launch_command(defaults: ExecDefaults, member: Member) -> str:
             f"cannot resolve {shown} in providers.{provider.name}.command_template for member "
             f"{member.nickname} (mode: {member.mode or '-'}, proficiency: "
             f"{member.proficiency or '-'})")
-    command = PLACEHOLDER.sub(lambda m: variables[m.group(1)], provider.command_template)
+    used = {name: _variable_text(provider, member, name, variables[name])
+            for name in PLACEHOLDER.findall(provider.command_template)}
+    command = PLACEHOLDER.sub(lambda m: used[m.group(1)], provider.command_template)
     if (problem := shell_problem(command)) is not None:
         raise AgentConfigError(f"providers.{provider.name}.command_template for member "
                                f"{member.nickname}: {problem}")
     return command
+
+
+def _variable_text(provider: Provider, member: Member, name: str, value: object) -> str:
+    """A variable's text in the command: text as written, a number as YAML wrote it. A null
+    (``flags:`` with nothing after it), a boolean or a collection is refused: Python's
+    spelling of it (``None``, ``True``, ``['a']``) is no value anyone meant to launch with,
+    and an empty value is written ``""``."""
+    if isinstance(value, str):
+        return value
+    if is_int(value) or isinstance(value, float):
+        return str(value)
+    table = "by_mode" if name in provider.by_mode.get(member.mode or "", {}) \
+        else "by_proficiency"
+    row = member.mode if table == "by_mode" else member.proficiency
+    where = f"providers.{provider.name}.command_params.{table}.{row}.{name}"
+    if value is None:
+        raise AgentConfigError(f'{where} is null for member {member.nickname}; write "" for '
+                               "an empty value")
+    hint = (f'quote it ("{got(value)}")' if isinstance(value, bool)
+            else "write it as one text")
+    raise AgentConfigError(f"{where} must be text (got {got(value)}) for member "
+                           f"{member.nickname}; {hint}")
 
 
 def no_launcher(defaults: ExecDefaults, member: Member) -> str | None:
@@ -339,34 +366,6 @@ def auto_reporter(roster: Roster) -> Member | None:
     """The enabled agent with ``stage_role: reporter`` and the lowest ``priority``, or None."""
     return _by_priority(m for m in roster.members
                         if m.enabled_agent and m.stage_role == "reporter")
-
-
-# --- Job Definitions name members -----------------------------------------------------------------
-
-_NICKNAME_FIELDS: Sequence[tuple[str, ...]] = (
-    ("agent", "executor"), ("agent", "reporter"), ("analysis", "agent"),
-    ("review", "agent", "executor"), ("review", "agent", "reporter"))
-
-
-def check_job_nicknames(
-    r: Report, job: Node, roster: Roster, defaults: ExecDefaults | None = None
-) -> None:
-    """Every nickname a Job names must be a member of the roster (SPEC §11.1) that can be
-    launched (:func:`no_launcher`; its command's own problems are reported where written)."""
-    task = job.get("task")
-    for field in _NICKNAME_FIELDS:
-        node = task
-        for key in field:
-            node = node.get(key) if node is not None else None
-        if node is None or not isinstance(node.value, str):
-            continue
-        member = roster.get(node.value)
-        if member is None:
-            r.error(node.where(), f'task.{".".join(field)} "{node.value}" is not a member of '
-                    f"{roster.path}; register the nickname there before use")
-        elif defaults is not None and (why := no_launcher(defaults, member)) is not None:
-            r.error(node.where(), f'task.{".".join(field)} "{node.value}" cannot be launched: '
-                    f"{why}")
 
 
 # --- who reviews -------------------------------------------------------------------------------

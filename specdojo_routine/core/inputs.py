@@ -256,6 +256,10 @@ def _enum(
 
 # --- an idempotency key that renders empty (SPEC §7.3 step 1) -----------------------------------
 
+#: why ``{{inputs.x.y}}`` renders empty, in the key's check and at any template's placeholder
+NO_FIELDS = "always empty: an input has no fields"
+
+
 def blank_key_parts(
     key: str, specs: Sequence[InputSpec], given: Mapping[str, InputValue] | None = None, *,
     any_value: bool = False,
@@ -278,7 +282,7 @@ def blank_key_parts(
         if head == "checkpoint" and any_value:
             why = "empty until a run has advanced the checkpoint"
         elif head == "inputs" and "." in rest:
-            why = "always empty: an input has no fields"
+            why = NO_FIELDS
         elif head == "inputs" and rest in by_name:
             why = _blank_input(by_name[rest], (given or {}).get(rest), any_value=any_value)
         if why is None:

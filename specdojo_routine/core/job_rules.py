@@ -15,6 +15,7 @@ from specdojo_routine.core import jobmodel
 from specdojo_routine.core.cron_syntax import parse_interval
 from specdojo_routine.core.inputs import (
     INPUT_FIELDS,
+    NO_FIELDS,
     blank_key_parts,
     build_input_spec,
     secret_name,
@@ -335,7 +336,7 @@ def _check_blank_key(
         return  # reported where the template is checked
     if node is None:
         return
-    if parts:
+    if _said(parts):
         bare = not any(s.required and s.default is None and s.resolve is None for s in specs)
         r.error(node.pos, f"{node.label} renders empty when the Job runs "
                 f"{'without inputs' if bare else 'with only its required inputs'}: "
@@ -344,9 +345,15 @@ def _check_blank_key(
                 "{{job_id}}")
         return
     parts = blank_key_parts(key, specs, any_value=True)
-    if parts:
+    if _said(parts):
         r.warn(node.pos, f"{node.label} may render empty: {_listed(parts)}; a run whose key is "
                "empty fails: add a part that is never empty, such as {{job_id}}")
+
+
+def _said(parts: Sequence[tuple[str, str]]) -> bool:
+    """Whether the key's check has more to say than the placeholders' (an input's field is
+    reported where it is written, :func:`_field`)."""
+    return any(why != NO_FIELDS for _, why in parts)
 
 
 def _listed(parts: Sequence[tuple[str, str]]) -> str:
@@ -423,11 +430,12 @@ def _check_job_templates(r: Report, root: Node, specs: Sequence[jobmodel.InputSp
         if problem is not None and declared is not None:
             where = declared.child(spec.name).child("from_checkpoint")
             r.error(where.pos, f"{where.label}: {problem}")
+    lists = frozenset(spec.name for spec in specs if spec.type == "list")
     for node in _template_nodes(root):
         in_key = node.label == "run.idempotency_key"
         reported = len(r.problems)
         for ph in placeholders(r, node):
-            problem = _placeholder_problem(ph, inputs, values, in_key=in_key)
+            problem = _placeholder_problem(ph, inputs, values, in_key=in_key, lists=lists)
             if problem is not None:
                 r.error(template_pos(r, node, ph.start), f"{node.label}: {problem}")
         clean = len(r.problems) == reported  # one report per bad placeholder
@@ -452,7 +460,8 @@ def _check_shell_safety(r: Report, node: Node) -> None:
 
 
 def _placeholder_problem(
-    ph: Placeholder, inputs: Sequence[str], values: Sequence[str] | None, *, in_key: bool
+    ph: Placeholder, inputs: Sequence[str], values: Sequence[str] | None, *, in_key: bool,
+    lists: frozenset[str] = frozenset(),
 ) -> str | None:
     shown = f"{{{{{ph.expression}}}}}"
     if ph.filter is not None:
@@ -463,11 +472,23 @@ def _placeholder_problem(
         return None
     head, _, rest = ph.name.partition(".")
     if head == "inputs" and rest:
-        return _names(shown, rest, inputs, "input")
+        return _names(shown, rest, inputs, "input") or _field(shown, rest, lists)
     if head == "checkpoint" and rest:
         return _names(shown, rest, values, "checkpoint")
     return (f"unknown template value {shown} (use job_id, project_id, specdojo, scheduled_at, "
             "job_run_id, inputs.<name> or checkpoint.<key>)")
+
+
+def _field(shown: str, path: str, lists: frozenset[str]) -> str | None:
+    """Why ``{{inputs.x.y}}`` names nothing: an input is a string, number, boolean or list,
+    never a mapping, so a path into it renders empty in every run (SPEC §7.2: an unknown
+    name is a validate error). A list renders whole, joined with ``,``."""
+    name, dot, _ = path.partition(".")
+    if not dot:
+        return None
+    use = (f'a list renders whole, joined with ",": use {{{{inputs.{name}}}}}'
+           if name in lists else f"use {{{{inputs.{name}}}}}")
+    return f"{shown} is {NO_FIELDS} ({use})"
 
 
 def _names(shown: str, path: str, declared: Sequence[str] | None, what: str) -> str | None:

@@ -37,6 +37,47 @@ class NotRegularFile(OSError):
         self.path, self.kind = path, kind
 
 
+#: The folder of the private, machine-local files that only spare work (SPEC §5): ``R/.cache``
+#: and ``E/.cache``.
+CACHE_DIR = ".cache"
+
+
+class LinkedCache(OSError):
+    """A private cache file would be reached through a symbolic link (its ``.cache`` folder,
+    or a folder under it, is one): what the link names is not ours, so it is neither read nor
+    written - the cache is a shortcut, and a command goes on without it."""
+
+    def __init__(self, link: Path) -> None:
+        super().__init__(f"{link}: a symbolic link where a private cache folder belongs")
+        self.link = link
+
+
+def check_private(path: Path) -> None:
+    """Raise :class:`LinkedCache` when the private file ``path`` (under a ``.cache`` folder)
+    would be reached through a symbolic link: a link at the ``.cache`` folder or at one of
+    its folders on the way to ``path``. A folder not there yet is fine (it is created as a
+    real one); the file itself is not followed either (:func:`read_private`,
+    :func:`.ledger.stamps.replace`, ``follow=False``)."""
+    folders = list(path.parents)
+    top = next((i for i, folder in enumerate(folders) if folder.name == CACHE_DIR), None)
+    if top is None:
+        return  # not under a cache folder: the folders above it are the project's own choice
+    for folder in folders[: top + 1]:
+        try:
+            mode = os.lstat(folder).st_mode
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(mode):
+            raise LinkedCache(folder)
+
+
+def read_private(path: Path) -> bytes:
+    """The bytes of the private cache file ``path``: a regular file, reached through no
+    symbolic link (:func:`check_private`, :func:`read_regular` with ``follow=False``)."""
+    check_private(path)
+    return read_regular(path, follow=False)
+
+
 def read_regular(path: Path, *, follow: bool = True) -> bytes:
     """The bytes of ``path``, which must be a regular file (:class:`NotRegularFile`).
 
@@ -116,7 +157,7 @@ class ProjectPaths:
     @property
     def routine_cache_dir(self) -> Path:
         """``R/.cache``: machine-local files that only spare work; deleting them is safe."""
-        return self.routines_dir / ".cache"
+        return self.routines_dir / CACHE_DIR
 
     @property
     def routine_snapshot(self) -> Path:
@@ -161,7 +202,7 @@ class ProjectPaths:
     @property
     def exec_cache_dir(self) -> Path:
         """``E/.cache``: machine-local files that only spare work; deleting them is safe."""
-        return self.execution_dir / ".cache"
+        return self.execution_dir / CACHE_DIR
 
     @property
     def job_state_snapshot(self) -> Path:

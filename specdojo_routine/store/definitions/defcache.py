@@ -65,7 +65,7 @@ from specdojo_routine.core.model import Routine
 from specdojo_routine.core.redact import redact, redact_words
 from specdojo_routine.core.zones import usable_zone
 from specdojo_routine.store import codeprint
-from specdojo_routine.store.config import read_regular
+from specdojo_routine.store.config import check_private, read_private, read_regular
 from specdojo_routine.store.definitions import routine_json
 
 CACHE_NAME = "definitions.json"
@@ -95,7 +95,7 @@ class DefinitionCache:
 
     def _read(self) -> dict[str, Any]:
         try:
-            doc = orjson.loads(read_regular(self.path))
+            doc = orjson.loads(read_private(self.path))
         except (OSError, orjson.JSONDecodeError):  # NotRegularFile too: a FIFO is never read
             return {}
         if not isinstance(doc, dict) or doc.get("version") != _VERSION \
@@ -191,6 +191,7 @@ class DefinitionCache:
         import tempfile  # here: only a recording command writes the cache
 
         try:
+            check_private(self.path)  # a link there names a folder that is not ours
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".definitions-")
         except OSError:

@@ -223,9 +223,10 @@ def _build_job(
 
     job = build_job(report, node, file_id=file_id)
     if job is not None and agents is not None:  # SPEC §11.1: a Job names roster members
-        from specdojo_routine.core.agent_rules import check_job_nicknames
+        from specdojo_routine.core.agent_checks import check_job_nicknames, check_job_picks
 
         check_job_nicknames(report, node, agents.roster, agents.defaults)
+        check_job_picks(report, node, agents.roster, agents.defaults)
         job = None if report.failed else job
     return job
 

@@ -59,7 +59,7 @@ from specdojo_routine.core.fold import (
     routine_document,
 )
 from specdojo_routine.store import codeprint
-from specdojo_routine.store.config import read_regular
+from specdojo_routine.store.config import read_private
 from specdojo_routine.store.ledger import chain, codec, documents, stamps
 from specdojo_routine.store.ledger import journal as ledger
 
@@ -106,7 +106,7 @@ class Snapshot:
         """The snapshot at ``path``, or None (none there, not a regular file, not readable,
         not exactly what :meth:`to_bytes` of this code writes)."""
         try:
-            doc: Any = orjson.loads(read_regular(path, follow=False))
+            doc: Any = orjson.loads(read_private(path))
         except (OSError, orjson.JSONDecodeError):  # none, not a regular file, not ours
             return None
         if not isinstance(doc, dict):
@@ -180,7 +180,7 @@ class Proven:
         snapshot = Snapshot(stamp=self.tail.stamp, seq=self.state.seq, offset=self.tail.end,
                             head=self.tail.head, view_sha256=hashlib.sha256(data).hexdigest())
         with contextlib.suppress(OSError):
-            stamps.replace(snapshot_path, snapshot.to_bytes(), follow=False)
+            stamps.replace_private(snapshot_path, snapshot.to_bytes())
         return document
 
 

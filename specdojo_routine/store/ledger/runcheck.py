@@ -34,9 +34,9 @@ import orjson
 from specdojo_routine.core import events as ev
 from specdojo_routine.core import jobfold
 from specdojo_routine.store import codeprint
-from specdojo_routine.store.config import ProjectPaths, read_regular
+from specdojo_routine.store.config import ProjectPaths, read_private
 from specdojo_routine.store.ledger import adopt, views
-from specdojo_routine.store.ledger.stamps import replace
+from specdojo_routine.store.ledger.stamps import replace_private
 
 __all__ = ["checkpoint", "import_job_runs", "plan", "snapshot_path"]
 
@@ -84,7 +84,7 @@ def _load(path: Path) -> tuple[dict[str, Any], bytes | None]:
     place would block every Job action (and the dry run) forever; anything else there is no
     snapshot, and the next recording command replaces it."""
     try:
-        data = read_regular(path, follow=False)
+        data = read_private(path)
         doc = orjson.loads(data)
     except (OSError, orjson.JSONDecodeError):
         return {}, None
@@ -190,4 +190,4 @@ def _save(paths: ProjectPaths, job_id: str, found: adopt.JobImports,
                          "job_id": job_id, "runs": runs})
     if data != before:
         with contextlib.suppress(OSError):  # a cache: failing to write it costs a re-read
-            replace(snapshot_path(paths, job_id), data, follow=False)
+            replace_private(snapshot_path(paths, job_id), data)

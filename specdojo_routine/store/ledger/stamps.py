@@ -23,9 +23,9 @@ from pathlib import Path
 
 import attrs
 
-from specdojo_routine.store.config import read_regular
+from specdojo_routine.store.config import check_private, read_regular
 
-__all__ = ["Stamp", "only_grew", "remember", "replace"]
+__all__ = ["Stamp", "only_grew", "remember", "replace", "replace_private"]
 
 
 @attrs.frozen(kw_only=True)
@@ -112,3 +112,12 @@ def replace(path: Path, data: bytes, *, follow: bool = True, mode: int = 0o644) 
             raise OSError(exc.errno, exc.strerror, str(path)) from None
         raise
     return True
+
+
+def replace_private(path: Path, data: bytes) -> bool:
+    """:func:`replace` for a private cache file: never through a symbolic link, neither at the
+    file nor at its ``.cache`` folder or a folder under it
+    (:class:`~specdojo_routine.store.config.LinkedCache`, an ``OSError`` the callers of a
+    cache already treat as a cache that cannot be written)."""
+    check_private(path)
+    return replace(path, data, follow=False)

@@ -40,7 +40,7 @@ from specdojo_routine.core.jobfold import (
     run_document,
 )
 from specdojo_routine.store import codeprint
-from specdojo_routine.store.config import NotRegularFile, ProjectPaths, read_regular
+from specdojo_routine.store.config import NotRegularFile, ProjectPaths, read_private, read_regular
 from specdojo_routine.store.ledger import chain, codec, documents, foreign, proven, stamps
 from specdojo_routine.store.ledger import journal as ledger
 
@@ -205,7 +205,7 @@ def proven_job_state(paths: ProjectPaths) -> dict[str, JobCheckpointDoc] | None:
     try:
         stamp = stamps.Stamp.at(paths.job_state)
         data = read_regular(paths.job_state)
-        proof = read_regular(paths.job_state_snapshot, follow=False)
+        proof = read_private(paths.job_state_snapshot)
     except OSError:  # no view, no snapshot, or not regular files
         return None
     if proof != _job_state_proof(data, stamp):
@@ -222,8 +222,8 @@ def _publish_job_state(paths: ProjectPaths, data: bytes) -> None:
     proves it to the next command; a crash between the two costs that command one refold."""
     publish(paths.job_state, data)
     with contextlib.suppress(OSError):  # a shortcut only: without it the next one refolds
-        stamps.replace(paths.job_state_snapshot,
-                       _job_state_proof(data, stamps.Stamp.at(paths.job_state)), follow=False)
+        stamps.replace_private(paths.job_state_snapshot,
+                               _job_state_proof(data, stamps.Stamp.at(paths.job_state)))
 
 
 def refresh_job_views(paths: ProjectPaths, run_ids: Iterable[str] | None = None) -> None:
