@@ -278,3 +278,23 @@ def test_an_ignored_sighup_stays_ignored(project: Project) -> None:
     assert 143 == code, stderr
     assert _group_gone(pgid), group_members(pgid)
 
+
+def test_a_stop_ends_a_child_that_left_the_group_with_setsid(project: Project) -> None:
+    """The action started a child in a session of its own (`setsid`): the stop ends it too,
+    not only the action's process group."""
+    project.routine("rtn-setsid", "interval: 1h\naction: {kind: specdojo, args: [sleepy]}\n")
+    marker = project.root / "detached"
+    env = _cli_running(project, f"setsid sh -c 'echo $$ > {marker}; exec sleep 60' &\n"
+                                "sh -c 'sleep 60 & sleep 60'")
+    proc = project.popen("run", "--due", "--now", T0, env=env)
+    pgid = _pgid(project)
+    _wait_for(lambda: marker.exists() and marker.read_text().strip())
+    detached = int(marker.read_text())
+    try:
+        code, stderr, _ = _stop(proc, signal.SIGTERM)
+        assert 143 == code, stderr
+        _wait_for(lambda: not _alive(detached), timeout=5)
+        assert _group_gone(pgid), group_members(pgid)
+    finally:
+        with contextlib.suppress(OSError):
+            os.kill(detached, signal.SIGKILL)
