@@ -18,11 +18,12 @@
   program that imports the package keeps its ``platform`` as it is.
 - A dependency that is missing is one line that says what to do, before anything of ours
   loads.
-- SIGINT (Ctrl-C) and SIGTERM (a scheduler's timeout) are an operator's stop (SPEC §6.5,
+- SIGINT (Ctrl-C), SIGTERM (a scheduler's timeout) and SIGHUP (a closed terminal; unless
+  started ignoring it, as under ``nohup``) are an operator's stop (SPEC §6.5,
   :mod:`specdojo_routine.execute.stop`): the running command's process group is terminated
   (SIGTERM, 10 s, SIGKILL), the action and the attempt are recorded as ended with reason
-  ``stopped by SIGINT`` / ``stopped by SIGTERM``, every lock is released and the process exits
-  130 / 143. Only a runner killed outright leaves an attempt open (interrupted).
+  ``stopped by SIGINT`` / ``SIGTERM`` / ``SIGHUP``, every lock is released and the process
+  exits 130 / 143 / 129. Only a runner killed outright leaves an attempt open (interrupted).
 """
 
 from __future__ import annotations

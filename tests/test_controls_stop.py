@@ -103,3 +103,32 @@ def test_stop_never_signals_a_pid_that_is_not_the_runner(project: Project) -> No
 def test_stop_waits_thirty_seconds() -> None:
     """The SPEC-visible wait for the runner's record."""
     assert 30.0 == controls.STOP_WAIT_S
+
+
+def test_a_second_stop_waits_for_the_first_and_keeps_its_note(project: Project) -> None:
+    """A second `stop` while the first is ending the attempt neither signals again (which
+    would cut the action's 10 s grace short) nor replaces who asked and why: it waits for
+    the end and exits 0; the attempt is recorded with the first stop's name and note."""
+    import time
+
+    project.routine("rtn-long", "interval: 1h\naction: {kind: specdojo, args: [sleepy]}\n")
+    env = _cli_running(project, "trap '' TERM\nsh -c 'sleep 60 & sleep 60'")
+    runner = project.popen("run", "--id", "rtn-long", env=env)
+    pgid = _pgid(project)
+    t0 = time.monotonic()
+    first = project.popen("stop", "rtn-long", "--note", "first", "--by", "ann", env=env)
+    request = project.root / "routines" / ".locks"
+    deadline = time.monotonic() + 30
+    while not list(request.glob("stop-*.json")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    second = project.cli("stop", "rtn-long", "--note", "second", "--by", "bob", env=env,
+                         timeout=60)
+    assert 0 == second.returncode, second.stderr
+    assert 0 == first.wait(timeout=60), first.stderr.read() if first.stderr else ""
+    assert 143 == runner.wait(timeout=30)
+    assert time.monotonic() - t0 >= 9.5  # the grace was not cut short
+    ended = project.events()[-1]
+    assert ("attempt_ended", "stopped by SIGTERM (stop by ann: first)") == (
+        ended["type"], ended["reason"])
+    assert _group_gone(pgid), group_members(pgid)
+    assert not list(request.glob("stop-*"))

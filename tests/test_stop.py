@@ -10,10 +10,12 @@ Real runners in subprocesses, real signals, real process groups (a grandchild in
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import signal
 import time
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -229,3 +231,70 @@ def test_release_stopped_by_sigterm_records_its_attempt_as_stopped(project: Proj
     assert ("release", "attempt_ended", started["attempt_id"], "stopped by SIGTERM") == (
         started["trigger"], ended["type"], ended["attempt_id"], ended["reason"])
     assert _routine_lock_free(project)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` is a live (non-zombie) process."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[0]
+    except OSError:
+        return False
+    return state not in (b"Z", b"X")
+
+
+def test_sighup_is_a_stop_recorded_like_sigterm(project: Project) -> None:
+    """SIGHUP (the terminal of a `run` went away) is a stop too: the group is ended, the
+    attempt is recorded `stopped by SIGHUP`, the locks are free, exit 129 - not a runner dead
+    without recording, whose action's children would live on."""
+    project.routine("rtn-hup", "interval: 1h\naction: {kind: specdojo, args: [sleepy]}\n")
+    env = _cli_running(project, "sh -c 'sleep 60 & sleep 60'")
+    proc = project.popen("run", "--due", "--now", T0, env=env)
+    pgid = _pgid(project)
+    code, stderr, _ = _stop(proc, signal.SIGHUP)
+    assert 129 == code, stderr
+    _wait_for(lambda: _group_gone(pgid), timeout=10)
+    ended = project.events()[-1]
+    assert ("attempt_ended", "failure", "stopped by SIGHUP") == (
+        ended["type"], ended["result"], ended["reason"])
+    assert _routine_lock_free(project)
+
+
+def test_an_ignored_sighup_stays_ignored(project: Project) -> None:
+    """A runner started with SIGHUP ignored (`nohup`) is not stopped by a hangup."""
+    project.routine("rtn-nohup", "interval: 1h\naction: {kind: specdojo, args: [sleepy]}\n")
+    env = _cli_running(project, "sh -c 'sleep 60 & sleep 60'")
+    import subprocess
+    import sys
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "specdojo_routine", "run", "--due", "--now", T0, "--root",
+         str(project.root)], cwd=project.root, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    pgid = _pgid(project)
+    proc.send_signal(signal.SIGHUP)
+    time.sleep(1.0)
+    assert proc.poll() is None
+    code, stderr, _ = _stop(proc, signal.SIGTERM)
+    assert 143 == code, stderr
+    assert _group_gone(pgid), group_members(pgid)
+
+
+def test_a_stop_ends_a_child_that_left_the_group_with_setsid(project: Project) -> None:
+    """The action started a child in a session of its own (`setsid`): the stop ends it too,
+    not only the action's process group."""
+    project.routine("rtn-setsid", "interval: 1h\naction: {kind: specdojo, args: [sleepy]}\n")
+    marker = project.root / "detached"
+    env = _cli_running(project, f"setsid sh -c 'echo $$ > {marker}; exec sleep 60' &\n"
+                                "sh -c 'sleep 60 & sleep 60'")
+    proc = project.popen("run", "--due", "--now", T0, env=env)
+    pgid = _pgid(project)
+    _wait_for(lambda: marker.exists() and marker.read_text().strip())
+    detached = int(marker.read_text())
+    try:
+        code, stderr, _ = _stop(proc, signal.SIGTERM)
+        assert 143 == code, stderr
+        _wait_for(lambda: not _alive(detached), timeout=5)
+        assert _group_gone(pgid), group_members(pgid)
+    finally:
+        with contextlib.suppress(OSError):
+            os.kill(detached, signal.SIGKILL)

@@ -21,6 +21,7 @@ from specdojo_routine.core import decide, events, pausefold
 from specdojo_routine.core.errors import RoutineError, UsageError
 from specdojo_routine.core.model import Result
 from specdojo_routine.core.timefmt import format_ms, to_utc
+from specdojo_routine.execute import stop as stop_signals
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import load as definitions
 from specdojo_routine.store.ledger import adopt, views
@@ -151,7 +152,10 @@ def stop(
     The runner is signalled only when it is proven to be the attempt's owner: on this host,
     alive with the start time the attempt recorded (a reused pid is another process), and
     holding the routine lock. A dead runner is refused (nothing is recorded: ``resolve`` is
-    for that), as is a routine with no open attempt or whose end is not recorded in time."""
+    for that), as is a routine with no open attempt or whose end is not recorded in time.
+    A second ``stop`` while one is under way keeps the first one's name and note and, within
+    the action's grace, sends nothing (a second SIGTERM would cut that grace short); it waits
+    for the end too."""
     from specdojo_routine.app.recent import check_routine_id
 
     who, text = operator_name(by), _note(note, "stop")
@@ -166,8 +170,11 @@ def stop(
     attempt_id, owner = opened["attempt_id"], opened["owner"]
     pid, host, start = owner["pid"], owner["host"], owner.get("start")
     start = _check_runner(paths, routine_id, attempt_id, pid, host, start)
-    stoprequest.leave(paths.routine_locks_dir, attempt_id, by=who, note=text)
-    _signal_verified(pid, start, routine_id, attempt_id)
+    locks_dir = paths.routine_locks_dir
+    if stoprequest.leave(locks_dir, attempt_id, by=who, note=text) or stoprequest.older_than(
+            locks_dir, attempt_id, stop_signals.GRACE_S):
+        _signal_verified(pid, start, routine_id, attempt_id)
+    # else a stop is under way, within its grace: wait for its end, signal nothing more
     deadline = time.monotonic() + wait_s
     while not _ended(paths, routine_id, attempt_id):
         if time.monotonic() > deadline:

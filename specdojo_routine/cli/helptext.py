@@ -129,9 +129,9 @@ COMMANDS: dict[str, CommandHelp] = {
     "run": CommandHelp(
         "Run the due occurrences of every enabled routine (--due), or one routine now (--id), "
         "or backfill one cron routine over a past range (--id with --from and --to). Each "
-        "attempt is recorded before its actions run; every action runs, in order. Ctrl-C or "
-        "SIGTERM stops the run: the running action is ended, no other starts, and the "
-        "attempt is recorded as a failure (stopped by SIGINT / SIGTERM).",
+        "attempt is recorded before its actions run; every action runs, in order. Ctrl-C, "
+        "SIGTERM or SIGHUP stops the run: the running action is ended, no other starts, and "
+        "the attempt is recorded as a failure (stopped by SIGINT / SIGTERM / SIGHUP).",
         ("{prog} run --due", "{prog} run --due --dry-run",
          "{prog} run --id rtn-nightly", "{prog} run --due --json > report.json",
          "{prog} run --id rtn-nightly --from 2026-08-01T00:00:00Z --to 2026-08-07T00:00:00Z"),

@@ -341,7 +341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (`history | head`): stop quietly
         _silence(out)
         return EXIT_FAILURE
-    except stop.Stopped as exc:  # SIGINT / SIGTERM where the process entry made it a stop
+    except stop.Stopped as exc:  # a stop signal, where the process entry made it one
         err.write(f"error: {exc}\n")
         return exc.exit_code
     except KeyboardInterrupt:  # Ctrl-C in a program that calls main without the stop handlers

@@ -30,7 +30,7 @@ from typing import IO, Literal, TextIO
 import attrs
 
 from specdojo_routine.core.redact import LineRedactor, secret_values
-from specdojo_routine.execute import stop
+from specdojo_routine.execute import proctree, stop
 from specdojo_routine.execute.echo import (  # re-exported: runner.<name> keeps working
     CAPTURE_LIMIT_BYTES as CAPTURE_LIMIT_BYTES,
 )
@@ -391,7 +391,12 @@ def _exited(pid: int) -> bool:
 
 
 class _GroupKiller:
-    """Terminates a process group: SIGTERM, then SIGKILL to whatever is left after a grace."""
+    """Terminates a process group: SIGTERM, then SIGKILL to whatever is left after a grace.
+
+    The leader's descendants that left the group (a child that called ``setsid``) are
+    signalled with it: they are found while the leader still lives (an orphan is the init
+    process's child, no longer ours to tell), and each is signalled again only while it is
+    still the same process (its start time)."""
 
     def __init__(self, pgid: int, grace_s: float = KILL_GRACE_S) -> None:
         self.pgid = pgid
@@ -399,6 +404,7 @@ class _GroupKiller:
         self.term_at: float | None = None
         self.kill_at: float | None = None
         self.done_at = 0.0
+        self.strays: dict[int, bytes] = {}
 
     def hurry(self) -> None:
         """No more grace: the next step sends SIGKILL to whatever is left."""
@@ -412,7 +418,7 @@ class _GroupKiller:
         if self.term_at is None:
             self.term_at = now
             self._signal(signal.SIGTERM)
-        alive = not leader_exited or _group_alive(self.pgid)
+        alive = not leader_exited or _group_alive(self.pgid) or self._strays_alive()
         if alive and self.kill_at is None and now >= self.term_at + self.grace_s:
             self.kill_at = now
             self._signal(signal.SIGKILL)
@@ -422,7 +428,11 @@ class _GroupKiller:
             return True
         return False
 
+    def _strays_alive(self) -> bool:
+        return any(proctree.start_of(pid) == start for pid, start in self.strays.items())
+
     def _signal(self, signum: signal.Signals) -> None:
+        self.strays.update(proctree.left_the_group(self.pgid))
         try:
             os.killpg(self.pgid, signum)
         except ProcessLookupError:  # not a group leader after all: at least the process itself
@@ -430,6 +440,10 @@ class _GroupKiller:
                 os.kill(self.pgid, signum)
         except PermissionError:
             pass
+        for pid, start in self.strays.items():
+            if proctree.start_of(pid) == start:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signum)
 
 
 def group_alive(pgid: int) -> bool:

@@ -1,4 +1,5 @@
-"""An operator's stop (SPEC §6.5 "Stopped, not crashed"): SIGINT or SIGTERM to a runner.
+"""An operator's stop (SPEC §6.5 "Stopped, not crashed"): SIGINT, SIGTERM or SIGHUP to a
+runner.
 
 The process entry (``__main__``) :func:`install`\\ s the handlers. A signal then raises
 :class:`Stopped` (a :class:`KeyboardInterrupt`, carrying which signal it was) at once, as
@@ -11,6 +12,11 @@ attempt are recorded as ended with reason ``stopped by SIGINT`` / ``stopped by S
 (:func:`reason`); and when the outermost deferred section ends, :class:`Stopped` unwinds the
 command, so every lock is released, and the process exits 128 + the signal (130 / 143). A
 second signal during the grace cuts it short (SIGKILL now).
+
+SIGHUP (the terminal of a `run` started by hand went away) is a stop too, recorded ``stopped
+by SIGHUP``, exit 129: left to its default it would kill the runner without recording, leave
+the attempt interrupted and the action's children running. A runner that was started with
+SIGHUP ignored (``nohup``) keeps ignoring it.
 
 Only a runner that dies without recording (SIGKILL, power loss) leaves an attempt open, to
 be reviewed as interrupted. A program that calls the library without installing these
@@ -29,7 +35,7 @@ __all__ = ["GRACE_S", "Stopped", "count", "deferred", "drain", "install", "reaso
            "reason_for", "requested", "uninstall", "wakeup_fd"]
 
 GRACE_S = 10.0  # SIGTERM to the command's process group -> SIGKILL (SPEC §6.5)
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 _installed = False
 _requested: int | None = None  # the first stop signal received
@@ -39,7 +45,7 @@ _pipe: tuple[int, int] | None = None  # written to by a deferred stop, so a wait
 
 
 class Stopped(KeyboardInterrupt):
-    """The command was stopped by ``signum`` (SIGINT or SIGTERM)."""
+    """The command was stopped by ``signum`` (SIGINT, SIGTERM or SIGHUP)."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
@@ -47,7 +53,8 @@ class Stopped(KeyboardInterrupt):
 
     @property
     def exit_code(self) -> int:
-        """128 + the signal: 130 for SIGINT, 143 for SIGTERM (what a shell reports)."""
+        """128 + the signal: 130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP (what a shell
+        reports)."""
         return 128 + self.signum
 
     def __str__(self) -> str:
@@ -58,25 +65,31 @@ class Stopped(KeyboardInterrupt):
 
 
 def reason_for(signum: int) -> str:
-    """``stopped by SIGINT`` / ``stopped by SIGTERM``: the reason a stop is recorded with."""
+    """``stopped by SIGINT`` / ``SIGTERM`` / ``SIGHUP``: the reason a stop is recorded with."""
     return f"stopped by {signal.Signals(signum).name}"
 
 
 def install() -> None:
-    """Make SIGINT and SIGTERM an operator's stop for this process (the main thread only)."""
+    """Make SIGINT, SIGTERM and SIGHUP an operator's stop for this process (the main thread
+    only); a SIGHUP the process was started ignoring (``nohup``) stays ignored."""
     global _installed, _pipe
     if _pipe is None:
         _pipe = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     for signum in SIGNALS:
+        if signum == signal.SIGHUP and signal.getsignal(signum) == signal.SIG_IGN:
+            continue
         signal.signal(signum, _on_signal)
     _installed = True
 
 
 def uninstall() -> None:
-    """Python's own handling again: SIGINT raises KeyboardInterrupt, SIGTERM terminates."""
+    """Python's own handling again: SIGINT raises KeyboardInterrupt, SIGTERM and SIGHUP
+    terminate (an ignored SIGHUP stays ignored)."""
     global _installed
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if signal.getsignal(signal.SIGHUP) == _on_signal:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
     _installed = False
 
 

@@ -2,14 +2,17 @@
 
 ``stop`` cannot hand a note to a process with a signal, so it leaves one small file for the
 attempt it stops, ``R/.locks/stop-<attempt_id>.json`` (``{"by", "note"}``), before it sends
-SIGTERM; the runner that records the stop reads and removes it. A file left by a stop whose
-runner had already ended is harmless: no other attempt has that id.
+SIGTERM; the runner that records the stop reads and removes it. A second ``stop`` of the
+same attempt finds the file there and leaves it (and sends nothing: a second signal would cut
+the action's grace short). A file left by a stop whose runner had already ended is harmless:
+no other attempt has that id.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +25,10 @@ def _path(locks_dir: Path, attempt_id: str) -> Path:
     return locks_dir / f"stop-{attempt_id}.json"
 
 
-def leave(locks_dir: Path, attempt_id: str, *, by: str, note: str | None) -> None:
-    """Write the request for ``attempt_id`` (atomically: a reader never sees half of it).
+def leave(locks_dir: Path, attempt_id: str, *, by: str, note: str | None) -> bool:
+    """Write the request for ``attempt_id`` (atomically: a reader never sees half of it);
+    False, and nothing written, when a request for it is there already: a stop is under way,
+    and who asked first is who is recorded.
     The temporary file is created afresh: whatever holds its name (a link, which would be
     written through, a FIFO, which would wait for a reader) is removed first."""
     path = _path(locks_dir, attempt_id)
@@ -36,7 +41,22 @@ def leave(locks_dir: Path, attempt_id: str, *, by: str, note: str | None) -> Non
         os.write(fd, orjson.dumps({"by": by, "note": note}) + b"\n")
     finally:
         os.close(fd)
-    os.replace(tmp, path)
+    try:
+        os.link(tmp, path)  # never replaces: two stops at once, one of them is first
+    except FileExistsError:
+        return False
+    finally:
+        tmp.unlink()
+    return True
+
+
+def older_than(locks_dir: Path, attempt_id: str, seconds: float) -> bool:
+    """Whether the request for ``attempt_id`` was left more than ``seconds`` ago (a stop
+    whose runner has not ended in that time may be signalled again)."""
+    try:
+        return time.time() - _path(locks_dir, attempt_id).lstat().st_mtime > seconds
+    except OSError:
+        return False
 
 
 def take(locks_dir: Path, attempt_id: str) -> dict[str, Any] | None:

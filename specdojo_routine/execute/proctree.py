@@ -1,0 +1,54 @@
+"""The process tree on this host (Linux ``/proc``): what a command started that left its
+process group (a child that called ``setsid``), so that ending the command ends it too
+(SPEC §6.5, §13), and whether a process is still the one seen before (its start time, as a
+pid may be reused).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+__all__ = ["left_the_group", "start_of"]
+
+
+def _stats() -> dict[int, list[bytes]]:
+    """Every process's ``/proc/PID/stat`` fields after the command name (state first)."""
+    found: dict[int, list[bytes]] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if name.isdigit():
+            with contextlib.suppress(OSError), open(f"/proc/{name}/stat", "rb") as handle:
+                found[int(name)] = handle.read().rpartition(b")")[2].split()
+    return found
+
+
+def start_of(pid: int) -> bytes | None:
+    """The start time of live (non-zombie) ``pid``, None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rpartition(b")")[2].split()
+    except OSError:
+        return None
+    return fields[19] if len(fields) > 19 and fields[0] not in (b"Z", b"X") else None
+
+
+def left_the_group(leader: int) -> dict[int, bytes]:
+    """The live descendants of ``leader`` outside its group ``leader`` (pid: start time)."""
+    stats = _stats()
+    kids: dict[int, list[int]] = {}
+    for pid, fields in stats.items():
+        if len(fields) > 19:
+            kids.setdefault(int(fields[1]), []).append(pid)
+    found: dict[int, bytes] = {}
+    todo = list(kids.get(leader, ()))
+    while todo:
+        pid = todo.pop()
+        todo += kids.get(pid, ())
+        fields = stats[pid]
+        if int(fields[2]) != leader and fields[0] not in (b"Z", b"X"):
+            found[pid] = fields[19]
+    return found
