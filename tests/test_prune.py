@@ -591,3 +591,24 @@ def test_prune_without_flags_keeps_what_the_configs_retention_says(root: Path,
     assert 3 == len(pruned({"keep_days": 90, "keep_runs": 2}))
     assert [] == pruned({"keep_days": 90, "keep_runs": 5})
     assert 3 == len(pruned({"keep_days": 90, "keep_runs": 5}, "--keep-runs", "2"))
+
+
+def test_a_recorded_path_outside_the_runs_own_files_is_never_removed(root: Path) -> None:
+    """A ledger line is evidence, not a fact: an ``evidence_pruned`` someone appended (chain
+    and all) naming a file outside the project, an absolute path, or another run's evidence
+    is not finished by the next prune; only the run's own files ever go."""
+    paths = jobhelper.paths_of(root)
+    outside = root.parent / "victim.txt"
+    outside.write_text("keep me")
+    absolute = root.parent / "absolute.txt"
+    absolute.write_text("keep me too")
+    other = paths.rel(paths.evidence_dir / run_id("p4"))
+    rid = run_id("p3")
+    forged = ["../victim.txt", str(absolute), other, f"{paths.rel(paths.evidence_dir)}/../../x",
+              paths.rel(paths.evidence_dir / rid)]
+    ledger.Ledger(paths.run_ledger(rid), clock=lambda: T0).append(ev.EvidencePruned(
+        run_id=rid, paths=forged, bytes=1))
+    prune.prune(paths, keep_days=3650, keep_runs=50, now=LATER, env={})
+    assert ("keep me", "keep me too", [True] * 3) == (
+        outside.read_text(), absolute.read_text(), exists(paths, run_id("p4")))
+    assert [False, True, True] == exists(paths, rid)  # its own evidence, as recorded, went

@@ -276,7 +276,7 @@ def _prune_run(ctx: _Ctx, run_id: str, *, eligible: bool) -> None:
             and ended < retention.cutoff(ctx.now, ctx.policy.keep_days):
         files = prunefiles.run_files(paths, run_id, ctx.env)
     else:
-        files = [f for f in (_absolute(paths, p) for p in pending) if os.path.lexists(f)]
+        files = prunefiles.recorded_run_files(paths, run_id, pending)
     if not files:
         return
     fresh = [f for f in files if paths.rel(f) not in pending]
@@ -296,11 +296,6 @@ def _prune_run(ctx: _Ctx, run_id: str, *, eligible: bool) -> None:
     again = jobfold.run_document(views.fold_run(paths, run_id))
     if again is not None:
         views.publish(paths.run_view(run_id), views.render(again))
-
-
-def _absolute(paths: ProjectPaths, rel: str) -> Path:
-    path = Path(rel)
-    return path if path.is_absolute() else paths.root / path
 
 
 # --- routine attempts ----------------------------------------------------------------------
