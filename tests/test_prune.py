@@ -612,3 +612,15 @@ def test_a_recorded_path_outside_the_runs_own_files_is_never_removed(root: Path)
     assert ("keep me", "keep me too", [True] * 3) == (
         outside.read_text(), absolute.read_text(), exists(paths, run_id("p4")))
     assert [False, True, True] == exists(paths, rid)  # its own evidence, as recorded, went
+
+
+def test_the_run_view_says_pruned_before_any_file_goes(root: Path) -> None:
+    """Upstream readers open ``runs/<id>.json`` as it is on disk: after a SIGKILL as the
+    removal begins (a folder may be half removed), the run's view already lists the record
+    (``pruned``) and matches its ledger, so ``fold --check`` is clean before the next prune."""
+    paths = jobhelper.paths_of(root)
+    kill_between_record_and_removal(root, LATER)
+    [first] = [r for r in map(run_id, ("p0", "p1", "p2", "p3")) if records(paths, r)]
+    view = orjson.loads(paths.run_view(first).read_bytes())
+    assert [records(paths, first)[0]["paths"]] == [p["paths"] for p in view.get("pruned", [])]
+    assert [] == adoption.fold(paths, check=True).drifted

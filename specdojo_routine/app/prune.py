@@ -7,8 +7,9 @@ takes away:
 
 1. the record first: ``evidence_pruned`` {``run_id``, ``paths``, ``bytes``} appended (and
    fsync'd) to the run's ledger, or {``routine_id``, ``attempt_id``, …} to the routine ledger;
-2. then the files; then the run's view is published again (it still names what existed, and
-   says it was pruned).
+2. then the run's view is published again (it still names what existed, and says it was
+   pruned), so no reader finds files half removed that the view does not say are going;
+3. then the files.
 
 A crash between the two leaves the files and a record saying they were to go: the next prune
 finishes the removal and records nothing new (a run's fold knows the recorded paths; an
@@ -289,13 +290,15 @@ def _prune_run(ctx: _Ctx, run_id: str, *, eligible: bool) -> None:
                                   finishing=not fresh))
     if report.dry_run:
         return
+    # the view says what goes before anything goes: a reader of the file never finds a
+    # folder half removed by a crash that its run's view does not list as pruned
+    again = jobfold.run_document(views.fold_run(paths, run_id))
+    if again is not None:
+        views.publish(paths.run_view(run_id), views.render(again))
     for left in prunefiles.remove(paths, files, ctx.env, deadline=ctx.deadline):
         report.complete = False  # recorded: the next prune finishes what git had not
         report.skipped.append(f"{run_id}: {paths.rel(left)}: git had not removed the worktree "
                               "by the time limit, the rest next time")
-    again = jobfold.run_document(views.fold_run(paths, run_id))
-    if again is not None:
-        views.publish(paths.run_view(run_id), views.render(again))
 
 
 # --- routine attempts ----------------------------------------------------------------------
