@@ -624,3 +624,57 @@ def test_the_run_view_says_pruned_before_any_file_goes(root: Path) -> None:
     view = orjson.loads(paths.run_view(first).read_bytes())
     assert [records(paths, first)[0]["paths"]] == [p["paths"] for p in view.get("pruned", [])]
     assert [] == adoption.fold(paths, check=True).drifted
+
+
+KILL_AFTER_MARKER = """
+import os, shutil, signal, sys  # shutil first: it picks its safe rmtree by os.unlink
+from datetime import datetime
+from pathlib import Path
+sys.path.insert(0, {repo!r})
+real_unlink, real_scandir, gone = os.unlink, os.scandir, [False]
+class Listing:  # a folder listed with the removal marker first (any order is the system's)
+    def __init__(self, it):
+        with it:
+            self.entries = iter(sorted(it, key=lambda e: e.name != {marker!r}))
+    def __iter__(self):
+        return self
+    def __next__(self):
+        return next(self.entries)
+    def __enter__(self):
+        return self
+    def __exit__(self, *exc):
+        return False
+    def close(self):
+        pass
+os.scandir = lambda *a, **k: Listing(real_scandir(*a, **k))
+def unlink(path, *args, dir_fd=None, **kwargs):
+    if dir_fd is not None and gone[0]:  # the first file removed after a marker: killed
+        os.kill(os.getpid(), signal.SIGKILL)
+    real_unlink(path, *args, dir_fd=dir_fd, **kwargs)
+    gone[0] = gone[0] or os.path.basename(path) == {marker!r}
+os.unlink = unlink
+from specdojo_routine.app import prune
+from specdojo_routine.store.config import resolve_project
+prune.prune(resolve_project(Path({root!r}), env={{}}), keep_days=0, keep_runs=0,
+            now=datetime.fromisoformat({now!r}), env={{}})
+"""
+
+
+def test_an_attempts_removal_killed_halfway_is_finished_next_time(
+    project: Project, attempts: list[str],
+) -> None:
+    """SIGKILL while an attempt's evidence is being removed, whatever order the system lists
+    its files in: the folder half removed still says it is going, so the next prune (with a
+    window that would keep it) finishes it, and the ledger holds one record of it."""
+    paths = jobhelper.paths_of(project.root)
+    code = KILL_AFTER_MARKER.format(repo=str(REPO), root=str(project.root),
+                                    now=LATER.isoformat(), marker=prunefiles.REMOVAL_MARKER)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env=jobhelper.clean_env())
+    assert -signal.SIGKILL == done.returncode, done.stderr
+    prune.prune(paths, keep_days=3650, keep_runs=50, now=LATER, env={})
+    recorded = [e["attempt_id"] for e in routine_records(project)]
+    left = {p.name for p in (paths.evidence_dir / "routines").iterdir()}
+    assert (True, set(), len(recorded)) == (attempts[0] in recorded, left & set(recorded),
+                                            len(set(recorded)))
+    assert set(attempts) == left | set(recorded)

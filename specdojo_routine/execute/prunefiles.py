@@ -258,8 +258,24 @@ def remove(paths: ProjectPaths, files: Iterable[Path], env: Mapping[str, str], *
             left.append(path)
             continue
         if os.path.lexists(path):
-            shutil.rmtree(path)
+            _rmtree_marker_last(path)
     return left
+
+
+def _rmtree_marker_last(path: Path) -> None:
+    """Remove a directory, its removal marker (if any) last: a folder a crash left half
+    removed still says its removal was begun, so the next prune finishes it."""
+    marker = path / REMOVAL_MARKER
+    for name in _names(path):
+        child = path / name
+        if name == REMOVAL_MARKER:
+            continue
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink(missing_ok=True)
+    marker.unlink(missing_ok=True)
+    path.rmdir()
 
 
 def _remove_worktree(paths: ProjectPaths, path: Path, env: Mapping[str, str],
