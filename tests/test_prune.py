@@ -678,3 +678,25 @@ def test_an_attempts_removal_killed_halfway_is_finished_next_time(
     assert (True, set(), len(recorded)) == (attempts[0] in recorded, left & set(recorded),
                                             len(set(recorded)))
     assert set(attempts) == left | set(recorded)
+
+
+def test_the_job_runs_of_an_interrupted_routine_attempt_stay(root: Path, project: Project) -> None:
+    """A routine attempt whose runner died after its Job Run ended, before the action's end
+    was recorded, waits for an operator's review (``resolve``): the run it started (named
+    by ``action_started``) keeps its files however old, so the review can read them."""
+    paths = jobhelper.paths_of(root)
+    project.routine("rtn-a", 'trigger: {cron: "0 8 * * *", timezone: UTC}\naction:\n'
+                             '  {kind: job, job: job-n, inputs: {period: p0}}\n')
+    attempt = "att-20260101T080005Z-deadbeef"
+    routine_ledger = ledger.Ledger(paths.routine_ledger, clock=lambda: T0)
+    routine_ledger.append(ev.AttemptStarted(
+        routine_id="rtn-a", attempt_id=attempt, transition="T-02", trigger="due",
+        scheduled_for="2026-01-01T08:00:00.000Z", last_run="2026-01-01T08:00:05Z",
+        passed_over_since=None, owner=ev.Owner(pid=999_999, host="gone"), schedule="cron"))
+    routine_ledger.append(ev.ActionStarted(routine_id="rtn-a", attempt_id=attempt, index=1,
+                                           kind="job", job_run_id=run_id("p0")))
+    for dry_run in (True, False):
+        report = prune.prune(paths, keep_days=0, keep_runs=0, now=LATER, env={},
+                             dry_run=dry_run)
+        assert {run_id(f"p{n}") for n in range(1, 4)} == {r.owner for r in report.removed}
+    assert [True] * 3 == exists(paths, run_id("p0"))
