@@ -700,3 +700,30 @@ def test_the_job_runs_of_an_interrupted_routine_attempt_stay(root: Path, project
                              dry_run=dry_run)
         assert {run_id(f"p{n}") for n in range(1, 4)} == {r.owner for r in report.removed}
     assert [True] * 3 == exists(paths, run_id("p0"))
+
+
+def test_an_evidence_ref_outside_the_evidence_folder_is_not_read(
+    root: Path, project: Project,
+) -> None:
+    """A ledger line is evidence, not a fact: an ``evidence_ref`` someone appended that leads
+    out of the evidence folder (``..``, an absolute path) is not opened by ``job logs``; it
+    says the output is not there, as for evidence that was pruned."""
+    paths = jobhelper.paths_of(root)
+    outside = root.parent / "outside"
+    outside.mkdir()
+    (outside / "evidence.json").write_bytes(orjson.dumps(
+        {"command": {"stdout": "NOT EVIDENCE\n", "stderr": ""}}))
+    (outside / "agent-x.log").write_text("NOT A LOG\n")
+    project.job("job-f", JOB.replace("'echo ran'", "'exit 3'").replace("job-n", "job-f"))
+    rid = str(jobs.run_job(paths, definitions.load_jobs(paths), "job-f", {"period": "f0"},
+                           scheduled_at=T0, env=jobhelper.clean_env(), clock=lambda: T0).run_id)
+    forged = ["../outside/evidence.json", str(outside / "evidence.json"),
+              f"{paths.rel(paths.evidence_dir)}/../../../outside/evidence.json"]
+    for n, ref in enumerate(forged, start=2):
+        run_ledger = ledger.Ledger(paths.run_ledger(rid), clock=lambda: T0)
+        run_ledger.append(ev.RunAttemptStarted(run_id=rid, attempt=n,
+                                               owner=ev.Owner(pid=1, host="h")))
+        run_ledger.append(ev.RunAttemptEnded(run_id=rid, attempt=n, status="failed",
+                                             exit_code=1, evidence_ref=ref))
+        done = project.cli("job", "logs", rid, "--attempt", str(n))
+        assert (False, True) == ("NOT" in done.stdout, "gone" in done.stdout), done.stderr
