@@ -591,3 +591,139 @@ def test_prune_without_flags_keeps_what_the_configs_retention_says(root: Path,
     assert 3 == len(pruned({"keep_days": 90, "keep_runs": 2}))
     assert [] == pruned({"keep_days": 90, "keep_runs": 5})
     assert 3 == len(pruned({"keep_days": 90, "keep_runs": 5}, "--keep-runs", "2"))
+
+
+def test_a_recorded_path_outside_the_runs_own_files_is_never_removed(root: Path) -> None:
+    """A ledger line is evidence, not a fact: an ``evidence_pruned`` someone appended (chain
+    and all) naming a file outside the project, an absolute path, or another run's evidence
+    is not finished by the next prune; only the run's own files ever go."""
+    paths = jobhelper.paths_of(root)
+    outside = root.parent / "victim.txt"
+    outside.write_text("keep me")
+    absolute = root.parent / "absolute.txt"
+    absolute.write_text("keep me too")
+    other = paths.rel(paths.evidence_dir / run_id("p4"))
+    rid = run_id("p3")
+    forged = ["../victim.txt", str(absolute), other, f"{paths.rel(paths.evidence_dir)}/../../x",
+              paths.rel(paths.evidence_dir / rid)]
+    ledger.Ledger(paths.run_ledger(rid), clock=lambda: T0).append(ev.EvidencePruned(
+        run_id=rid, paths=forged, bytes=1))
+    prune.prune(paths, keep_days=3650, keep_runs=50, now=LATER, env={})
+    assert ("keep me", "keep me too", [True] * 3) == (
+        outside.read_text(), absolute.read_text(), exists(paths, run_id("p4")))
+    assert [False, True, True] == exists(paths, rid)  # its own evidence, as recorded, went
+
+
+def test_the_run_view_says_pruned_before_any_file_goes(root: Path) -> None:
+    """Upstream readers open ``runs/<id>.json`` as it is on disk: after a SIGKILL as the
+    removal begins (a folder may be half removed), the run's view already lists the record
+    (``pruned``) and matches its ledger, so ``fold --check`` is clean before the next prune."""
+    paths = jobhelper.paths_of(root)
+    kill_between_record_and_removal(root, LATER)
+    [first] = [r for r in map(run_id, ("p0", "p1", "p2", "p3")) if records(paths, r)]
+    view = orjson.loads(paths.run_view(first).read_bytes())
+    assert [records(paths, first)[0]["paths"]] == [p["paths"] for p in view.get("pruned", [])]
+    assert [] == adoption.fold(paths, check=True).drifted
+
+
+KILL_AFTER_MARKER = """
+import os, shutil, signal, sys  # shutil first: it picks its safe rmtree by os.unlink
+from datetime import datetime
+from pathlib import Path
+sys.path.insert(0, {repo!r})
+real_unlink, real_scandir, gone = os.unlink, os.scandir, [False]
+class Listing:  # a folder listed with the removal marker first (any order is the system's)
+    def __init__(self, it):
+        with it:
+            self.entries = iter(sorted(it, key=lambda e: e.name != {marker!r}))
+    def __iter__(self):
+        return self
+    def __next__(self):
+        return next(self.entries)
+    def __enter__(self):
+        return self
+    def __exit__(self, *exc):
+        return False
+    def close(self):
+        pass
+os.scandir = lambda *a, **k: Listing(real_scandir(*a, **k))
+def unlink(path, *args, dir_fd=None, **kwargs):
+    if dir_fd is not None and gone[0]:  # the first file removed after a marker: killed
+        os.kill(os.getpid(), signal.SIGKILL)
+    real_unlink(path, *args, dir_fd=dir_fd, **kwargs)
+    gone[0] = gone[0] or os.path.basename(path) == {marker!r}
+os.unlink = unlink
+from specdojo_routine.app import prune
+from specdojo_routine.store.config import resolve_project
+prune.prune(resolve_project(Path({root!r}), env={{}}), keep_days=0, keep_runs=0,
+            now=datetime.fromisoformat({now!r}), env={{}})
+"""
+
+
+def test_an_attempts_removal_killed_halfway_is_finished_next_time(
+    project: Project, attempts: list[str],
+) -> None:
+    """SIGKILL while an attempt's evidence is being removed, whatever order the system lists
+    its files in: the folder half removed still says it is going, so the next prune (with a
+    window that would keep it) finishes it, and the ledger holds one record of it."""
+    paths = jobhelper.paths_of(project.root)
+    code = KILL_AFTER_MARKER.format(repo=str(REPO), root=str(project.root),
+                                    now=LATER.isoformat(), marker=prunefiles.REMOVAL_MARKER)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env=jobhelper.clean_env())
+    assert -signal.SIGKILL == done.returncode, done.stderr
+    prune.prune(paths, keep_days=3650, keep_runs=50, now=LATER, env={})
+    recorded = [e["attempt_id"] for e in routine_records(project)]
+    left = {p.name for p in (paths.evidence_dir / "routines").iterdir()}
+    assert (True, set(), len(recorded)) == (attempts[0] in recorded, left & set(recorded),
+                                            len(set(recorded)))
+    assert set(attempts) == left | set(recorded)
+
+
+def test_the_job_runs_of_an_interrupted_routine_attempt_stay(root: Path, project: Project) -> None:
+    """A routine attempt whose runner died after its Job Run ended, before the action's end
+    was recorded, waits for an operator's review (``resolve``): the run it started (named
+    by ``action_started``) keeps its files however old, so the review can read them."""
+    paths = jobhelper.paths_of(root)
+    project.routine("rtn-a", 'trigger: {cron: "0 8 * * *", timezone: UTC}\naction:\n'
+                             '  {kind: job, job: job-n, inputs: {period: p0}}\n')
+    attempt = "att-20260101T080005Z-deadbeef"
+    routine_ledger = ledger.Ledger(paths.routine_ledger, clock=lambda: T0)
+    routine_ledger.append(ev.AttemptStarted(
+        routine_id="rtn-a", attempt_id=attempt, transition="T-02", trigger="due",
+        scheduled_for="2026-01-01T08:00:00.000Z", last_run="2026-01-01T08:00:05Z",
+        passed_over_since=None, owner=ev.Owner(pid=999_999, host="gone"), schedule="cron"))
+    routine_ledger.append(ev.ActionStarted(routine_id="rtn-a", attempt_id=attempt, index=1,
+                                           kind="job", job_run_id=run_id("p0")))
+    for dry_run in (True, False):
+        report = prune.prune(paths, keep_days=0, keep_runs=0, now=LATER, env={},
+                             dry_run=dry_run)
+        assert {run_id(f"p{n}") for n in range(1, 4)} == {r.owner for r in report.removed}
+    assert [True] * 3 == exists(paths, run_id("p0"))
+
+
+def test_an_evidence_ref_outside_the_evidence_folder_is_not_read(
+    root: Path, project: Project,
+) -> None:
+    """A ledger line is evidence, not a fact: an ``evidence_ref`` someone appended that leads
+    out of the evidence folder (``..``, an absolute path) is not opened by ``job logs``; it
+    says the output is not there, as for evidence that was pruned."""
+    paths = jobhelper.paths_of(root)
+    outside = root.parent / "outside"
+    outside.mkdir()
+    (outside / "evidence.json").write_bytes(orjson.dumps(
+        {"command": {"stdout": "NOT EVIDENCE\n", "stderr": ""}}))
+    (outside / "agent-x.log").write_text("NOT A LOG\n")
+    project.job("job-f", JOB.replace("'echo ran'", "'exit 3'").replace("job-n", "job-f"))
+    rid = str(jobs.run_job(paths, definitions.load_jobs(paths), "job-f", {"period": "f0"},
+                           scheduled_at=T0, env=jobhelper.clean_env(), clock=lambda: T0).run_id)
+    forged = ["../outside/evidence.json", str(outside / "evidence.json"),
+              f"{paths.rel(paths.evidence_dir)}/../../../outside/evidence.json"]
+    for n, ref in enumerate(forged, start=2):
+        run_ledger = ledger.Ledger(paths.run_ledger(rid), clock=lambda: T0)
+        run_ledger.append(ev.RunAttemptStarted(run_id=rid, attempt=n,
+                                               owner=ev.Owner(pid=1, host="h")))
+        run_ledger.append(ev.RunAttemptEnded(run_id=rid, attempt=n, status="failed",
+                                             exit_code=1, evidence_ref=ref))
+        done = project.cli("job", "logs", rid, "--attempt", str(n))
+        assert (False, True) == ("NOT" in done.stdout, "gone" in done.stdout), done.stderr

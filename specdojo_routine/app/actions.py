@@ -154,5 +154,6 @@ def _execute_job(ctx: Where, planned: decide.PlannedAction, scheduled_for: datet
         reason = limit.reason
     return attrs.evolve(failed, result=out.result, reason=reason, job_run_id=out.job_run_id,
                         exit_code=out.exit_code, evidence_ref=ref,
-                        stderr_tail=tuple(evidence.stderr_tail(ctx.paths.root, ref))
+                        stderr_tail=tuple(evidence.stderr_tail(ctx.paths.root, ref,
+                                                               ctx.paths.evidence_dir))
                         if out.result is not Result.SUCCESS else ())

@@ -107,14 +107,14 @@ def _action_output(paths: ProjectPaths, action: ActionRecord, routine_id: str,
     if ref is None:
         return Output(title=title, evidence_ref=None, streams={},
                       missing=action.reason or "no output was kept for this action")
-    shown = _evidence_output(paths.root, title, ref)
+    shown = _evidence_output(paths, title, ref)
     if action.result not in (None, "success") and action.reason:  # a stop, a timeout, ...
         shown = attrs.evolve(shown, reason=action.reason)
     return shown
 
 
-def _evidence_output(root: Path, title: str, ref: str) -> Output:
-    document = evidence.read_evidence(root, ref)
+def _evidence_output(paths: ProjectPaths, title: str, ref: str) -> Output:
+    document = evidence.read_evidence(paths.root, ref, paths.evidence_dir)
     if document is None:
         return Output(title=title, evidence_ref=ref, streams={},
                       missing="its evidence file is gone (pruned?) or unreadable")
@@ -122,7 +122,7 @@ def _evidence_output(root: Path, title: str, ref: str) -> Output:
     command = document.get("command")
     cut = tuple(name for name in streams if isinstance(command, dict)
                 and command.get(f"{name}_truncated"))
-    streams.update(_agent_logs(root / ref))
+    streams.update(_agent_logs(paths.root / ref))
     return Output(title=title, evidence_ref=ref, streams=streams, cut=cut)
 
 
@@ -152,7 +152,7 @@ def job_logs(paths: ProjectPaths, run_id: str, *, attempt: int | None = None) ->
     exit_code = f", exit {chosen['exit_code']}" if chosen.get("exit_code") is not None else ""
     title = f"attempt {chosen.get('attempt')}: {chosen.get('status')}{exit_code}"
     ref = chosen.get("evidence_ref")
-    output = (_evidence_output(paths.root, title, ref) if ref else Output(
+    output = (_evidence_output(paths, title, ref) if ref else Output(
         title=title, evidence_ref=None, streams={},
         missing=chosen.get("reason") or "no output was kept for this attempt"))
     return Logs(heading=f"{run_id} ({view.get('job_id')}, {view.get('state')})",

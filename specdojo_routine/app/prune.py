@@ -7,8 +7,9 @@ takes away:
 
 1. the record first: ``evidence_pruned`` {``run_id``, ``paths``, ``bytes``} appended (and
    fsync'd) to the run's ledger, or {``routine_id``, ``attempt_id``, …} to the routine ledger;
-2. then the files; then the run's view is published again (it still names what existed, and
-   says it was pruned).
+2. then the run's view is published again (it still names what existed, and says it was
+   pruned), so no reader finds files half removed that the view does not say are going;
+3. then the files.
 
 A crash between the two leaves the files and a record saying they were to go: the next prune
 finishes the removal and records nothing new (a run's fold knows the recorded paths; an
@@ -142,14 +143,14 @@ def prune(
                report=PruneReport(dry_run=dry_run, keep_days=policy.keep_days,
                                   keep_runs=policy.keep_runs, now=the_now))
     if dry_run:
-        _prune(ctx, _open_attempts(views.load_routine_view(paths)), exec_held=True)
+        _prune(ctx, _Open.of(views.load_routine_view(paths)), exec_held=True)
         return ctx.report
     with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id,
                             env=ctx.env):
         plan = adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
-        open_attempts = _open_attempts(views.refresh_routine_view(paths, plan.proof))
+        opened = _Open.of(views.refresh_routine_view(paths, plan.proof))
         with _exec_lock(paths, ctx.env, required=True) as held:
-            _prune(ctx, open_attempts, exec_held=held)
+            _prune(ctx, opened, exec_held=held)
     return ctx.report
 
 
@@ -166,7 +167,7 @@ def prune_during_run(
                report=PruneReport(dry_run=False, keep_days=policy.keep_days,
                                   keep_runs=policy.keep_runs, now=to_utc(now)))
     with _exec_lock(paths, env, required=False) as held:
-        _prune(ctx, _open_attempts(view), exec_held=held)
+        _prune(ctx, _Open.of(view), exec_held=held)
     return ctx.report
 
 
@@ -190,27 +191,40 @@ def _exec_lock(paths: ProjectPaths, env: Mapping[str, str], *, required: bool) -
         yield True
 
 
-def _open_attempts(view: views.RoutineView) -> set[str]:
-    """The attempts open now (running, or interrupted): their evidence is never pruned."""
-    found = (e.get("open_attempt") for e in view.routines.values())
-    return {str(opened["attempt_id"]) for opened in found if opened}
+@attrs.frozen(kw_only=True)
+class _Open:
+    """The routine attempts open now (running, or interrupted and waiting for ``resolve``)
+    and the Job Runs their actions started: the review of an interrupted attempt reads them,
+    so none of their files is pruned, whatever the runs' own state."""
+
+    attempts: frozenset[str]
+    runs: frozenset[str]
+
+    @classmethod
+    def of(cls, view: views.RoutineView) -> _Open:
+        found = [opened for e in view.routines.values()
+                 if (opened := e.get("open_attempt")) is not None]
+        return cls(attempts=frozenset(str(opened["attempt_id"]) for opened in found),
+                   runs=frozenset(str(action["job_run_id"]) for opened in found
+                                  for action in opened.get("actions") or ()
+                                  if action.get("job_run_id")))
 
 
-def _prune(ctx: _Ctx, open_attempts: set[str], *, exec_held: bool) -> None:
+def _prune(ctx: _Ctx, opened: _Open, *, exec_held: bool) -> None:
     paths, report = ctx.paths, ctx.report
     if not paths.execution_dir.is_dir():
         return
     recent = retention.cutoff(ctx.now, ctx.policy.keep_days) if ctx.budgeted else None
-    facts = prune_facts.gather(paths, open_attempts=open_attempts, late=ctx.late,
+    facts = prune_facts.gather(paths, open_attempts=opened.attempts, late=ctx.late,
                                write=not report.dry_run, recent_after=recent)
     if not facts.complete:
         report.complete = False
         return
     if exec_held:
-        _prune_runs(ctx, facts)
+        _prune_runs(ctx, facts, opened.runs)
     else:
         report.skipped.append("Job Runs: the exec lock is held by another process")
-    _prune_attempts(ctx, facts, open_attempts)
+    _prune_attempts(ctx, facts, set(opened.attempts))
 
 
 # --- Job Runs ------------------------------------------------------------------------------
@@ -242,11 +256,12 @@ def _json(path: Path) -> Any:
         return None
 
 
-def _prune_runs(ctx: _Ctx, facts: Facts) -> None:
+def _prune_runs(ctx: _Ctx, facts: Facts, started_by_open: frozenset[str]) -> None:
     policy = ctx.policy
     chosen = set(retention.prunable(
         [f.owner for f in facts.runs.values()], keep_days=policy.keep_days,
-        keep_runs=policy.keep_runs, now=ctx.now, protected=_protected(ctx.paths, facts)))
+        keep_runs=policy.keep_runs, now=ctx.now,
+        protected=_protected(ctx.paths, facts) | started_by_open))
     unfinished = {r for r, f in facts.runs.items() if f.pending}
     for run_id in sorted(chosen | unfinished):
         if ctx.late():
@@ -276,7 +291,7 @@ def _prune_run(ctx: _Ctx, run_id: str, *, eligible: bool) -> None:
             and ended < retention.cutoff(ctx.now, ctx.policy.keep_days):
         files = prunefiles.run_files(paths, run_id, ctx.env)
     else:
-        files = [f for f in (_absolute(paths, p) for p in pending) if os.path.lexists(f)]
+        files = prunefiles.recorded_run_files(paths, run_id, pending)
     if not files:
         return
     fresh = [f for f in files if paths.rel(f) not in pending]
@@ -289,18 +304,15 @@ def _prune_run(ctx: _Ctx, run_id: str, *, eligible: bool) -> None:
                                   finishing=not fresh))
     if report.dry_run:
         return
+    # the view says what goes before anything goes: a reader of the file never finds a
+    # folder half removed by a crash that its run's view does not list as pruned
+    again = jobfold.run_document(views.fold_run(paths, run_id))
+    if again is not None:
+        views.publish(paths.run_view(run_id), views.render(again))
     for left in prunefiles.remove(paths, files, ctx.env, deadline=ctx.deadline):
         report.complete = False  # recorded: the next prune finishes what git had not
         report.skipped.append(f"{run_id}: {paths.rel(left)}: git had not removed the worktree "
                               "by the time limit, the rest next time")
-    again = jobfold.run_document(views.fold_run(paths, run_id))
-    if again is not None:
-        views.publish(paths.run_view(run_id), views.render(again))
-
-
-def _absolute(paths: ProjectPaths, rel: str) -> Path:
-    path = Path(rel)
-    return path if path.is_absolute() else paths.root / path
 
 
 # --- routine attempts ----------------------------------------------------------------------

@@ -100,7 +100,8 @@ def _detail(paths: ProjectPaths, routine: Routine, row: listing.RoutineRow,
     attempts = recent.recent_attempts(paths, routine.id, limit=ATTEMPT_COUNT)
     last = attempts[-1] if attempts else None
     failed = last.failed_action() if last is not None and last.result != "success" else None
-    tail = evidence.stderr_tail(paths.root, failed.evidence_ref) if failed else []
+    tail = evidence.stderr_tail(paths.root, failed.evidence_ref, paths.evidence_dir) \
+        if failed else []
     opened = entry.get("open_attempt")
     return Detail(row=row, routine=routine, upcoming=upcoming, attempts=attempts,
                   failed_action=failed, stderr_tail=tail,

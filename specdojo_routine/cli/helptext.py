@@ -199,9 +199,10 @@ COMMANDS: dict[str, CommandHelp] = {
     "prune": CommandHelp(
         "Remove the files around old Job Runs and routine attempts: evidence, plan and "
         "result documents, kept review worktrees. Never those of the newest runs of each "
-        "Job, of a run that is open, interrupted or waiting, or of the run a checkpoint "
-        "names. Each removal is recorded in the ledger before the files go; the ledgers and "
-        "the Job Run views stay, and the views say what was pruned.",
+        "Job, of a run that is open, interrupted or waiting, of a run an interrupted "
+        "routine attempt started, or of the run a checkpoint names. Each removal is "
+        "recorded in the ledger before the files go; the ledgers and the Job Run views "
+        "stay, and the views say what was pruned.",
         ("{prog} prune --dry-run", "{prog} prune", "{prog} prune --keep-days 30 --keep-runs 10",
          "{prog} prune --json --now 2026-12-31T00:00:00Z"),
         ((0, "pruned (or nothing to prune, or dry run)"), _DAMAGED, _USAGE,

@@ -39,8 +39,9 @@ from specdojo_routine.execute.worktree import GIT_TIMEOUT_S, common_git_dir
 from specdojo_routine.store.config import ProjectPaths, read_regular
 
 __all__ = ["REMOVAL_MARKER", "ROUTINE_EVIDENCE", "attempt_facts", "attempt_files",
-           "attempts_with_files", "mark_removal", "removal_mark", "removal_marked", "remove",
-           "run_files", "runs_with_files", "size", "stamp", "unmark_removal"]
+           "attempts_with_files", "mark_removal", "recorded_run_files", "removal_mark",
+           "removal_marked", "remove", "run_files", "runs_with_files", "size", "stamp",
+           "unmark_removal"]
 
 PLAN_SUFFIXES = ("-plan.md", "-review-plan.md", "-analysis-plan.md")
 RESULT_SUFFIXES = ("-result.md", "-review-result.md")
@@ -82,20 +83,35 @@ def run_files(paths: ProjectPaths, run_id: str, env: Mapping[str, str]) -> list[
     default worktree base (``../worktrees``) is shared by sibling clones, and two clones of a
     project give a Job Run the same id. One git finds in no repository is the project's (a
     worktree git has forgotten)."""
+    files, worktrees = _run_names(paths, run_id)
+    worktrees = [p for p in worktrees if os.path.lexists(p)]
+    ours = common_git_dir(paths.root, env) if worktrees else None
+    return [p for p in files if os.path.lexists(p)] + [
+        p for p in worktrees
+        if common_git_dir(p, env, ceiling=paths.worktrees) in (None, ours)]
+
+
+def recorded_run_files(paths: ProjectPaths, run_id: str, recorded: Iterable[str]) -> list[Path]:
+    """The recorded paths (root-relative, as ``evidence_pruned`` names them) that are among
+    the run's own file names and still exist. A ledger line is evidence, not a fact: a path
+    it names outside the run's evidence, plan, result and worktree names (``..``, an absolute
+    path, another run's files) is never removed on its word."""
+    files, worktrees = _run_names(paths, run_id)
+    own = {paths.rel(p): p for p in (*files, *worktrees)}
+    return [own[p] for p in dict.fromkeys(recorded) if p in own and os.path.lexists(own[p])]
+
+
+def _run_names(paths: ProjectPaths, run_id: str) -> tuple[list[Path], list[Path]]:
+    """The names a run's files may have: evidence, plans and results; kept worktrees (those
+    by the run's name, and the ``-attempt-<n>`` ones listed now)."""
     if not RUN_ID.fullmatch(run_id):
         raise ValueError(f"not a Job Run id: {run_id!r}")
     files = [paths.evidence_dir / run_id,
              *(paths.plans_dir / f"{run_id}{s}" for s in PLAN_SUFFIXES),
              *(paths.results_dir / f"{run_id}{s}" for s in RESULT_SUFFIXES)]
     kept = re.compile(re.escape(run_id) + r"-attempt-\d+")
-    worktrees = [p for p in (paths.worktrees / run_id,
-                             *sorted(paths.worktrees / n for n in _names(paths.worktrees)
-                                     if kept.fullmatch(n)))
-                 if os.path.lexists(p)]
-    ours = common_git_dir(paths.root, env) if worktrees else None
-    return [p for p in files if os.path.lexists(p)] + [
-        p for p in worktrees
-        if common_git_dir(p, env, ceiling=paths.worktrees) in (None, ours)]
+    return files, [paths.worktrees / run_id, *sorted(
+        paths.worktrees / n for n in _names(paths.worktrees) if kept.fullmatch(n))]
 
 
 
@@ -242,8 +258,24 @@ def remove(paths: ProjectPaths, files: Iterable[Path], env: Mapping[str, str], *
             left.append(path)
             continue
         if os.path.lexists(path):
-            shutil.rmtree(path)
+            _rmtree_marker_last(path)
     return left
+
+
+def _rmtree_marker_last(path: Path) -> None:
+    """Remove a directory, its removal marker (if any) last: a folder a crash left half
+    removed still says its removal was begun, so the next prune finishes it."""
+    marker = path / REMOVAL_MARKER
+    for name in _names(path):
+        child = path / name
+        if name == REMOVAL_MARKER:
+            continue
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink(missing_ok=True)
+    marker.unlink(missing_ok=True)
+    path.rmdir()
 
 
 def _remove_worktree(paths: ProjectPaths, path: Path, env: Mapping[str, str],
