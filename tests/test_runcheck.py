@@ -166,3 +166,23 @@ def test_read_only_commands_write_no_snapshot(root: Path) -> None:
     jobs.prepare(paths, defs, "job-n", {"period": "p900"},
                  scheduled_at=jobhelper.SCHEDULED, trigger="manual", env={})
     assert not runcheck.snapshot_path(paths, "job-n").exists()
+
+
+def test_a_run_another_tool_added_beside_settled_runs_is_imported(root: Path) -> None:
+    """A ``runs/<id>.json`` another tool added (no ledger beside it) among runs the snapshot
+    has settled is a run the snapshot does not know: the next Job action imports it and
+    starts from the checkpoint it advanced."""
+    jobhelper.run(root, "job-n", {"period": "p300"})  # the copy checked, the snapshot written
+    paths = jobhelper.paths_of(root)
+    record = orjson.loads(paths.run_view(run_id("p007")).read_bytes())
+    added = run_id("upstream")
+    record.update(run_id=added, idempotency_key="job-n:upstream", inputs={"period": "upstream"},
+                  updated_at="2030-01-01T00:00:01.000Z",
+                  checkpoint_after={"last": "upstream"})
+    record["attempts"][0].update(started_at="2030-01-01T00:00:00.000Z",
+                                 completed_at="2030-01-01T00:00:01.000Z")
+    paths.run_view(added).write_bytes(orjson.dumps(record, option=orjson.OPT_INDENT_2) + b"\n")
+    outcome = jobhelper.run(root, "job-n", {"period": "p301"})
+    assert ["run_imported"] == [e["type"] for e in jobhelper.ledger_events(paths, added)]
+    view = orjson.loads(paths.run_view(outcome.run_id or "").read_bytes())
+    assert {"last": "upstream"} == view["checkpoint_before"]
