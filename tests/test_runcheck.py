@@ -186,3 +186,36 @@ def test_a_run_another_tool_added_beside_settled_runs_is_imported(root: Path) ->
     assert ["run_imported"] == [e["type"] for e in jobhelper.ledger_events(paths, added)]
     view = orjson.loads(paths.run_view(outcome.run_id or "").read_bytes())
     assert {"last": "upstream"} == view["checkpoint_before"]
+
+
+def test_the_run_id_of_a_routine_action_reads_the_checkpoint_only_when_the_key_needs_it(
+    root: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``action_started`` names the run before it runs: when neither the key nor an input
+    comes from the checkpoint, that id is derived without looking at the Job's runs, and it
+    is the id the run gets; an input ``from_checkpoint`` makes it follow the checkpoint."""
+    from specdojo_routine.app import jobs
+    from specdojo_routine.execute import jobfiles
+
+    paths = jobhelper.paths_of(root)
+    reads: list[str] = []
+    real = jobfiles.read_checkpoint
+    monkeypatch.setattr(jobfiles, "read_checkpoint",
+                        lambda p, job_id: reads.append(job_id) or real(p, job_id))
+    (root / "jobs" / "job-c.yaml").write_text(
+        "id: job-c\n" + period_job("c", "'true'").replace(
+            "period: {type: string, required: true}",
+            "period: {type: string, from_checkpoint: last, default: none}")
+        + "checkpoint:\n  values: {last: 'after-{{inputs.period}}'}\n")
+
+    def named(job_id: str) -> str | None:
+        defs = jobhelper.definitions.load_jobs(paths)
+        return jobs.routine_run_id(paths, defs, job_id=job_id, inputs={"period": "p900"}
+                                   if job_id == "job-n" else {}, scheduled_at=jobhelper.SCHEDULED,
+                                   env={})
+
+    assert (run_id("p900"), []) == (named("job-n"), reads)
+    assert jobplan.run_id_for("job-c", "job-c:none") == named("job-c")
+    assert "succeeded" == jobhelper.run(root, "job-c", {}).state
+    assert jobplan.run_id_for("job-c", "job-c:after-none") == named("job-c")
+    assert "job-c" in reads
