@@ -166,3 +166,56 @@ def test_read_only_commands_write_no_snapshot(root: Path) -> None:
     jobs.prepare(paths, defs, "job-n", {"period": "p900"},
                  scheduled_at=jobhelper.SCHEDULED, trigger="manual", env={})
     assert not runcheck.snapshot_path(paths, "job-n").exists()
+
+
+def test_a_run_another_tool_added_beside_settled_runs_is_imported(root: Path) -> None:
+    """A ``runs/<id>.json`` another tool added (no ledger beside it) among runs the snapshot
+    has settled is a run the snapshot does not know: the next Job action imports it and
+    starts from the checkpoint it advanced."""
+    jobhelper.run(root, "job-n", {"period": "p300"})  # the copy checked, the snapshot written
+    paths = jobhelper.paths_of(root)
+    record = orjson.loads(paths.run_view(run_id("p007")).read_bytes())
+    added = run_id("upstream")
+    record.update(run_id=added, idempotency_key="job-n:upstream", inputs={"period": "upstream"},
+                  updated_at="2030-01-01T00:00:01.000Z",
+                  checkpoint_after={"last": "upstream"})
+    record["attempts"][0].update(started_at="2030-01-01T00:00:00.000Z",
+                                 completed_at="2030-01-01T00:00:01.000Z")
+    paths.run_view(added).write_bytes(orjson.dumps(record, option=orjson.OPT_INDENT_2) + b"\n")
+    outcome = jobhelper.run(root, "job-n", {"period": "p301"})
+    assert ["run_imported"] == [e["type"] for e in jobhelper.ledger_events(paths, added)]
+    view = orjson.loads(paths.run_view(outcome.run_id or "").read_bytes())
+    assert {"last": "upstream"} == view["checkpoint_before"]
+
+
+def test_the_run_id_of_a_routine_action_reads_the_checkpoint_only_when_the_key_needs_it(
+    root: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``action_started`` names the run before it runs: when neither the key nor an input
+    comes from the checkpoint, that id is derived without looking at the Job's runs, and it
+    is the id the run gets; an input ``from_checkpoint`` makes it follow the checkpoint."""
+    from specdojo_routine.app import jobs
+    from specdojo_routine.execute import jobfiles
+
+    paths = jobhelper.paths_of(root)
+    reads: list[str] = []
+    real = jobfiles.read_checkpoint
+    monkeypatch.setattr(jobfiles, "read_checkpoint",
+                        lambda p, job_id: reads.append(job_id) or real(p, job_id))
+    (root / "jobs" / "job-c.yaml").write_text(
+        "id: job-c\n" + period_job("c", "'true'").replace(
+            "period: {type: string, required: true}",
+            "period: {type: string, from_checkpoint: last, default: none}")
+        + "checkpoint:\n  values: {last: 'after-{{inputs.period}}'}\n")
+
+    def named(job_id: str) -> str | None:
+        defs = jobhelper.definitions.load_jobs(paths)
+        return jobs.routine_run_id(paths, defs, job_id=job_id, inputs={"period": "p900"}
+                                   if job_id == "job-n" else {}, scheduled_at=jobhelper.SCHEDULED,
+                                   env={})
+
+    assert (run_id("p900"), []) == (named("job-n"), reads)
+    assert jobplan.run_id_for("job-c", "job-c:none") == named("job-c")
+    assert "succeeded" == jobhelper.run(root, "job-c", {}).state
+    assert jobplan.run_id_for("job-c", "job-c:after-none") == named("job-c")
+    assert "job-c" in reads

@@ -86,11 +86,15 @@ def find_job(defs: Definitions, job_id: str) -> JobDefinition:
 
 def prepare(
     paths: ProjectPaths, defs: Definitions, job_id: str, inputs: Mapping[str, InputValue], *,
-    scheduled_at: datetime, trigger: Trigger, env: Mapping[str, str],
+    scheduled_at: datetime, trigger: Trigger, env: Mapping[str, str], run_id_only: bool = False,
 ) -> Prepared:
-    """Resolve inputs, key, run id and the frozen task; writes nothing (``--dry-run``)."""
+    """Resolve inputs, key, run id and the frozen task; writes nothing (``--dry-run``).
+    ``run_id_only``: the caller keeps only the run id, so the checkpoint is read only when
+    the run id depends on it (:func:`jobplan.key_reads_checkpoint`); the checkpoint and
+    task of the result are then not the run's."""
     job = find_job(defs, job_id)
-    checkpoint = jobfiles.read_checkpoint(paths, job.id)
+    checkpoint = None if run_id_only and not jobplan.key_reads_checkpoint(job) \
+        else jobfiles.read_checkpoint(paths, job.id)
     values = jobplan.resolve_inputs(job, inputs, checkpoint, GitCli(root=paths.root, env=env))
     secrets = secret_values(env)
     jobplan.refuse_secret_inputs(job, values, secrets)
@@ -462,6 +466,6 @@ def routine_run_id(
     try:
         typed = jobplan.parse_text_inputs(find_job(defs, job_id), inputs)
         return prepare(paths, defs, job_id, typed, scheduled_at=scheduled_at,
-                       trigger="routine", env=env).run_id
+                       trigger="routine", env=env, run_id_only=True).run_id
     except (RoutineError, OSError):
         return None

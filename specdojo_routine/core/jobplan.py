@@ -27,7 +27,12 @@ from specdojo_routine.core.model import Result
 from specdojo_routine.core.redact import REDACTED, redact
 from specdojo_routine.core.review_rules import integrated
 from specdojo_routine.core.review_rules import routine_result as review_result
-from specdojo_routine.core.templates import TemplateError, render_shell, render_text
+from specdojo_routine.core.templates import (
+    TemplateError,
+    find_placeholders,
+    render_shell,
+    render_text,
+)
 
 #: Template roots whose missing dotted names render as "" (an optional input, a first-run
 #: checkpoint), like the upstream tool.
@@ -164,6 +169,18 @@ def render_key(job: JobDefinition, context: Mapping[str, str]) -> str:
     if not key.strip():
         raise JobError(f"the idempotency key of {job.id} renders empty; check run.idempotency_key")
     return key
+
+
+def key_reads_checkpoint(job: JobDefinition) -> bool:
+    """Whether the run id can depend on the checkpoint: an input taken ``from_checkpoint``,
+    or a ``{{checkpoint.…}}`` placeholder in ``run.idempotency_key``. When neither, the run
+    id is known without reading the checkpoint (which costs a look at every run of the Job)."""
+    if any(spec.from_checkpoint is not None for spec in job.inputs):
+        return True
+    try:
+        return any(p.root == "checkpoint" for p in find_placeholders(job.idempotency_key))
+    except TemplateError:
+        return True
 
 
 def run_id_for(job_id: str, key: str) -> str:

@@ -22,8 +22,8 @@ tick is the one change a stamp cannot see, as for the routine ledger (:mod:`.sta
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
+import string
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -42,6 +42,7 @@ __all__ = ["checkpoint", "import_job_runs", "plan", "snapshot_path"]
 
 SNAPSHOT_VERSION = 1
 _SUFFIXES = (".jsonl", ".json")  # the run's ledger, then its view
+_ID_CHARS = frozenset(string.ascii_letters + string.digits + "-")  # what ev.RUN_ID allows
 _ENTRY_KEYS = ("checkpoint", "last_run_id", "updated_at")  # a checkpoint, as merged
 Settled = dict[str, dict[str, jobfold.JobCheckpointDoc]]
 
@@ -54,28 +55,31 @@ def snapshot_path(paths: ProjectPaths, job_id: str) -> Path:
 
 
 def _stamps(paths: ProjectPaths, job_id: str) -> dict[str, str]:
-    """Every run of ``job_id`` that has a ledger or a view, with one digest of both files'
-    identity, size and change times (``stat`` only: nothing is opened)."""
+    """Every run of ``job_id`` that has a ledger or a view, with both files' identity, size
+    and change times as one string (``stat`` only: nothing is opened). This is the one part
+    of the check that visits every run, so it does no more per file than the stat: the
+    name is tested with string operations and the stamp is the numbers themselves."""
     prefix = f"JBR-{job_id.removeprefix('job-')}-"
-    found: dict[str, list[object]] = {}
+    size = len(prefix) + 12
+    found: dict[str, list[str]] = {}
     try:
         entries = list(os.scandir(paths.runs_dir))
     except (FileNotFoundError, NotADirectoryError):
         return {}
     for entry in entries:
-        stem, dot, ext = entry.name.rpartition(".")
-        if not dot or f".{ext}" not in _SUFFIXES or len(stem) != len(prefix) + 12 \
-                or not stem.startswith(prefix) or not ev.RUN_ID.fullmatch(stem):
+        name = entry.name
+        which = 0 if name.endswith(".jsonl") else 1 if name.endswith(".json") else -1
+        stem = name[: -len(_SUFFIXES[which])]
+        if which < 0 or len(stem) != size or not stem.startswith(prefix) \
+                or not _ID_CHARS.issuperset(stem[-12:]):
             continue
         try:
             st = entry.stat()
         except FileNotFoundError:
             continue
-        facts = found.setdefault(stem, [None, None])
-        facts[_SUFFIXES.index(f".{ext}")] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
-                                             st.st_ctime_ns)
-    return {run_id: hashlib.sha256(orjson.dumps(facts)).hexdigest()[:20]
-            for run_id, facts in found.items()}
+        facts = found.setdefault(stem, ["-", "-"])
+        facts[which] = f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+    return {run_id: " ".join(facts) for run_id, facts in found.items()}
 
 
 def _load(path: Path) -> tuple[dict[str, Any], bytes | None]:

@@ -242,8 +242,17 @@ def refresh_job_views(paths: ProjectPaths, run_ids: Iterable[str] | None = None)
     if jobs is None:
         jobs = {} if run_ids is None else load_job_state(paths)
     merge_checkpoints(jobs, candidates)
-    if _run_ids(paths):
+    if _has_runs(paths, ids):
         _publish_job_state(paths, render(job_state_document(jobs)))
+
+
+def _has_runs(paths: ProjectPaths, ids: Iterable[str]) -> bool:
+    """Whether any run ledger exists: one of ``ids`` (the runs just published, the common
+    case: nothing is listed), else the first one a listing of ``runs/`` finds, so publishing
+    one run does not cost a listing of every run."""
+    if any(paths.run_ledger(run_id).exists() for run_id in ids):
+        return True
+    return paths.runs_dir.is_dir() and next(paths.runs_dir.glob("*.jsonl"), None) is not None
 
 
 # --- fold / check / repair -------------------------------------------------------------------
