@@ -161,8 +161,9 @@ def test_fifos_where_a_run_reads_a_stop_request_or_evidence_are_nothing(project:
          "from specdojo_routine.execute import evidence; from specdojo_routine.app import logs; "
          "from specdojo_routine.store.locks import stoprequest; root = Path(sys.argv[1]); "
          "print(stoprequest.take(root / 'routines/.locks', 'att-1'), "
-         "evidence.read_evidence(root, 'execution/evidence/JBR-x/evidence.json'), "
-         "evidence.read_evidence(root, '/dev/zero'), "
+         "evidence.read_evidence(root, 'execution/evidence/JBR-x/evidence.json', "
+         "root / 'execution/evidence'), "
+         "evidence.read_evidence(root, '/dev/zero', Path('/')), "  # a device, within reach
          "logs._agent_logs(root / 'execution/evidence/JBR-x/evidence.json'))",
          str(project.root)], capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
     assert (0, "None None None {}\n") == (asked.returncode, asked.stdout), asked.stderr

@@ -172,16 +172,14 @@ def _write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def read_evidence(
-    root: Path, ref: str | None, within: Path | None = None,
-) -> dict[str, object] | None:
+def read_evidence(root: Path, ref: str | None, within: Path) -> dict[str, object] | None:
     """The ``evidence.json`` a ledger names (root-relative), or None when there is none or it
     cannot be read (pruned, never written after a full disk, another tool's). ``within``: the
     evidence folder; a ledger line is evidence, not a fact, so a reference that leads out of
     it (``..``, an absolute path, a link inside it pointing out) is not opened."""
     if not ref:
         return None
-    if within is not None and not (root / ref).resolve().is_relative_to(within.resolve()):
+    if not (root / ref).resolve().is_relative_to(within.resolve()):
         return None
     try:
         document = orjson.loads(read_regular(root / ref))  # not a FIFO or device: no wait
@@ -202,7 +200,7 @@ def streams_of(document: dict[str, object]) -> dict[str, str]:
     return found
 
 
-def stderr_tail(root: Path, ref: str | None, within: Path | None = None) -> list[str]:
+def stderr_tail(root: Path, ref: str | None, within: Path) -> list[str]:
     """The last lines of the stderr an evidence file keeps (empty when there is none; see
     :func:`read_evidence` for ``within``)."""
     from specdojo_routine.core.tail import last_lines

@@ -1,7 +1,7 @@
-"""The process tree on this host (Linux ``/proc``): what a command started that left its
-process group (a child that called ``setsid``), so that ending the command ends it too
-(SPEC §6.5, §13), and whether a process is still the one seen before (its start time, as a
-pid may be reused).
+"""The process tree on this host (Linux ``/proc``): whether a process group still has a live
+member, what a command started that left its process group (a child that called ``setsid``),
+so that ending the command ends it too (SPEC §6.5, §13), and whether a process is still the
+one seen before (its start time, as a pid may be reused).
 """
 
 from __future__ import annotations
@@ -9,16 +9,17 @@ from __future__ import annotations
 import contextlib
 import os
 
-__all__ = ["left_the_group", "start_of"]
+__all__ = ["group_alive", "left_the_group", "start_of"]
 
 
-def _stats() -> dict[int, list[bytes]]:
-    """Every process's ``/proc/PID/stat`` fields after the command name (state first)."""
+def _stats() -> dict[int, list[bytes]] | None:
+    """Every process's ``/proc/PID/stat`` fields after the command name (state first); None
+    where ``/proc`` cannot be listed."""
     found: dict[int, list[bytes]] = {}
     try:
         names = os.listdir("/proc")
     except OSError:
-        return found
+        return None
     for name in names:
         if name.isdigit():
             with contextlib.suppress(OSError), open(f"/proc/{name}/stat", "rb") as handle:
@@ -36,9 +37,18 @@ def start_of(pid: int) -> bytes | None:
     return fields[19] if len(fields) > 19 and fields[0] not in (b"Z", b"X") else None
 
 
+def group_alive(pgid: int) -> bool:
+    """Whether a live (non-zombie) process is in group ``pgid`` (without ``/proc``: assume so)."""
+    stats = _stats()
+    if stats is None:
+        return True
+    return any(len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X")
+               for fields in stats.values())
+
+
 def left_the_group(leader: int) -> dict[int, bytes]:
     """The live descendants of ``leader`` outside its group ``leader`` (pid: start time)."""
-    stats = _stats()
+    stats = _stats() or {}
     kids: dict[int, list[int]] = {}
     for pid, fields in stats.items():
         if len(fields) > 19:

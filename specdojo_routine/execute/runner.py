@@ -262,7 +262,7 @@ def _kill_now(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(OSError):
         os.killpg(proc.pid, signal.SIGKILL)
     give_up = time.monotonic() + KILL_GRACE_S
-    while _group_alive(proc.pid) and time.monotonic() < give_up:
+    while proctree.group_alive(proc.pid) and time.monotonic() < give_up:
         time.sleep(_KILL_POLL_S)
     proc.wait()
 
@@ -418,7 +418,7 @@ class _GroupKiller:
         if self.term_at is None:
             self.term_at = now
             self._signal(signal.SIGTERM)
-        alive = not leader_exited or _group_alive(self.pgid) or self._strays_alive()
+        alive = not leader_exited or proctree.group_alive(self.pgid) or self._strays_alive()
         if alive and self.kill_at is None and now >= self.term_at + self.grace_s:
             self.kill_at = now
             self._signal(signal.SIGKILL)
@@ -448,23 +448,6 @@ class _GroupKiller:
 
 def group_alive(pgid: int) -> bool:
     """Whether a live (non-zombie) process is in group ``pgid`` on this host."""
-    return pgid > 1 and _group_alive(pgid)
+    return pgid > 1 and proctree.group_alive(pgid)
 
 
-def _group_alive(pgid: int) -> bool:
-    """Whether a live (non-zombie) process is in group ``pgid`` (Linux /proc; else assume so)."""
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return True
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as handle:
-                fields = handle.read().rpartition(b")")[2].split()
-        except OSError:
-            continue
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
