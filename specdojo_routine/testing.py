@@ -90,7 +90,7 @@ def routine_statuses(views: Mapping[str, Any]) -> dict[str, str]:
     return {rid: entry["status"] for rid, entry in routines.items()}
 
 
-@attrs.define
+@attrs.define(repr=False)
 class FakeAgentExecutor:
     """An :class:`~specdojo_routine.execute.agent.AgentExecutor` that records each request and
     answers with a fixed status (``succeeded`` by default)."""

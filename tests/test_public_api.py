@@ -84,3 +84,68 @@ def test_hold_routine_lock_makes_run_due_raise_lock_busy(tmp_path: Path) -> None
         specdojo_routine.run_due(paths, env={"SPECDOJO_CLI": str(FAKE_CLI)})
     assert 75 == busy.value.exit_code
     assert not paths.routine_ledger.exists()
+
+
+# --- which records print themselves -------------------------------------------------------------
+
+_PRINTED_MODULES = {"specdojo_routine.core.model", "specdojo_routine.core.jobmodel",
+                    "specdojo_routine.core.events", "specdojo_routine.core.errors"}
+
+
+def _records() -> list[type]:
+    """Every attrs class the package defines, each module imported."""
+    import pkgutil
+
+    import attrs
+
+    found = []
+    for info in pkgutil.walk_packages(specdojo_routine.__path__, "specdojo_routine."):
+        if info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        found += [v for v in vars(module).values()
+                  if isinstance(v, type) and attrs.has(v) and v.__module__ == module.__name__]
+    return found
+
+
+def _reaching_a_caller(records: list[type]) -> set[type]:
+    """The records a caller gets to see: the exported classes, the definitions model, the
+    events and the errors, and every record their fields hold."""
+    import typing
+
+    import attrs
+
+    names = {c.__name__: c for c in records}
+    todo = [getattr(specdojo_routine, n) for n in specdojo_routine.__all__]
+    todo = [c for c in todo if isinstance(c, type)]
+    todo += [c for c in records if c.__module__ in _PRINTED_MODULES]
+    seen: set[type] = set()
+    while todo:
+        cls = todo.pop()
+        if cls in seen or not attrs.has(cls):
+            continue
+        seen.add(cls)
+        hints = typing.get_type_hints(cls, {**vars(sys.modules[cls.__module__]), **names})
+        stack = list(hints.values())
+        while stack:
+            hint = stack.pop()
+            stack += typing.get_args(hint)
+            if isinstance(hint, type) and attrs.has(hint):
+                todo.append(hint)
+    return seen
+
+
+def test_records_a_caller_sees_print_their_fields_and_internal_ones_skip_the_repr() -> None:
+    """A record that reaches a caller (the public API, the model, events, errors and what
+    they hold) has attrs' generated ``__repr__``; every other record is declared
+    ``repr=False``, because attrs compiles each generated method when its module is imported
+    and every command would pay for a repr nobody prints."""
+    records = _records()
+    seen = _reaching_a_caller(records)
+    assert len(seen) > 40 and len(records) - len(seen) > 40  # both kinds exist in number
+    without = sorted(f"{c.__module__}.{c.__qualname__}" for c in seen
+                     if "__repr__" not in vars(c))
+    assert [] == without
+    internal = sorted(f"{c.__module__}.{c.__qualname__}" for c in records
+                      if c not in seen and "__repr__" in vars(c))
+    assert [] == internal

@@ -24,7 +24,7 @@ from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions.load import Definitions
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Where:
     """What an action runs with and whose it is."""
 

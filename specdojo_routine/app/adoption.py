@@ -36,7 +36,7 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class ImportReport:
     """What ``import`` found (and, unless ``dry_run``, appended)."""
 
@@ -108,7 +108,7 @@ def _import_all(paths: ProjectPaths, clock: Clock) -> tuple[adopt.RoutineImports
     return routine, jobs
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class FoldReport:
     drifted: list[str]  # fold: the views rewritten (by the import or the fold); --check: differ
     moved: list[str]

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from specdojo_routine.core.retry_rules import PendingRetry
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Entry:
     routine_id: str
     timezone: str

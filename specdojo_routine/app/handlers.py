@@ -137,7 +137,7 @@ class RunReport:
 _E = TypeVar("_E", bound="events.RoutineEvent")
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class _Context:
     paths: ProjectPaths
     defs: Definitions

@@ -30,7 +30,7 @@ REASON_LIMIT = 500  # characters of a recorded reason
 Clock = Callable[[], datetime]
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class _Env:
     paths: ProjectPaths
     env: Mapping[str, str]
@@ -62,7 +62,7 @@ class _Env:
         return redact(text, self.secrets).replace("\n", " ")[:REASON_LIMIT]
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class _Done:
     verdict: Verdict
     exit_code: int | None = None

@@ -17,7 +17,7 @@ from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions.load import Definitions
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class JobActionOutcome:
     result: Result
     reason: str | None = None

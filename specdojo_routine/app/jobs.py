@@ -130,7 +130,7 @@ def _from_record(prep: Prepared, view: Mapping[str, Any], secrets: list[str]) ->
 _JE = TypeVar("_JE", bound=JobEvent)
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class _RunLog:
     """A Job Run's ledger as this module appends to it: every event with its free text
     redacted first (:func:`events.redacted`), so a failure reason or a review's reason,
@@ -421,7 +421,7 @@ def _still_open(paths: ProjectPaths, run_id: str, attempt: int) -> None:
 # --- the routine seam --------------------------------------------------------------------------
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class RoutineJobRunner:
     """:class:`.job_seam.JobActionRunner`: one routine ``job`` action as a Job Run with
     ``trigger: routine``, using ``agent`` for edit/review Jobs and ``env`` for commands."""

@@ -22,7 +22,7 @@ from specdojo_routine.store.ledger import adopt
 from specdojo_routine.store.ledger.backwards import read_backwards
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Output:
     """The kept output of one action or Job Run attempt."""
 
@@ -39,7 +39,7 @@ class Output:
                 "reason": self.reason}
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Logs:
     heading: str
     outputs: list[Output]

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from specdojo_routine.app.retry import Outlook
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Preview:
     """What ``next ID`` shows: the routine's zone and occurrences, the ``note:`` lines said
     before them, and the pending retry (None: none)."""

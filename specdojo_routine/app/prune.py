@@ -113,7 +113,7 @@ def _size(count: int) -> str:
     return f"{count} bytes"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class _Ctx:
     paths: ProjectPaths
     policy: Retention
@@ -191,7 +191,7 @@ def _exec_lock(paths: ProjectPaths, env: Mapping[str, str], *, required: bool) -
         yield True
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class _Open:
     """The routine attempts open now (running, or interrupted and waiting for ``resolve``)
     and the Job Runs their actions started: the review of an interrupted attempt reads them,

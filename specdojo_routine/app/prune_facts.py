@@ -38,7 +38,7 @@ from specdojo_routine.store.ledger import adopt, stamps
 CACHE_VERSION = 2
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class RunFacts:
     """A Job Run that has files: as an owner, the paths recorded as pruned that a crash may
     have left, and (job, updated_at) of each checkpoint it holds."""
@@ -48,7 +48,7 @@ class RunFacts:
     checkpoints: tuple[tuple[str, str], ...]
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class AttemptFacts:
     """A routine attempt that has evidence: what its actions' ``evidence.json`` say."""
 
@@ -58,7 +58,7 @@ class AttemptFacts:
     marked: bool  # a removal was begun (see :mod:`.prune`)
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Facts:
     runs: dict[str, RunFacts]
     attempts: dict[str, AttemptFacts]

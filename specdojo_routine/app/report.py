@@ -79,7 +79,7 @@ _ATTEMPT_EVENTS = frozenset({"attempt_started", "action_started", "action_ended"
                              "attempt_ended", "attempt_resolved", "upstream_run_recorded"})
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Cell:
     """One occurrence of one routine."""
 
@@ -90,7 +90,7 @@ class Cell:
     from_attempt: bool = False  # an attempt's, not an event's that accounted for it
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Row:
     """One routine: its current state and its occurrences in the window, oldest first."""
 
@@ -103,7 +103,7 @@ class Row:
     cells: tuple[Cell, ...]
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class EvidenceLine:
     """One action of the window that left a Job Run or evidence of its own."""
 
@@ -117,7 +117,7 @@ class EvidenceLine:
     evidence_ref: str | None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Report:
     project_id: str
     now: datetime

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from specdojo_routine.core.retry_rules import LastAttempt, PendingRetry
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Outlook:
     """A pending retry and what ``run --due`` will do with it."""
 

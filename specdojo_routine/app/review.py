@@ -37,7 +37,7 @@ from specdojo_routine.store.definitions import agentconfig
 from specdojo_routine.store.definitions.agentconfig import AgentConfig
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class ReviewOptions:
     """``job run --worktree / --review-by / --reporter-by``, routine ``commit: true``."""
 
@@ -59,7 +59,7 @@ class HasVerdict(Protocol):
     def verdict(self) -> Verdict: ...
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class RunInfo:
     paths: ProjectPaths
     run: RunIdentity
@@ -70,7 +70,7 @@ class RunInfo:
     deadline: float | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Record:
     """The ``review_ended`` payload."""
 
@@ -90,7 +90,7 @@ class Record:
         return out | ({"merge_commit": self.merge_commit} if self.merge_commit else {})
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Flow:
     info: RunInfo
     options: ReviewOptions

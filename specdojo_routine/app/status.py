@@ -29,7 +29,7 @@ NEXT_COUNT = 3
 ATTEMPT_COUNT = 5
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Detail:
     """One routine's block."""
 
@@ -42,7 +42,7 @@ class Detail:
     owner: dict[str, Any] | None  # who runs the open attempt
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Status:
     listing: Listing
     details: list[Detail]

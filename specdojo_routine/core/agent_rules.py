@@ -43,7 +43,7 @@ class AgentConfigError(Exception):
     """A member's launch command cannot be built (the message says why)."""
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Member:
     nickname: str
     type: str = "agent"
@@ -61,7 +61,7 @@ class Member:
         return self.type == "agent" and not self.disabled
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Roster:
     path: str  # root-relative, for messages
     members: tuple[Member, ...] = ()
@@ -70,7 +70,7 @@ class Roster:
         return next((m for m in self.members if m.nickname == nickname), None)
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Detection:
     """``rate_limit_detection``; a field left ``None`` falls back to the global block."""
 
@@ -90,7 +90,7 @@ class Detection:
                 else self.stderr_requires_nonzero_exit))
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Provider:
     name: str
     command_template: str | None = None
@@ -101,7 +101,7 @@ class Provider:
     detection: Detection | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class ExecDefaults:
     path: str = ".specdojo/exec-defaults.yaml"
     detection: Detection | None = None
@@ -374,7 +374,7 @@ Source = Literal["--review-by", "--reporter-by", "task.review.agent.executor",
                  "task.review.agent.reporter", "auto", "none"]
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Pick:
     """A review agent and where it came from (for ``--dry-run`` and the review plan)."""
 

@@ -21,7 +21,7 @@ from specdojo_routine.core.timefmt import try_parse_instant
 Raw = Mapping[str, Any]
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class ActionRecord:
     """One action of an attempt as its ``action_ended`` recorded it."""
 
@@ -37,7 +37,7 @@ class ActionRecord:
         return attrs.asdict(self)
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Attempt:
     """One attempt of a routine; ``result`` None while it is open."""
 

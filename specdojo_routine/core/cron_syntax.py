@@ -27,7 +27,7 @@ _LONGEST_MONTH = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)  # February: l
 _PLAIN = re.compile(r"(\*|[0-9]+)(?:-([0-9]+))?(?:/([0-9]+))?")  # a canonical token
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class _Field:
     label: str
     low: int

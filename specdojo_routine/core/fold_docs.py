@@ -106,7 +106,7 @@ def never_entry() -> RoutineEntryDoc:
             "held_occurrences": [], "last_missed": None, "pause": None, "open_attempt": None}
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class RoutineView:
     """The routine view document, plus a torn tail left out of it (read-only loads only)."""
 
@@ -132,7 +132,7 @@ class RoutineView:
 
 
 
-@attrs.define
+@attrs.define(repr=False)
 class RoutineFold:
     """The fold's accumulator: last applied seq and one internal entry per routine. An entry
     keeps the raw ``attempt_started`` of its open attempt and raw action events by index."""

@@ -15,7 +15,7 @@ Status = Literal["never", "running", "success", "failure", "skipped", "partial"]
 STATES: tuple[Status, ...] = ("never", "running", "success", "failure", "skipped", "partial")
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Transition:
     """One legal routine transition. ``source=None``: the routine is not known yet."""
 

@@ -32,7 +32,7 @@ STATES: tuple[str, ...] = (
 _RANK = {name: rank for rank, name in enumerate(STATES)}
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Facts:
     """What the health rule looks at for one routine (from its view entry and the lock)."""
 

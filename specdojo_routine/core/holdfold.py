@@ -19,7 +19,7 @@ Raw = dict[str, Any]
 HoldState = Literal["free", "held"]
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class HoldTransition:
     """One move of the hold region (SPEC §9.1), orthogonal to the status of ``fold.TRANSITIONS``."""
 

@@ -97,7 +97,7 @@ class InvalidRunTransition(InvalidTransition):
                                  f"{run_id} in state {state!r}")
 
 
-@attrs.define
+@attrs.define(repr=False)
 class RunFold:
     """Accumulator of one Job Run ledger: the record so far and its checkpoint events."""
 

@@ -318,7 +318,7 @@ def checkpoint_after(
 # --- existing runs -----------------------------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class RunIdentity:
     """Who a Job Run is, as its record, plan, result and review documents name it. ``task`` is
     the task as recorded (secrets redacted), not necessarily the one that runs."""
@@ -343,7 +343,7 @@ class RunIdentity:
         return f"exec/results/{self.run_id}-result.md"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Existing:
     """What to do given the run's folded view (``None``: no ledger yet)."""
 

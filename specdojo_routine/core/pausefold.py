@@ -22,7 +22,7 @@ Raw = dict[str, Any]
 PauseState = Literal["active", "paused"]
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class PauseTransition:
     """One move of the pause region (SPEC §13)."""
 

@@ -19,7 +19,7 @@ from specdojo_routine.core.schedule import SlotEffect, interval_anchor, slots_af
 from specdojo_routine.core.timefmt import format_ms, format_s, to_utc, try_parse_instant
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Upcoming:
     """One upcoming occurrence."""
 

@@ -21,7 +21,7 @@ from specdojo_routine.core.timefmt import format_s
 RETRIED_TRIGGERS = frozenset({"due", "release", "retry"})
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class LastAttempt:
     """The routine's last ended attempt, as its ``attempt_started`` / ``attempt_ended`` say."""
 
@@ -35,7 +35,7 @@ class LastAttempt:
     completed_at: datetime
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class PendingRetry:
     failed_attempt_id: str
     first_attempt_id: str

@@ -66,7 +66,7 @@ _FILTERS = (
 )
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class JobIndex:
     """What a routine's ``job:`` can name: valid Jobs, ids of invalid Job files, where to look."""
 

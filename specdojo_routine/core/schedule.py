@@ -49,7 +49,8 @@ class Occurrence:
     due_at: datetime | None = None
 
 
-@attrs.frozen(eq=False)  # compared and hashed by identity: _compile makes one per schedule
+# compared and hashed by identity: _compile makes one per schedule
+@attrs.frozen(eq=False, repr=False)
 class _Cron:
     proto: croniter[datetime]  # iterates naive local wall-clock slots; copied before use
     tz: ZoneInfo

@@ -37,7 +37,7 @@ _INSIDE = {
 }
 
 
-@attrs.define
+@attrs.define(repr=False)
 class _Frame:
     kind: str  # top | cmdsub | backtick | sq | dq | param | arith | comment | heredoc
     depth: int = 0  # open parentheses inside $( ) and $(( ))

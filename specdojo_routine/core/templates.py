@@ -32,7 +32,7 @@ class TemplateError(ValueError):
         self.offset = offset
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Placeholder:
     name: str  # e.g. "inputs.period"
     filter: str | None  # e.g. "iso_week"

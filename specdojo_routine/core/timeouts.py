@@ -21,7 +21,7 @@ DELEGATED_DEFAULT = Duration(text="6h", seconds=6 * 3600)
 ATTEMPT_TIMED_OUT = "attempt timed out"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Limit:
     """How long one action may run, and how its expiry is worded."""
 

@@ -119,7 +119,7 @@ def plan_markdown(doc: RunIdentity) -> str:
     return "\n".join(lines) + "\n"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class AttemptDoc:
     """One finished attempt, for the result document."""
 

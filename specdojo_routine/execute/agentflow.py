@@ -41,7 +41,7 @@ def default_executor(
                           executor_override=executor, single_override=single)
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Analysed:
     verdict: Verdict
     result_written: bool = False

@@ -41,7 +41,7 @@ TEMPLATES_DIR = Path("docs") / "ja" / "specdojo" / "templates"
 _STDIN_SHELL = 'exec /bin/sh -c "$1" sh <"$2"'  # the inner shell reads the plan as stdin
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Stage:
     """One launched agent, its output redacted and bounded."""
 
@@ -64,7 +64,7 @@ class Stage:
         return None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Launch:
     """Where and how a stage runs."""
 
@@ -157,7 +157,7 @@ def reporter_input(plan_text: str, stage: Stage) -> str:
             f"### stderr\n\n{fenced(stage.stderr, 'text')}\n")
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Failure:
     reason: str
     skipped: bool = False
@@ -196,7 +196,7 @@ def frontmatter(fields: Mapping[str, str]) -> str:
     return "\n".join(["---", "specdojo:", *lines, "---"])
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class DocValues:
     """What the templates say about a run."""
 
@@ -296,7 +296,7 @@ def stamp_result(
 # --- the executor of edit/review Jobs -----------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class RosterExecutor:
     """:class:`AgentExecutor` launching the project's own agents (SPEC §11.1)."""
 

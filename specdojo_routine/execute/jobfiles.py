@@ -38,7 +38,7 @@ __all__ = ["GIT_TIMEOUT_S", "GitCli", "Prepared", "attempt_owner", "current_owne
 GIT_TIMEOUT_S = 60.0
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class GitCli:
     """:class:`jobplan.GitResolver` backed by ``git rev-parse`` in the project root."""
 
@@ -71,7 +71,7 @@ class GitCli:
 # --- a prepared run and its checkpoint -----------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Prepared:
     """A run's identity and content. ``task`` is what runs; ``recorded_*`` what is stored."""
 

@@ -26,7 +26,7 @@ TIMEOUT_S = 60.0
 TIMEOUT_ENV = "SPECDOJO_NOTIFY_TIMEOUT_S"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class HookOutcome:
     exit_code: int | None  # None: it could not start, or was killed at the timeout
     duration_s: float

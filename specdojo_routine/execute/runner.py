@@ -107,7 +107,7 @@ def _die_with_parent(parent: int) -> Callable[[], None]:
     return arm
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class CommandOutcome:
     """What one command did. ``error`` is set exactly when ``exit_code`` is ``None``."""
 

@@ -24,7 +24,7 @@ class GitError(JobError):
     """A git step of the review flow failed (the message is one line)."""
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Git:
     root: Path
     env: Mapping[str, str]
@@ -53,7 +53,7 @@ class Git:
         return () if has else _IDENTITY
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Integration:
     branch: str  # the branch checked out at the root
     head: str

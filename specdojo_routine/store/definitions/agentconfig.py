@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # imported where a roster is read: most projects have none
     from specdojo_routine.core.agent_rules import ExecDefaults, Roster
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class AgentConfig:
     roster: Roster
     defaults: ExecDefaults

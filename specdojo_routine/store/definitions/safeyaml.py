@@ -95,7 +95,7 @@ def _parse(source: str, rel: str, kind: str) -> tuple[Report, Any]:
 _SURROGATE = re.compile("[\ud800-\udfff]")  # only a \\u escape makes one
 
 
-@attrs.define
+@attrs.define(repr=False)
 class _Frame:
     mapping: bool
     anchor: str | None
@@ -112,7 +112,7 @@ class _Fatal(Exception):
         self.pos, self.message = pos, message
 
 
-@attrs.define
+@attrs.define(repr=False)
 class _Scan:
     """Checks YAML events before anything is built: tags, duplicate keys, nesting depth, alias
     expansion and recursion, the YAML version."""

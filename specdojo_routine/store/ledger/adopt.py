@@ -95,7 +95,7 @@ def import_routine_state(paths: ProjectPaths, clock: Callable[[], datetime]) -> 
 # --- Job Runs and checkpoints ----------------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class JobImports:
     """What importing the Job Run records and ``job-state.json`` would append."""
 

@@ -41,7 +41,7 @@ class UnsupportedVersion(ValueError):
     """A line claims an event version this program does not know."""
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Recorded:
     """An event with its ledger envelope."""
 

@@ -92,7 +92,7 @@ def raw_event(event: Any, seq: int, at: str) -> dict[str, Any]:
 # --- the routine ledger ----------------------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class RoutineImports:
     """What importing ``routine-state.json`` would append, and the view that would follow."""
 

@@ -59,7 +59,7 @@ def wall_clock() -> datetime:
     return datetime.now(UTC)
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Tail:
     """Where a ledger's complete lines end, and what lies beyond."""
 
@@ -83,7 +83,7 @@ class Tail:
         return self.seq + 1 if self.torn else None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Line:
     """One complete ledger line as stored (``raw`` is parsed, not upgraded)."""
 

@@ -76,7 +76,7 @@ def render(document: Any) -> bytes:
     return orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Snapshot:
     """What proved a published view against one ledger file on this machine: the private
     snapshot under ``R/.cache/`` (git-ignored, safe to delete), the one place that records the
@@ -126,7 +126,7 @@ class Snapshot:
                    offset=doc["offset"], head=doc["head"], view_sha256=doc["view_sha256"])
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Proven:
     """A fold of a ledger up to its tail, and how it was obtained."""
 

@@ -28,7 +28,7 @@ from specdojo_routine.store.config import check_private, read_regular
 __all__ = ["Stamp", "only_grew", "remember", "replace", "replace_private"]
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Stamp:
     """A ledger file's identity, size and change time at one moment."""
 

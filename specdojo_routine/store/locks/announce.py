@@ -61,7 +61,7 @@ HEARTBEAT_THREAD = "specdojo-routine-announce-heartbeat"
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class DirHolder:
     """Who holds the upstream lock directory (None fields: not recorded)."""
 

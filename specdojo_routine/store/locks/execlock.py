@@ -41,7 +41,7 @@ HEARTBEAT_THREAD = "specdojo-exec-lock-heartbeat"
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class ExecLockOwner:
     """The ``owner.json`` of an exec lock directory."""
 
@@ -67,7 +67,7 @@ class ExecLockBusy(errors.RoutineError):
         super().__init__(f"Exec run is busy for this project (lock: {path}, holder {holder})")
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class ExecLockHandle:
     """A held (or inherited) exec lock; export ``token`` as ``SPECDOJO_EXEC_RUN_LOCK_TOKEN``."""
 
