@@ -555,6 +555,7 @@ def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -
 
     with stop.deferred():
         report = _record_attempt(ctx, chosen, state)
+        stop.attempt_ended(report.routine_id, report.attempt_id, report.result, report.reason)
         if stop.requested() is not None:
             views.refresh_routine_view(ctx.paths)  # the end is published before unwinding
     before = (state or {}).get("status")
