@@ -336,5 +336,6 @@ def test_a_stop_after_the_attempt_ended_says_it_keeps_its_result(
     assert "recorded as failed" not in stderr, stderr
     assert ("success", None) == (ended["result"], ended.get("reason"))
     assert ["attempt_ended", "notification_sent"] == [e["type"] for e in project.events()[-2:]]
+    assert "success" == project.state()["routines"]["rtn-late"]["status"]  # published
     assert _group_gone(pgid), group_members(pgid)
     assert _routine_lock_free(project)

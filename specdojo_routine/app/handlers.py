@@ -566,9 +566,13 @@ def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -
             "recovered" if report.result == Result.SUCCESS.value and before == "failure"
             else None)
     if kind is not None:
-        ctx.notify(chosen.routine, kind, cause="attempt_ended", attempt_id=report.attempt_id,
-                   scheduled_for=report.scheduled_for, result=report.result,
-                   reason=report.reason)
+        try:
+            ctx.notify(chosen.routine, kind, cause="attempt_ended", attempt_id=report.attempt_id,
+                       scheduled_for=report.scheduled_for, result=report.result,
+                       reason=report.reason)
+        except stop.Stopped:  # stopped during the hook: the attempt's end is published first
+            views.refresh_routine_view(ctx.paths)
+            raise
     return report
 
 
