@@ -24,6 +24,10 @@
   (SIGTERM, 10 s, SIGKILL), the action and the attempt are recorded as ended with reason
   ``stopped by SIGINT`` / ``SIGTERM`` / ``SIGHUP``, every lock is released and the process
   exits 130 / 143 / 129. Only a runner killed outright leaves an attempt open (interrupted).
+  A stop while the process is still starting (Ctrl-C while the package imports, before the
+  command began) is one ``error:`` line and the same exit code, not a traceback: nothing had
+  started, so nothing is ended or recorded. (The package's own ``__init__`` runs before this
+  module and is not covered.)
 """
 
 from __future__ import annotations
@@ -34,9 +38,21 @@ from typing import NoReturn
 
 gc.set_threshold(300_000, 10, 10)  # before anything of ours is imported (see above)
 
+
+def _stopped_starting(exc: KeyboardInterrupt) -> NoReturn:
+    """A stop before the command began: one line and 128 + the signal, not a traceback."""
+    signum = getattr(exc, "signum", 2)  # a Stopped says which; a bare KeyboardInterrupt: SIGINT
+    name = {1: "SIGHUP", 2: "SIGINT", 15: "SIGTERM"}.get(signum, f"signal {signum}")
+    sys.stderr.write(f"error: stopped by {name} while starting: nothing had started and "
+                     "nothing was recorded - run the command again\n")
+    sys.exit(128 + signum)
+
+
 try:
     from specdojo_routine.cli import main as run_command
     from specdojo_routine.execute import stop
+except KeyboardInterrupt as exc:  # Ctrl-C while the package imports (see above)
+    _stopped_starting(exc)
 except ImportError as exc:  # before anything of ours loads, so the wording is repeated here
     sys.stderr.write(f"error: {exc}: a package specdojo_routine needs is missing or broken in "
                      "this Python environment; install specdojo_routine with its dependencies "
@@ -48,8 +64,11 @@ __all__ = ["main"]
 
 def main() -> NoReturn:
     """Run the command line's command and exit with its code."""
-    stop.install()
-    _architecture_without_file()
+    try:
+        stop.install()
+        _architecture_without_file()
+    except KeyboardInterrupt as exc:  # a stop before the command began (see above)
+        _stopped_starting(exc)
     code = run_command()
     stop.uninstall()  # the command is over: nothing to record
     gc.freeze()  # nor anything left to collect (see above)

@@ -4,6 +4,7 @@ what the command built is frozen for the collector, not finalized one object at 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -131,3 +132,42 @@ def test_the_process_asks_no_file_child_about_the_interpreter(tmp_path: Path) ->
              "from specdojo_routine.cli import main; main(['next', 'rtn-nightly', '--root', "
              "sys.argv[1]]); assert platform.architecture is ask")
     assert ran("-c", keeps, str(DEMO))
+
+
+# On PYTHONPATH as sitecustomize: the process sends itself a real SIGINT when it first looks
+# for the module named in STOP_AT_IMPORT, as a Ctrl-C that lands while the package imports.
+SIGINT_AT_IMPORT = textwrap.dedent("""\
+    import os, signal, sys, time
+    class _SigintAt:
+        def find_spec(self, name, path=None, target=None):
+            if name == os.environ.get("STOP_AT_IMPORT"):
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(30)  # the signal ends the sleep with KeyboardInterrupt
+            return None
+    sys.meta_path.insert(0, _SigintAt())
+""")
+
+
+@pytest.mark.parametrize(("module", "script"), [
+    ("specdojo_routine.cli", False), ("specdojo_routine.cli", True),
+    ("specdojo_routine.execute.stop", False), ("argparse", False),
+])
+def test_ctrl_c_while_the_package_imports_is_a_stop_not_a_traceback(
+    tmp_path: Path, module: str, script: bool,
+) -> None:
+    """SIGINT while ``python -m specdojo_routine`` (or the script) still imports the package,
+    before ``main()`` runs: nothing had started, so one ``error:`` line and exit 130, as for
+    any stop by SIGINT - no KeyboardInterrupt traceback, nothing written to the project."""
+    (tmp_path / "sitecustomize.py").write_text(SIGINT_AT_IMPORT)
+    env = cli_environ()
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tmp_path), env.get("PYTHONPATH")) if p)
+    env["STOP_AT_IMPORT"] = module
+    root = tmp_path / "p"
+    copy_source(DEMO, root)
+    program = console_script() if script else [sys.executable, "-m", "specdojo_routine"]
+    done = subprocess.run([*program, "run", "--due", "--root", str(root)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert (130, 1) == (done.returncode, len(done.stderr.splitlines())), done.stderr
+    assert done.stderr.startswith("error: stopped by SIGINT while starting"), done.stderr
+    assert "Traceback" not in done.stderr and "" == done.stdout
+    assert not (root / "routines" / "generated").exists()

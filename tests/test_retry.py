@@ -178,3 +178,55 @@ def test_only_a_scheduled_attempt_that_failed_on_its_own_is_retried(
     assert retried == (found is not None)
     if found is not None:
         assert (2, 3, ended + timedelta(seconds=30)) == (found.number, found.of, found.due_at)
+
+
+def test_release_run_none_drops_the_retry_of_the_failure_that_began_the_hold(
+    project: Project,
+) -> None:
+    """SPEC §9.1/§9.5: `release --run none` leaves the held work unrun. A `policy.retry`
+    added while the routine was held does not make the next `run --due` retry the failed
+    attempt that began the hold; `list` shows no retry, and the next occurrence runs as a
+    due attempt."""
+    body = """\
+        trigger: {{cron: "0 * * * *", timezone: UTC}}
+        policy: {{on_failure: hold{retry}}}
+        action: {{kind: specdojo, args: [work]}}
+        """
+    project.routine("rtn-held", body.format(retry=""))
+    project.exit_codes({"work": 1})
+    assert 1 == project.cli("run", "--due", "--now", "2026-05-01T10:00:10Z").returncode
+    project.routine("rtn-held", body.format(retry=", retry: {attempts: 3, delay: 30s}"))
+    project.exit_codes({})
+    assert 0 == project.cli("run", "--due", "--now", "2026-05-01T11:00:10Z").returncode
+    assert ["2026-05-01T11:00:00.000Z"] == project.state()["routines"]["rtn-held"][
+        "held_occurrences"]
+    released = project.cli("release", "rtn-held", "--run", "none", "--now",
+                           "2026-05-01T11:10:00Z")
+    assert 0 == released.returncode, released.stderr
+    listed = project.cli("list", "--now", "2026-05-01T11:15:00Z")
+    assert "retrying" not in listed.stdout, listed.stdout
+    after = project.cli("run", "--due", "--now", "2026-05-01T11:20:00Z")
+    assert (0, "no due routines") == (after.returncode, after.stdout.strip()), after.stdout
+    assert ["due"] == [e["trigger"] for e in _started(project)]
+    assert 0 == project.cli("run", "--due", "--now", "2026-05-01T12:00:10Z").returncode
+    assert [("due", "2026-05-01T10:00:00.000Z"), ("due", "2026-05-01T12:00:00.000Z")] == [
+        (e["trigger"], e["scheduled_for"]) for e in _started(project)]
+
+
+@pytest.mark.parametrize(("event", "cancels"), [
+    ({"type": "routine_released", "run": "none"}, True),
+    ({"type": "routine_released", "run": "latest"}, False),  # its attempts cancel it
+    ({"type": "retry_superseded"}, True),
+    ({"type": "attempt_resolved"}, True),
+    ({"type": "attempt_started"}, True),
+    ({"type": "occurrence_held"}, False),
+    ({"type": "routine_registered"}, False),  # a YAML edit is not an operator's decision
+])
+def test_what_recorded_after_a_failure_cancels_its_retry(
+    event: dict[str, Any], cancels: bool,
+) -> None:
+    """A newer attempt, a dropped retry, an operator's resolve or `release --run none` after
+    a failed attempt's end cancel its retry; a held occurrence or a definition change do not."""
+    from specdojo_routine.core import retry_rules
+
+    assert cancels == retry_rules.cancels({"routine_id": "rtn-x", **event})

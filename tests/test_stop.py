@@ -111,6 +111,9 @@ def test_a_stopped_run_records_the_stop_kills_the_group_and_frees_the_locks(
     assert 1 == len(stderr.splitlines()) and stderr.startswith(f"error: {reason}"), stderr
     assert _group_gone(pgid), group_members(pgid)
     events = project.events()
+    assert (f"error: {reason}: the command that was running was ended; attempt "
+            f'{events[-1]["attempt_id"]} of rtn-stop was recorded as failed (reason "{reason}")'
+            ) in stderr
     assert ["attempt_started", "action_started", "action_ended", "attempt_ended"] == [
         e["type"] for e in events[-4:]]
     action, attempt = events[-2], events[-1]
@@ -298,3 +301,41 @@ def test_a_stop_ends_a_child_that_left_the_group_with_setsid(project: Project) -
     finally:
         with contextlib.suppress(OSError):
             os.kill(detached, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP],
+                         ids=["SIGTERM", "SIGINT", "SIGHUP"])
+def test_a_stop_after_the_attempt_ended_says_it_keeps_its_result(
+    project: Project, signum: signal.Signals,
+) -> None:
+    """A stop that arrives after `attempt_ended` was appended (here: while the `recovered`
+    hook that follows it sleeps) records nothing more for the attempt, and the runner's line
+    says so - the attempt had already ended (success) and keeps that result - instead of
+    claiming that what was running was recorded as failed; the hook is ended (its
+    `notification_sent` recorded), exit 128 + the signal, the lock is free."""
+    hook = orjson.dumps(f'echo $$ > "{project.root}/hook.pgid"; sleep 60').decode()
+    project.routine("rtn-late", f"""\
+        interval: 1h
+        policy: {{notify: {{on: [recovered], command: {hook}}}}}
+        action: {{kind: specdojo, args: [work]}}
+        """)
+    project.exit_codes({"work": 1})
+    assert 1 == project.cli("run", "--due", "--now", T0).returncode
+    project.exit_codes({})
+    proc = project.popen("run", "--due", "--now", T1)
+    marker = project.root / "hook.pgid"
+    _wait_for(lambda: marker.exists() and marker.read_text().strip())
+    pgid = int(marker.read_text())
+    _wait_for(lambda: len(group_members(pgid)) >= 2)  # the hook's shell and its sleep
+    code, stderr, _ = _stop(proc, signum)
+    ended = [e for e in project.events() if e["type"] == "attempt_ended"][-1]
+    assert (128 + signum, 1) == (code, len(stderr.splitlines())), stderr
+    assert stderr.startswith(f"error: stopped by {signum.name}: attempt {ended['attempt_id']} "
+                             "of rtn-late had already ended (success) and keeps that result; "
+                             "the command that was running was ended;"), stderr
+    assert "recorded as failed" not in stderr, stderr
+    assert ("success", None) == (ended["result"], ended.get("reason"))
+    assert ["attempt_ended", "notification_sent"] == [e["type"] for e in project.events()[-2:]]
+    assert "success" == project.state()["routines"]["rtn-late"]["status"]  # published
+    assert _group_gone(pgid), group_members(pgid)
+    assert _routine_lock_free(project)

@@ -555,6 +555,7 @@ def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -
 
     with stop.deferred():
         report = _record_attempt(ctx, chosen, state)
+        stop.attempt_ended(report.routine_id, report.attempt_id, report.result, report.reason)
         if stop.requested() is not None:
             views.refresh_routine_view(ctx.paths)  # the end is published before unwinding
     before = (state or {}).get("status")
@@ -565,9 +566,13 @@ def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -
             "recovered" if report.result == Result.SUCCESS.value and before == "failure"
             else None)
     if kind is not None:
-        ctx.notify(chosen.routine, kind, cause="attempt_ended", attempt_id=report.attempt_id,
-                   scheduled_for=report.scheduled_for, result=report.result,
-                   reason=report.reason)
+        try:
+            ctx.notify(chosen.routine, kind, cause="attempt_ended", attempt_id=report.attempt_id,
+                       scheduled_for=report.scheduled_for, result=report.result,
+                       reason=report.reason)
+        except stop.Stopped:  # stopped during the hook: the attempt's end is published first
+            views.refresh_routine_view(ctx.paths)
+            raise
     return report
 
 

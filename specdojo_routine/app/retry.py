@@ -4,8 +4,9 @@
 what happened since) and asks :mod:`~specdojo_routine.core.retry_rules` whether it waits for a
 retry. Only a routine whose view says ``failure`` and that has ``policy.retry`` is looked at
 (the rules and the backward reader are loaded for such a routine alone: a run of routines
-that wait for no retry needs neither). A ``retry_superseded`` or an operator's
-``attempt_resolved`` after the attempt means none. :func:`outlook` adds what ``next`` tells
+that wait for no retry needs neither). A ``retry_superseded``, an operator's
+``attempt_resolved`` or a ``release --run none`` after the attempt means none
+(:func:`~specdojo_routine.core.retry_rules.cancels`). :func:`outlook` adds what ``next`` tells
 about that retry: whether it runs or gives way to the next occurrence, and whether a pause
 keeps it waiting.
 """
@@ -89,7 +90,7 @@ def last_attempt(paths: ProjectPaths, routine_id: str, attempt_id: Any) -> LastA
     came after it; None otherwise."""
     if not isinstance(attempt_id, str):
         return None
-    from specdojo_routine.core.retry_rules import LastAttempt  # see the module docstring
+    from specdojo_routine.core.retry_rules import LastAttempt, cancels  # see the docstring
     from specdojo_routine.store.ledger.backwards import read_backwards
 
     ended: dict[str, Any] | None = None
@@ -98,8 +99,8 @@ def last_attempt(paths: ProjectPaths, routine_id: str, attempt_id: Any) -> LastA
             continue
         kind = raw.get("type")
         if ended is None:
-            if kind in ("retry_superseded", "attempt_resolved", "attempt_started"):
-                return None  # dropped, decided by an operator, or a newer attempt
+            if cancels(raw):
+                return None  # dropped, decided or released by an operator, or a newer attempt
             if kind == "attempt_ended":
                 if raw.get("attempt_id") != attempt_id:
                     return None

@@ -4,12 +4,14 @@ and when.
 A failed attempt is retried when the routine has ``policy.retry``, the attempt was started by
 ``due``, ``release`` or ``retry`` (never an operator's ``run --id`` or a backfill), it failed
 on its own (not stopped by a signal, not closed as interrupted, not resolved by an operator)
-and fewer than ``attempts`` attempts of its occurrence have run. The n-th retry waits
+and fewer than ``attempts`` attempts of its occurrence have run; nothing recorded after it
+may have cancelled the retry (:func:`cancels`). The n-th retry waits
 ``min(delay x backoff^(n-1), max_delay)`` from the end of the attempt it retries.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -54,6 +56,19 @@ class PendingRetry:
         the failed attempt it repeats."""
         return {"number": self.number, "of": self.of, "scheduled_for": self.scheduled_for,
                 "failed_attempt_id": self.failed_attempt_id}
+
+
+def cancels(event: Mapping[str, Any]) -> bool:
+    """Whether ``event``, recorded for a routine after its failed attempt ended, means that
+    attempt's retry never runs: a newer attempt started, the retry was dropped
+    (``retry_superseded``), an operator decided the outcome (``attempt_resolved``), or an
+    operator released the hold with ``--run none``: the held work stays unrun (SPEC §9.1,
+    §9.5 "skipped by an operator"), and the retry of the attempt whose failure began the
+    hold is part of it (a retry policy added while the routine was held would otherwise
+    run it after the release)."""
+    kind = event.get("type")
+    return kind in ("retry_superseded", "attempt_resolved", "attempt_started") or (
+        kind == "routine_released" and event.get("run") == "none")
 
 
 def gives_way(pending: PendingRetry, next_occurrence: datetime | None, now: datetime) -> bool:

@@ -291,6 +291,8 @@ def _finished(
     (stdout, stdout_cut), (stderr, stderr_cut) = out.text(), err.text()
     error = {None: None, "timeout": f"timed out after {timeout_s or 0:g}s",
              "stopped": stop.reason()}[ending]
+    if ending == "stopped":
+        stop.tell("command", "the command that was running was ended")
     return CommandOutcome(
         exit_code=None if ending else returncode if returncode >= 0 else 128 - returncode,
         stdout=stdout,

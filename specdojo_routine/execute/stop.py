@@ -11,7 +11,10 @@ then SIGKILL (:mod:`.runner`); no further action or command starts; the action a
 attempt are recorded as ended with reason ``stopped by SIGINT`` / ``stopped by SIGTERM``
 (:func:`reason`); and when the outermost deferred section ends, :class:`Stopped` unwinds the
 command, so every lock is released, and the process exits 128 + the signal (130 / 143). A
-second signal during the grace cuts it short (SIGKILL now).
+second signal during the grace cuts it short (SIGKILL now). The line the command ends with
+says what the stop met, as the runners told it (:func:`tell`, :func:`attempt_ended`): a
+command it ended, an attempt it recorded as failed, or one that had already ended and keeps
+its result - a stop after an attempt's end records nothing more for it.
 
 SIGHUP (the terminal of a `run` started by hand went away) is a stop too, recorded ``stopped
 by SIGHUP``, exit 129: left to its default it would kill the runner without recording, leave
@@ -31,8 +34,8 @@ import signal
 from collections.abc import Iterator
 from types import FrameType
 
-__all__ = ["GRACE_S", "Stopped", "count", "deferred", "drain", "install", "reason",
-           "reason_for", "requested", "uninstall", "wakeup_fd"]
+__all__ = ["GRACE_S", "Stopped", "attempt_ended", "count", "deferred", "drain", "install",
+           "reason", "reason_for", "requested", "tell", "uninstall", "wakeup_fd"]
 
 GRACE_S = 10.0  # SIGTERM to the command's process group -> SIGKILL (SPEC §6.5)
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -42,6 +45,7 @@ _requested: int | None = None  # the first stop signal received
 _count = 0  # stop signals received
 _depth = 0  # deferred sections entered and not left
 _pipe: tuple[int, int] | None = None  # written to by a deferred stop, so a wait wakes up
+_told: dict[str, str] = {}  # what became of what a stop met, by subject (:class:`Stopped`)
 
 
 class Stopped(KeyboardInterrupt):
@@ -58,10 +62,30 @@ class Stopped(KeyboardInterrupt):
         return 128 + self.signum
 
     def __str__(self) -> str:
-        return (f"{reason_for(self.signum)}: the running command, if any, was ended and what "
-                f"was running recorded as failed (reason \"{reason_for(self.signum)}\"); "
-                "nothing more was started and no attempt is left open - run the command "
-                "again to go on")
+        met = "; ".join(_told.values()) or ("no command was running, and nothing was recorded "
+                                            "as failed for the stop")
+        return (f"{reason_for(self.signum)}: {met}; nothing more was started and no attempt "
+                "is left open - run the command again to go on")
+
+
+def tell(subject: str, what: str) -> None:
+    """Say what became of ``subject`` (``command``, ``attempt``) for the line a stopped command
+    ends with (:class:`Stopped`); the latest word on a subject stands, said last."""
+    _told.pop(subject, None)
+    _told[subject] = what
+
+
+def attempt_ended(routine_id: str, attempt_id: str, result: str, why: str | None) -> None:
+    """Tell how the latest attempt ended: recorded as failed by the stop (its reason is the
+    stop's), or with its own result before the stop, which it keeps (nothing more is recorded
+    for it). Told for every attempt, as the stop may come after its end (a notification hook,
+    the next attempt not yet started)."""
+    if (why or "").startswith("stopped by "):
+        tell("attempt", f'attempt {attempt_id} of {routine_id} was recorded as failed (reason '
+                        f'"{why}")')
+    else:
+        tell("attempt", f"attempt {attempt_id} of {routine_id} had already ended ({result}) "
+                        "and keeps that result")
 
 
 def reason_for(signum: int) -> str:
