@@ -339,3 +339,18 @@ def test_a_stop_after_the_attempt_ended_says_it_keeps_its_result(
     assert "success" == project.state()["routines"]["rtn-late"]["status"]  # published
     assert _group_gone(pgid), group_members(pgid)
     assert _routine_lock_free(project)
+
+
+def test_what_an_earlier_command_met_is_not_told_for_the_next_one() -> None:
+    """A program that runs commands in one process gets, for a stop, the line of what this
+    command's stop met only: installing the stop handling forgets what earlier commands told."""
+    from specdojo_routine.execute import stop
+
+    stop.tell("attempt", "attempt att-old of rtn-old had already ended (success)")
+    stop.install()
+    try:
+        line = str(stop.Stopped(signal.SIGTERM))
+    finally:
+        stop.uninstall()
+    assert "att-old" not in line
+    assert "no command was running, and nothing was recorded as failed" in line

@@ -82,11 +82,14 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
         "a view drifted (fold --check), a damaged ledger"),
     (2, "usage or configuration error (bad option, no project found, unknown id)"),
     (75, "busy: another process holds the routine lock (or the exec lock)"),
+    (129, "stopped by SIGHUP (the terminal went away; not under nohup), recorded as for "
+          "SIGINT below"),
     (130, "stopped by Ctrl-C (SIGINT): the running action was ended and its attempt "
           "recorded as a failure, reason \"stopped by SIGINT\"; nothing is left open"),
     (143, "stopped by SIGTERM (e.g. a scheduler's timeout), recorded the same way"),
 )
-_STOPPED = ((130, "stopped by SIGINT; the running attempt is recorded as failed"),
+_STOPPED = ((129, "stopped by SIGHUP (not under nohup); recorded as for SIGINT"),
+            (130, "stopped by SIGINT; the running attempt is recorded as failed"),
             (143, "stopped by SIGTERM; the running attempt is recorded as failed"))
 
 

@@ -97,6 +97,7 @@ def install() -> None:
     """Make SIGINT, SIGTERM and SIGHUP an operator's stop for this process (the main thread
     only); a SIGHUP the process was started ignoring (``nohup``) stays ignored."""
     global _installed, _pipe
+    _told.clear()  # what an earlier command in this process met is not this one's
     if _pipe is None:
         _pipe = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     for signum in SIGNALS:
