@@ -120,3 +120,32 @@ def test_fold_json_over_a_damaged_ledger_is_one_document_naming_it(
                 "damaged": {"path": rel, "line": line, "torn": is_torn,
                             "message": error.removeprefix("error: ")}} == \
             orjson.loads(done.stdout)
+
+
+def _snapshot(project: Project) -> tuple[bytes, int, int] | None:
+    path = project.root / "routines" / ".cache" / "routine-state.snapshot.json"
+    if not path.exists():
+        return None
+    st = path.stat()
+    return path.read_bytes(), st.st_mtime_ns, st.st_ino
+
+
+@pytest.mark.parametrize("snapshot", ["kept", "deleted"])
+def test_fold_refusing_a_torn_tail_leaves_the_snapshot_untouched(
+    torn: Project, snapshot: str,
+) -> None:
+    """A plain ``fold`` refuses a routine ledger whose last line is torn (exit 1, pointing at
+    ``--repair``) and leaves no new state behind: the private snapshot under ``R/.cache/``
+    keeps its bytes and mtime (or stays absent), and the view its bytes; ``fold --repair``
+    then writes a snapshot again."""
+    path = torn.root / "routines" / ".cache" / "routine-state.snapshot.json"
+    if snapshot == "deleted":
+        path.unlink()
+    _torn_line(torn.ledger)
+    before, view = _snapshot(torn), torn.state_path.read_bytes()
+    for _ in range(2):
+        done = torn.cli("fold")
+        assert (1, True) == (done.returncode, "--repair" in done.stderr), done.stderr
+        assert (before, view) == (_snapshot(torn), torn.state_path.read_bytes())
+    assert 0 == torn.cli("fold", "--repair").returncode
+    assert _snapshot(torn) not in (None, before)

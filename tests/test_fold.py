@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from specdojo_routine.core import events as ev
 from specdojo_routine.core import holdfold
+from specdojo_routine.core.adopt import run_record_verdict
 from specdojo_routine.core.errors import CorruptLedgerError, InvalidTransition
 from specdojo_routine.core.fold import (
     STATES,
@@ -32,6 +33,7 @@ from specdojo_routine.core.jobfold import (
     JobCheckpointDoc,
     RunFold,
     apply_run,
+    earlier_shapes,
     merge_checkpoints,
     run_document,
 )
@@ -588,6 +590,49 @@ def test_illegal_run_events(events: list[ev.JobEvent]) -> None:
     """Job Run events out of order are an InvalidTransition naming the run and line."""
     with pytest.raises(InvalidTransition, match=rf"^R:{len(events)}: event .* Job Run"):
         run_fold(*events)
+
+
+def reviewed(n: int, **more: Any) -> ev.ReviewEnded:
+    fields: dict[str, Any] = dict(run_id=RUN, attempt=n, verdict="complete", merged=False,
+                                  commit="c" * 40, reason="not merged")
+    return ev.ReviewEnded(**(fields | more))
+
+
+def test_the_views_review_names_the_attempt_reviewed() -> None:
+    """``review`` in the view says which attempt was reviewed, first: here the second, after
+    a first attempt that failed (SPEC §7.6, §11.3)."""
+    doc = run_document(run_fold(run_created(), run_started(1), run_ended(1),
+                                run_started(2), run_ended(2, "succeeded"), reviewed(2)))
+    assert doc is not None
+    assert ("waiting", {"attempt": 2, "verdict": "complete", "merged": False,
+                        "commit": "c" * 40, "reason": "not merged"}) == (
+        doc["state"], doc.get("review"))
+    assert ["attempt", "verdict", "merged", "commit", "reason"] == list(doc["review"])
+
+
+def test_a_review_line_without_its_attempt_still_folds_with_null() -> None:
+    """A ``review_ended`` line that does not carry ``attempt`` folds as the review of the last
+    attempt, its ``attempt`` null in the view; one naming another attempt is refused."""
+    state = run_fold(run_created(), run_started(1), run_ended(1, "succeeded"))
+    line = {k: v for k, v in raw(reviewed(1), 4, AT).items() if k != "attempt"}
+    apply_run(state, line, where="R", line=4)
+    doc = run_document(state)
+    assert doc is not None
+    assert (None, "waiting") == (doc["review"]["attempt"], doc["state"])
+    with pytest.raises(InvalidTransition, match=r"^R:4: event 'review_ended \(attempt 2\)'"):
+        run_fold(run_created(), run_started(1), run_ended(1, "succeeded"), reviewed(2))
+
+
+def test_a_view_an_earlier_version_drew_is_ours_not_a_conflict() -> None:
+    """The view an earlier version published, its ``review`` without ``attempt``, is among
+    the shapes our fold drew (stale: republished), not another tool's record (SPEC §10)."""
+    doc = run_document(run_fold(run_created(), run_started(1), run_ended(1, "succeeded"),
+                                reviewed(1)))
+    assert doc is not None
+    old = {**doc, "review": {k: v for k, v in doc["review"].items() if k != "attempt"}}
+    assert [old] == earlier_shapes(doc)
+    assert "stale" == run_record_verdict(old, doc, [doc, *earlier_shapes(doc)])
+    assert [] == earlier_shapes(old)
 
 
 def test_checkpoint_merge_keeps_the_latest() -> None:

@@ -18,7 +18,7 @@ import attrs
 import orjson
 import pytest
 
-from specdojo_routine.app import adoption, handlers, jobs, prune, prune_facts
+from specdojo_routine.app import adoption, handlers, jobs, prune, prune_facts, routine_commands
 from specdojo_routine.core import events as ev
 from specdojo_routine.core import jobplan
 from specdojo_routine.core.errors import LockBusy
@@ -424,6 +424,130 @@ def test_an_attempts_evidence_directory_that_is_a_symlink_is_left_alone(
                                  evidence.is_symlink()), done.stderr
     assert attempts[0] not in [r.get("attempt_id") for r in routine_records(project)]
     assert [] == [a for a in attempts[1:] if (paths.evidence_dir / "routines" / a).exists()]
+
+def test_a_job_run_attempt_folder_without_evidence_json_goes_with_its_run(root: Path) -> None:
+    """A Job Run's attempt folder a crash left without ``evidence.json`` is part of the run's
+    evidence directory: it goes when the run's files go, recorded in the run's ledger."""
+    paths = jobhelper.paths_of(root)
+    (paths.evidence_dir / run_id("p0") / "attempt-1" / "evidence.json").unlink()
+    prune.prune(paths, keep_days=90, keep_runs=2, now=LATER, env={})
+    assert ([False] * 3, [paths.rel(paths.evidence_dir / run_id("p0"))]) == (
+        exists(paths, run_id("p0")),
+        [p for p in records(paths, run_id("p0"))[0]["paths"] if "evidence" in p])
+
+
+def orphan(paths: ProjectPaths, attempt_id: str) -> Path:
+    """The attempt's evidence as a crash leaves it: action-1's logs, no ``evidence.json``
+    (SIGKILL between the logs and the file that describes them)."""
+    action = paths.evidence_dir / "routines" / attempt_id / "action-1"
+    action.mkdir(parents=True, exist_ok=True)
+    (action / "command.stdout.log").write_text("out\n")
+    (action / "evidence.json").unlink(missing_ok=True)
+    return action.parent
+
+
+def test_evidence_with_no_evidence_json_follows_its_attempts_rule(
+    project: Project, attempts: list[str],
+) -> None:
+    """An ended attempt's evidence that no ``evidence.json`` describes (a crash between an
+    action's logs and that file) is pruned by the same rule as its attempt, its routine and
+    end read from the routine ledger, and recorded first the same way: keep_runs 2, so the
+    oldest three go (two of them orphans), the newest two stay (one an orphan)."""
+    paths = jobhelper.paths_of(project.root)
+    for attempt_id in (attempts[0], attempts[2], attempts[4]):
+        orphan(paths, attempt_id)
+    report = prune.prune(paths, keep_days=90, keep_runs=2, now=LATER, env={})
+    assert sorted(attempts[:3]) == sorted(r.owner for r in report.removed)
+    assert {"rtn-a"} == {r.group for r in report.removed}
+    left = sorted(p.name for p in (paths.evidence_dir / "routines").iterdir())
+    assert (sorted(attempts[3:]), attempts[:3]) == (
+        left, [r["attempt_id"] for r in routine_records(project)])
+    assert {("rtn-a", True)} == {(r["routine_id"], r["bytes"] > 0)
+                                 for r in routine_records(project)}
+    assert_views_rebuild(paths)
+
+
+def test_orphan_evidence_is_kept_within_the_window(project: Project, attempts: list[str]) -> None:
+    """The window counts from the attempt's end as the ledger says: 30 days after the last
+    attempt, keep_days 90 keeps every orphan."""
+    paths = jobhelper.paths_of(project.root)
+    for attempt_id in attempts:
+        orphan(paths, attempt_id)
+    report = prune.prune(paths, keep_days=90, keep_runs=0, now=T0 + timedelta(days=34),
+                         env={})
+    assert ([], 5) == (report.removed, len(list((paths.evidence_dir / "routines").iterdir())))
+
+
+def interrupt(paths: ProjectPaths, attempt_id: str) -> None:
+    """An attempt of rtn-a whose runner died (SIGKILL): started, never ended."""
+    ledger.Ledger(paths.routine_ledger, clock=lambda: T0 + timedelta(days=9)).append(
+        ev.AttemptStarted(
+            routine_id="rtn-a", attempt_id=attempt_id, transition="T-06", trigger="due",
+            scheduled_for="2026-01-10T08:00:00.000Z", last_run="2026-01-10T08:00:05Z",
+            passed_over_since=None, owner=ev.Owner(pid=999_999, host="gone"),
+            schedule="cron"))
+
+
+def test_an_interrupted_attempts_orphan_evidence_waits_for_review_then_follows_the_rule(
+    project: Project, attempts: list[str],
+) -> None:
+    """An interrupted attempt (SPEC §6.5) keeps its orphan evidence at any age, for the
+    review; once ``resolve`` ends it, the next prune removes it by the rule (what the first
+    prune learnt of it was not kept as final)."""
+    paths = jobhelper.paths_of(project.root)
+    attempt_id = "att-20260110T080005Z-deadbeef"
+    interrupt(paths, attempt_id)
+    folder = orphan(paths, attempt_id)
+    prune.prune(paths, keep_days=0, keep_runs=0, now=LATER, env={})
+    assert (True, 5) == (folder.exists(), len(routine_records(project)))
+    routine_commands.resolve(paths, "rtn-a", result="failure", note="checked",
+                             by="op", clock=lambda: T0 + timedelta(days=10))
+    report = prune.prune(paths, keep_days=0, keep_runs=0, now=LATER, env={})
+    assert ([attempt_id], False) == ([r.owner for r in report.removed], folder.exists())
+    assert attempt_id == routine_records(project)[-1]["attempt_id"]
+
+
+def test_orphan_evidence_of_an_attempt_no_ledger_knows_is_kept(
+    project: Project, attempts: list[str],
+) -> None:
+    """Evidence of an attempt the routine ledger never started: nothing says whose it is or
+    that it ended, so nothing removes it; the others go."""
+    paths = jobhelper.paths_of(project.root)
+    folder = orphan(paths, "att-20250101T080005Z-feedface")
+    for _ in range(2):  # the second prune from the cache
+        prune.prune(paths, keep_days=0, keep_runs=0, now=LATER, env={})
+        assert [folder] == list((paths.evidence_dir / "routines").iterdir())
+
+
+def test_orphan_evidence_through_a_symlink_is_not_followed(
+    project: Project, attempts: list[str], tmp_path: Path,
+) -> None:
+    """An orphan whose action folder is a symlink out of the project: the link goes with the
+    attempt's evidence, the folder it names stays as it was."""
+    paths = jobhelper.paths_of(project.root)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "command.stdout.log").write_text("keep me\n")
+    evidence = paths.evidence_dir / "routines" / attempts[0]
+    shutil.rmtree(evidence)
+    evidence.mkdir()
+    (evidence / "action-1").symlink_to(outside, target_is_directory=True)
+    prune.prune(paths, keep_days=0, keep_runs=0, now=LATER, env={})
+    assert (False, ["command.stdout.log"]) == (
+        os.path.lexists(evidence), sorted(p.name for p in outside.iterdir()))
+
+
+def test_auto_prune_removes_orphan_evidence(project: Project, attempts: list[str]) -> None:
+    """``run --due`` with ``retention.auto`` (within its time budget) prunes orphans too."""
+    paths = attrs.evolve(jobhelper.paths_of(project.root),
+                         retention=Retention(keep_days=90, keep_runs=2, auto=True))
+    for attempt_id in attempts:
+        orphan(paths, attempt_id)
+    report = prune.prune_during_run(paths, views.load_routine_view(paths), now=LATER,
+                                    clock=lambda: LATER, env={}, budget_s=60)
+    assert (True, sorted(attempts[:3])) == (report.complete,
+                                            sorted(r.owner for r in report.removed))
+
 
 # --- as run --due goes -------------------------------------------------------------------------
 

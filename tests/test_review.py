@@ -97,6 +97,7 @@ def test_merged_run_end_to_end(ap: AgentProject) -> None:
                       "merge_commit": out["review"]["merge_commit"]}]
     view = ap.view(run_id)
     assert view["state"] == "succeeded" and view["review"]["merged"] is True
+    assert view["review"]["attempt"] == 1  # the attempt reviewed (SPEC §7.6)
     result = ap.result_text(run_id, "review-result")
     assert "status: complete" in result and "merged as" in result
     assert ap.cli("fold", "--check").returncode == 0

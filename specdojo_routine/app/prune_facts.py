@@ -12,6 +12,10 @@ The cache records the fingerprint of the code that gathered its facts
 (:func:`~specdojo_routine.store.codeprint.fingerprint`, which covers retention's modules): after
 an upgrade every owner's files are read again once, as with no cache.
 
+An attempt's evidence that no ``evidence.json`` describes (a crash between an action's logs
+and that file) says neither its routine nor its end: those come from the routine ledger, read
+from its end back to when the attempt began, and are cached once the ledger shows it ended.
+
 Facts that must be looked at again are never cached: a run whose view another tool wrote (it
 is imported when pruned) or that conflicts with its ledger (kept), an attempt still open.
 """
@@ -21,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Collection, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +34,11 @@ import orjson
 
 from specdojo_routine.core import jobfold, retention
 from specdojo_routine.core.retention import Owner
+from specdojo_routine.core.timefmt import try_parse_instant
 from specdojo_routine.execute import prunefiles
 from specdojo_routine.store import codeprint
 from specdojo_routine.store.config import ProjectPaths, read_private
-from specdojo_routine.store.ledger import adopt, stamps
+from specdojo_routine.store.ledger import adopt, backwards, stamps
 
 CACHE_VERSION = 2
 
@@ -162,6 +167,7 @@ def _attempts(
 ) -> tuple[dict[str, AttemptFacts], bool]:
     found: dict[str, AttemptFacts] = {}
     complete = True
+    orphans: dict[str, tuple[str, AttemptFacts]] = {}
     for attempt_id in sorted(prunefiles.attempts_with_files(paths)):
         digest = prunefiles.stamp(prunefiles.attempt_files(paths, attempt_id))
         entry = cached.get(attempt_id)
@@ -176,12 +182,79 @@ def _attempts(
             facts = AttemptFacts(routine_id=read["routine_id"], started_at=read["started_at"],
                                  completed_at=read["completed_at"],
                                  marked=prunefiles.removal_marked(paths, attempt_id))
-            entry = [digest, facts.routine_id, facts.started_at, facts.completed_at,
-                     facts.marked]
+            if facts.routine_id is None and attempt_id not in open_attempts:
+                orphans[attempt_id] = digest, facts  # no evidence.json: the ledger says
+                continue
+            entry = _attempt_to_cache(digest, facts)
         found[attempt_id] = facts
         if attempt_id not in open_attempts:
             keep[attempt_id] = entry
+    if orphans:
+        complete &= _orphans(paths, orphans, found, keep, late)
     return found, complete
+
+
+def _attempt_to_cache(digest: str, facts: AttemptFacts) -> list[Any]:
+    return [digest, facts.routine_id, facts.started_at, facts.completed_at, facts.marked]
+
+
+def _orphans(
+    paths: ProjectPaths, orphans: Mapping[str, tuple[str, AttemptFacts]],
+    found: dict[str, AttemptFacts], keep: dict[str, Any], late: Callable[[], bool],
+) -> bool:
+    """The facts of attempts whose evidence no ``evidence.json`` describes (a crash or a
+    SIGKILL between an action's logs and its ``evidence.json``), from the routine ledger: its
+    routine, when it began and when it ended (``attempt_ended``, ``attempt_resolved``). One
+    the ledger shows ended, or does not know at all, is cached; one it shows still open is
+    kept, unknown, and looked at again next time. False when ``late()`` came first."""
+    ended = _ledger_attempts(paths, set(orphans), late)
+    if ended is None:
+        return False
+    for attempt_id, (digest, facts) in orphans.items():
+        known = ended.get(attempt_id)
+        if known is not None:
+            routine_id, began, completed = known
+            facts = attrs.evolve(facts, routine_id=routine_id if completed else None,
+                                 started_at=began, completed_at=completed)
+        found[attempt_id] = facts
+        if known is None or facts.completed_at is not None:
+            keep[attempt_id] = _attempt_to_cache(digest, facts)
+    return True
+
+
+#: How far before an attempt's id stamp its ``attempt_started`` may be (clock steps)
+_ORPHAN_SLACK = timedelta(days=1)
+
+
+def _ledger_attempts(
+    paths: ProjectPaths, wanted: set[str], late: Callable[[], bool],
+) -> dict[str, tuple[str, str | None, str | None]] | None:
+    """attempt id -> (routine, ``attempt_started``'s ``at``, when it ended or None) for the
+    ``wanted`` attempts the routine ledger holds, read from its end back to where the
+    earliest of them began (its id says when); None when ``late()`` came first."""
+    stamps_ = [retention.attempt_began(a) for a in wanted]
+    floor = None if None in stamps_ else min(
+        (t for s in stamps_ if (t := try_parse_instant(s)) is not None), default=None)
+    seen: dict[str, tuple[str, str | None, str | None]] = {}
+    ends: dict[str, str] = {}
+    for count, (_text, event) in enumerate(backwards.read_backwards(paths.routine_ledger)):
+        if count % 1024 == 1023 and late():
+            return None
+        attempt_id, kind = event.get("attempt_id"), event.get("type")
+        if attempt_id in wanted and kind in ("attempt_ended", "attempt_resolved"):
+            end = event.get("completed_at") if kind == "attempt_ended" else None
+            ends.setdefault(attempt_id, end if isinstance(end, str) else str(event.get("at")))
+        elif attempt_id in wanted and kind == "attempt_started" \
+                and isinstance(event.get("routine_id"), str):
+            at = event.get("at")
+            seen[attempt_id] = (event["routine_id"], at if isinstance(at, str) else None,
+                                ends.get(attempt_id))
+            if len(seen) == len(wanted):
+                break
+        at = try_parse_instant(event.get("at")) if floor is not None else None
+        if at is not None and floor is not None and at < floor - _ORPHAN_SLACK:
+            break
+    return seen
 
 
 def attempt_owner(attempt_id: str, facts: AttemptFacts, open_attempts: Collection[str]) -> Owner:

@@ -210,8 +210,8 @@ def _run_ok(state: RunFold, raw: Raw) -> bool:
         return bool(raw["attempt"] == attempts[-1]["attempt"]
                     and raw["status"] in ("succeeded", "failed", "noop")
                     and isinstance(raw["note"], str) and isinstance(raw["resolved_by"], str))
-    if raw["type"] == "review_ended":
-        return bool(raw["attempt"] == attempts[-1]["attempt"]
+    if raw["type"] == "review_ended":  # a line without ``attempt`` reviewed the last one
+        return bool(raw.get("attempt") in (None, attempts[-1]["attempt"])
                     and isinstance(raw["merged"], bool))
     return raw["type"] != "checkpoint_advanced" or bool(raw["job_id"] == state.record["job_id"])
 
@@ -256,7 +256,9 @@ def _checkpoint_advanced(state: RunFold, raw: Raw, at: str) -> None:
 
 
 def _review_ended(state: RunFold, raw: Raw, at: str) -> None:
-    review = {k: raw.get(k) for k in ("verdict", "merged", "commit")}
+    """The view's ``review``: the attempt reviewed (null for a line that does not say),
+    then what the review found."""
+    review = {k: raw.get(k) for k in ("attempt", "verdict", "merged", "commit")}
     if raw.get("merge_commit"):
         review["merge_commit"] = raw["merge_commit"]
     state.record["review"] = review | {"reason": raw.get("reason")}
@@ -294,6 +296,16 @@ def run_document(state: RunFold) -> JobRunDoc | None:
     if "pruned" in r:  # SPEC §15: what retention removed (the refs above name what existed)
         doc["pruned"] = r["pruned"]
     return doc  # type: ignore[return-value]
+
+
+def earlier_shapes(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``doc`` as an earlier version of this fold drew it, when that differs: a ``review``
+    without its ``attempt``. A view such a version published is ours, only stale (the next
+    fold republishes it), never another tool's record that contradicts the ledger (SPEC §10)."""
+    review = doc.get("review")
+    if not isinstance(review, dict) or "attempt" not in review:
+        return []
+    return [{**doc, "review": {k: v for k, v in review.items() if k != "attempt"}}]
 
 
 _RUN_KEYS = ("run_id", "job_id", "idempotency_key", "project_id", "trigger", "scheduled_at",

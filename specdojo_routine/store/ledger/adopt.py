@@ -233,6 +233,7 @@ def _run_history(paths: ProjectPaths, run_id: str) -> list[jobfold.JobRunDoc]:
         doc = jobfold.run_document(state)
         if doc is not None:
             history.append(orjson.loads(orjson.dumps(doc)))
+            history += jobfold.earlier_shapes(history[-1])  # our views before an upgrade
     return history
 
 

@@ -173,10 +173,17 @@ class Proven:
         The view goes first: a crash between the two leaves a snapshot whose ``view_sha256``
         does not match, which costs one full fold and nothing else. So does a snapshot that
         cannot be written (a directory or a file this user may not read in its place, a full
-        disk): it is a shortcut, never a reason for the command to fail."""
+        disk): it is a shortcut, never a reason for the command to fail.
+
+        Over a torn tail no snapshot is written (the one there stays as it was): the file it
+        would name is about to change (the repair that every locked append or ``fold
+        --repair`` makes), and a command that refuses the tear (``fold``) must leave no new
+        state behind."""
         document = self.document()
         data = render(document)
         stamps.replace(view_path, data)
+        if self.tail.torn:
+            return document
         snapshot = Snapshot(stamp=self.tail.stamp, seq=self.state.seq, offset=self.tail.end,
                             head=self.tail.head, view_sha256=hashlib.sha256(data).hexdigest())
         with contextlib.suppress(OSError):
