@@ -45,6 +45,13 @@ def test_the_published_view_names_the_reviewed_attempt(project: Project) -> None
     assert [] == adoption.fold(paths, check=True).drifted
 
 
+def test_job_show_says_which_attempt_was_reviewed(project: Project) -> None:
+    """``job show``'s text names the reviewed attempt on its review line."""
+    _, run_id = reviewed_run(project)
+    shown = project.cli("job", "show", run_id)
+    assert "review of attempt 2: verdict " in shown.stdout, shown.stdout + shown.stderr
+
+
 def test_a_view_published_before_the_attempt_was_named_is_refolded(project: Project) -> None:
     """A view an earlier version wrote (``review`` without ``attempt``) is drift that ``fold``
     rewrites, not another tool's record contradicting the ledger."""

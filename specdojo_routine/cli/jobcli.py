@@ -221,7 +221,9 @@ def _show_text(run_id: str, found: JobRunDoc, interrupted: bool) -> str:
     lines.append(f"task: {task.get('mode')}: {body}")
     if doc.get("review") is not None:  # SPEC §11.4
         review = doc["review"]
-        lines.append(f"review: verdict {review.get('verdict') or '-'}, merged "
+        reviewed = review.get("attempt")
+        lines.append(("review" if reviewed is None else f"review of attempt {reviewed}")
+                     + f": verdict {review.get('verdict') or '-'}, merged "
                      f"{str(review.get('merged')).lower()}, commit {review.get('commit') or '-'}"
                      + (f": {review['reason']}" if review.get("reason") else ""))
     for pruned in doc.get("pruned") or []:  # SPEC §15: the refs above name what existed
