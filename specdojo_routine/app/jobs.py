@@ -33,7 +33,7 @@ import attrs
 from specdojo_routine.app import review as review_flow
 from specdojo_routine.app.job_execute import REASON_LIMIT, Clock, _Done, _Env, _execute
 from specdojo_routine.app.job_seam import JobActionOutcome
-from specdojo_routine.core import jobplan, review_rules
+from specdojo_routine.core import jobplan, jobtask, review_rules
 from specdojo_routine.core.errors import JobError, RoutineError, UsageError, environment_error
 from specdojo_routine.core.events import (
     CheckpointAdvanced,
@@ -104,11 +104,11 @@ def prepare(
                        scheduled_at=stamp, inputs=values, checkpoint=checkpoint, job_run_id=None)
     key = jobplan.render_key(job, base)
     run_id = jobplan.run_id_for(job.id, key)
-    task = jobplan.freeze_task(job, {**base, "job_run_id": run_id}, paths.project_id)
+    task = jobtask.freeze_task(job, {**base, "job_run_id": run_id}, paths.project_id)
     return Prepared(job=job, project_id=paths.project_id, specdojo=specdojo, trigger=trigger,
                     scheduled_at=stamp, inputs=values, checkpoint_before=checkpoint,
                     run_id=run_id, key=key, recorded_key=redact(key, secrets), task=task,
-                    recorded_task=jobplan.redacted(task, secrets))
+                    recorded_task=jobtask.redacted(task, secrets))
 
 
 def _from_record(prep: Prepared, view: Mapping[str, Any], secrets: list[str]) -> Prepared:
@@ -119,11 +119,11 @@ def _from_record(prep: Prepared, view: Mapping[str, Any], secrets: list[str]) ->
                         checkpoint_before=dict(view["checkpoint_before"]) or None,
                         recorded_task=recorded, task=recorded)
     try:
-        fresh: dict[str, Any] | None = jobplan.freeze_task(prep.job, base.context(),
+        fresh: dict[str, Any] | None = jobtask.freeze_task(prep.job, base.context(),
                                                            base.project_id)
     except JobError:
         fresh = None
-    task = jobplan.task_for_retry(prep.job, recorded, fresh, secrets, prep.run_id)
+    task = jobtask.task_for_retry(prep.job, recorded, fresh, secrets, prep.run_id)
     return attrs.evolve(base, task=task)
 
 
@@ -326,7 +326,7 @@ def _repair_checkpoint(
     """Duplicate complete; a checkpoint lost to a crash after ``attempt_ended`` is recorded."""
     if jobplan.missing_checkpoint(view, prep.job):
         done = _from_record(prep, view, ctx.secrets)
-        values = jobplan.checkpoint_after(prep.job, view["state"], done.context())
+        values = jobtask.checkpoint_after(prep.job, view["state"], done.context())
         if values is not None:
             log.append(CheckpointAdvanced(run_id=prep.run_id, job_id=prep.job.id, values=values))
             views.refresh_job_views(ctx.paths, [prep.run_id])
@@ -365,7 +365,7 @@ def _record_attempt(
     review = None if record is None else record.payload()  # what review_ended records
     if review is not None:
         batch.append(ReviewEnded(run_id=prep.run_id, attempt=attempt, **review))
-    values = jobplan.checkpoint_after(prep.job, verdict.status, prep.context())
+    values = jobtask.checkpoint_after(prep.job, verdict.status, prep.context())
     if values is not None and review_rules.integrated(review):
         batch.append(CheckpointAdvanced(run_id=prep.run_id, job_id=prep.job.id, values=values))
     _still_open(ctx.paths, prep.run_id, attempt)
