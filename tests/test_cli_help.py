@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from specdojo_routine.cli import helptext, main
-from specdojo_routine.cli.main import build_parser
+from specdojo_routine.cli.parser import build_parser
 from tests.conftest import REPO, copy_source
 
 PARSER = build_parser()

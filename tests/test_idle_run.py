@@ -22,7 +22,9 @@ HEAVY = ("croniter", "dateutil", "portalocker", "redis", "ruamel.yaml", "cattrs"
 #: nor, with every definition served by the cache and nothing due, the rules that build
 #: definitions, the syntax of a schedule, or what starts and runs an attempt
 UNNEEDED = ("difflib", "getpass", "specdojo_routine.core.routine_rules",
-            "specdojo_routine.core.job_rules", "specdojo_routine.core.templates",
+            "specdojo_routine.core.policy_rules",
+            "specdojo_routine.core.job_rules", "specdojo_routine.core.job_template_rules",
+            "specdojo_routine.core.templates",
             "specdojo_routine.core.cron_syntax", "specdojo_routine.core.retry_rules",
             "specdojo_routine.core.timeouts", "specdojo_routine.store.ledger.backwards",
             "specdojo_routine.app.actions")

@@ -9,7 +9,7 @@ from typing import Any
 import attrs
 import pytest
 
-from specdojo_routine.core import jobplan
+from specdojo_routine.core import jobplan, jobtask
 from specdojo_routine.core.errors import JobError, UsageError
 from specdojo_routine.core.jobmodel import (
     AgentTask,
@@ -219,7 +219,7 @@ def test_command_values_reach_the_shell_as_data() -> None:
     """A hostile input value is rendered quoted; the shell prints it verbatim."""
     j = job(PERIOD, task=CommandTask(command="printf %s {{inputs.period}}"))
     value = '$(touch PWNED); `id` "x" \'y\''
-    task = jobplan.freeze_task(j, context(j, {"period": value}, run_id="JBR-weekly-1"), "demo")
+    task = jobtask.freeze_task(j, context(j, {"period": value}, run_id="JBR-weekly-1"), "demo")
     done = subprocess.run(["/bin/sh", "-c", task["command"]], capture_output=True, text=True)
     assert value == done.stdout
 
@@ -229,7 +229,7 @@ def test_frozen_command_task_keeps_what_a_retry_needs() -> None:
     cmd = CommandTask(command="run {{job_run_id}}", partial_exit_codes=(3,), noop_exit_code=4,
                       timeout="2m", timeout_seconds=120,
                       precondition=Precondition(command="sel {{job_run_id}}", skip_when=9))
-    task = jobplan.freeze_task(job(task=cmd, key="k"), context(job(), {}, run_id="R"), "demo")
+    task = jobtask.freeze_task(job(task=cmd, key="k"), context(job(), {}, run_id="R"), "demo")
     assert {"mode": "command", "precondition": {"command": "sel 'R'", "skip_when": 9},
             "command": "run 'R'", "partial_exit_code": [3], "noop_exit_code": 4,
             "timeout": "2m", "timeout_seconds": 120} == task
@@ -240,7 +240,7 @@ def test_frozen_agent_task_qualifies_targets_with_the_project() -> None:
     agent = AgentTask(mode="edit", description="Report {{inputs.period}}",
                       targets=("pr-report", "other:doc"), executor="claude", reporter="rep")
     j = job(PERIOD, task=agent)
-    task = jobplan.freeze_task(j, context(j, {"period": "W1"}, run_id="R"), "demo")
+    task = jobtask.freeze_task(j, context(j, {"period": "W1"}, run_id="R"), "demo")
     assert {"mode": "edit", "description": "Report W1", "targets": ["demo:pr-report", "other:doc"],
             "agent": {"executor": "claude", "reporter": "rep"}} == task
 
@@ -248,28 +248,28 @@ def test_frozen_agent_task_qualifies_targets_with_the_project() -> None:
 def test_checkpoint_values_render_only_for_advance_on_statuses() -> None:
     """checkpoint.values render with the run's inputs on succeeded/noop, else None."""
     ctx = context(TRANSLATE, {"to_revision": "c" * 40}, run_id="R")
-    assert {"revision": "c" * 40} == jobplan.checkpoint_after(TRANSLATE, "noop", ctx)
-    assert None is jobplan.checkpoint_after(TRANSLATE, "failed", ctx)
+    assert {"revision": "c" * 40} == jobtask.checkpoint_after(TRANSLATE, "noop", ctx)
+    assert None is jobtask.checkpoint_after(TRANSLATE, "failed", ctx)
 
 
 def test_retry_runs_the_fresh_task_when_it_redacts_to_the_record() -> None:
     """A recorded task with redactions is re-rendered; the real command runs."""
     fresh = {"mode": "command", "command": "echo api_key=s3cr3tvalue"}
     recorded = {"mode": "command", "command": "echo api_key=[REDACTED]"}
-    assert fresh == jobplan.task_for_retry(TRANSLATE, recorded, fresh, [], "R")
+    assert fresh == jobtask.task_for_retry(TRANSLATE, recorded, fresh, [], "R")
 
 
 def test_retry_keeps_the_frozen_task_when_the_definition_changed() -> None:
     """Without redactions the frozen task wins over a changed definition."""
     recorded = {"mode": "command", "command": "echo old"}
-    assert recorded == jobplan.task_for_retry(TRANSLATE, recorded, {"command": "new"}, [], "R")
+    assert recorded == jobtask.task_for_retry(TRANSLATE, recorded, {"command": "new"}, [], "R")
 
 
 def test_retry_refuses_a_redacted_task_it_cannot_reproduce() -> None:
     """A redacted record and a different definition: refused."""
     recorded = {"mode": "command", "command": "echo api_key=[REDACTED]"}
     with pytest.raises(JobError, match="cannot retry R"):
-        jobplan.task_for_retry(TRANSLATE, recorded, {"command": "other"}, [], "R")
+        jobtask.task_for_retry(TRANSLATE, recorded, {"command": "other"}, [], "R")
 
 
 def test_inputs_holding_secrets_are_refused() -> None:

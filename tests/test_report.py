@@ -16,7 +16,7 @@ from typing import ClassVar
 
 import pytest
 
-from specdojo_routine.app import report
+from specdojo_routine.app import report, report_page
 from specdojo_routine.core import events
 from specdojo_routine.store.ledger import journal
 from tests import viewhelper
@@ -176,10 +176,11 @@ def test_an_outcome_without_a_colour_is_drawn_neutral_and_named_in_the_legend() 
     cells = report._event_cells({"type": "occurrence_frozen", "routine_id": "rtn-a",
                                  "scheduled_for": "2026-08-09T12:00:00.000Z",
                                  "reason": "frozen by <ops>"}, None)
-    row = report.Row(routine_id="rtn-a", name=None, schedule="every 1h", state="frozen",
-                     unhealthy=False, timezone="UTC", cells=tuple(cells))
-    text = report.page(report.Report(project_id="p", now=at, days=(at.date(),), rows=(row,),
-                                     upcoming=(), evidence=(), problems=()))
+    row = report_page.Row(routine_id="rtn-a", name=None, schedule="every 1h", state="frozen",
+                          unhealthy=False, timezone="UTC", cells=tuple(cells))
+    text = report_page.page(report_page.Report(project_id="p", now=at, days=(at.date(),),
+                                               rows=(row,), upcoming=(), evidence=(),
+                                               problems=()))
     assert ('class="cell o-other" data-outcome="frozen"' in text,
             '<span class="cell o-other"></span>frozen</li>' in text,
             "frozen by &lt;ops&gt;" in text) == (True, True, True)
@@ -258,7 +259,7 @@ def test_a_real_browser_draws_the_grid(week: Week, tmp_path: Path) -> None:
     assert (32, ["rtn-cleanup", "rtn-nightly-export", "rtn-sync", "rtn-weekly-report"]) == (
         len(titled), tags.rows), dom.stderr
     colours = _pixels(shot.read_bytes())
-    shown = {name for name, colour, _ in report.OUTCOMES if _rgb(colour) in colours}
+    shown = {name for name, colour, _ in report_page.OUTCOMES if _rgb(colour) in colours}
     assert {"success", "failure"} <= shown, shown
 
 
@@ -298,12 +299,12 @@ def test_a_crowded_day_draws_its_failures_and_counts_the_rest() -> None:
     from datetime import UTC, datetime, timedelta
 
     start = datetime(2026, 8, 9, tzinfo=UTC)
-    cells = [report.Cell(scheduled_for=start + timedelta(minutes=5 * n),
-                         outcome="failure" if n in (3, 100) else "success")
-             for n in range(report.MAX_PER_DAY + 100)]
-    text = report._day_cells(cells)
+    cells = [report_page.Cell(scheduled_for=start + timedelta(minutes=5 * n),
+                              outcome="failure" if n in (3, 100) else "success")
+             for n in range(report_page.MAX_PER_DAY + 100)]
+    text = report_page._day_cells(cells)
     drawn = re.findall(r'data-outcome="(\w+)"', text)
-    assert (report.MAX_PER_DAY - 1, 2, "101 more: 101 success") == (
+    assert (report_page.MAX_PER_DAY - 1, 2, "101 more: 101 success") == (
         len(drawn), drawn.count("failure"), re.findall(r'class="more" title="([^"]+)"',
                                                        text)[0])
 
@@ -314,10 +315,10 @@ def test_an_occurrence_tried_twice_is_one_cell_with_its_last_outcome() -> None:
     from datetime import UTC, datetime
 
     at = datetime(2026, 8, 9, 2, 0, tzinfo=UTC)
-    tried = [report.Cell(scheduled_for=at, outcome=outcome, from_attempt=True,
-                         details=(("attempt", attempt),))
+    tried = [report_page.Cell(scheduled_for=at, outcome=outcome, from_attempt=True,
+                              details=(("attempt", attempt),))
              for outcome, attempt in (("failure", "att-1"), ("success", "att-2"))]
-    held = report.Cell(scheduled_for=at, outcome="held")
+    held = report_page.Cell(scheduled_for=at, outcome="held")
     row = report._row("rtn-a", None, "cron", "success", False, [*tried, held],
                       datetime(2026, 8, 1, tzinfo=UTC), datetime(2026, 8, 10, tzinfo=UTC))
     assert [("success", (("attempt", "att-2"), ("before", "failure (att-1); held")))] == [

@@ -18,7 +18,7 @@ from typing import Any
 
 from specdojo_routine.app import named_run
 from specdojo_routine.app.who import operator_name
-from specdojo_routine.core import jobplan
+from specdojo_routine.core import jobtask
 from specdojo_routine.core.errors import RoutineError, UsageError
 from specdojo_routine.core.events import CheckpointAdvanced, JobEvent, RunAttemptResolved
 from specdojo_routine.core.redact import redact, secret_values
@@ -168,7 +168,7 @@ def _resolve_locked(
                 specdojo=shlex.join(runner.specdojo_prefix(env)),
                 scheduled_at=view["scheduled_at"], inputs=dict(view["inputs"]),
                 checkpoint=dict(view["checkpoint_before"]) or None, job_run_id=run_id)
-            values = jobplan.checkpoint_after(job, status, context)
+            values = jobtask.checkpoint_after(job, status, context)
             if values is not None:
                 batch.append(CheckpointAdvanced(run_id=run_id, job_id=job.id, values=values))
         log.append_many(batch)

@@ -15,7 +15,8 @@ Nothing secret is recorded: the frozen task and the key are stored redacted (a r
 the task from the definition and runs it when it redacts to the recorded text), inputs carrying
 a secret are refused, and free text from agents is redacted. The files around a run (git,
 checkpoints, attempt owners, plan and result documents) live in :mod:`jobfiles`.
-Executing an attempt's task (in place or reviewed; command or agent) is :mod:`.job_execute`.
+Recording one attempt whole is :mod:`.job_attempt`; executing its task (in place or reviewed;
+command or agent) is :mod:`.job_execute`.
 """
 
 from __future__ import annotations
@@ -24,34 +25,31 @@ import contextlib
 import os
 import shlex
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, TextIO, TypeVar
+from typing import Any, TextIO
 
 import attrs
 
 from specdojo_routine.app import review as review_flow
-from specdojo_routine.app.job_execute import REASON_LIMIT, Clock, _Done, _Env, _execute
+from specdojo_routine.app.job_attempt import RunLog, record_attempt
+from specdojo_routine.app.job_execute import REASON_LIMIT, Clock, _Env
 from specdojo_routine.app.job_seam import JobActionOutcome
-from specdojo_routine.core import jobplan, review_rules
-from specdojo_routine.core.errors import JobError, RoutineError, UsageError, environment_error
+from specdojo_routine.core import jobplan, jobtask
+from specdojo_routine.core.errors import JobError, RoutineError, UsageError
 from specdojo_routine.core.events import (
     CheckpointAdvanced,
-    JobEvent,
-    ReviewEnded,
     RunAttemptEnded,
-    RunAttemptStarted,
     RunCreated,
-    redacted,
 )
 from specdojo_routine.core.jobmodel import InputValue, JobDefinition
-from specdojo_routine.core.jobplan import JobRunOutcome, Trigger, Verdict
+from specdojo_routine.core.jobplan import JobRunOutcome, Trigger
 from specdojo_routine.core.model import Result
 from specdojo_routine.core.redact import redact, secret_values
 from specdojo_routine.core.templates import job_context
-from specdojo_routine.core.timefmt import format_ms, format_s
-from specdojo_routine.execute import agentflow, jobfiles, runner, stop
-from specdojo_routine.execute.agent import AgentExecutor, AttemptDoc
+from specdojo_routine.core.timefmt import format_ms
+from specdojo_routine.execute import agentflow, jobfiles, runner
+from specdojo_routine.execute.agent import AgentExecutor
 from specdojo_routine.execute.jobfiles import GitCli, Prepared
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions.load import Definitions
@@ -104,11 +102,11 @@ def prepare(
                        scheduled_at=stamp, inputs=values, checkpoint=checkpoint, job_run_id=None)
     key = jobplan.render_key(job, base)
     run_id = jobplan.run_id_for(job.id, key)
-    task = jobplan.freeze_task(job, {**base, "job_run_id": run_id}, paths.project_id)
+    task = jobtask.freeze_task(job, {**base, "job_run_id": run_id}, paths.project_id)
     return Prepared(job=job, project_id=paths.project_id, specdojo=specdojo, trigger=trigger,
                     scheduled_at=stamp, inputs=values, checkpoint_before=checkpoint,
                     run_id=run_id, key=key, recorded_key=redact(key, secrets), task=task,
-                    recorded_task=jobplan.redacted(task, secrets))
+                    recorded_task=jobtask.redacted(task, secrets))
 
 
 def _from_record(prep: Prepared, view: Mapping[str, Any], secrets: list[str]) -> Prepared:
@@ -119,36 +117,12 @@ def _from_record(prep: Prepared, view: Mapping[str, Any], secrets: list[str]) ->
                         checkpoint_before=dict(view["checkpoint_before"]) or None,
                         recorded_task=recorded, task=recorded)
     try:
-        fresh: dict[str, Any] | None = jobplan.freeze_task(prep.job, base.context(),
+        fresh: dict[str, Any] | None = jobtask.freeze_task(prep.job, base.context(),
                                                            base.project_id)
     except JobError:
         fresh = None
-    task = jobplan.task_for_retry(prep.job, recorded, fresh, secrets, prep.run_id)
+    task = jobtask.task_for_retry(prep.job, recorded, fresh, secrets, prep.run_id)
     return attrs.evolve(base, task=task)
-
-
-_JE = TypeVar("_JE", bound=JobEvent)
-
-
-@attrs.frozen(repr=False)
-class _RunLog:
-    """A Job Run's ledger as this module appends to it: every event with its free text
-    redacted first (:func:`events.redacted`), so a failure reason or a review's reason,
-    whatever produced it, reaches the run ledger and the views folded from it redacted
-    (SPEC §7.5). Gives back the events as recorded, for the outcome the console shows."""
-
-    ledger: ledger.Ledger
-    secrets: Sequence[str]
-
-    def append(self, event: _JE) -> _JE:
-        recorded = redacted(event, self.secrets)
-        self.ledger.append(recorded)
-        return recorded
-
-    def append_many(self, batch: Sequence[JobEvent]) -> list[JobEvent]:
-        recorded = [redacted(event, self.secrets) for event in batch]
-        self.ledger.append_many(recorded)
-        return recorded
 
 
 # --- running -----------------------------------------------------------------------------------
@@ -239,7 +213,7 @@ def _locked(
     are read, :mod:`~specdojo_routine.store.ledger.runcheck`), then create or reuse the run,
     run one attempt, record it."""
     runcheck.import_job_runs(ctx.paths, ctx.clock, job_id=prep.job.id, needed=prep.run_id)
-    log = _RunLog(ledger.Ledger(ctx.paths.run_ledger(prep.run_id), clock=ctx.clock),
+    log = RunLog(ledger.Ledger(ctx.paths.run_ledger(prep.run_id), clock=ctx.clock),
                   ctx.secrets)  # before the fold: it appends only to the file it folded
     view = views.load_job_run(ctx.paths, prep.run_id)
     decision = jobplan.existing_run(view, run_id=prep.run_id, job_id=prep.job.id,
@@ -268,10 +242,10 @@ def _locked(
             _close_interrupted(ctx, prep, handle, log, decision.open_attempt)
         if not jobfiles.plan_path(ctx.paths, prep.run_id).exists():
             jobfiles.write_plan(ctx.paths, prep)
-    return _attempt(ctx, prep, handle, log, decision.attempt)
+    return record_attempt(ctx, prep, handle, log, decision.attempt)
 
 
-def _create(ctx: _Env, prep: Prepared, log: _RunLog) -> None:
+def _create(ctx: _Env, prep: Prepared, log: RunLog) -> None:
     log.append(RunCreated(
         run_id=prep.run_id, job_id=prep.job.id, idempotency_key=prep.recorded_key,
         project_id=prep.project_id, trigger=prep.trigger, scheduled_at=prep.scheduled_at,
@@ -311,7 +285,7 @@ def _refuse_if_owner_lives(
 
 
 def _close_interrupted(
-    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, log: _RunLog, attempt: int
+    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, log: RunLog, attempt: int
 ) -> None:
     """``run.on_interrupted: retry``: close the open attempt of a dead runner as
     failed/interrupted (a new attempt follows)."""
@@ -321,101 +295,16 @@ def _close_interrupted(
 
 
 def _repair_checkpoint(
-    ctx: _Env, prep: Prepared, view: Mapping[str, Any], log: _RunLog
+    ctx: _Env, prep: Prepared, view: Mapping[str, Any], log: RunLog
 ) -> JobRunOutcome:
     """Duplicate complete; a checkpoint lost to a crash after ``attempt_ended`` is recorded."""
     if jobplan.missing_checkpoint(view, prep.job):
         done = _from_record(prep, view, ctx.secrets)
-        values = jobplan.checkpoint_after(prep.job, view["state"], done.context())
+        values = jobtask.checkpoint_after(prep.job, view["state"], done.context())
         if values is not None:
             log.append(CheckpointAdvanced(run_id=prep.run_id, job_id=prep.job.id, values=values))
             views.refresh_job_views(ctx.paths, [prep.run_id])
     return _duplicate(prep, view)
-
-
-def _attempt(
-    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, log: _RunLog, attempt: int
-) -> JobRunOutcome:
-    """One attempt, recorded whole (SPEC §6.5): a SIGINT or SIGTERM while it runs stops its
-    command, which fails the attempt with the stop as reason; the end is recorded before the
-    stop unwinds the command (:mod:`~specdojo_routine.execute.stop`). A task that ended before
-    the stop keeps its outcome, so a stop never makes a finished command run twice."""
-    with stop.deferred():
-        return _record_attempt(ctx, prep, handle, log, attempt)
-
-
-def _record_attempt(
-    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, log: _RunLog, attempt: int
-) -> JobRunOutcome:
-    log.append(RunAttemptStarted(run_id=prep.run_id, attempt=attempt,
-                                 owner=jobfiles.current_owner()))
-    notes: list[str] = []
-    _side_effect(notes, "view not published", views.refresh_job_views, ctx.paths, [prep.run_id])
-    started = ctx.clock()
-    try:
-        done = _execute(ctx, prep, handle, attempt)
-    except Exception as exc:  # the attempt must be closed whatever happened
-        done = _Done(verdict=Verdict(status="failed", reason=f"runner error: {exc}"))
-    verdict = done.verdict
-    reason = ctx.reason("; ".join(x for x in (verdict.reason, *notes, *done.notes) if x))
-    batch: list[JobEvent] = [RunAttemptEnded(
-        run_id=prep.run_id, attempt=attempt, status=verdict.status, exit_code=done.exit_code,
-        evidence_ref=done.evidence_ref, reason=reason)]
-    record = done.review
-    review = None if record is None else record.payload()  # what review_ended records
-    if review is not None:
-        batch.append(ReviewEnded(run_id=prep.run_id, attempt=attempt, **review))
-    values = jobplan.checkpoint_after(prep.job, verdict.status, prep.context())
-    if values is not None and review_rules.integrated(review):
-        batch.append(CheckpointAdvanced(run_id=prep.run_id, job_id=prep.job.id, values=values))
-    _still_open(ctx.paths, prep.run_id, attempt)
-    recorded = log.append_many(batch)  # the outcome first: files around it are side effects
-    if record is not None:  # the review's reason as recorded (redacted), for the outcome
-        review_ended = recorded[1]
-        assert isinstance(review_ended, ReviewEnded)
-        record = attrs.evolve(record, reason=review_ended.reason)
-    if done.result_written:
-        _side_effect(notes, "result not stamped", agentflow.stamp_result,
-                     jobfiles.result_path(ctx.paths, prep.run_id), verdict.status, reason,
-                     ctx.secrets)
-    else:
-        _side_effect(notes, "result not written", jobfiles.write_result, ctx.paths, prep,
-                     AttemptDoc(attempt=attempt, status=verdict.status, reason=reason,
-                                started_at=format_s(started), completed_at=format_s(ctx.clock()),
-                                exit_code=done.exit_code, evidence_ref=done.evidence_ref,
-                                final_message=done.final_message))
-    _side_effect(notes, "view not published", views.refresh_job_views, ctx.paths, [prep.run_id])
-    state = review_rules.state_after(verdict.status, review)
-    if state == "waiting" and record is not None:
-        reason = ctx.reason(record.reason)
-    return JobRunOutcome(job_id=prep.job.id, run_id=prep.run_id, state=state,
-                         attempt=attempt, skipped=verdict.busy, reason=reason,
-                         evidence_ref=done.evidence_ref, exit_code=done.exit_code,
-                         trigger=ctx.trigger,
-                         review=None if record is None else record.payload())
-
-
-def _side_effect(notes: list[str], what: str, write: Callable[..., object],
-                 *args: object) -> None:
-    """Write a file around the outcome; an environment error (full disk, read-only) becomes a
-    note instead of costing the outcome (the ledger, written first, is the truth)."""
-    try:
-        write(*args)
-    except OSError as exc:
-        notes.append(f"{what}: {environment_error(exc)}")
-
-
-def _still_open(paths: ProjectPaths, run_id: str, attempt: int) -> None:
-    """Refuse to record a result for an attempt someone else already closed: a runner stalled
-    past the exec lock's 30 s staleness can find its lock taken over and its attempt closed as
-    interrupted. Recording nothing keeps the run ledger foldable."""
-    view = views.load_job_run(paths, run_id)
-    mine = [a for a in (view["attempts"] if view else []) if a["attempt"] == attempt]
-    if not mine or mine[0]["status"] != "running":
-        views.refresh_job_views(paths, [run_id])  # publish what the ledger says
-        raise JobError(f"{run_id}: attempt {attempt} was closed by another runner while this "
-                       "one was stalled (its exec lock was taken over); its result is not "
-                       "recorded - run the Job again")
 
 
 # --- the routine seam --------------------------------------------------------------------------

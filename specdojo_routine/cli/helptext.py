@@ -2,7 +2,7 @@
 the environment variables it reads, short examples and the exit codes.
 
 Kept apart from the parser so the words can be read (and reviewed) in one place; ``document``
-attaches them to the parser that ``main.build_parser`` builds.
+attaches them to the parser that ``parser.build_parser`` builds.
 """
 
 from __future__ import annotations

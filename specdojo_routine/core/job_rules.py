@@ -1,8 +1,7 @@
-"""The rules of Job Definition files (SPEC §7.1) and of their templates (SPEC §7.2), on the
-machinery of :mod:`.validation`.
+"""The rules of Job Definition files (SPEC §7.1), on the machinery of :mod:`.validation`.
 
-Checks report and carry on, so every problem of a file is found. Sections: Job Definitions, Job
-templates.
+Checks report and carry on, so every problem of a file is found. What the templates may name
+is checked by :mod:`.job_template_rules`.
 """
 
 from __future__ import annotations
@@ -20,15 +19,12 @@ from specdojo_routine.core.inputs import (
     build_input_spec,
     secret_name,
 )
+from specdojo_routine.core.job_template_rules import check_job_templates
 from specdojo_routine.core.templates import (
-    Placeholder,
     TemplateError,
-    check_shell_template,
-    placeholders,
 )
 from specdojo_routine.core.validation import (
     JOB_ID,
-    NO_NUL,
     Node,
     Report,
     check_id,
@@ -38,7 +34,6 @@ from specdojo_routine.core.validation import (
     mapping,
     plain,
     required,
-    template_pos,
     text,
     text_list,
     unknown_keys,
@@ -71,7 +66,6 @@ def _only_in_command_mode(mode: str) -> dict[str, str]:
 
 PROFICIENCIES = ("low", "normal", "high", "expert")
 BUSY_EXIT_CODE = 75  # a command exiting 75 means "project busy" (SPEC §7.3)
-_PLAIN_NAMES = ("job_id", "project_id", "specdojo", "scheduled_at", "job_run_id")
 _ADVANCE = ("succeeded", "noop")
 
 
@@ -86,7 +80,7 @@ def build_job(r: Report, root: Node, *, file_id: str) -> jobmodel.JobDefinition 
     key = _idempotency_key(r, root.get("run"))
     on_interrupted = _on_interrupted(r, root.get("run"))
     checkpoint = _checkpoint(r, root.get("checkpoint"))
-    _check_job_templates(r, root, specs)
+    check_job_templates(r, root, specs)
     if key is not None:
         _check_blank_key(r, root, key, specs)
     if r.failed or job_id is None or name is None or task is None or key is None:
@@ -385,117 +379,3 @@ def _checkpoint(r: Report, node: Node | None) -> jobmodel.CheckpointSpec | None:
             r.error(advance_node.where(), "checkpoint.advance_on must contain succeeded and/or "
                     f"noop (got {got(listed)})")
     return jobmodel.CheckpointSpec(values=values, advance_on=advance)
-
-
-# --- Job templates (SPEC §7.2) -----------------------------------------------------------------
-
-
-def _template_nodes(root: Node) -> list[Node]:
-    """Every templated string of a Job Definition."""
-    found: list[Node | None] = []
-    task = root.get("task")
-    if task is not None:
-        found += [task.get("command"), task.get("description")]
-        for key, field in (("precondition", "command"), ("analysis", "description")):
-            child = task.get(key)
-            found.append(child.get(field) if child is not None else None)
-    run = root.get("run")
-    found.append(run.get("idempotency_key") if run is not None else None)
-    checkpoint = root.get("checkpoint")
-    values = checkpoint.get("values") if checkpoint is not None else None
-    found += [child for _, child in values.entries()] if values is not None else []
-    return [n for n in found if n is not None and isinstance(n.value, str)]
-
-
-def _declared(root: Node) -> tuple[list[str], list[str] | None]:
-    """Input names and checkpoint value keys as written (valid or not, so that one bad
-    declaration is not reported again at every use); None when there is no checkpoint."""
-    inputs = root.get("inputs")
-    given = inputs.value if inputs is not None and isinstance(inputs.value, dict) else {}
-    names = [k for k in given if isinstance(k, str)]
-    checkpoint = root.get("checkpoint")
-    if checkpoint is None:
-        return names, None
-    values = checkpoint.get("values")
-    keys = values.value if values is not None and isinstance(values.value, dict) else {}
-    return names, [k for k in keys if isinstance(k, str)]
-
-
-def _check_job_templates(r: Report, root: Node, specs: Sequence[jobmodel.InputSpec]) -> None:
-    inputs, values = _declared(root)
-    declared = root.get("inputs")
-    for spec in specs:
-        source = spec.from_checkpoint
-        problem = _names(f'"{source}"', source, values, "checkpoint") if source else None
-        if problem is not None and declared is not None:
-            where = declared.child(spec.name).child("from_checkpoint")
-            r.error(where.pos, f"{where.label}: {problem}")
-    lists = frozenset(spec.name for spec in specs if spec.type == "list")
-    for node in _template_nodes(root):
-        in_key = node.label == "run.idempotency_key"
-        reported = len(r.problems)
-        for ph in placeholders(r, node):
-            problem = _placeholder_problem(ph, inputs, values, in_key=in_key, lists=lists)
-            if problem is not None:
-                r.error(template_pos(r, node, ph.start), f"{node.label}: {problem}")
-        clean = len(r.problems) == reported  # one report per bad placeholder
-        if clean and node.label in _SHELL_TEMPLATES and isinstance(node.value, str):
-            _check_shell_safety(r, node)  # what run renders, with or without placeholders
-        elif node.label not in _SHELL_TEMPLATES and (nul := str(node.value).find("\0")) >= 0:
-            # a checkpoint value, a key or a description: it reaches a later run's command
-            r.error(template_pos(r, node, nul),
-                    f"{node.label}: a NUL character (\\0) is in it {NO_NUL}")
-
-
-_SHELL_TEMPLATES = ("task.command", "task.precondition.command")
-
-
-def _check_shell_safety(r: Report, node: Node) -> None:
-    """A placeholder the shell renderer cannot quote safely is a validate error, not a
-    run-time surprise (SPEC §7.2)."""
-    try:
-        check_shell_template(str(node.value))
-    except TemplateError as exc:
-        r.error(template_pos(r, node, exc.offset), f"{node.label}: {exc.message}")
-
-
-def _placeholder_problem(
-    ph: Placeholder, inputs: Sequence[str], values: Sequence[str] | None, *, in_key: bool,
-    lists: frozenset[str] = frozenset(),
-) -> str | None:
-    shown = f"{{{{{ph.expression}}}}}"
-    if ph.filter is not None:
-        return f"{shown}: Job templates take no filters"
-    if ph.name == "job_run_id" and in_key:
-        return "cannot use {{job_run_id}} (the Job Run id is derived from this key)"
-    if ph.name in _PLAIN_NAMES:
-        return None
-    head, _, rest = ph.name.partition(".")
-    if head == "inputs" and rest:
-        return _names(shown, rest, inputs, "input") or _field(shown, rest, lists)
-    if head == "checkpoint" and rest:
-        return _names(shown, rest, values, "checkpoint")
-    return (f"unknown template value {shown} (use job_id, project_id, specdojo, scheduled_at, "
-            "job_run_id, inputs.<name> or checkpoint.<key>)")
-
-
-def _field(shown: str, path: str, lists: frozenset[str]) -> str | None:
-    """Why ``{{inputs.x.y}}`` names nothing: an input is a string, number, boolean or list,
-    never a mapping, so a path into it renders empty in every run (SPEC §7.2: an unknown
-    name is a validate error). A list renders whole, joined with ``,``."""
-    name, dot, _ = path.partition(".")
-    if not dot:
-        return None
-    use = (f'a list renders whole, joined with ",": use {{{{inputs.{name}}}}}'
-           if name in lists else f"use {{{{inputs.{name}}}}}")
-    return f"{shown} is {NO_FIELDS} ({use})"
-
-
-def _names(shown: str, path: str, declared: Sequence[str] | None, what: str) -> str | None:
-    """None when the first segment of ``path`` is declared, else why not."""
-    if declared is None:
-        return f"{shown} names no checkpoint value (the job declares no checkpoint)"
-    if path.split(".")[0] in declared:
-        return None
-    noun = "input" if what == "input" else "checkpoint value"
-    return f"{shown} names no declared {noun} (declared: {', '.join(declared) or 'none'})"

@@ -3,6 +3,8 @@
 Everything here is a function of the Job Definition, the values given and what the ledgers
 say; the handler (:mod:`jobs`) does the I/O around it. Git is reached through the
 :class:`GitResolver` the caller injects, so input resolution is testable without a repository.
+What the run runs - the task and checkpoint values rendered from the Job's templates - is
+:mod:`.jobtask`'s.
 """
 
 from __future__ import annotations
@@ -16,27 +18,19 @@ import attrs
 from specdojo_routine.core import inputs as input_rules
 from specdojo_routine.core.errors import JobError, UsageError
 from specdojo_routine.core.jobmodel import (
-    AgentTask,
-    CommandTask,
     InputSpec,
     InputValue,
     JobDefinition,
-    ReviewSpec,
 )
+from specdojo_routine.core.jobtask import redacted, render
 from specdojo_routine.core.model import Result
-from specdojo_routine.core.redact import REDACTED, redact
 from specdojo_routine.core.review_rules import integrated
 from specdojo_routine.core.review_rules import routine_result as review_result
 from specdojo_routine.core.templates import (
     TemplateError,
     find_placeholders,
-    render_shell,
-    render_text,
 )
 
-#: Template roots whose missing dotted names render as "" (an optional input, a first-run
-#: checkpoint), like the upstream tool.
-OPTIONAL_ROOTS = frozenset({"inputs", "checkpoint"})
 COMPLETE_STATES = frozenset({"succeeded", "noop"})
 BUSY_EXIT_CODE = 75
 RunStatus = Literal["succeeded", "partial", "failed", "noop"]
@@ -160,12 +154,23 @@ def resolve_inputs(
     return values
 
 
+def refuse_secret_inputs(
+    job: JobDefinition, values: Mapping[str, Any], secrets: Sequence[str]
+) -> None:
+    """Inputs are recorded verbatim (a retry reuses them): one that holds a secret is refused,
+    as a usage error (exit 2: nothing ran)."""
+    for name, value in values.items():
+        if redacted(value, secrets) != value:
+            raise InputError(f"input {name} of {job.id} looks like a secret; secrets must reach "
+                             "commands through the environment, never through inputs")
+
+
 # --- identity ----------------------------------------------------------------------------------
 
 
 def render_key(job: JobDefinition, context: Mapping[str, str]) -> str:
     """``run.idempotency_key`` rendered (``job_run_id`` is not available there)."""
-    key = _render(job, "run.idempotency_key", job.idempotency_key, context, shell=False)
+    key = render(job, "run.idempotency_key", job.idempotency_key, context, shell=False)
     if not key.strip():
         raise JobError(f"the idempotency key of {job.id} renders empty; check run.idempotency_key")
     return key
@@ -187,132 +192,6 @@ def run_id_for(job_id: str, key: str) -> str:
     """``JBR-<slug>-<first 12 hex of sha256(key)>``."""
     digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:12]
     return f"JBR-{job_id.removeprefix('job-')}-{digest}"
-
-
-def _render(
-    job: JobDefinition, where: str, template: str, context: Mapping[str, str], *, shell: bool
-) -> str:
-    try:
-        if shell:
-            return render_shell(template, context, empty_if_missing=OPTIONAL_ROOTS)
-        return render_text(template, context, empty_if_missing=OPTIONAL_ROOTS)
-    except TemplateError as exc:
-        raise JobError(f"{job.path}: cannot render {where}: {exc.message}") from None
-
-
-# --- the frozen task ---------------------------------------------------------------------------
-
-
-def freeze_task(job: JobDefinition, context: Mapping[str, str], project_id: str) -> dict[str, Any]:
-    """The task as the run records it: templates rendered (``job_run_id`` included)."""
-    task = job.task
-    if isinstance(task, CommandTask):
-        return _freeze_command(job, task, context)
-    return _freeze_agent(job, task, context, project_id)
-
-
-def _present(frozen: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in frozen.items() if v is not None and v != []}
-
-
-def _freeze_command(
-    job: JobDefinition, task: CommandTask, context: Mapping[str, str]
-) -> dict[str, Any]:
-    pre, analysis = task.precondition, task.analysis
-    return _present({
-        "mode": "command",
-        "precondition": None if pre is None else {
-            "command": _render(job, "task.precondition.command", pre.command, context, shell=True),
-            "skip_when": pre.skip_when},
-        "command": _render(job, "task.command", task.command, context, shell=True),
-        "partial_exit_code": list(task.partial_exit_codes),
-        "noop_exit_code": task.noop_exit_code,
-        "timeout": task.timeout,
-        "timeout_seconds": task.timeout_seconds if task.timeout is not None else None,
-        "analysis": None if analysis is None else {
-            "agent": analysis.agent,
-            "description": _render(job, "task.analysis.description", analysis.description,
-                                   context, shell=False)},
-        "review": _freeze_review(task.review),
-    })
-
-
-def _freeze_review(review: ReviewSpec | None) -> dict[str, Any] | None:
-    if review is None:
-        return None
-    agent = _present({"executor": review.executor, "reporter": review.reporter})
-    return {"agent": agent} if agent else {}
-
-
-def _freeze_agent(
-    job: JobDefinition, task: AgentTask, context: Mapping[str, str], project_id: str
-) -> dict[str, Any]:
-    agent = None if task.executor is None else _present(
-        {"executor": task.executor, "reporter": task.reporter})
-    return _present({
-        "mode": task.mode,
-        "owner": task.owner,
-        "description": _render(job, "task.description", task.description, context, shell=False),
-        # targets are qualified like the upstream tool does: <project>:<target>
-        "targets": [t if ":" in t else f"{project_id}:{t}" for t in task.targets],
-        "paths": list(task.paths),
-        "agent": agent,
-        "capabilities": list(task.capabilities),
-        "proficiency": task.proficiency,
-        "timeout": task.timeout,
-        "timeout_seconds": task.timeout_seconds if task.timeout is not None else None,
-        "review": _freeze_review(task.review),
-    })
-
-
-def redacted(value: Any, secrets: Sequence[str]) -> Any:
-    """``value`` (JSON data) with every string redacted."""
-    if isinstance(value, str):
-        return redact(value, secrets)
-    if isinstance(value, list):
-        return [redacted(item, secrets) for item in value]
-    if isinstance(value, dict):
-        return {k: redacted(v, secrets) for k, v in value.items()}
-    return value
-
-
-def refuse_secret_inputs(
-    job: JobDefinition, values: Mapping[str, Any], secrets: Sequence[str]
-) -> None:
-    """Inputs are recorded verbatim (a retry reuses them): one that holds a secret is refused,
-    as a usage error (exit 2: nothing ran)."""
-    for name, value in values.items():
-        if redacted(value, secrets) != value:
-            raise InputError(f"input {name} of {job.id} looks like a secret; secrets must reach "
-                             "commands through the environment, never through inputs")
-
-
-def task_for_retry(
-    job: JobDefinition, recorded: Mapping[str, Any], fresh: Mapping[str, Any] | None,
-    secrets: Sequence[str], run_id: str,
-) -> dict[str, Any]:
-    """What a new attempt runs: the task as freshly rendered from the definition when it
-    redacts to the recorded (frozen) task, else the recorded task unless it lost secrets."""
-    if fresh is not None and redacted(dict(fresh), secrets) == dict(recorded):
-        return dict(fresh)
-    if REDACTED in repr(recorded):
-        raise JobError(f"cannot retry {run_id}: its recorded task holds redacted secrets and "
-                       f"{job.path} no longer renders to it; start a new run")
-    return dict(recorded)
-
-
-def checkpoint_after(
-    job: JobDefinition, status: str, context: Mapping[str, str]
-) -> dict[str, str] | None:
-    """The values to record when ``status`` is in ``checkpoint.advance_on``, else ``None``.
-
-    ``context`` carries the run's inputs, ``checkpoint_before`` and ``job_run_id``.
-    """
-    spec = job.checkpoint
-    if spec is None or status not in spec.advance_on:
-        return None
-    return {key: _render(job, f"checkpoint.values.{key}", template, context, shell=False)
-            for key, template in spec.values.items()}
 
 
 # --- existing runs -----------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import orjson
 
-from specdojo_routine.core import model, routine_rules
+from specdojo_routine.core import model, policy_rules
 from specdojo_routine.core.errors import Problem
 from specdojo_routine.core.validation import Node, Report
 from specdojo_routine.store.config import (
@@ -40,5 +40,5 @@ def load_default_notify(paths: ProjectPaths) -> tuple[model.Notify | None, tuple
         report, data = Report(rel), raw
     root = Node(value=data)
     node = root.child("projects").child(paths.project_id).child("routine").child("notify")
-    notify = routine_rules.notify_block(report, node)
+    notify = policy_rules.notify_block(report, node)
     return notify, tuple(report.problems)

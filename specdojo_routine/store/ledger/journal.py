@@ -13,6 +13,9 @@ Line ``n`` of a ledger carries ``seq`` ``n``. A *torn* tail is a last line witho
 whose JSON does not parse (a crash mid-write); it is reported as :class:`TornLedgerError` and
 repaired by moving the fragment to ``<ledger>.torn-<seq>`` and truncating the ledger to its last
 complete line. Damage anywhere else is a :class:`CorruptLedgerError` and is never repaired.
+The bytes themselves are found and written by :mod:`.lineseek` (a line from the end of the
+file) and :mod:`.durable` (complete lines fsync'd, a torn fragment moved aside); this module
+holds the protocol around them: locks, the tail, the chain and the checks of every line.
 
 Each appended line carries ``prev``, the hash of the line before it (:mod:`.chain`, SPEC §5);
 :func:`read` checks it line by line. A :class:`Ledger` appends only to the file it was made
@@ -41,8 +44,7 @@ from specdojo_routine.core.errors import (
     ReplacedLedgerError,
     TornLedgerError,
 )
-from specdojo_routine.store.config import read_regular
-from specdojo_routine.store.ledger import chain
+from specdojo_routine.store.ledger import chain, durable, lineseek
 from specdojo_routine.store.ledger.codec import encode, upgrade
 from specdojo_routine.store.ledger.ledgerlock import lock_exclusive, lock_shared, locked
 from specdojo_routine.store.ledger.stamps import Stamp, only_grew, remember
@@ -51,7 +53,6 @@ if TYPE_CHECKING:
     from specdojo_routine.core.events import Event
 
 Clock = Callable[[], datetime]
-_CHUNK = 1 << 16
 
 
 def wall_clock() -> datetime:
@@ -94,54 +95,7 @@ class Line:
     raw: dict[str, Any]
 
 
-# --- low-level helpers (fd based) ------------------------------------------------------------
-
-
-def _seq_of(text: bytes) -> int | None:
-    """The seq of a parsable line, ``None`` if the text is not valid JSON, 0 for an upstream
-    run record line (SPEC §10: its seq is its line number)."""
-    try:
-        raw = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None
-    if is_upstream_line(raw):
-        return 0
-    seq = raw.get("seq") if isinstance(raw, dict) else None
-    if type(seq) is not int or seq < 1:
-        return -1
-    return seq
-
-
-def _line_start(fd: int, end: int) -> int:
-    """Offset where the line whose last byte is at ``end - 1`` starts: a backwards scan in
-    growing steps that looks at each byte once (linear, however long the line)."""
-    pos, step = end - 1, 1024  # the last byte is the line's own newline (or torn)
-    while pos > 0:
-        step = min(step * 2, _CHUNK * 16, pos)
-        chunk = os.pread(fd, step, pos - step)
-        cut = chunk.rfind(b"\n")
-        if cut >= 0:
-            return pos - step + cut + 1
-        pos -= step
-    return 0
-
-
-def _line_ending_at(fd: int, end: int) -> tuple[int, bytes]:
-    """(start, bytes) of the line whose last byte is at ``end - 1``."""
-    start = _line_start(fd, end)
-    return start, os.pread(fd, end - start, start)
-
-
-def _line_number(fd: int, offset: int) -> int:
-    """1-based number of the line starting at ``offset`` (counts newlines before it)."""
-    count, pos = 0, 0
-    while pos < offset:
-        chunk = os.pread(fd, min(_CHUNK * 16, offset - pos), pos)
-        if not chunk:
-            break
-        count += chunk.count(b"\n")
-        pos += len(chunk)
-    return count + 1
+# --- the tail (fd based) ----------------------------------------------------------------------
 
 
 def _scan_tail(fd: int, path: Path) -> Tail:
@@ -154,107 +108,22 @@ def _scan_tail(fd: int, path: Path) -> Tail:
 
     if size == 0:
         return found(0, 0, False)
-    start, text = _line_ending_at(fd, size)
-    seq = _seq_of(text) if text.endswith(b"\n") else None
+    start, text = lineseek.line_ending_at(fd, size)
+    seq = lineseek.seq_of(text) if text.endswith(b"\n") else None
     torn = seq is None
     end = start if torn else size
     if torn:
         if start == 0:
             return found(0, 0, True)
-        start, text = _line_ending_at(fd, start)
-        seq = _seq_of(text)
+        start, text = lineseek.line_ending_at(fd, start)
+        seq = lineseek.seq_of(text)
     if seq == 0:
-        seq = _line_number(fd, start)
+        seq = lineseek.line_number(fd, start)
     if seq is None or seq < 1:
-        line = _line_number(fd, start)
+        line = lineseek.line_number(fd, start)
         what = "is not valid JSON" if seq is None else "has no integer seq >= 1"
         raise CorruptLedgerError(str(path), line, f"line {what}")
     return found(end, seq, torn, chain.line_hash(text[:-1]))
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
-def _write_lines(fd: int, path: Path, data: bytes, end: int) -> None:
-    """Write and ``fsync`` complete lines after byte ``end`` (the caller holds the exclusive
-    lock). When that fails (a full disk mid-line), what was written is taken back, so the
-    ledger keeps only complete lines, and the error names the ledger (``os.write`` names
-    no file)."""
-    try:
-        _write_all(fd, data)
-        os.fsync(fd)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, end)
-        if exc.filename is None:
-            raise OSError(exc.errno, exc.strerror, str(path)) from None
-        raise
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _move_fragment(fd: int, path: Path, tail: Tail) -> Path:
-    """Save the torn fragment as ``<ledger>.torn-<seq>``, then truncate the ledger.
-
-    The fragment is written to a temp file and linked into place only when complete, so a full
-    disk leaves no empty or partial fragment behind (the error propagates; nothing is
-    truncated). An identical copy left by an interrupted repair is reused; an empty one (an
-    older version's full-disk leftover) is replaced; another fragment already saved under that
-    seq (the same line torn twice) keeps its name and this one becomes ``.torn-<seq>.<n>``."""
-    fragment = os.pread(fd, tail.size - tail.end, tail.end)
-    seq = tail.seq + 1
-    tmp = path.with_name(f".{path.name}.torn-{seq}.{os.getpid()}.tmp")
-    with contextlib.suppress(FileNotFoundError):  # a leftover, or a link: never written through
-        os.unlink(tmp)
-    out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                  0o644)
-    try:
-        try:
-            _write_all(out, fragment)
-            os.fsync(out)
-        finally:
-            os.close(out)
-        target = _place_fragment(tmp, path, seq, fragment)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-    _fsync_dir(path.parent)
-    os.ftruncate(fd, tail.end)
-    os.fsync(fd)
-    return target
-
-
-def _place_fragment(tmp: Path, path: Path, seq: int, fragment: bytes) -> Path:
-    """Link ``tmp`` at the first free fragment name. A name held by anything but a regular
-    file (a FIFO, a directory, a link - read, it could wait for ever or be a file anywhere)
-    is taken, and left as it is."""
-    n = 1
-    while True:
-        target = path.with_name(f"{path.name}.torn-{seq}" + (f".{n}" if n > 1 else ""))
-        try:
-            os.link(tmp, target)
-            return target
-        except FileExistsError:
-            try:
-                existing = read_regular(target, follow=False)
-            except OSError:  # NotRegularFile too
-                existing = None
-            if existing == fragment:
-                return target
-            if existing == b"":
-                os.replace(tmp, target)
-                return target
-            n += 1
 
 
 # --- public API ------------------------------------------------------------------------------
@@ -304,14 +173,15 @@ class Ledger:
             elif self._pinned != (tail.dev, tail.ino):
                 raise ReplacedLedgerError(str(self.path), gone=False)
             if tail.torn:
-                _move_fragment(fd, self.path, tail)
+                durable.move_fragment(fd, self.path, start=tail.end, end=tail.size,
+                                      seq=tail.seq + 1)
             at, prev, lines = self.clock(), tail.head, []
             for i, event in enumerate(batch, 1):
                 lines.append(encode(event, tail.seq + i, at, prev))
                 prev = chain.line_hash(lines[-1][:-1])
-            _write_lines(fd, self.path, b"".join(lines), tail.end)
+            durable.write_lines(fd, self.path, b"".join(lines), tail.end)
             if tail.end == 0:
-                _fsync_dir(self.path.parent)
+                durable.fsync_dir(self.path.parent)
             remember(tail.stamp, Stamp.of(fd))
         return list(range(tail.seq + 1, tail.seq + 1 + len(batch)))
 
@@ -373,7 +243,8 @@ def repair(path: Path | str) -> Path | None:
             found = _scan_tail(fd, path)
             if not found.torn:
                 return None
-            moved = _move_fragment(fd, path, found)
+            moved = durable.move_fragment(fd, path, start=found.end, end=found.size,
+                                          seq=found.seq + 1)
             remember(found.stamp, Stamp.of(fd))
             return moved
     except FileNotFoundError:
@@ -389,7 +260,7 @@ def line_ending_at(path: Path | str, offset: int) -> bytes | None:
     try:
         if offset <= 0 or os.fstat(fd).st_size < offset:
             return None
-        text = _line_ending_at(fd, offset)[1]
+        text = lineseek.line_ending_at(fd, offset)[1]
     finally:
         os.close(fd)
     return text[:-1] if text.endswith(b"\n") else None
@@ -431,7 +302,7 @@ def chain_started_before(path: Path | str, offset: int) -> bool:
         return False
     try:
         while offset > 0:
-            start, text = _line_ending_at(fd, offset)
+            start, text = lineseek.line_ending_at(fd, offset)
             try:
                 raw = orjson.loads(text)
             except orjson.JSONDecodeError:
