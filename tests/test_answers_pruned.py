@@ -58,3 +58,28 @@ def test_status_does_not_send_the_operator_to_pruned_evidence(project: Project) 
     assert ["  evidence  execution/exec/evidence/routines/"] == [e[:45] for e in evidence]
     assert (evidence[0].endswith(f"(pruned at {at})"), "(all of it: `logs" in lines) == (
         True, False)
+
+
+def test_logs_of_a_running_action_says_it_is_running(project: Project) -> None:
+    """`logs ID` while the attempt's action runs: its output is kept when it ends; saying "no
+    output was kept for this action" reads as if it had ended without any."""
+    import time
+
+    gate = project.root / "go"
+    project.routine("rtn-long", f"interval: 1h\naction: {{kind: specdojo, args: [gate-{gate}]}}\n")
+    runner = project.popen("run", "--id", "rtn-long")
+    try:
+        deadline = time.monotonic() + 60
+        while not project.calls():
+            assert time.monotonic() < deadline and runner.poll() is None
+            time.sleep(0.02)
+        shown = project.cli("logs", "rtn-long")
+        as_json = orjson.loads(project.cli("logs", "rtn-long", "--json").stdout)
+    finally:
+        gate.touch()
+        runner.wait(timeout=60)
+    assert (0, "== action 1 (specdojo): running",
+            "   (no output: it is still running; its output is kept when it ends)") == (
+        shown.returncode, *shown.stdout.splitlines()[1:3])
+    assert "it is still running; its output is kept when it ends" == \
+        as_json["outputs"][0]["missing"]

@@ -106,6 +106,9 @@ def _action_output(paths: ProjectPaths, action: ActionRecord, routine_id: str,
         view: dict[str, Any] = dict(adopt.load_run(paths, action.job_run_id) or {})
         attempts = view.get("attempts") or [{}]
         ref = attempts[-1].get("evidence_ref")
+    if ref is None and action.result is None and not gone:  # kept when it ends
+        return Output(title=title, evidence_ref=None, streams={},
+                      missing="it is still running; its output is kept when it ends")
     if ref is None:
         return Output(title=title, evidence_ref=None, streams={},
                       missing=action.reason or "no output was kept for this action")
