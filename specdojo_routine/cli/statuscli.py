@@ -88,9 +88,9 @@ def _overview(shown: status_app.Status) -> str:
     if bad:
         text += (f"unhealthy: {len(bad)} of {len(shown.rows)} routine(s): "
                  f"{', '.join(r.id for r in bad)}\n")
-    elif shown.listing.problems:
-        text += "unhealthy: invalid definitions (see stderr; run `validate`)\n"
-    else:
+    if shown.listing.problems:  # with unhealthy routines too: each is a reason for exit 1
+        text += f"{render.INVALID}\n"
+    if not bad and not shown.listing.problems:
         text += f"healthy: {len(shown.rows)} routine(s)\n"
     return text
 
