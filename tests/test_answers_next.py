@@ -55,3 +55,18 @@ def test_the_agenda_marks_a_paused_routine(week_copy: Week) -> None:
     assert {"rtn-sync": "paused", "rtn-cleanup": None} == {
         o["routine_id"]: o["standing"] for o in doc["occurrences"]
         if o["routine_id"] in ("rtn-sync", "rtn-cleanup")}
+
+
+def test_local_times_carry_milliseconds_like_their_utc_twin() -> None:
+    """An interval routine's next time keeps the milliseconds of its last run: `local` shows
+    them as `utc` does (``.829``), not as Python's six-digit microseconds (``.829000``)."""
+    from datetime import UTC, datetime
+
+    from specdojo_routine.core import preview
+
+    at = datetime(2026, 12, 6, 17, 17, 26, 829000, tzinfo=UTC)
+    shown = preview.at_instant(at, "Asia/Tokyo")
+    whole = preview.at_instant(at.replace(microsecond=0), "Europe/Berlin")
+    assert ("2026-12-07T02:17:26.829+09:00", "2026-12-06T17:17:26.829Z") == (
+        shown.local, shown.utc)
+    assert "2026-12-06T18:17:26+01:00" == whole.local

@@ -76,6 +76,28 @@ def test_stop_refuses_a_dead_runner_and_records_nothing(project: Project) -> Non
     assert before == project.ledger.read_bytes()
 
 
+def test_stop_of_a_dead_runner_names_the_action_group_that_still_runs(project: Project) -> None:
+    """The runner died but its action's process group lives on: `stop` says so and how to end
+    it, instead of sending the operator to `resolve`, which refuses while the group runs."""
+    project.routine("rtn-long", "interval: 1h\naction: {kind: specdojo, args: [sleepy]}\n")
+    env = _cli_running(project, "sh -c 'sleep 60 & sleep 60'")
+    runner = project.popen("run", "--id", "rtn-long", env=env)
+    pgid = _pgid(project)
+    runner.send_signal(signal.SIGKILL)
+    runner.wait(timeout=30)
+    try:
+        before = project.ledger.read_bytes()
+        refused = project.cli("stop", "rtn-long", env=env)
+        resolve = project.cli("resolve", "rtn-long", "--result", "failure", "--note", "x",
+                              env=env)
+    finally:
+        os.killpg(pgid, signal.SIGKILL)
+    assert (1, "", 1) == (refused.returncode, refused.stdout, len(refused.stderr.splitlines()))
+    assert f"process group {pgid} still runs" in refused.stderr, refused.stderr
+    assert f"kill -TERM -- -{pgid}" in refused.stderr and "resolve rtn-long" in refused.stderr
+    assert 75 == resolve.returncode and before == project.ledger.read_bytes()
+
+
 def test_stop_never_signals_a_pid_that_is_not_the_runner(project: Project) -> None:
     """The open attempt names a live process that is not the runner (a reused pid: its start
     time differs): nothing is sent, it keeps running, nothing is recorded."""

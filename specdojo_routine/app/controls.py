@@ -198,6 +198,15 @@ def _check_runner(
         raise RoutineError(f"{where} did not record its runner's start time, so its pid "
                            f"cannot be verified; nothing was sent")
     if locks.owner_alive(pid, host, start) is not True:
+        from specdojo_routine.execute import groups
+
+        pgid = groups.action_still_running(paths, attempt_id)
+        if pgid is not None:  # resolve refuses while it runs (SPEC §6.5): say what to do
+            raise RoutineError(
+                f"{where}: its runner (pid {pid}) is dead, but its action's process group "
+                f"{pgid} still runs; nothing was sent or recorded; end it with `kill -TERM -- "
+                f"-{pgid}` (or wait for it), then record what happened with `resolve "
+                f"{routine_id} --result success|failure|skipped --note TEXT`")
         raise RoutineError(
             f"{where}: its runner (pid {pid}) is dead, so there is nothing to stop and nothing "
             f"was recorded; record what happened with `resolve {routine_id} --result "

@@ -7,6 +7,7 @@ A job action recorded before that field existed is found through its Job Run's l
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +64,8 @@ def routine_logs(
     gone = found.result is None and recent.RunnerCheck(paths).gone(routine_id, found.attempt_id)
     state = attrs.evolve(found, interrupted=gone).state
     heading = f"{routine_id} attempt {found.attempt_id} (scheduled {found.scheduled_for}, {state})"
-    return Logs(heading=heading, outputs=[_action_output(paths, a, routine_id, gone)
+    return Logs(heading=heading, outputs=[_action_output(paths, a, routine_id, gone,
+                                                         found.attempt_id)
                                           for a in actions],
                 subject={"routine_id": routine_id, "attempt_id": found.attempt_id,
                          "scheduled_for": found.scheduled_for, "result": found.result})
@@ -88,7 +90,7 @@ def _find_attempt(paths: ProjectPaths, routine_id: str, attempt_id: str | None) 
 
 
 def _action_output(paths: ProjectPaths, action: ActionRecord, routine_id: str,
-                   gone: bool) -> Output:
+                   gone: bool, attempt_id: str | None = None) -> Output:
     """The output of one action; ``gone``: its attempt's runner died (SPEC §6.5), so an action
     it never ended is interrupted, like the attempt, and will record no output."""
     run = f" {action.job_run_id}" if action.job_run_id else ""
@@ -104,26 +106,70 @@ def _action_output(paths: ProjectPaths, action: ActionRecord, routine_id: str,
         view: dict[str, Any] = dict(adopt.load_run(paths, action.job_run_id) or {})
         attempts = view.get("attempts") or [{}]
         ref = attempts[-1].get("evidence_ref")
+    if ref is None and action.result is None and not gone:  # kept when it ends
+        return Output(title=title, evidence_ref=None, streams={},
+                      missing="it is still running; its output is kept when it ends")
     if ref is None:
         return Output(title=title, evidence_ref=None, streams={},
                       missing=action.reason or "no output was kept for this action")
-    shown = _evidence_output(paths, title, ref)
+    shown = _evidence_output(paths, title, ref, pruned=lambda: pruned_at(
+        paths, ref, routine_id=routine_id, attempt_id=attempt_id,
+        job_run_id=action.job_run_id))
     if action.result not in (None, "success") and action.reason:  # a stop, a timeout, ...
         shown = attrs.evolve(shown, reason=action.reason)
     return shown
 
 
-def _evidence_output(paths: ProjectPaths, title: str, ref: str) -> Output:
+def _evidence_output(paths: ProjectPaths, title: str, ref: str,
+                     pruned: Callable[[], str | None]) -> Output:
     document = evidence.read_evidence(paths.root, ref, paths.evidence_dir)
     if document is None:
+        at = pruned()
         return Output(title=title, evidence_ref=ref, streams={},
-                      missing="its evidence file is gone (pruned?) or unreadable")
+                      missing=f"pruned at {at} by `prune`" if at is not None
+                      else "its evidence file is gone or unreadable")
     streams = evidence.streams_of(document)
     command = document.get("command")
     cut = tuple(name for name in streams if isinstance(command, dict)
                 and command.get(f"{name}_truncated"))
     streams.update(_agent_logs(paths.root / ref))
     return Output(title=title, evidence_ref=ref, streams=streams, cut=cut)
+
+
+def pruned_at(paths: ProjectPaths, ref: str, *, routine_id: str, attempt_id: str | None,
+              job_run_id: str | None) -> str | None:
+    """When ``prune`` recorded the removal of the evidence ``ref`` names (SPEC §15: the ledger
+    still says what existed), or None: a Job Run's evidence is in its view's ``pruned``, a
+    delegated call's in the routine ledger's ``evidence_pruned`` of its attempt (after its
+    start: the ledger is read from the end back to that start, no further)."""
+    if (paths.root / ref).exists():
+        return None
+    if job_run_id is not None:
+        view: dict[str, Any] = dict(adopt.load_run(paths, job_run_id) or {})
+        if (at := _pruned_by(view.get("pruned"), ref)) is not None:
+            return at
+    if attempt_id is None:
+        return None
+    for _raw, event in read_backwards(paths.routine_ledger):
+        if event.get("routine_id") != routine_id or event.get("attempt_id") != attempt_id:
+            continue
+        if event.get("type") == "attempt_started":
+            return None
+        if event.get("type") == "evidence_pruned" and \
+                (at := _pruned_by([event], ref)) is not None:
+            return at
+    return None
+
+
+def _pruned_by(records: object, ref: str) -> str | None:
+    """The time of the removal among ``records`` (``{at, paths}``) that took ``ref``."""
+    for record in records if isinstance(records, list) else []:
+        removed = record.get("paths") if isinstance(record, dict) else None
+        for path in removed if isinstance(removed, list) else []:
+            if isinstance(path, str) and (ref == path or ref.startswith(path.rstrip("/") + "/")):
+                at = record.get("at")
+                return at if isinstance(at, str) else "an unknown time"
+    return None
 
 
 def _agent_logs(evidence_json: Path) -> dict[str, str]:
@@ -152,7 +198,8 @@ def job_logs(paths: ProjectPaths, run_id: str, *, attempt: int | None = None) ->
     exit_code = f", exit {chosen['exit_code']}" if chosen.get("exit_code") is not None else ""
     title = f"attempt {chosen.get('attempt')}: {chosen.get('status')}{exit_code}"
     ref = chosen.get("evidence_ref")
-    output = (_evidence_output(paths, title, ref) if ref else Output(
+    output = (_evidence_output(paths, title, ref, pruned=lambda: _pruned_by(
+        view.get("pruned"), ref)) if ref else Output(
         title=title, evidence_ref=None, streams={},
         missing=chosen.get("reason") or "no output was kept for this attempt"))
     return Logs(heading=f"{run_id} ({view.get('job_id')}, {view.get('state')})",

@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from specdojo_routine.app import listing, recent
+from specdojo_routine.app import listing, logs, recent
 from specdojo_routine.app.listing import Listing, RoutineRow
 from specdojo_routine.core import health
 from specdojo_routine.core.attempts import ActionRecord, Attempt
@@ -40,6 +40,8 @@ class Detail:
     failed_action: ActionRecord | None  # of the last attempt, when it did not succeed
     stderr_tail: list[str]
     owner: dict[str, Any] | None  # who runs the open attempt
+    #: when ``prune`` removed the failed action's evidence (SPEC §15), else None
+    evidence_pruned: str | None = None
 
 
 @attrs.frozen(kw_only=True, repr=False)
@@ -102,7 +104,11 @@ def _detail(paths: ProjectPaths, routine: Routine, row: listing.RoutineRow,
     failed = last.failed_action() if last is not None and last.result != "success" else None
     tail = evidence.stderr_tail(paths.root, failed.evidence_ref, paths.evidence_dir) \
         if failed else []
+    pruned = logs.pruned_at(paths, failed.evidence_ref, routine_id=routine.id,
+                            attempt_id=last.attempt_id if last else None,
+                            job_run_id=failed.job_run_id) \
+        if failed is not None and failed.evidence_ref and not tail else None
     opened = entry.get("open_attempt")
     return Detail(row=row, routine=routine, upcoming=upcoming, attempts=attempts,
                   failed_action=failed, stderr_tail=tail,
-                  owner=dict(opened["owner"]) if opened else None)
+                  owner=dict(opened["owner"]) if opened else None, evidence_pruned=pruned)

@@ -73,6 +73,10 @@ def validation(defs: Definitions, out: TextIO, err: TextIO, *, jobs_only: bool =
     return EXIT_FAILURE if defs.errors else EXIT_OK
 
 
+#: the line of ``list`` and ``status`` for an invalid definition, which makes them exit 1
+INVALID = "unhealthy: invalid definitions (see stderr; run `validate`)"
+
+
 def listing(listing: Listing, out: TextIO, err: TextIO, *, as_json: bool) -> None:
     for problem in listing.problems:
         err.write(f"{problem}\n")
@@ -102,6 +106,8 @@ def listing(listing: Listing, out: TextIO, err: TextIO, *, as_json: bool) -> Non
     if listing.unhealthy:
         names = ", ".join(r.id for r in listing.unhealthy)
         out.write(f"unhealthy: {names} (see `status ID`)\n")
+    if listing.problems:  # exit 1 as well (the health rule): say why on stdout too
+        out.write(f"{INVALID}\n")
     if lock.held:
         flag = " - SUSPICIOUS: held for over 1 hour" if lock.suspicious else ""
         holder = (f"pid {lock.pid} on {lock.host}" if lock.pid is not None else

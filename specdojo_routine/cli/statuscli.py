@@ -88,9 +88,9 @@ def _overview(shown: status_app.Status) -> str:
     if bad:
         text += (f"unhealthy: {len(bad)} of {len(shown.rows)} routine(s): "
                  f"{', '.join(r.id for r in bad)}\n")
-    elif shown.listing.problems:
-        text += "unhealthy: invalid definitions (see stderr; run `validate`)\n"
-    else:
+    if shown.listing.problems:  # with unhealthy routines too: each is a reason for exit 1
+        text += f"{render.INVALID}\n"
+    if not bad and not shown.listing.problems:
         text += f"healthy: {len(shown.rows)} routine(s)\n"
     return text
 
@@ -208,7 +208,10 @@ def _block(detail: status_app.Detail, now: datetime) -> str:
         lines.append(f"  {label:8}  action {failed.index} ({failed.kind}): "
                      f"{failed.reason or failed.result}")
         lines += [_cut(f"    | {line}", WIDTH) for line in detail.stderr_tail]
-        if failed.evidence_ref:
+        if failed.evidence_ref and detail.evidence_pruned is not None:
+            lines.append(f"  evidence  {failed.evidence_ref} (pruned at "
+                         f"{detail.evidence_pruned})")
+        elif failed.evidence_ref:
             lines.append(f"  evidence  {failed.evidence_ref}")
             lines.append(f"            (all of it: `logs {r.id}`)")
     return "".join(one_line(line) + "\n" for line in lines)  # reasons, notes, stderr: one line
@@ -241,7 +244,8 @@ def _detail_json(detail: status_app.Detail) -> dict[str, Any]:
             "attempts": [a.to_json() for a in detail.attempts],
             "failed_action": failed.to_json() if failed else None,
             "stderr_tail": detail.stderr_tail,
-            "evidence_ref": failed.evidence_ref if failed else None}
+            "evidence_ref": failed.evidence_ref if failed else None,
+            "evidence_pruned": detail.evidence_pruned}
 
 
 def _json(shown: status_app.Status) -> dict[str, Any]:

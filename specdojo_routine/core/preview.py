@@ -50,7 +50,9 @@ def _upcoming(at: datetime, tz: ZoneInfo, note: str | None,
     latest = None
     if deadline is not None and (end := _plus(at, timedelta(seconds=deadline.seconds))):
         latest = format_s(end)
-    return Upcoming(local=at.astimezone(tz).isoformat(), utc=format_ms(at), note=note,
+    local = at.astimezone(tz)  # milliseconds as in ``utc``, never six-digit microseconds
+    return Upcoming(local=local.isoformat(timespec="milliseconds" if local.microsecond
+                                          else "seconds"), utc=format_ms(at), note=note,
                     latest_start=latest)
 
 
