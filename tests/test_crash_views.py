@@ -46,7 +46,8 @@ def _rebuilt(project: Project, tmp_path: Path) -> dict[str, bytes]:
     return _views(copy)
 
 
-@pytest.mark.parametrize("failing", ["the run view at the end", "every run view"])
+@pytest.mark.parametrize("failing", ["the run view at the end", "every run view",
+                                     "job-state.json"])
 def test_a_job_view_a_full_disk_left_stale_is_republished_by_the_next_job_command(
     project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str,
 ) -> None:
@@ -60,7 +61,8 @@ def test_a_job_view_a_full_disk_left_stale_is_republished_by_the_next_job_comman
     def full_disk(path: Path, data: bytes) -> bool:
         calls.append(path)
         run_views = [p for p in calls if p.suffix == ".json" and p.parent.name == "runs"]
-        fails = path.parent.name == "runs" and (failing == "every run view" or len(run_views) > 1)
+        fails = path.name == "job-state.json" if failing == "job-state.json" else (
+            path.parent.name == "runs" and (failing == "every run view" or len(run_views) > 1))
         if fails:
             raise OSError(errno.ENOSPC, "No space left on device", str(path))
         return publish(path, data)

@@ -196,7 +196,27 @@ def needed_run(paths: ProjectPaths, run_id: str) -> tuple[jobfold.JobRunDoc | No
     plan = plan_run(paths, run_id)
     if run_id in plan.conflicts:
         raise ImportConflict(plan.conflicts[run_id])
-    return plan.document(run_id), bool(plan.events or plan.unreadable or plan.stale)
+    behind = bool(plan.stale) or _job_state_behind(paths, plan.folds[run_id])
+    return plan.document(run_id), bool(plan.events or plan.unreadable or behind)
+
+
+def _job_state_behind(paths: ProjectPaths, fold: jobfold.RunFold) -> bool:
+    """Whether ``job-state.json`` lacks a checkpoint this run advanced to (a crash or a full
+    disk between the run's ledger and that file), or cannot say: missing, unreadable, an
+    entry that is not a checkpoint. Only the run's own jobs' entries are looked at."""
+    if not fold.checkpoints:
+        return False
+    data, unreadable = look(paths.job_state, "jobs")
+    if data is None or unreadable is not None:
+        return True
+    entries = documents.parse(data)["jobs"]
+    jobs = {c["job_id"] for c in fold.checkpoints}
+    if not all(rules.checkpoint_entry_ok(entries.get(jid)) for jid in jobs):
+        return True
+    published = {jid: entries[jid] for jid in jobs}
+    merged = dict(published)
+    jobfold.merge_checkpoints(merged, fold.checkpoints)
+    return merged != published
 
 
 def checkpoint(paths: ProjectPaths, job_id: str) -> dict[str, Any] | None:
