@@ -66,3 +66,36 @@ def test_prune_on_a_read_only_evidence_folder_names_the_file_and_finishes_later(
     ledger = next((project.root / "execution/jobs/runs").glob("*.jsonl")).read_bytes()
     pruned = [e for e in map(orjson.loads, ledger.splitlines()) if e["type"] == "evidence_pruned"]
     assert 1 == len(pruned)  # recorded once, finished by the second prune
+
+
+@pytest.fixture
+def job_state_on_tmpfs(project: Project) -> Iterator[Path]:
+    """``execution/jobs/generated`` (where ``job-state.json`` lives) on a tmpfs of its own."""
+    target = project.root / "execution/jobs/generated"
+    target.mkdir(parents=True)
+    done = _mount("-t", "tmpfs", "-o", "size=1m", "tmpfs", str(target))
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield target
+    finally:
+        subprocess.run(["umount", "-l", str(target)], check=False)
+
+
+def test_fold_into_a_read_only_folder_names_the_view_not_a_temp_file(
+    project: Project, job_state_on_tmpfs: Path,
+) -> None:
+    """A view that cannot be replaced is named by its own path: the temp file the write
+    would have used never existed and means nothing to the operator."""
+    project.job("job-a", period_job("job-a", "'echo ran'",
+                                    "checkpoint:\n  values: {p: '{{inputs.period}}'}\n"))
+    assert 0 == project.cli("job", "run", "--job", "job-a", "--input", "period=W1").returncode
+    (job_state_on_tmpfs / "job-state.json").unlink()
+    assert 0 == _mount("-o", "remount,ro", str(job_state_on_tmpfs)).returncode
+
+    refused = project.cli("fold")
+    assert 1 == refused.returncode
+    lines = refused.stderr.splitlines()
+    assert [f"error: {job_state_on_tmpfs}/job-state.json: Read-only file system (the file "
+            "system is read-only: mount it read-write or use another root)"] == lines
+    assert [] == list(job_state_on_tmpfs.iterdir())
