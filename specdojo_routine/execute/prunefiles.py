@@ -26,6 +26,7 @@ import os
 import re
 import shutil
 import stat
+import sys
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -271,11 +272,27 @@ def _rmtree_marker_last(path: Path) -> None:
         if name == REMOVAL_MARKER:
             continue
         if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child)
+            _rmtree(child)
         else:
             child.unlink(missing_ok=True)
     marker.unlink(missing_ok=True)
     path.rmdir()
+
+
+def _rmtree(path: Path) -> None:
+    """``shutil.rmtree``, its errors naming the whole path: its safe walk removes by
+    directory descriptor, so its own error names only ``evidence.json``, which says nothing
+    of where (on a read-only or full disk, the file the operator must look at)."""
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=lambda _f, at, exc: _named(at, exc))
+    else:
+        shutil.rmtree(path, onerror=lambda _f, at, info: _named(at, info[1]))
+
+
+def _named(path: str, exc: BaseException) -> None:
+    if isinstance(exc, OSError):
+        raise OSError(exc.errno, exc.strerror, path) from None
+    raise exc
 
 
 def _remove_worktree(paths: ProjectPaths, path: Path, env: Mapping[str, str],

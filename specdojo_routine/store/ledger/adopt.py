@@ -21,6 +21,7 @@ facts: it stays a conflict, and is kept.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -106,6 +107,10 @@ class JobImports:
     unreadable: dict[str, str] = attrs.field(factory=dict)
     #: runs not read, known to be ours (:mod:`.runcheck`): their checkpoints per job
     settled: dict[str, dict[str, jobfold.JobCheckpointDoc]] = attrs.field(factory=dict)
+    #: runs whose view our ledger gave earlier, or is missing (a crash or a full disk between
+    #: an append and its publish), or that hold the checkpoint a stale ``job-state.json``
+    #: entry lacks: no fact to import, only a view to publish again
+    stale: set[str] = attrs.field(factory=set)
 
     def document(self, run_id: str) -> jobfold.JobRunDoc | None:
         """The run's view as it is after the import (None: no such run)."""
@@ -183,14 +188,35 @@ def load_run(paths: ProjectPaths, run_id: str) -> jobfold.JobRunDoc | None:
 
 def needed_run(paths: ProjectPaths, run_id: str) -> tuple[jobfold.JobRunDoc | None, bool]:
     """:func:`load_run` for a recording command that needs the run, and whether its file
-    holds facts still to import or is unreadable (the command imports them, or moves it
-    aside and rebuilds it, under its lock before it answers: SPEC §10 rules 3, 8). A record
+    holds facts still to import, is unreadable or is behind its ledger (the command imports
+    them, or moves it aside and rebuilds it, or publishes it again, under its lock before it
+    answers: SPEC §10 rules 3, 8; a crash between an append and its publish). A record
     in conflict with our ledger refuses the command (SPEC §10 rule 4) instead of being
     answered from our side of it."""
     plan = plan_run(paths, run_id)
     if run_id in plan.conflicts:
         raise ImportConflict(plan.conflicts[run_id])
-    return plan.document(run_id), bool(plan.events or plan.unreadable)
+    behind = bool(plan.stale) or _job_state_behind(paths, plan.folds[run_id])
+    return plan.document(run_id), bool(plan.events or plan.unreadable or behind)
+
+
+def _job_state_behind(paths: ProjectPaths, fold: jobfold.RunFold) -> bool:
+    """Whether ``job-state.json`` lacks a checkpoint this run advanced to (a crash or a full
+    disk between the run's ledger and that file), or cannot say: missing, unreadable, an
+    entry that is not a checkpoint. Only the run's own jobs' entries are looked at."""
+    if not fold.checkpoints:
+        return False
+    data, unreadable = look(paths.job_state, "jobs")
+    if data is None or unreadable is not None:
+        return True
+    entries = documents.parse(data)["jobs"]
+    jobs = {c["job_id"] for c in fold.checkpoints}
+    if not all(rules.checkpoint_entry_ok(entries.get(jid)) for jid in jobs):
+        return True
+    published = {jid: entries[jid] for jid in jobs}
+    merged = dict(published)
+    jobfold.merge_checkpoints(merged, fold.checkpoints)
+    return merged != published
 
 
 def checkpoint(paths: ProjectPaths, job_id: str) -> dict[str, Any] | None:
@@ -212,12 +238,16 @@ def _plan_run(paths: ProjectPaths, plan: JobImports, run_id: str, fold: jobfold.
             plan.conflicts[run_id] = _run_conflict(paths, run_id, None, ours)
         return
     if data is None or (ours is not None and data == views.render(ours)):
+        if data is None and ours is not None:  # the ledger was written, its view never
+            plan.stale.add(run_id)
         return
     record = documents.parse(data)
     verdict = rules.run_record_verdict(record, ours)
     if verdict in ("import", "conflict") and ours is not None:  # unless ours gave it earlier
         verdict = rules.run_record_verdict(record, ours, _run_history(paths, run_id))
-    if verdict == "conflict":
+    if verdict == "stale":
+        plan.stale.add(run_id)
+    elif verdict == "conflict":
         plan.conflicts[run_id] = _run_conflict(paths, run_id, record, ours)
     elif verdict == "import":
         event = ev.RunImported(run_id=run_id, record=record, source_sha256=sha256_hex(data))
@@ -269,7 +299,9 @@ def _plan_checkpoints(paths: ProjectPaths, plan: JobImports, job_id: str | None)
         if job_id is not None and jid != job_id:
             continue
         verdict = rules.checkpoint_verdict(entry, ours.get(jid), _candidates(plan, jid))
-        if verdict == "import" and ev.RUN_ID.fullmatch(entry["last_run_id"]):
+        if verdict == "stale" and jid in ours:  # republished with the run that holds ours
+            plan.stale.add(ours[jid]["last_run_id"])
+        elif verdict == "import" and ev.RUN_ID.fullmatch(entry["last_run_id"]):
             if plan.settled.pop(entry["last_run_id"], None) is not None:  # read it after all
                 plan.folds[entry["last_run_id"]] = views.fold_run(paths, entry["last_run_id"])
             _add(plan, entry["last_run_id"], ev.CheckpointImported(
@@ -292,8 +324,9 @@ def apply_job_imports(
     paths: ProjectPaths, plan: JobImports, clock: Callable[[], datetime]
 ) -> list[str]:
     """Move unreadable files aside and append the planned events (the caller holds the exec
-    lock), then publish the views of the runs they touch (and of the runs moved aside) and
-    ``job-state.json``, except files a conflict keeps; returns the runs whose ledgers grew."""
+    lock), then publish the views of the runs they touch (and of the runs moved aside, and
+    of the stale ones) and ``job-state.json``, except files a conflict keeps; returns the
+    runs whose ledgers grew."""
     for key, reason in sorted(plan.unreadable.items()):
         if key == "job-state":
             move_aside(paths, paths.job_state, reason, "the Job Run ledgers", clock)
@@ -305,8 +338,13 @@ def apply_job_imports(
         ledger.Ledger(paths.run_ledger(run_id), clock=clock).append_many(plan.events[run_id])
     rebuilt = {k for k in plan.unreadable if k != "job-state"}
     publish = sorted({r for r in touched if r not in plan.conflicts} | rebuilt)
-    if (publish or "job-state" in plan.unreadable) and "job-state" not in plan.conflicts:
+    if "job-state" in plan.conflicts:
+        return touched
+    if publish or "job-state" in plan.unreadable:
         views.refresh_job_views(paths, publish)
+    if plan.stale:  # no fact at stake: a full disk leaves them for the next command
+        with contextlib.suppress(OSError):
+            views.refresh_job_views(paths, sorted(plan.stale))
     return touched
 
 

@@ -176,10 +176,11 @@ def import_job_runs(
 def _save(paths: ProjectPaths, job_id: str, found: adopt.JobImports,
           stamps: Mapping[str, str], before: bytes | None) -> None:
     """Write the snapshot when it changed: every run settled or read and found ours (a run
-    that gets import events or is in conflict is read again next time)."""
+    that gets import events, is in conflict or had a stale view is read again next time:
+    its files changed, or publishing failed and must be tried again)."""
     runs: dict[str, Any] = {}
     for run_id in sorted(stamps):
-        if run_id in found.events or run_id in found.conflicts:
+        if run_id in found.events or run_id in found.conflicts or run_id in found.stale:
             continue
         fold = found.folds.get(run_id)
         if fold is None:

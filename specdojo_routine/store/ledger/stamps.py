@@ -100,7 +100,10 @@ def replace(path: Path, data: bytes, *, follow: bool = True, mode: int = 0o644) 
     path.parent.mkdir(parents=True, exist_ok=True)
     import tempfile  # here: a command that writes no file never pays for it
 
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:  # read-only, full: say which file, not the temp name never made
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     try:
         with os.fdopen(fd, "wb") as out:
             os.fchmod(out.fileno(), mode)
