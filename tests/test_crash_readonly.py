@@ -14,7 +14,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import Project, period_job
+from conftest import Project, period_job, tmpfs_at
 
 EVIDENCE = Path("execution/exec/evidence")
 
@@ -28,13 +28,8 @@ def evidence_on_tmpfs(project: Project) -> Iterator[Path]:
     """``execution/exec/evidence`` on a tmpfs of its own (skipped where mounting is refused)."""
     target = project.root / EVIDENCE
     target.mkdir(parents=True)
-    done = _mount("-t", "tmpfs", "-o", "size=4m", "tmpfs", str(target))
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
+    with tmpfs_at(target, "size=4m"):
         yield target
-    finally:
-        subprocess.run(["umount", "-l", str(target)], check=False)
 
 
 def test_prune_on_a_read_only_evidence_folder_names_the_file_and_finishes_later(
@@ -73,13 +68,8 @@ def job_state_on_tmpfs(project: Project) -> Iterator[Path]:
     """``execution/jobs/generated`` (where ``job-state.json`` lives) on a tmpfs of its own."""
     target = project.root / "execution/jobs/generated"
     target.mkdir(parents=True)
-    done = _mount("-t", "tmpfs", "-o", "size=1m", "tmpfs", str(target))
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
+    with tmpfs_at(target, "size=1m"):
         yield target
-    finally:
-        subprocess.run(["umount", "-l", str(target)], check=False)
 
 
 def test_fold_into_a_read_only_folder_names_the_view_not_a_temp_file(
@@ -99,3 +89,22 @@ def test_fold_into_a_read_only_folder_names_the_view_not_a_temp_file(
     assert [f"error: {job_state_on_tmpfs}/job-state.json: Read-only file system (the file "
             "system is read-only: mount it read-write or use another root)"] == lines
     assert [] == list(job_state_on_tmpfs.iterdir())
+
+
+def test_a_job_run_whose_views_cannot_be_published_warns_and_keeps_its_outcome(
+    project: Project, job_state_on_tmpfs: Path,
+) -> None:
+    """The outcome is recorded first; a view that then cannot be written is a `warning:` line
+    naming the run and the file (and `warnings` in `--json`), not silence with exit 0."""
+    project.job("job-a", period_job("job-a", "'echo ran'"))
+    assert 0 == _mount("-o", "remount,ro", str(job_state_on_tmpfs)).returncode
+
+    ran = project.cli("job", "run", "--job", "job-a", "--input", "period=W1", "--json")
+    assert 0 == ran.returncode, ran.stderr
+    outcome = orjson.loads(ran.stdout)
+    assert "succeeded" == outcome["state"]
+    warned = [line for line in ran.stderr.splitlines() if line.startswith("warning: ")]
+    assert 1 == len(warned), ran.stderr
+    assert warned[0].startswith(f"warning: {outcome['run_id']}: view not published: ")
+    assert f"{job_state_on_tmpfs}/job-state.json" in warned[0]
+    assert [w.removeprefix("warning: ") for w in warned] == outcome["warnings"]

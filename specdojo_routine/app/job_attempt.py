@@ -102,6 +102,7 @@ def _record(
         review_ended = recorded[1]
         assert isinstance(review_ended, ReviewEnded)
         record = attrs.evolve(record, reason=review_ended.reason)
+    notes = []  # those above are in the recorded reason; these reach the operator as warnings
     if done.result_written:
         _side_effect(notes, "result not stamped", agentflow.stamp_result,
                      jobfiles.result_path(ctx.paths, prep.run_id), verdict.status, reason,
@@ -120,7 +121,9 @@ def _record(
                          attempt=attempt, skipped=verdict.busy, reason=reason,
                          evidence_ref=done.evidence_ref, exit_code=done.exit_code,
                          trigger=ctx.trigger,
-                         review=None if record is None else record.payload())
+                         review=None if record is None else record.payload(),
+                         warnings=tuple(w for n in notes
+                                        if (w := ctx.reason(f"{prep.run_id}: {n}"))))
 
 
 def _side_effect(notes: list[str], what: str, write: Callable[..., object],

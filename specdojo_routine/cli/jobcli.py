@@ -47,6 +47,8 @@ def cmd_job_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                            review=options)
     out.write(_json(outcome.to_json()) if args.json else
               _summary(outcome) + agentopts.review_summary(paths, outcome))
+    for warning in outcome.warnings:  # the outcome is recorded; a file around it is not
+        err.write(f"warning: {warning}\n")
     return jobplan.exit_code_for(outcome)
 
 

@@ -327,13 +327,17 @@ class JobRunOutcome:
     exit_code: int | None = None  # the command's exit code
     trigger: Trigger = "manual"
     review: Mapping[str, Any] | None = None  # review_ended's payload (SPEC §11.3)
+    #: files around the recorded outcome that could not be written (a full or read-only
+    #: disk): the ledger holds the outcome, and the next command publishes the views again
+    warnings: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         doc = {"run_id": self.run_id, "job_id": self.job_id, "state": self.state,
                "attempt": self.attempt, "duplicate_complete": self.duplicate_complete,
                "skipped": self.skipped, "reason": self.reason,
                "evidence_ref": self.evidence_ref}
-        return doc | ({"review": dict(self.review)} if self.review is not None else {})
+        return (doc | ({"review": dict(self.review)} if self.review is not None else {})
+                | ({"warnings": list(self.warnings)} if self.warnings else {}))
 
 
 def routine_result(outcome: JobRunOutcome) -> tuple[Result, str | None]:
