@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from specdojo_routine.app import handlers
+from specdojo_routine.app import handlers, run_attempt, run_select
 from specdojo_routine.app.run_owner import _is_open
 from specdojo_routine.app.who import operator_name
 from specdojo_routine.core import decide, events, pausefold
@@ -40,7 +40,7 @@ def _note(note: str | None, command: str) -> str | None:
 
 def _targets(defs: definitions.Definitions, routine_id: str | None) -> list[str]:
     """The routine asked for (an unknown id: exit 2 with "did you mean"), or every valid one."""
-    return [r.id for r in handlers._routines_to_consider(defs, routine_id)]
+    return [r.id for r in run_select._routines_to_consider(defs, routine_id)]
 
 
 def set_paused(
@@ -61,7 +61,7 @@ def set_paused(
         plan = adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
         log = ledger.Ledger(paths.routine_ledger, clock=wall)
         at = format_ms(to_utc(now if now is not None else wall()))
-        ctx = handlers._Context(paths=paths, defs=defs, now=to_utc(wall()), env=os.environ,
+        ctx = run_attempt._Context(paths=paths, defs=defs, now=to_utc(wall()), env=os.environ,
                                 echo=None, job_runner=None, append=log.append)
         view = handlers._register(ctx, defs, views.refresh_routine_view(paths, plan.proof))
         todo = [rid for rid in wanted if pausefold.is_paused(view.routines.get(rid)) != paused]
