@@ -232,10 +232,11 @@ def _retry_or_supersede(
     ``retry_superseded``; False: that occurrence is selected as usual)."""
     pending, superseded_by, chosen = _retry_selection(ctx.paths, routine, state, ctx.now)
     if pending is not None and superseded_by is not None:
-        from specdojo_routine.core import events, retry_rules  # only when there is one to record
+        # only when there is one to record
+        from specdojo_routine.core import retry_rules, routine_events
 
         when = superseded_by if superseded_by != "many" else format_ms(ctx.now)
-        ctx.record(events.RetrySuperseded(
+        ctx.record(routine_events.RetrySuperseded(
             routine_id=routine.id, attempt_id=pending.failed_attempt_id,
             retry_of=pending.first_attempt_id, scheduled_for=pending.scheduled_for,
             superseded_by=when, reason=retry_rules.superseded_reason(when)))
@@ -252,9 +253,9 @@ def _register(ctx: _Context, defs: Definitions, view: views.RoutineView) -> view
     changed = [r for r in defs.routines if view.get(r.id).get("digest") != r.digest]
     if not changed:
         return view
-    from specdojo_routine.core import events  # created only when there is one to record
+    from specdojo_routine.core import routine_events  # created only when there is one to record
 
     for routine in changed:
-        ctx.record(events.RoutineRegistered(
+        ctx.record(routine_events.RoutineRegistered(
             routine_id=routine.id, digest=routine.digest, path=routine.path))
     return views.refresh_routine_view(ctx.paths)

@@ -16,7 +16,7 @@ from specdojo_routine.app import handlers, run_attempt, run_select
 from specdojo_routine.app.handlers import JobActionRunner
 from specdojo_routine.app.run_report import RunReport, Selected
 from specdojo_routine.app.who import operator_name
-from specdojo_routine.core import decide, events, policy, schedule
+from specdojo_routine.core import decide, policy, routine_events, schedule
 from specdojo_routine.core.errors import RoutineError, TooManyMissedOccurrences, UsageError
 from specdojo_routine.core.model import Routine
 from specdojo_routine.core.timefmt import format_ms, parse_instant, to_utc
@@ -74,7 +74,7 @@ def release(
         if handlers._is_open(state):
             raise RoutineError(f"routine {routine_id} has an open attempt; `resolve` it first")
         held = list(state["held_occurrences"])
-        ctx.record(events.RoutineReleased(routine_id=routine_id, run=run, note=note,
+        ctx.record(routine_events.RoutineReleased(routine_id=routine_id, run=run, note=note,
                                           released_by=who))
         chosen = {"none": [], "latest": held[-1:], "all": held}[run]
         _run_each(ctx, report, routine, [parse_instant(t) for t in chosen], "release")

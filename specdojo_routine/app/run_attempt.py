@@ -31,13 +31,13 @@ from specdojo_routine.store.locks import stoprequest
 if TYPE_CHECKING:  # events: the classes are created where an event is recorded, and what
     # starts and runs an attempt (retries, timeouts) is loaded where an attempt starts
     from specdojo_routine.app.actions import ActionReport
-    from specdojo_routine.core import events
+    from specdojo_routine.core import routine_events
 
 #: The reason recorded for the actions a run did not start because its routine lock was lost.
 LOCK_LOST_REASON = "routine lock lost"
 
 
-_E = TypeVar("_E", bound="events.RoutineEvent")
+_E = TypeVar("_E", bound="routine_events.RoutineEvent")
 
 
 @attrs.frozen(kw_only=True, repr=False)
@@ -48,7 +48,7 @@ class _Context:
     env: Mapping[str, str]
     echo: TextIO | None
     job_runner: JobActionRunner | None
-    _append: Callable[[events.RoutineEvent], int]  # the ledger's: use record()
+    _append: Callable[[routine_events.RoutineEvent], int]  # the ledger's: use record()
     #: None while the routine lock is held, else how it was lost (see ``locks.LockInfo``)
     lock_lost: Callable[[], str | None] = lambda: None
     secrets: tuple[str, ...] = attrs.field(
@@ -119,19 +119,19 @@ def _record_attempt(
     ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None
 ) -> AttemptReport:
     from specdojo_routine.app import actions  # the process machinery: only to start an action
-    from specdojo_routine.core import events, retry_rules, timeouts
+    from specdojo_routine.core import event_parts, retry_rules, routine_events, timeouts
 
     routine, occ = chosen.routine, chosen.occurrence
     attempt_id = _new_attempt_id(ctx.now)
     started_at = format_s(ctx.now)
-    ctx.record(events.AttemptStarted(
+    ctx.record(routine_events.AttemptStarted(
         routine_id=routine.id, attempt_id=attempt_id,
         transition=decide.start_transition((state or {}).get("status") or "never"),
         trigger=occ.trigger, scheduled_for=format_ms(occ.scheduled_for), last_run=started_at,
         passed_over_since=(format_ms(occ.passed_over_since)
                            if occ.passed_over_since is not None else None),
-        owner=events.Owner(pid=os.getpid(), host=locks.this_host(),
-                           start=locks.process_start(os.getpid())),
+        owner=event_parts.Owner(pid=os.getpid(), host=locks.this_host(),
+                                start=locks.process_start(os.getpid())),
         schedule="cron" if routine.trigger is not None else "interval",
         inputs_override=({k: redact(v, ctx.secrets) for k, v in chosen.inputs_override.items()}
                          if chosen.inputs_override else None),
@@ -149,7 +149,7 @@ def _record_attempt(
         if stop.requested() is not None:
             break  # stopped: every action runs after a failure, none after a stop
         if ctx.lock_lost() is not None:  # another runner may hold it: start nothing more
-            ctx.record(events.ActionEnded(
+            ctx.record(routine_events.ActionEnded(
                 routine_id=routine.id, attempt_id=attempt_id, index=planned.index,
                 kind=planned.kind, result=Result.SKIPPED.value, reason=LOCK_LOST_REASON))
             done.append(actions.ActionReport(index=planned.index, kind=planned.kind,
@@ -159,7 +159,7 @@ def _record_attempt(
                                       attempt=routine.policy.timeout,
                                       used_s=time.monotonic() - t0)
         if limit is not None and limit.seconds <= 0:  # the attempt's budget is used up
-            ctx.record(events.ActionEnded(
+            ctx.record(routine_events.ActionEnded(
                 routine_id=routine.id, attempt_id=attempt_id, index=planned.index,
                 kind=planned.kind, result=Result.SKIPPED.value,
                 reason=timeouts.ATTEMPT_TIMED_OUT))
@@ -170,11 +170,11 @@ def _record_attempt(
         where = actions.Where(paths=ctx.paths, defs=ctx.defs, env=ctx.env, echo=ctx.echo,
                               job_runner=ctx.job_runner, routine_id=routine.id,
                               attempt_id=attempt_id)
-        ctx.record(events.ActionStarted(
+        ctx.record(routine_events.ActionStarted(
             routine_id=routine.id, attempt_id=attempt_id, index=planned.index,
             kind=planned.kind, job_run_id=actions.job_run_id(where, planned, occ.scheduled_for)))
         action = actions.execute(where, planned, occ.scheduled_for, limit)
-        ended = ctx.record(events.ActionEnded(
+        ended = ctx.record(routine_events.ActionEnded(
             routine_id=routine.id, attempt_id=attempt_id, index=planned.index,
             kind=planned.kind, result=action.result.value, reason=action.reason,
             job_run_id=action.job_run_id, exit_code=action.exit_code,
@@ -206,13 +206,13 @@ def _end_attempt(
     started_at: str, completed_at: str, outcomes: list[tuple[int, str, Result, str | None]],
     job_run_ids: list[str], *, reason_override: str | None = None,
 ) -> AttemptReport:
-    from specdojo_routine.core import events
+    from specdojo_routine.core import routine_events
 
     result = aggregate([o[2] for o in outcomes]) if reason_override is None else Result.FAILURE
     reason = reason_override or decide.failure_reason(outcomes)
     scheduled = scheduled_for if isinstance(scheduled_for, str) else format_ms(scheduled_for)
     action_results = decide.action_results_payload(routine, [o[:3] for o in outcomes])
-    ended = ctx.record(events.AttemptEnded(
+    ended = ctx.record(routine_events.AttemptEnded(
         routine_id=routine.id, attempt_id=attempt_id,
         transition=decide.END_TRANSITIONS[result], result=result.value, reason=reason,
         action_results=_action_results(action_results), scheduled_for=scheduled,
@@ -226,12 +226,12 @@ def _end_attempt(
 
 def _action_results(
     payload: list[dict[str, Any]] | None,
-) -> tuple[events.ActionResult, ...] | None:
-    from specdojo_routine.core import events
+) -> tuple[routine_events.ActionResult, ...] | None:
+    from specdojo_routine.core import routine_events
 
     if payload is None:
         return None
-    return tuple(events.ActionResult(**item) for item in payload)
+    return tuple(routine_events.ActionResult(**item) for item in payload)
 
 
 def _close_interrupted(ctx: _Context, routine: Routine, state: Mapping[str, Any]) -> None:
