@@ -24,9 +24,9 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name is imported o
         upcoming,
         validate,
     )
-    from specdojo_routine.app.handlers import AttemptReport, RunReport, Selected
     from specdojo_routine.app.listing import Listing, RoutineRow
     from specdojo_routine.app.prune import PruneReport, Removal
+    from specdojo_routine.app.run_report import AttemptReport, RunReport, Selected
     from specdojo_routine.core.decide import PlannedAction
     from specdojo_routine.core.errors import (
         ConfigError,
@@ -54,7 +54,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name is imported o
 # public name -> the module that defines it (imported when the name is first used, so that
 # `python -m specdojo_routine validate` does not load the job runner, the ledger codec, ...)
 _EXPORTS = {
-    "AttemptReport": "app.handlers", "RunReport": "app.handlers", "Selected": "app.handlers",
+    "AttemptReport": "app.run_report", "RunReport": "app.run_report", "Selected": "app.run_report",
     "Listing": "app.listing", "RoutineRow": "app.listing", "PlannedAction": "core.decide",
     "PruneReport": "app.prune", "Removal": "app.prune",
     **dict.fromkeys(

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from specdojo_routine.app import handlers, jobs, listing
+from specdojo_routine.app import handlers, jobs, listing, run_report
 from specdojo_routine.core.jobmodel import InputValue
 from specdojo_routine.core.jobplan import JobRunOutcome, Trigger
 from specdojo_routine.execute.agent import AgentExecutor
@@ -38,7 +38,7 @@ def run_due(
     paths: ProjectPaths, *, now: datetime | None = None, dry_run: bool = False,
     agent: AgentExecutor | None = None, env: Mapping[str, str] | None = None,
     echo: TextIO | None = None,
-) -> handlers.RunReport:
+) -> run_report.RunReport:
     """``run --due``: run every due occurrence (raises :class:`~specdojo_routine.LockBusy`
     when another run holds the routine lock). ``report.exit_code`` is the CLI's exit code."""
     return handlers.run(paths, dry_run=dry_run, now=now, env=env, echo=echo,
@@ -49,7 +49,7 @@ def run_routine(
     paths: ProjectPaths, routine_id: str, *, now: datetime | None = None,
     dry_run: bool = False, agent: AgentExecutor | None = None,
     env: Mapping[str, str] | None = None, echo: TextIO | None = None,
-) -> handlers.RunReport:
+) -> run_report.RunReport:
     """``run --id``: run one routine now, even when disabled or not due."""
     return handlers.run(paths, routine_id=routine_id, dry_run=dry_run, now=now, env=env,
                         echo=echo, job_runner=jobs.RoutineJobRunner(agent=agent, env=env))
@@ -98,7 +98,7 @@ def release(
     paths: ProjectPaths, routine_id: str, *, run: str = "none", note: str | None = None,
     by: str | None = None, now: datetime | None = None, agent: AgentExecutor | None = None,
     env: Mapping[str, str] | None = None, echo: TextIO | None = None,
-) -> tuple[list[str], handlers.RunReport]:
+) -> tuple[list[str], run_report.RunReport]:
     """``release``: end a routine's hold (SPEC §9.1); returns (the held occurrences, what ran
     under ``run`` = ``none`` | ``latest`` | ``all``)."""
     from specdojo_routine.app import release as releasing
@@ -114,7 +114,7 @@ def backfill(
     paths: ProjectPaths, routine_id: str, *, start: datetime, end: datetime,
     dry_run: bool = False, now: datetime | None = None, agent: AgentExecutor | None = None,
     env: Mapping[str, str] | None = None, echo: TextIO | None = None,
-) -> handlers.RunReport:
+) -> run_report.RunReport:
     """``run --id ID --from START --to END``: every occurrence in the range (SPEC §9.3)."""
     from specdojo_routine.app import release as releasing
 

@@ -69,14 +69,14 @@ def test_history_since_stops_at_the_first_older_event(tmp_path: Path,
     before T (SPEC §15): on a 20,000-event ledger, three newer events cost four parses."""
     from datetime import UTC, datetime
 
-    from specdojo_routine.core import events
+    from specdojo_routine.core import routine_events
 
     week = write_project(tmp_path / "proj")
     write_ledger(week.ledger, 20_000, ["rtn-sync", "rtn-cleanup"])
     before = week.ledger.read_bytes().count(b"\n")
     log = ledger.Ledger(week.ledger, clock=lambda: datetime(2026, 9, 1, tzinfo=UTC))
     for n in range(3):
-        log.append(events.RoutineRegistered(routine_id="rtn-sync", digest=f"{n}" * 64,
+        log.append(routine_events.RoutineRegistered(routine_id="rtn-sync", digest=f"{n}" * 64,
                                             path="routines/rtn-sync.yaml"))
     parsed, out = _spy_on_parses(monkeypatch)
     code = main(["history", "--since", "2026-08-30T00:00:00Z", "--json", "--root",

@@ -13,7 +13,8 @@ from typing import Any
 import orjson
 import pytest
 
-from specdojo_routine.core import events
+from specdojo_routine.core import event_parts
+from specdojo_routine.core import routine_events as rev
 from specdojo_routine.core.timefmt import format_s, parse_instant
 from specdojo_routine.store.ledger import chain
 from specdojo_routine.store.ledger import journal as ledger
@@ -35,15 +36,15 @@ def _interrupted(project: Project, routine_id: str = "rtn-a") -> None:
     log = ledger.Ledger(project.ledger)
     common: dict[str, Any] = {"routine_id": routine_id, "attempt_id": "att-dead"}
     log.append_many([
-        events.RoutineRegistered(routine_id=routine_id, digest="old", path="routines/x.yaml"),
-        events.AttemptStarted(
+        rev.RoutineRegistered(routine_id=routine_id, digest="old", path="routines/x.yaml"),
+        rev.AttemptStarted(
             **common, transition="T-02", trigger="due",
             scheduled_for="2026-05-01T10:00:00.000Z", last_run="2026-05-01T10:00:00Z",
-            passed_over_since=None, owner=events.Owner(pid=999_999, host="elsewhere"),
+            passed_over_since=None, owner=event_parts.Owner(pid=999_999, host="elsewhere"),
             schedule="interval"),
-        events.ActionStarted(**common, index=1, kind="job"),
-        events.ActionEnded(**common, index=1, kind="job", result="success", job_run_id=RUN_ID),
-        events.ActionStarted(**common, index=2, kind="specdojo"),
+        rev.ActionStarted(**common, index=1, kind="job"),
+        rev.ActionEnded(**common, index=1, kind="job", result="success", job_run_id=RUN_ID),
+        rev.ActionStarted(**common, index=2, kind="specdojo"),
     ])
 
 
@@ -356,7 +357,7 @@ def test_unknown_event_type_is_refused_naming_file_and_line(
     line (exit 1, one line) and records nothing."""
     project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [x]}\n")
     ledger.Ledger(project.ledger).append(
-        events.RoutineRegistered(routine_id="rtn-a", digest="d", path="p"))
+        rev.RoutineRegistered(routine_id="rtn-a", digest="d", path="p"))
     prev = chain.line_hash(project.ledger.read_bytes().splitlines()[-1])  # a chained line
     with project.ledger.open("ab") as f:
         f.write(b'{"version":1,"seq":2,"type":"attempt_paused","at":"2026-05-01T10:00:00.000Z",'

@@ -167,7 +167,7 @@ def test_the_check_reports_the_names_a_move_left_behind() -> None:
     assert not _exists("specdojo_routine.core.events.NoSuchEvent")
     assert not _exists("specdojo_routine.store.ledger.views.ledger")  # an import alias
     assert _exists("specdojo_routine.store.ledger.views.replay")
-    assert _exists("specdojo_routine.core.events.AttemptStarted")
+    assert _exists("specdojo_routine.core.routine_events.AttemptStarted")
     assert _exists("specdojo_routine.store.ledger.journal.Tail.seq")  # an attrs field
     assert not _refers(".worktree", "specdojo_routine.app.review", False)
     assert _refers("..core.health", "specdojo_routine.app.status", False)

@@ -11,8 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from specdojo_routine.core import event_parts
 from specdojo_routine.core import events as ev
+from specdojo_routine.core import job_events as jev
+from specdojo_routine.core import routine_events as rev
 from specdojo_routine.core.errors import CorruptLedgerError
+from specdojo_routine.core.event_checks import RUN_STATUSES
 from specdojo_routine.core.model import ACTION_KINDS
 from specdojo_routine.core.timefmt import format_ms, format_s
 from specdojo_routine.store.ledger import codec
@@ -29,9 +33,9 @@ instants = st.datetimes(min_value=datetime(1970, 1, 1), max_value=datetime(9999,
                         timezones=st.just(UTC))
 ms_stamps = instants.map(format_ms)
 s_stamps = instants.map(format_s)
-results = st.sampled_from(ev.RESULTS)
+results = st.sampled_from(rev.RESULTS)
 kinds = st.sampled_from(ACTION_KINDS)
-owners = st.builds(ev.Owner, pid=st.integers(0, 2**22), host=texts)
+owners = st.builds(event_parts.Owner, pid=st.integers(0, 2**22), host=texts)
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | texts
     | st.floats(allow_nan=False, allow_infinity=False),
@@ -40,16 +44,16 @@ json_values = st.recursive(
 )
 json_objects = st.dictionaries(texts, json_values, max_size=4)
 sha256s = st.from_regex(r"[0-9a-f]{64}", fullmatch=True)
-action_results = st.lists(st.builds(ev.ActionResult, index=st.integers(1, 9), kind=kinds,
+action_results = st.lists(st.builds(rev.ActionResult, index=st.integers(1, 9), kind=kinds,
                                     result=results), max_size=3)
 
 
 @st.composite
-def attempt_ended(draw: st.DrawFn) -> ev.AttemptEnded:
+def attempt_ended(draw: st.DrawFn) -> rev.AttemptEnded:
     result = draw(results)
-    return ev.AttemptEnded(
+    return rev.AttemptEnded(
         routine_id=draw(routine_ids), attempt_id=draw(texts),
-        transition=ev.RESULT_TRANSITIONS[result], result=result,  # type: ignore[arg-type]
+        transition=rev.RESULT_TRANSITIONS[result], result=result,  # type: ignore[arg-type]
         reason=draw(st.none() | texts), action_results=draw(st.none() | action_results),
         scheduled_for=draw(ms_stamps), started_at=draw(s_stamps), completed_at=draw(s_stamps),
         job_run_ids=draw(st.lists(run_ids, max_size=3)),
@@ -57,19 +61,19 @@ def attempt_ended(draw: st.DrawFn) -> ev.AttemptEnded:
 
 
 @st.composite
-def attempt_resolved(draw: st.DrawFn) -> ev.AttemptResolved:
+def attempt_resolved(draw: st.DrawFn) -> rev.AttemptResolved:
     result = draw(results)
-    return ev.AttemptResolved(
+    return rev.AttemptResolved(
         routine_id=draw(routine_ids), attempt_id=draw(texts),
-        transition=ev.RESULT_TRANSITIONS[result], result=result,  # type: ignore[arg-type]
+        transition=rev.RESULT_TRANSITIONS[result], result=result,  # type: ignore[arg-type]
         note=draw(texts), resolved_by=draw(texts), overrides=draw(st.sampled_from([None, True])),
     )
 
 
 @st.composite
-def occurrence_missed(draw: st.DrawFn) -> ev.OccurrenceMissed:
+def occurrence_missed(draw: st.DrawFn) -> rev.OccurrenceMissed:
     deadline = draw(st.integers(1, 10**7))
-    return ev.OccurrenceMissed(
+    return rev.OccurrenceMissed(
         routine_id=draw(routine_ids), scheduled_for=draw(ms_stamps), deadline_s=deadline,
         late_by_s=draw(st.integers(deadline, 10**9)), reason=draw(texts),
         passed_over_since=draw(st.none() | ms_stamps),
@@ -77,92 +81,92 @@ def occurrence_missed(draw: st.DrawFn) -> ev.OccurrenceMissed:
 
 
 STRATEGIES: dict[type[Any], st.SearchStrategy[Any]] = {
-    ev.RoutineRegistered: st.builds(ev.RoutineRegistered, routine_id=routine_ids, digest=texts,
+    rev.RoutineRegistered: st.builds(rev.RoutineRegistered, routine_id=routine_ids, digest=texts,
                                     path=texts),
-    ev.AttemptStarted: st.builds(
-        ev.AttemptStarted, routine_id=routine_ids, attempt_id=texts,
+    rev.AttemptStarted: st.builds(
+        rev.AttemptStarted, routine_id=routine_ids, attempt_id=texts,
         transition=st.sampled_from(["T-02", "T-06", "T-07", "T-08"]),
-        trigger=st.sampled_from(ev.TRIGGERS), scheduled_for=ms_stamps, last_run=s_stamps,
+        trigger=st.sampled_from(rev.TRIGGERS), scheduled_for=ms_stamps, last_run=s_stamps,
         passed_over_since=st.none() | ms_stamps, owner=owners,
         schedule=st.sampled_from(["cron", "interval"]), on_failure=st.sampled_from([None, "hold"]),
         inputs_override=st.none() | json_objects),
-    ev.OccurrenceHeld: st.builds(
-        ev.OccurrenceHeld, routine_id=routine_ids, scheduled_for=ms_stamps, reason=texts,
+    rev.OccurrenceHeld: st.builds(
+        rev.OccurrenceHeld, routine_id=routine_ids, scheduled_for=ms_stamps, reason=texts,
         passed_over_since=st.none() | ms_stamps, schedule=st.sampled_from(["cron", "interval"])),
-    ev.OccurrenceMissed: occurrence_missed(),
-    ev.OccurrencePaused: st.builds(  # SPEC §13
-        ev.OccurrencePaused, routine_id=routine_ids, scheduled_for=ms_stamps, reason=texts,
+    rev.OccurrenceMissed: occurrence_missed(),
+    rev.OccurrencePaused: st.builds(  # SPEC §13
+        rev.OccurrencePaused, routine_id=routine_ids, scheduled_for=ms_stamps, reason=texts,
         passed_over_since=st.none() | ms_stamps, schedule=st.sampled_from(["cron", "interval"])),
-    ev.RoutinePaused: st.builds(ev.RoutinePaused, routine_id=routine_ids, note=st.none() | texts,
+    rev.RoutinePaused: st.builds(rev.RoutinePaused, routine_id=routine_ids, note=st.none() | texts,
                                 paused_by=texts, paused_at=ms_stamps),
-    ev.RoutineResumed: st.builds(ev.RoutineResumed, routine_id=routine_ids,
+    rev.RoutineResumed: st.builds(rev.RoutineResumed, routine_id=routine_ids,
                                  note=st.none() | texts, resumed_by=texts, resumed_at=ms_stamps),
-    ev.RoutineReleased: st.builds(
-        ev.RoutineReleased, routine_id=routine_ids, run=st.sampled_from(ev.RELEASE_RUNS),
+    rev.RoutineReleased: st.builds(
+        rev.RoutineReleased, routine_id=routine_ids, run=st.sampled_from(rev.RELEASE_RUNS),
         note=st.none() | texts, released_by=texts),
-    ev.ActionStarted: st.builds(ev.ActionStarted, routine_id=routine_ids, attempt_id=texts,
+    rev.ActionStarted: st.builds(rev.ActionStarted, routine_id=routine_ids, attempt_id=texts,
                                 index=st.integers(1, 99), kind=kinds),
-    ev.ActionEnded: st.builds(
-        ev.ActionEnded, routine_id=routine_ids, attempt_id=texts, index=st.integers(1, 99),
+    rev.ActionEnded: st.builds(
+        rev.ActionEnded, routine_id=routine_ids, attempt_id=texts, index=st.integers(1, 99),
         kind=kinds, result=results, reason=st.none() | texts, job_run_id=st.none() | run_ids,
         exit_code=st.none() | st.integers(-255, 255)),
-    ev.AttemptEnded: attempt_ended(),
-    ev.AttemptResolved: attempt_resolved(),
-    ev.RunCreated: st.builds(
-        ev.RunCreated, run_id=run_ids, job_id=job_ids, idempotency_key=texts, project_id=texts,
+    rev.AttemptEnded: attempt_ended(),
+    rev.AttemptResolved: attempt_resolved(),
+    jev.RunCreated: st.builds(
+        jev.RunCreated, run_id=run_ids, job_id=job_ids, idempotency_key=texts, project_id=texts,
         trigger=st.sampled_from(["manual", "routine", "ci"]), scheduled_at=ms_stamps,
         inputs=json_objects, task=json_objects, checkpoint_before=st.none() | json_objects),
-    ev.RunAttemptStarted: st.builds(ev.RunAttemptStarted, run_id=run_ids,
+    jev.RunAttemptStarted: st.builds(jev.RunAttemptStarted, run_id=run_ids,
                                     attempt=st.integers(1, 99), owner=owners),
-    ev.RunAttemptEnded: st.builds(
-        ev.RunAttemptEnded, run_id=run_ids, attempt=st.integers(1, 99),
-        status=st.sampled_from(ev.RUN_STATUSES), exit_code=st.none() | st.integers(-255, 255),
+    jev.RunAttemptEnded: st.builds(
+        jev.RunAttemptEnded, run_id=run_ids, attempt=st.integers(1, 99),
+        status=st.sampled_from(RUN_STATUSES), exit_code=st.none() | st.integers(-255, 255),
         evidence_ref=st.none() | texts, reason=st.none() | texts),
-    ev.RunAttemptResolved: st.builds(  # SPEC §7.3
-        ev.RunAttemptResolved, run_id=run_ids, attempt=st.integers(1, 99),
+    jev.RunAttemptResolved: st.builds(  # SPEC §7.3
+        jev.RunAttemptResolved, run_id=run_ids, attempt=st.integers(1, 99),
         status=st.sampled_from(["succeeded", "failed", "noop"]), note=texts, resolved_by=texts,
         reason=st.none() | texts),
-    ev.CheckpointAdvanced: st.builds(ev.CheckpointAdvanced, run_id=run_ids, job_id=job_ids,
+    jev.CheckpointAdvanced: st.builds(jev.CheckpointAdvanced, run_id=run_ids, job_id=job_ids,
                                      values=json_objects),
-    ev.ReviewEnded: st.builds(
-        ev.ReviewEnded, run_id=run_ids, attempt=st.integers(1, 99),
-        verdict=st.none() | st.sampled_from(ev.REVIEW_VERDICTS), merged=st.booleans(),
+    jev.ReviewEnded: st.builds(
+        jev.ReviewEnded, run_id=run_ids, attempt=st.integers(1, 99),
+        verdict=st.none() | st.sampled_from(jev.REVIEW_VERDICTS), merged=st.booleans(),
         commit=st.none() | texts, reason=st.none() | texts, merge_commit=st.none() | texts),
-    ev.RoutineStateImported: st.builds(ev.RoutineStateImported, routine_id=routine_ids,
+    rev.RoutineStateImported: st.builds(rev.RoutineStateImported, routine_id=routine_ids,
                                        record=json_objects, source=texts, source_sha256=sha256s),
-    ev.UpstreamRunRecorded: st.builds(ev.UpstreamRunRecorded, routine_id=routine_ids,
+    rev.UpstreamRunRecorded: st.builds(rev.UpstreamRunRecorded, routine_id=routine_ids,
                                       record=json_objects),
-    ev.RunImported: st.builds(ev.RunImported, run_id=run_ids, record=json_objects,
+    jev.RunImported: st.builds(jev.RunImported, run_id=run_ids, record=json_objects,
                               source_sha256=sha256s),
-    ev.CheckpointImported: st.builds(ev.CheckpointImported, job_id=job_ids,
+    jev.CheckpointImported: st.builds(jev.CheckpointImported, job_id=job_ids,
                                      checkpoint=json_objects, last_run_id=run_ids,
                                      updated_at=texts, source_sha256=sha256s),
-    ev.EvidencePruned: st.builds(ev.EvidencePruned, run_id=run_ids,
+    jev.EvidencePruned: st.builds(jev.EvidencePruned, run_id=run_ids,
                                  paths=st.lists(texts, min_size=1, max_size=4),
                                  bytes=st.integers(0, 2**40)),
-    ev.RoutineEvidencePruned: st.builds(ev.RoutineEvidencePruned, routine_id=routine_ids,
+    rev.RoutineEvidencePruned: st.builds(rev.RoutineEvidencePruned, routine_id=routine_ids,
                                         attempt_id=texts,
                                         paths=st.lists(texts, min_size=1, max_size=4),
                                         bytes=st.integers(0, 2**40)),
-    ev.NotificationSent: st.builds(
-        ev.NotificationSent, routine_id=routine_ids, event=st.sampled_from(ev.NOTIFY_EVENTS),
+    rev.NotificationSent: st.builds(
+        rev.NotificationSent, routine_id=routine_ids, event=st.sampled_from(rev.NOTIFY_EVENTS),
         exit_code=st.none() | st.integers(0, 255),
         duration_s=st.floats(0, 1e6, allow_nan=False, allow_infinity=False),
         attempt_id=st.none() | texts, scheduled_for=st.none() | ms_stamps,
         reason=st.none() | texts),
-    ev.RetrySuperseded: st.builds(
-        ev.RetrySuperseded, routine_id=routine_ids, attempt_id=texts, retry_of=texts,
+    rev.RetrySuperseded: st.builds(
+        rev.RetrySuperseded, routine_id=routine_ids, attempt_id=texts, retry_of=texts,
         scheduled_for=ms_stamps, superseded_by=ms_stamps, reason=texts),
 }
 ALL_CLASSES = sorted(ev.TAGS, key=lambda cls: cls.__name__)
 
 
-def _attempt_started(**changes: Any) -> ev.AttemptStarted:
+def _attempt_started(**changes: Any) -> rev.AttemptStarted:
     fields: dict[str, Any] = dict(
         routine_id="rtn-a", attempt_id="a1", transition="T-02", trigger="due",
         scheduled_for="2026-08-07T08:00:00.000Z", last_run="2026-08-07T08:00:03Z",
-        passed_over_since=None, owner=ev.Owner(pid=7, host="h"), schedule="cron")
-    return ev.AttemptStarted(**(fields | changes))
+        passed_over_since=None, owner=event_parts.Owner(pid=7, host="h"), schedule="cron")
+    return rev.AttemptStarted(**(fields | changes))
 
 
 # --- the tag maps ----------------------------------------------------------------------------
@@ -171,37 +175,37 @@ def _attempt_started(**changes: Any) -> ev.AttemptStarted:
 def test_routine_tag_set_is_frozen() -> None:
     """The routine ledger's wire tags are exactly SPEC §5's table."""
     assert {
-        "routine_registered": ev.RoutineRegistered, "attempt_started": ev.AttemptStarted,
-        "action_started": ev.ActionStarted, "action_ended": ev.ActionEnded,
-        "attempt_ended": ev.AttemptEnded, "attempt_resolved": ev.AttemptResolved,
-        "occurrence_held": ev.OccurrenceHeld, "occurrence_missed": ev.OccurrenceMissed,
-        "routine_released": ev.RoutineReleased,
-        "routine_paused": ev.RoutinePaused, "routine_resumed": ev.RoutineResumed,  # SPEC §13
-        "occurrence_paused": ev.OccurrencePaused,
-        "routine_state_imported": ev.RoutineStateImported,  # SPEC §10
-        "upstream_run_recorded": ev.UpstreamRunRecorded,
-        "evidence_pruned": ev.RoutineEvidencePruned,  # SPEC §15
-        "notification_sent": ev.NotificationSent,  # SPEC §13
-        "retry_superseded": ev.RetrySuperseded,  # SPEC §13
-    } == ev.ROUTINE_EVENT_TYPES
+        "routine_registered": rev.RoutineRegistered, "attempt_started": rev.AttemptStarted,
+        "action_started": rev.ActionStarted, "action_ended": rev.ActionEnded,
+        "attempt_ended": rev.AttemptEnded, "attempt_resolved": rev.AttemptResolved,
+        "occurrence_held": rev.OccurrenceHeld, "occurrence_missed": rev.OccurrenceMissed,
+        "routine_released": rev.RoutineReleased,
+        "routine_paused": rev.RoutinePaused, "routine_resumed": rev.RoutineResumed,  # SPEC §13
+        "occurrence_paused": rev.OccurrencePaused,
+        "routine_state_imported": rev.RoutineStateImported,  # SPEC §10
+        "upstream_run_recorded": rev.UpstreamRunRecorded,
+        "evidence_pruned": rev.RoutineEvidencePruned,  # SPEC §15
+        "notification_sent": rev.NotificationSent,  # SPEC §13
+        "retry_superseded": rev.RetrySuperseded,  # SPEC §13
+    } == rev.ROUTINE_EVENT_TYPES
 
 
 def test_job_tag_set_is_frozen() -> None:
     """The Job Run ledger's wire tags are exactly SPEC §5's table."""
     assert {
-        "run_created": ev.RunCreated, "attempt_started": ev.RunAttemptStarted,
-        "attempt_ended": ev.RunAttemptEnded, "checkpoint_advanced": ev.CheckpointAdvanced,
-        "attempt_resolved": ev.RunAttemptResolved,  # SPEC §7.3
-        "review_ended": ev.ReviewEnded,  # SPEC §11.3
-        "run_imported": ev.RunImported, "checkpoint_imported": ev.CheckpointImported,  # §10
-        "evidence_pruned": ev.EvidencePruned,  # SPEC §15
-    } == ev.JOB_EVENT_TYPES
+        "run_created": jev.RunCreated, "attempt_started": jev.RunAttemptStarted,
+        "attempt_ended": jev.RunAttemptEnded, "checkpoint_advanced": jev.CheckpointAdvanced,
+        "attempt_resolved": jev.RunAttemptResolved,  # SPEC §7.3
+        "review_ended": jev.ReviewEnded,  # SPEC §11.3
+        "run_imported": jev.RunImported, "checkpoint_imported": jev.CheckpointImported,  # §10
+        "evidence_pruned": jev.EvidencePruned,  # SPEC §15
+    } == jev.JOB_EVENT_TYPES
 
 
 def test_every_event_class_has_a_strategy() -> None:
     """The round-trip property below covers every event class of both tag maps."""
     assert set(ev.TAGS) == set(STRATEGIES)
-    assert {"routine": ev.ROUTINE_EVENT_TYPES, "job": ev.JOB_EVENT_TYPES} == ev.EVENT_TYPES
+    assert {"routine": rev.ROUTINE_EVENT_TYPES, "job": jev.JOB_EVENT_TYPES} == ev.EVENT_TYPES
 
 
 # --- round trips -----------------------------------------------------------------------------
@@ -256,7 +260,7 @@ def test_line_is_one_compact_object_with_the_envelope_first(cls: type[Any],
 
 def test_optional_fields_are_left_out_when_none() -> None:
     """`reason`, `job_run_id` and `exit_code` of an action_ended appear only when set."""
-    event = ev.ActionEnded(routine_id="rtn-a", attempt_id="a1", index=1, kind="job",
+    event = rev.ActionEnded(routine_id="rtn-a", attempt_id="a1", index=1, kind="job",
                            result="success")
     raw = orjson.loads(codec.encode(event, 1, AT))
     assert {"reason", "job_run_id", "exit_code"}.isdisjoint(raw)
@@ -291,25 +295,25 @@ def test_attempt_started_rejects_invalid_fields(changes: dict[str, Any]) -> None
 def test_attempt_ended_transition_must_match_its_result() -> None:
     """result success with T-04 is not an event."""
     with pytest.raises(ValueError, match="needs transition T-03"):
-        ev.AttemptEnded(routine_id="rtn-a", attempt_id="a", transition="T-04", result="success",
+        rev.AttemptEnded(routine_id="rtn-a", attempt_id="a", transition="T-04", result="success",
                         action_results=None, scheduled_for="2026-08-07T08:00:00.000Z",
                         started_at="2026-08-07T08:00:00Z", completed_at="2026-08-07T08:00:09Z",
                         job_run_ids=[])
 
 
 @pytest.mark.parametrize(("cls", "fields"), [
-    (ev.ActionStarted, {"routine_id": "rtn-a", "attempt_id": "a", "index": 0, "kind": "job"}),
-    (ev.ActionStarted, {"routine_id": "rtn-a", "attempt_id": "a", "index": True, "kind": "job"}),
-    (ev.ActionStarted, {"routine_id": "rtn-a", "attempt_id": "a", "index": 1, "kind": "shell"}),
-    (ev.RunAttemptEnded, {"run_id": "JBR-x", "attempt": 1, "status": "done"}),
-    (ev.RunCreated, {"run_id": "run-1", "job_id": "job-x", "idempotency_key": "k",
+    (rev.ActionStarted, {"routine_id": "rtn-a", "attempt_id": "a", "index": 0, "kind": "job"}),
+    (rev.ActionStarted, {"routine_id": "rtn-a", "attempt_id": "a", "index": True, "kind": "job"}),
+    (rev.ActionStarted, {"routine_id": "rtn-a", "attempt_id": "a", "index": 1, "kind": "shell"}),
+    (jev.RunAttemptEnded, {"run_id": "JBR-x", "attempt": 1, "status": "done"}),
+    (jev.RunCreated, {"run_id": "run-1", "job_id": "job-x", "idempotency_key": "k",
                      "project_id": "p", "trigger": "manual",
                      "scheduled_at": "2026-08-07T08:00:00.000Z", "inputs": {}, "task": {},
                      "checkpoint_before": None}),
-    (ev.CheckpointAdvanced, {"run_id": "JBR-x", "job_id": "job-x", "values": {"a": object()}}),
-    (ev.CheckpointAdvanced, {"run_id": "JBR-x", "job_id": "job-x",
+    (jev.CheckpointAdvanced, {"run_id": "JBR-x", "job_id": "job-x", "values": {"a": object()}}),
+    (jev.CheckpointAdvanced, {"run_id": "JBR-x", "job_id": "job-x",
                              "values": {"a": [float("nan")]}}),
-    (ev.CheckpointAdvanced, {"run_id": "JBR-x", "job_id": "job-x", "values": {"a": 2**70}}),
+    (jev.CheckpointAdvanced, {"run_id": "JBR-x", "job_id": "job-x", "values": {"a": 2**70}}),
 ], ids=lambda v: v.__name__ if isinstance(v, type) else "")
 def test_invalid_fields_are_rejected(cls: type[Any], fields: dict[str, Any]) -> None:
     """Each event class validates its fields in the constructor."""
@@ -334,9 +338,9 @@ def test_unknown_type_names_file_and_line() -> None:
 
 def test_tags_are_per_ledger_kind() -> None:
     """run_created is no routine event, and a Job attempt_started has a Job payload."""
-    line = codec.encode(ev.RunAttemptStarted(run_id="JBR-x", attempt=1,
-                                             owner=ev.Owner(pid=1, host="h")), 1, AT)
-    assert isinstance(codec.decode(line, ledger="job"), ev.RunAttemptStarted)
+    line = codec.encode(jev.RunAttemptStarted(run_id="JBR-x", attempt=1,
+                                             owner=event_parts.Owner(pid=1, host="h")), 1, AT)
+    assert isinstance(codec.decode(line, ledger="job"), jev.RunAttemptStarted)
     with pytest.raises(CorruptLedgerError, match="routine_id"):
         codec.decode(line, ledger="routine")
 
@@ -372,7 +376,7 @@ def test_version_0_attempt_started_is_upgraded() -> None:
     """A pre-version attempt_started gets schedule, a null passed_over_since and an unknown
     owner."""
     expected = _attempt_started(last_run="2026-08-07T08:00:01Z",
-                                owner=ev.Owner(pid=0, host="unknown"))
+                                owner=event_parts.Owner(pid=0, host="unknown"))
     assert expected == codec.decode(orjson.dumps(V0_STARTED))
 
 
@@ -405,10 +409,10 @@ def test_newer_version_is_refused() -> None:
 
 def test_held_and_missed_lines_carry_passed_over_since_and_release_a_null_note() -> None:
     """The §9 payloads: passed_over_since and a release note are written even when null."""
-    held = ev.OccurrenceHeld(routine_id="rtn-a", scheduled_for="2026-08-07T08:00:00.000Z",
+    held = rev.OccurrenceHeld(routine_id="rtn-a", scheduled_for="2026-08-07T08:00:00.000Z",
                              reason="held after failure of a1", passed_over_since=None,
                              schedule="cron")
-    released = ev.RoutineReleased(routine_id="rtn-a", run="none", note=None, released_by="ops")
+    released = rev.RoutineReleased(routine_id="rtn-a", run="none", note=None, released_by="ops")
     assert {"passed_over_since": None} == {k: v for k, v in codec.payload(held).items()
                                            if k == "passed_over_since"}
     assert {"routine_id": "rtn-a", "run": "none", "note": None, "released_by": "ops"} == (
@@ -432,7 +436,7 @@ def test_an_impossible_miss_cannot_exist(changes: dict[str, Any]) -> None:
         late_by_s=121, reason="started 2m 1s late (deadline 2m)", passed_over_since=None,
         schedule="cron")
     with pytest.raises(ValueError):
-        ev.OccurrenceMissed(**(fields | changes))
+        rev.OccurrenceMissed(**(fields | changes))
 
 
 @pytest.mark.parametrize("changes", [{"run": "some"}, {"released_by": ""}, {"note": ""}])
@@ -440,4 +444,4 @@ def test_an_invalid_release_cannot_exist(changes: dict[str, Any]) -> None:
     """release run is none|latest|all; who released it is named; a note is text or null."""
     fields: dict[str, Any] = dict(routine_id="rtn-a", run="all", note="n", released_by="ops")
     with pytest.raises(ValueError):
-        ev.RoutineReleased(**(fields | changes))
+        rev.RoutineReleased(**(fields | changes))

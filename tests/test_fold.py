@@ -13,8 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from specdojo_routine.core import event_parts, holdfold
 from specdojo_routine.core import events as ev
-from specdojo_routine.core import holdfold
+from specdojo_routine.core import job_events as jev
+from specdojo_routine.core import routine_events as rev
 from specdojo_routine.core.adopt import run_record_verdict
 from specdojo_routine.core.errors import CorruptLedgerError, InvalidTransition
 from specdojo_routine.core.fold import (
@@ -41,7 +43,7 @@ from specdojo_routine.core.timefmt import format_ms, parse_instant
 from specdojo_routine.store.ledger import codec
 
 REPO = Path(__file__).resolve().parent.parent
-OWNER = ev.Owner(pid=7, host="h")
+OWNER = event_parts.Owner(pid=7, host="h")
 AT = "2026-08-07T08:00:00.000Z"
 
 
@@ -52,8 +54,8 @@ def raw(event: ev.Event, seq: int = 1, at: str = AT) -> dict[str, Any]:
 
 def started(rid: str = "rtn-a", aid: str = "a1", transition: str = "T-02", *,
             trigger: str = "due", schedule: str = "cron",
-            scheduled_for: str = "2026-08-07T08:00:00.000Z") -> ev.AttemptStarted:
-    return ev.AttemptStarted(
+            scheduled_for: str = "2026-08-07T08:00:00.000Z") -> rev.AttemptStarted:
+    return rev.AttemptStarted(
         routine_id=rid, attempt_id=aid, transition=transition,  # type: ignore[arg-type]
         trigger=trigger, scheduled_for=scheduled_for,  # type: ignore[arg-type]
         last_run="2026-08-07T08:00:03Z", passed_over_since=None, owner=OWNER,
@@ -62,24 +64,24 @@ def started(rid: str = "rtn-a", aid: str = "a1", transition: str = "T-02", *,
 
 def ended(rid: str = "rtn-a", aid: str = "a1", result: str = "success", *,
           reason: str | None = None,
-          action_results: list[ev.ActionResult] | None = None) -> ev.AttemptEnded:
-    return ev.AttemptEnded(
-        routine_id=rid, attempt_id=aid, transition=ev.RESULT_TRANSITIONS[result],  # type: ignore[arg-type]
+          action_results: list[rev.ActionResult] | None = None) -> rev.AttemptEnded:
+    return rev.AttemptEnded(
+        routine_id=rid, attempt_id=aid, transition=rev.RESULT_TRANSITIONS[result],  # type: ignore[arg-type]
         result=result, reason=reason, action_results=action_results,  # type: ignore[arg-type]
         scheduled_for="2026-08-07T08:00:00.000Z", started_at="2026-08-07T08:00:03Z",
         completed_at="2026-08-07T08:00:09Z", job_run_ids=[])
 
 
 def resolved(rid: str = "rtn-a", aid: str = "a1", result: str = "failure", *,
-             overrides: bool | None = None) -> ev.AttemptResolved:
-    return ev.AttemptResolved(routine_id=rid, attempt_id=aid,
-                              transition=ev.RESULT_TRANSITIONS[result],  # type: ignore[arg-type]
+             overrides: bool | None = None) -> rev.AttemptResolved:
+    return rev.AttemptResolved(routine_id=rid, attempt_id=aid,
+                              transition=rev.RESULT_TRANSITIONS[result],  # type: ignore[arg-type]
                               result=result, note="checked by hand",  # type: ignore[arg-type]
                               resolved_by="ops", overrides=overrides)
 
 
-def registered(rid: str = "rtn-a", digest: str = "d1") -> ev.RoutineRegistered:
-    return ev.RoutineRegistered(routine_id=rid, digest=digest, path=f"routines/{rid}.yaml")
+def registered(rid: str = "rtn-a", digest: str = "d1") -> rev.RoutineRegistered:
+    return rev.RoutineRegistered(routine_id=rid, digest=digest, path=f"routines/{rid}.yaml")
 
 
 def action(kind: type[Any], aid: str = "a1", index: int = 1, **more: Any) -> Any:
@@ -113,18 +115,18 @@ def probes(status: str) -> dict[str, ev.Event]:
     return {
         "routine_registered": registered(digest="d2"),
         "attempt_started": started(aid="a2", transition=start_label.get(status) or "T-02"),
-        "action_started": action(ev.ActionStarted),
-        "action_ended": action(ev.ActionEnded, result="success"),
-        **{f"attempt_ended/{r}": ended(result=r) for r in ev.RESULTS},
-        **{f"attempt_resolved/{r}": resolved(result=r) for r in ev.RESULTS},
+        "action_started": action(rev.ActionStarted),
+        "action_ended": action(rev.ActionEnded, result="success"),
+        **{f"attempt_ended/{r}": ended(result=r) for r in rev.RESULTS},
+        **{f"attempt_resolved/{r}": resolved(result=r) for r in rev.RESULTS},
         # SPEC §13: an operator changes an ended attempt's outcome
         **{f"attempt_resolved+overrides/{r}": resolved(result=r, overrides=True)
-           for r in ev.RESULTS},
-        "evidence_pruned": ev.RoutineEvidencePruned(
+           for r in rev.RESULTS},
+        "evidence_pruned": rev.RoutineEvidencePruned(
             routine_id="rtn-a", attempt_id="a0", paths=["e/exec/evidence/routines/a0"], bytes=1),
-        "notification_sent": ev.NotificationSent(
+        "notification_sent": rev.NotificationSent(
             routine_id="rtn-a", event="failure", exit_code=3, duration_s=0.25, attempt_id="a1"),
-        "retry_superseded": ev.RetrySuperseded(
+        "retry_superseded": rev.RetrySuperseded(
             routine_id="rtn-a", attempt_id="a1", retry_of="a1",
             scheduled_for="2026-08-07T08:00:00.000Z", superseded_by="2026-08-07T09:00:00.000Z",
             reason="superseded"),
@@ -221,7 +223,7 @@ def test_declared_start_transition_must_match_the_table(status: str, label: str)
 def test_action_events_must_name_the_open_attempt() -> None:
     """An action event for another attempt is illegal, naming both attempts."""
     with pytest.raises(InvalidTransition, match="attempt zz; the open attempt is a1"):
-        folded(*SETUP["running"], action(ev.ActionStarted, aid="zz"))
+        folded(*SETUP["running"], action(rev.ActionStarted, aid="zz"))
 
 
 def test_attempt_ended_must_name_the_open_attempt() -> None:
@@ -287,7 +289,7 @@ def test_an_explicit_run_before_the_cursor_leaves_it_where_it_was() -> None:
 @pytest.mark.parametrize("event", ["occurrence_held", "occurrence_missed"])
 def test_a_hold_or_a_miss_before_the_cursor_leaves_it_where_it_was(event: str) -> None:
     """Whatever records the cursor - a run, a hold, a miss - takes the later of the two."""
-    kind: Any = ev.OccurrenceHeld if event == "occurrence_held" else ev.OccurrenceMissed
+    kind: Any = rev.OccurrenceHeld if event == "occurrence_held" else rev.OccurrenceMissed
     more = {"deadline_s": 60, "late_by_s": 120} if event == "occurrence_missed" else {}
     early = kind(routine_id="rtn-a", scheduled_for="2026-08-07T07:00:00.000Z", reason="r",
                  passed_over_since=None, schedule="cron", **more)
@@ -322,7 +324,7 @@ def test_interval_routines_have_no_last_scheduled_for() -> None:
 
 def test_attempt_ended_records_result_reason_and_list_results() -> None:
     """The aggregate, its reason and the per-action results become the routine's last ones."""
-    results = [ev.ActionResult(index=1, kind="job", result="failure")]
+    results = [rev.ActionResult(index=1, kind="job", result="failure")]
     doc = entry(folded(*SETUP["running"], ended(result="failure", reason="boom",
                                                  action_results=results)))
     assert ("failure", "failure", "boom", [{"index": 1, "kind": "job", "result": "failure"}],
@@ -332,10 +334,10 @@ def test_attempt_ended_records_result_reason_and_list_results() -> None:
 
 def test_open_attempt_holds_what_closing_it_needs() -> None:
     """While running, the view has the attempt, its owner and every recorded action."""
-    state = folded(*SETUP["running"], action(ev.ActionStarted),
-                   action(ev.ActionEnded, result="failure", reason="x",
+    state = folded(*SETUP["running"], action(rev.ActionStarted),
+                   action(rev.ActionEnded, result="failure", reason="x",
                           job_run_id="JBR-j-1", exit_code=1),
-                   action(ev.ActionStarted, index=2))
+                   action(rev.ActionStarted, index=2))
     assert {
         "attempt_id": "a1", "trigger": "due", "scheduled_for": "2026-08-07T08:00:00.000Z",
         "started_at": "2026-08-07T08:00:03Z", "owner": {"pid": 7, "host": "h"},
@@ -438,12 +440,12 @@ def _folded_raws(raws: list[dict[str, Any]]) -> RoutineFold:
 
 
 @st.composite
-def valid_histories(draw: st.DrawFn) -> list[ev.RoutineEvent]:
+def valid_histories(draw: st.DrawFn) -> list[rev.RoutineEvent]:
     """A legal routine ledger over a few routines, driven by the table's own rules."""
     status: dict[str, str] = {}
     open_ids: dict[str, str] = {}
     next_action: dict[str, int] = {}
-    out: list[ev.RoutineEvent] = []
+    out: list[rev.RoutineEvent] = []
     for n in range(draw(st.integers(0, 40))):
         rid = draw(st.sampled_from(["rtn-a", "rtn-b", "rtn-c"]))
         now = status.get(rid, "never")
@@ -452,13 +454,13 @@ def valid_histories(draw: st.DrawFn) -> list[ev.RoutineEvent]:
             aid = open_ids[rid]
             if choice == "action":
                 next_action[rid] += 1
-                out.append(ev.ActionEnded(routine_id=rid, attempt_id=aid, index=next_action[rid],
-                                          kind="job", result=draw(st.sampled_from(ev.RESULTS))))
+                out.append(rev.ActionEnded(routine_id=rid, attempt_id=aid, index=next_action[rid],
+                                          kind="job", result=draw(st.sampled_from(rev.RESULTS))))
                 continue
             if choice == "register":
                 out.append(registered(rid, f"d{n}"))
                 continue
-            result = draw(st.sampled_from(ev.RESULTS))
+            result = draw(st.sampled_from(rev.RESULTS))
             out.append(ended(rid, aid, result) if choice == "end" else resolved(rid, aid, result))
             status[rid] = result
         elif draw(st.booleans()):
@@ -476,7 +478,7 @@ def valid_histories(draw: st.DrawFn) -> list[ev.RoutineEvent]:
 
 @settings(max_examples=150, deadline=None)
 @given(history=valid_histories(), data=st.data())
-def test_incremental_fold_equals_full_fold(history: list[ev.RoutineEvent],
+def test_incremental_fold_equals_full_fold(history: list[rev.RoutineEvent],
                                            data: st.DataObject) -> None:
     """Folding a prefix, publishing, resuming from the document and folding the rest gives
     exactly the full fold."""
@@ -513,27 +515,27 @@ def test_only_documents_this_fold_wrote_can_be_resumed(document: Any) -> None:
 RUN = "JBR-x-1"
 
 
-def run_created(**changes: Any) -> ev.RunCreated:
+def run_created(**changes: Any) -> jev.RunCreated:
     fields: dict[str, Any] = dict(run_id=RUN, job_id="job-x", idempotency_key="k",
                                   project_id="demo", trigger="manual", scheduled_at=AT,
                                   inputs={"a": 1}, task={"mode": "command", "command": "true"},
                                   checkpoint_before=None)
-    return ev.RunCreated(**(fields | changes))
+    return jev.RunCreated(**(fields | changes))
 
 
-def run_started(n: int) -> ev.RunAttemptStarted:
-    return ev.RunAttemptStarted(run_id=RUN, attempt=n, owner=OWNER)
+def run_started(n: int) -> jev.RunAttemptStarted:
+    return jev.RunAttemptStarted(run_id=RUN, attempt=n, owner=OWNER)
 
 
-def run_ended(n: int, status: str = "failed", **more: Any) -> ev.RunAttemptEnded:
-    return ev.RunAttemptEnded(run_id=RUN, attempt=n, status=status, **more)  # type: ignore[arg-type]
+def run_ended(n: int, status: str = "failed", **more: Any) -> jev.RunAttemptEnded:
+    return jev.RunAttemptEnded(run_id=RUN, attempt=n, status=status, **more)  # type: ignore[arg-type]
 
 
-def advanced(values: dict[str, Any], job_id: str = "job-x") -> ev.CheckpointAdvanced:
-    return ev.CheckpointAdvanced(run_id=RUN, job_id=job_id, values=values)
+def advanced(values: dict[str, Any], job_id: str = "job-x") -> jev.CheckpointAdvanced:
+    return jev.CheckpointAdvanced(run_id=RUN, job_id=job_id, values=values)
 
 
-def run_fold(*events: ev.JobEvent) -> RunFold:
+def run_fold(*events: jev.JobEvent) -> RunFold:
     state = RunFold()
     for i, event in enumerate(events, 1):
         apply_run(state, raw(event, i, f"2026-08-07T08:00:0{i}.000Z"), where="R", line=i)
@@ -582,20 +584,20 @@ def test_no_run_without_run_created() -> None:
     [run_created(), run_started(1), run_ended(1, "succeeded"), run_started(2)],
     [run_created(), run_started(1), run_ended(1, "failed"), advanced({})],
     [run_created(), run_started(1), run_ended(1, "noop"), advanced({}, job_id="job-y")],
-    [run_created(), ev.RunAttemptStarted(run_id="JBR-other", attempt=1, owner=OWNER)],
+    [run_created(), jev.RunAttemptStarted(run_id="JBR-other", attempt=1, owner=OWNER)],
 ], ids=["attempt-before-created", "created-twice", "attempt-skipped", "wrong-end",
         "two-open", "after-success", "checkpoint-after-failure", "checkpoint-of-other-job",
         "other-run"])
-def test_illegal_run_events(events: list[ev.JobEvent]) -> None:
+def test_illegal_run_events(events: list[jev.JobEvent]) -> None:
     """Job Run events out of order are an InvalidTransition naming the run and line."""
     with pytest.raises(InvalidTransition, match=rf"^R:{len(events)}: event .* Job Run"):
         run_fold(*events)
 
 
-def reviewed(n: int, **more: Any) -> ev.ReviewEnded:
+def reviewed(n: int, **more: Any) -> jev.ReviewEnded:
     fields: dict[str, Any] = dict(run_id=RUN, attempt=n, verdict="complete", merged=False,
                                   commit="c" * 40, reason="not merged")
-    return ev.ReviewEnded(**(fields | more))
+    return jev.ReviewEnded(**(fields | more))
 
 
 def test_the_views_review_names_the_attempt_reviewed() -> None:

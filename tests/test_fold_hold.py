@@ -8,6 +8,7 @@ import pytest
 
 from specdojo_routine.cli import render
 from specdojo_routine.core import events as ev
+from specdojo_routine.core import routine_events as rev
 from specdojo_routine.core.errors import InvalidTransition
 from specdojo_routine.core.fold import (
     HOLD_TRANSITIONS,
@@ -23,27 +24,27 @@ T2 = "2026-08-07T10:00:00.000Z"
 
 
 def started(aid: str = "a1", transition: str = "T-02", *, trigger: str = "due", hold: bool = True,
-            scheduled_for: str = T0, schedule: str = "cron") -> ev.AttemptStarted:
-    return ev.AttemptStarted(
+            scheduled_for: str = T0, schedule: str = "cron") -> rev.AttemptStarted:
+    return rev.AttemptStarted(
         routine_id="rtn-a", attempt_id=aid, transition=transition,  # type: ignore[arg-type]
         trigger=trigger, scheduled_for=scheduled_for,  # type: ignore[arg-type]
         last_run="2026-08-07T08:00:03Z", passed_over_since=None, owner=OWNER,
         schedule=schedule, on_failure="hold" if hold else None)  # type: ignore[arg-type]
 
 
-def held(at: str, since: str | None = None, schedule: str = "cron") -> ev.OccurrenceHeld:
-    return ev.OccurrenceHeld(routine_id="rtn-a", scheduled_for=at, passed_over_since=since,
+def held(at: str, since: str | None = None, schedule: str = "cron") -> rev.OccurrenceHeld:
+    return rev.OccurrenceHeld(routine_id="rtn-a", scheduled_for=at, passed_over_since=since,
                              reason="held after failure of a1", schedule=schedule)  # type: ignore[arg-type]
 
 
-def missed(at: str, schedule: str = "cron") -> ev.OccurrenceMissed:
-    return ev.OccurrenceMissed(routine_id="rtn-a", scheduled_for=at, deadline_s=120,
+def missed(at: str, schedule: str = "cron") -> rev.OccurrenceMissed:
+    return rev.OccurrenceMissed(routine_id="rtn-a", scheduled_for=at, deadline_s=120,
                                late_by_s=3720, reason="started 1h 2m late (deadline 2m)",
                                passed_over_since=None, schedule=schedule)  # type: ignore[arg-type]
 
 
-def released(run: str = "none") -> ev.RoutineReleased:
-    return ev.RoutineReleased(routine_id="rtn-a", run=run, note=None,  # type: ignore[arg-type]
+def released(run: str = "none") -> rev.RoutineReleased:
+    return rev.RoutineReleased(routine_id="rtn-a", run=run, note=None,  # type: ignore[arg-type]
                               released_by="ops")
 
 

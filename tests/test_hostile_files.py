@@ -345,16 +345,16 @@ def test_a_full_disk_mid_line_leaves_the_ledger_as_it_was_and_names_it(
     """The disk fills while an append writes its line (part of it fits in the file's last
     block): the part written is taken back, so the ledger holds its complete lines only (no
     torn tail for the next command to repair), and the error names the ledger."""
-    from specdojo_routine.core import events as ev
+    from specdojo_routine.core import routine_events as rev
     from specdojo_routine.store.ledger import journal
 
     path = tiny_tmpfs / "routine-runs.jsonl"
     log = journal.Ledger(path)
-    log.append(ev.RoutineRegistered(routine_id="rtn-a", digest="d0", path="routines/a.yaml"))
+    log.append(rev.RoutineRegistered(routine_id="rtn-a", digest="d0", path="routines/a.yaml"))
     before = path.read_bytes()
     subprocess.run(f"cat /dev/zero > {tiny_tmpfs / 'fill'}", shell=True, check=False,
                    capture_output=True)
-    big = ev.RoutineRegistered(routine_id="rtn-a", digest="d1", path="r/" + "a" * 20_000)
+    big = rev.RoutineRegistered(routine_id="rtn-a", digest="d1", path="r/" + "a" * 20_000)
     with pytest.raises(OSError) as caught:
         log.append(big)
     assert (28, str(path)) == (caught.value.errno, caught.value.filename)

@@ -18,7 +18,8 @@ import orjson
 import pytest
 
 from specdojo_routine.app import jobs
-from specdojo_routine.core.events import Owner, RunAttemptStarted, RunCreated
+from specdojo_routine.core.event_parts import Owner
+from specdojo_routine.core.job_events import RunAttemptStarted, RunCreated
 from specdojo_routine.store.definitions.load import load_jobs
 from specdojo_routine.store.ledger import views
 from specdojo_routine.store.ledger.journal import Ledger

@@ -17,7 +17,8 @@ from jobhelper import HELPER, clean_env, commit, git, ledger_events, paths_of, r
 
 from specdojo_routine.app import jobs
 from specdojo_routine.core.errors import JobError, UsageError
-from specdojo_routine.core.events import Owner, RunAttemptStarted, RunCreated
+from specdojo_routine.core.event_parts import Owner
+from specdojo_routine.core.job_events import RunAttemptStarted, RunCreated
 from specdojo_routine.core.model import Result
 from specdojo_routine.execute.agent import AgentRequest, AgentResult
 from specdojo_routine.store.definitions import load as definitions
@@ -620,7 +621,7 @@ def test_manual_run_does_not_pass_an_inherited_routine_marker(tmp_path: Path) ->
 
 CLOSE_MY_ATTEMPT = (
     "import os, sys\n"
-    "from specdojo_routine.core.events import RunAttemptEnded\n"
+    "from specdojo_routine.core.job_events import RunAttemptEnded\n"
     "from specdojo_routine.store.ledger.journal import Ledger\n"
     "run_id = os.environ['SPECDOJO_JOB_RUN_ID']\n"
     "Ledger(f'execution/jobs/runs/{run_id}.jsonl').append(RunAttemptEnded(\n"

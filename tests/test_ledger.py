@@ -10,15 +10,15 @@ from typing import Any
 import orjson
 import pytest
 
-from specdojo_routine.core import events as ev
+from specdojo_routine.core import routine_events as rev
 from specdojo_routine.core.errors import CorruptLedgerError, TornLedgerError
 from specdojo_routine.store.ledger import journal as ledger
 
 T0 = datetime(2026, 8, 7, 8, 0, tzinfo=UTC)
 
 
-def registered(n: int = 0) -> ev.RoutineRegistered:
-    return ev.RoutineRegistered(routine_id="rtn-a", digest=f"d{n}", path="routines/rtn-a.yaml")
+def registered(n: int = 0) -> rev.RoutineRegistered:
+    return rev.RoutineRegistered(routine_id="rtn-a", digest=f"d{n}", path="routines/rtn-a.yaml")
 
 
 class Ticks:
@@ -124,7 +124,7 @@ def test_last_seq_is_read_from_the_end(path: Path, monkeypatch: pytest.MonkeyPat
 def test_tail_handles_lines_longer_than_a_read_chunk(path: Path) -> None:
     """A last line longer than the backwards-read chunk still gives its seq."""
     log = filled(path, 2)
-    log.append(ev.RoutineRegistered(routine_id="rtn-a", digest="x" * 200_000, path="p"))
+    log.append(rev.RoutineRegistered(routine_id="rtn-a", digest="x" * 200_000, path="p"))
     assert 4 == log.append(registered())
 
 

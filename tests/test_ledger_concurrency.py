@@ -14,7 +14,8 @@ from pathlib import Path
 
 import orjson
 
-from specdojo_routine.core import events as ev
+from specdojo_routine.core import events  # noqa: F401 - an append's, loaded before writers fork
+from specdojo_routine.core import routine_events as rev
 from specdojo_routine.store.ledger import journal as ledger
 
 REPO = Path(__file__).resolve().parent.parent
@@ -22,14 +23,14 @@ REPO = Path(__file__).resolve().parent.parent
 WRITER = """
 import sys, time
 from pathlib import Path
-from specdojo_routine.core import events
+from specdojo_routine.core.routine_events import RoutineRegistered
 from specdojo_routine.store.ledger import journal as ledger
 path, name, count, go = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
 log = ledger.Ledger(path)
 while not go.exists():
     time.sleep(0.001)
 for n in range(count):
-    seq = log.append(events.RoutineRegistered(routine_id="rtn-w", digest=f"{name}-{n}", path="p"))
+    seq = log.append(RoutineRegistered(routine_id="rtn-w", digest=f"{name}-{n}", path="p"))
     print(seq, flush=True)
 """
 
@@ -60,7 +61,7 @@ def _writer(path: Path, round_no: int, ack: int) -> None:
     try:
         log = ledger.Ledger(path)
         for n in range(10**9):
-            seq = log.append(ev.RoutineRegistered(routine_id="rtn-w", digest=f"{round_no}-{n}",
+            seq = log.append(rev.RoutineRegistered(routine_id="rtn-w", digest=f"{round_no}-{n}",
                                                   path="p"))
             os.write(ack, f"{round_no}-{n} {seq}\n".encode())
     finally:
@@ -95,7 +96,7 @@ def test_sigkilled_writers_lose_nothing_acknowledged(tmp_path: Path) -> None:
             tears.append(b'{"version":1,"seq":%d,"type":"routine_reg' % (found.seq + 1))
             with path.open("ab") as f:
                 f.write(tears[-1])
-    assert ledger.Ledger(path).append(ev.RoutineRegistered(routine_id="rtn-w", digest="last",
+    assert ledger.Ledger(path).append(rev.RoutineRegistered(routine_id="rtn-w", digest="last",
                                                            path="p")) > 0
     raws = [line.raw for line in ledger.read(path)]
     assert list(range(1, len(raws) + 1)) == [r["seq"] for r in raws]
@@ -157,7 +158,7 @@ def test_the_shared_read_lock_waits_for_portalockers_exclusive_lock(tmp_path: Pa
     """What a writer takes (portalocker's exclusive lock) keeps a reader out until released:
     the reader's own flock is the same lock, not a look-alike."""
     path = tmp_path / "routine-runs.jsonl"
-    ledger.Ledger(path).append(ev.RoutineRegistered(routine_id="rtn-w", digest="d", path="p"))
+    ledger.Ledger(path).append(rev.RoutineRegistered(routine_id="rtn-w", digest="d", path="p"))
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(path), "0.6"],
                               stdout=subprocess.PIPE, text=True)
     assert holder.stdout is not None and "locked\n" == holder.stdout.readline()

@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from specdojo_routine.core.errors import ReplacedLedgerError
-from specdojo_routine.core.events import RoutineRegistered
+from specdojo_routine.core.routine_events import RoutineRegistered
 from specdojo_routine.store.ledger import journal
 from tests.conftest import Project
 

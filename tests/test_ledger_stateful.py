@@ -15,16 +15,17 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from specdojo_routine.core import events as ev
+from specdojo_routine.core import event_parts
+from specdojo_routine.core import routine_events as rev
 from specdojo_routine.store.config import resolve_project
 from specdojo_routine.store.ledger import journal as ledger
 from specdojo_routine.store.ledger import views
 
 ROUTINES = st.sampled_from(["rtn-a", "rtn-b", "rtn-c"])
-RESULTS = st.sampled_from(ev.RESULTS)
+RESULTS = st.sampled_from(rev.RESULTS)
 START = {"never": "T-02", "success": "T-06", "failure": "T-07", "skipped": "T-08",
          "partial": "T-06"}
-OWNER = ev.Owner(pid=99, host="model-host")
+OWNER = event_parts.Owner(pid=99, host="model-host")
 
 
 class Clock:
@@ -64,7 +65,7 @@ class LedgerMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
-    def append(self, handle: int, event: ev.RoutineEvent) -> None:
+    def append(self, handle: int, event: rev.RoutineEvent) -> None:
         seq = self.handles[handle].append(event)
         self.appended += 1
         self.torn = False
@@ -80,7 +81,7 @@ class LedgerMachine(RuleBasedStateMachine):
 
     @rule(handle=st.integers(0, 1), rid=ROUTINES, digest=st.text("abc", min_size=1, max_size=3))
     def register(self, handle: int, rid: str, digest: str) -> None:
-        self.append(handle, ev.RoutineRegistered(routine_id=rid, digest=digest, path="p.yaml"))
+        self.append(handle, rev.RoutineRegistered(routine_id=rid, digest=digest, path="p.yaml"))
         fresh(rid, self.model)["digest"] = digest
 
     @rule(handle=st.integers(0, 1), rid=ROUTINES, trigger=st.sampled_from(["due", "id"]),
@@ -92,7 +93,7 @@ class LedgerMachine(RuleBasedStateMachine):
         self.n += 1
         aid, last_run = f"att-{self.n}", self.stamp("%Y-%m-%dT%H:%M:%SZ")
         scheduled = self.stamp("%Y-%m-%dT%H:%M:00.000Z")
-        self.append(handle, ev.AttemptStarted(
+        self.append(handle, rev.AttemptStarted(
             routine_id=rid, attempt_id=aid, transition=START[entry["status"]],  # type: ignore[arg-type]
             trigger=trigger, scheduled_for=scheduled, last_run=last_run,  # type: ignore[arg-type]
             passed_over_since=None, owner=OWNER, schedule=schedule))  # type: ignore[arg-type]
@@ -113,11 +114,11 @@ class LedgerMachine(RuleBasedStateMachine):
         rid = data.draw(st.sampled_from(self.running()))
         opened = self.model[rid]["open_attempt"]
         index = len(opened["actions"]) + 1
-        self.append(handle, ev.ActionStarted(routine_id=rid, attempt_id=opened["attempt_id"],
+        self.append(handle, rev.ActionStarted(routine_id=rid, attempt_id=opened["attempt_id"],
                                              index=index, kind="job"))
         opened["actions"].append({"index": index, "kind": "job"})
         if data.draw(st.booleans()):
-            self.append(handle, ev.ActionEnded(
+            self.append(handle, rev.ActionEnded(
                 routine_id=rid, attempt_id=opened["attempt_id"], index=index, kind="job",
                 result=result, reason=reason, job_run_id=run_id))  # type: ignore[arg-type]
             opened["actions"][-1].update({"result": result} | ({"reason": reason} if reason else {})
@@ -131,21 +132,21 @@ class LedgerMachine(RuleBasedStateMachine):
         rid = data.draw(st.sampled_from(self.running()))
         entry = self.model[rid]
         aid = entry["open_attempt"]["attempt_id"]
-        transition = ev.RESULT_TRANSITIONS[result]
+        transition = rev.RESULT_TRANSITIONS[result]
         reason: str | None
         results = [{"index": a["index"], "kind": a["kind"], "result": a["result"]}
                    for a in entry["open_attempt"]["actions"] if "result" in a] if listed else None
         if resolve:
-            self.append(handle, ev.AttemptResolved(
+            self.append(handle, rev.AttemptResolved(
                 routine_id=rid, attempt_id=aid, transition=transition,  # type: ignore[arg-type]
                 result=result, note="by hand", resolved_by="ops"))  # type: ignore[arg-type]
             results, reason = None, "by hand"
         else:
             reason = None if result == "success" else f"{result} reason"
-            self.append(handle, ev.AttemptEnded(
+            self.append(handle, rev.AttemptEnded(
                 routine_id=rid, attempt_id=aid, transition=transition,  # type: ignore[arg-type]
                 result=result, reason=reason,  # type: ignore[arg-type]
-                action_results=None if results is None else [ev.ActionResult(**r)
+                action_results=None if results is None else [rev.ActionResult(**r)
                                                              for r in results],
                 scheduled_for=entry["open_attempt"]["scheduled_for"],
                 started_at=entry["open_attempt"]["started_at"],

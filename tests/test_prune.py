@@ -19,8 +19,9 @@ import orjson
 import pytest
 
 from specdojo_routine.app import adoption, handlers, jobs, prune, prune_facts, routine_commands
-from specdojo_routine.core import events as ev
-from specdojo_routine.core import jobplan
+from specdojo_routine.core import event_parts, jobplan
+from specdojo_routine.core import job_events as jev
+from specdojo_routine.core import routine_events as rev
 from specdojo_routine.core.errors import LockBusy
 from specdojo_routine.core.retention import Retention
 from specdojo_routine.execute import prunefiles
@@ -196,9 +197,9 @@ def test_open_interrupted_and_waiting_runs_are_never_pruned(root: Path, project:
                           scheduled_at=T0, env=jobhelper.clean_env(), clock=lambda: T0)
     assert (failed.state, failed.run_id is not None) == ("failed", True)
     open_id = str(failed.run_id)
-    ledger.Ledger(paths.run_ledger(open_id), clock=lambda: T0).append(ev.RunAttemptStarted(
-        run_id=open_id, attempt=2, owner=ev.Owner(pid=999_999, host="gone")))
-    ledger.Ledger(paths.run_ledger(run_id("p2")), clock=lambda: T0).append(ev.ReviewEnded(
+    ledger.Ledger(paths.run_ledger(open_id), clock=lambda: T0).append(jev.RunAttemptStarted(
+        run_id=open_id, attempt=2, owner=event_parts.Owner(pid=999_999, host="gone")))
+    ledger.Ledger(paths.run_ledger(run_id("p2")), clock=lambda: T0).append(jev.ReviewEnded(
         run_id=run_id("p2"), attempt=1, verdict="changes-requested", merged=False,
         commit="abc", reason="not merged"))
     views.refresh_job_views(paths)
@@ -353,10 +354,10 @@ def test_routine_attempt_evidence_follows_the_same_rule(
 def test_the_open_attempts_evidence_stays(project: Project, attempts: list[str]) -> None:
     """An attempt whose runner died (open, interrupted) keeps its evidence at any age."""
     paths = jobhelper.paths_of(project.root)
-    ledger.Ledger(paths.routine_ledger, clock=lambda: LATER).append(ev.AttemptStarted(
+    ledger.Ledger(paths.routine_ledger, clock=lambda: LATER).append(rev.AttemptStarted(
         routine_id="rtn-a", attempt_id="att-20260110T080005Z-deadbeef", transition="T-06",
         trigger="due", scheduled_for="2026-01-10T08:00:00.000Z", last_run="2026-01-10T08:00:05Z",
-        passed_over_since=None, owner=ev.Owner(pid=999_999, host="gone"), schedule="cron"))
+        passed_over_since=None, owner=event_parts.Owner(pid=999_999, host="gone"), schedule="cron"))
     opened = paths.evidence_dir / "routines" / "att-20260110T080005Z-deadbeef" / "action-1"
     opened.mkdir(parents=True)
     (opened / "command.stdout.log").write_text("partial\n")
@@ -481,10 +482,10 @@ def test_orphan_evidence_is_kept_within_the_window(project: Project, attempts: l
 def interrupt(paths: ProjectPaths, attempt_id: str) -> None:
     """An attempt of rtn-a whose runner died (SIGKILL): started, never ended."""
     ledger.Ledger(paths.routine_ledger, clock=lambda: T0 + timedelta(days=9)).append(
-        ev.AttemptStarted(
+        rev.AttemptStarted(
             routine_id="rtn-a", attempt_id=attempt_id, transition="T-06", trigger="due",
             scheduled_for="2026-01-10T08:00:00.000Z", last_run="2026-01-10T08:00:05Z",
-            passed_over_since=None, owner=ev.Owner(pid=999_999, host="gone"),
+            passed_over_since=None, owner=event_parts.Owner(pid=999_999, host="gone"),
             schedule="cron"))
 
 
@@ -730,7 +731,7 @@ def test_a_recorded_path_outside_the_runs_own_files_is_never_removed(root: Path)
     rid = run_id("p3")
     forged = ["../victim.txt", str(absolute), other, f"{paths.rel(paths.evidence_dir)}/../../x",
               paths.rel(paths.evidence_dir / rid)]
-    ledger.Ledger(paths.run_ledger(rid), clock=lambda: T0).append(ev.EvidencePruned(
+    ledger.Ledger(paths.run_ledger(rid), clock=lambda: T0).append(jev.EvidencePruned(
         run_id=rid, paths=forged, bytes=1))
     prune.prune(paths, keep_days=3650, keep_runs=50, now=LATER, env={})
     assert ("keep me", "keep me too", [True] * 3) == (
@@ -813,11 +814,11 @@ def test_the_job_runs_of_an_interrupted_routine_attempt_stay(root: Path, project
                              '  {kind: job, job: job-n, inputs: {period: p0}}\n')
     attempt = "att-20260101T080005Z-deadbeef"
     routine_ledger = ledger.Ledger(paths.routine_ledger, clock=lambda: T0)
-    routine_ledger.append(ev.AttemptStarted(
+    routine_ledger.append(rev.AttemptStarted(
         routine_id="rtn-a", attempt_id=attempt, transition="T-02", trigger="due",
         scheduled_for="2026-01-01T08:00:00.000Z", last_run="2026-01-01T08:00:05Z",
-        passed_over_since=None, owner=ev.Owner(pid=999_999, host="gone"), schedule="cron"))
-    routine_ledger.append(ev.ActionStarted(routine_id="rtn-a", attempt_id=attempt, index=1,
+        passed_over_since=None, owner=event_parts.Owner(pid=999_999, host="gone"), schedule="cron"))
+    routine_ledger.append(rev.ActionStarted(routine_id="rtn-a", attempt_id=attempt, index=1,
                                            kind="job", job_run_id=run_id("p0")))
     for dry_run in (True, False):
         report = prune.prune(paths, keep_days=0, keep_runs=0, now=LATER, env={},
@@ -845,9 +846,9 @@ def test_an_evidence_ref_outside_the_evidence_folder_is_not_read(
               f"{paths.rel(paths.evidence_dir)}/../../../outside/evidence.json"]
     for n, ref in enumerate(forged, start=2):
         run_ledger = ledger.Ledger(paths.run_ledger(rid), clock=lambda: T0)
-        run_ledger.append(ev.RunAttemptStarted(run_id=rid, attempt=n,
-                                               owner=ev.Owner(pid=1, host="h")))
-        run_ledger.append(ev.RunAttemptEnded(run_id=rid, attempt=n, status="failed",
+        run_ledger.append(jev.RunAttemptStarted(run_id=rid, attempt=n,
+                                               owner=event_parts.Owner(pid=1, host="h")))
+        run_ledger.append(jev.RunAttemptEnded(run_id=rid, attempt=n, status="failed",
                                              exit_code=1, evidence_ref=ref))
         done = project.cli("job", "logs", rid, "--attempt", str(n))
         assert (False, True) == ("NOT" in done.stdout, "gone" in done.stdout), done.stderr

@@ -89,7 +89,9 @@ def test_hold_routine_lock_makes_run_due_raise_lock_busy(tmp_path: Path) -> None
 # --- which records print themselves -------------------------------------------------------------
 
 _PRINTED_MODULES = {"specdojo_routine.core.model", "specdojo_routine.core.jobmodel",
-                    "specdojo_routine.core.events", "specdojo_routine.core.errors"}
+                    "specdojo_routine.core.events", "specdojo_routine.core.routine_events",
+                    "specdojo_routine.core.job_events", "specdojo_routine.core.event_parts",
+                    "specdojo_routine.core.errors"}
 
 
 def _records() -> list[type]:

@@ -17,7 +17,7 @@ from typing import ClassVar
 import pytest
 
 from specdojo_routine.app import report, report_page
-from specdojo_routine.core import events
+from specdojo_routine.core import event_parts, routine_events
 from specdojo_routine.store.ledger import journal
 from tests import viewhelper
 from tests.conftest import REPO, Project, copy_source
@@ -107,11 +107,11 @@ def test_untrusted_text_is_escaped(week_copy: Week, tmp_path: Path) -> None:
     path.write_text(path.read_text() + 'name: "<img src=x onerror=alert(1)>"\n')
     common = {"routine_id": rid, "attempt_id": "att-dead-runner"}
     journal.Ledger(week_copy.ledger).append_many([  # a runner that died mid-action
-        events.AttemptStarted(
+        routine_events.AttemptStarted(
             **common, transition="T-06", trigger="due", scheduled_for="2026-08-09T20:00:00.000Z",
             last_run="2026-08-09T20:00:00Z", passed_over_since=None,
-            owner=events.Owner(pid=999_999, host="elsewhere"), schedule="interval"),
-        events.ActionStarted(**common, index=1, kind="specdojo")])
+            owner=event_parts.Owner(pid=999_999, host="elsewhere"), schedule="interval"),
+        routine_events.ActionStarted(**common, index=1, kind="specdojo")])
     target = tmp_path / "r.html"
     before = week_copy.cli("report", "--html", str(target), "--now", AFTER)
     open_cells = [c for c in _parse(target.read_text(encoding="utf-8")).cells

@@ -10,8 +10,10 @@ from typing import Any
 import orjson
 import pytest
 
+from specdojo_routine.core import event_parts, retention
 from specdojo_routine.core import events as ev
-from specdojo_routine.core import retention
+from specdojo_routine.core import job_events as jev
+from specdojo_routine.core import routine_events as rev
 from specdojo_routine.core.errors import ConfigError, CorruptLedgerError, InvalidTransition
 from specdojo_routine.core.fold import RoutineFold, apply_all, routine_document
 from specdojo_routine.core.jobfold import RunFold, apply_run, run_document
@@ -20,7 +22,7 @@ from specdojo_routine.store.config import resolve_project
 from specdojo_routine.store.ledger import codec
 
 RUN = "JBR-x-0123456789ab"
-OWNER = ev.Owner(pid=7, host="h")
+OWNER = event_parts.Owner(pid=7, host="h")
 
 
 def _raw(event: ev.Event, seq: int) -> dict[str, Any]:
@@ -28,25 +30,25 @@ def _raw(event: ev.Event, seq: int) -> dict[str, Any]:
     return {"version": 1, "seq": seq, "type": ev.tag_of(event), "at": at} | codec.payload(event)
 
 
-def _run(*events: ev.JobEvent) -> RunFold:
+def _run(*events: jev.JobEvent) -> RunFold:
     state = RunFold()
     for i, event in enumerate(events, 1):
         apply_run(state, _raw(event, i), where="R", line=i)
     return state
 
 
-def _created() -> ev.RunCreated:
-    return ev.RunCreated(run_id=RUN, job_id="job-x", idempotency_key="k", project_id="demo",
+def _created() -> jev.RunCreated:
+    return jev.RunCreated(run_id=RUN, job_id="job-x", idempotency_key="k", project_id="demo",
                          trigger="manual", scheduled_at="2026-08-07T08:00:00.000Z", inputs={},
                          task={"mode": "command", "command": "true"}, checkpoint_before=None)
 
 
-def _pruned(*paths: str, size: int = 10) -> ev.EvidencePruned:
-    return ev.EvidencePruned(run_id=RUN, paths=paths or ("e/exec/evidence/" + RUN,), bytes=size)
+def _pruned(*paths: str, size: int = 10) -> jev.EvidencePruned:
+    return jev.EvidencePruned(run_id=RUN, paths=paths or ("e/exec/evidence/" + RUN,), bytes=size)
 
 
-ENDED = (_created(), ev.RunAttemptStarted(run_id=RUN, attempt=1, owner=OWNER),
-         ev.RunAttemptEnded(run_id=RUN, attempt=1, status="succeeded", exit_code=0,
+ENDED = (_created(), jev.RunAttemptStarted(run_id=RUN, attempt=1, owner=OWNER),
+         jev.RunAttemptEnded(run_id=RUN, attempt=1, status="succeeded", exit_code=0,
                             evidence_ref=f"e/exec/evidence/{RUN}/attempt-1/evidence.json"))
 
 
@@ -67,9 +69,9 @@ def test_pruned_run_view_keeps_its_refs_and_says_what_went() -> None:
 def test_prune_pending_until_the_run_starts_again() -> None:
     """Paths recorded as pruned stay pending (a removal a crash may have left) until an
     attempt starts again: from then on the run's files are live."""
-    failed = (*ENDED[:2], ev.RunAttemptEnded(run_id=RUN, attempt=1, status="failed"))
+    failed = (*ENDED[:2], jev.RunAttemptEnded(run_id=RUN, attempt=1, status="failed"))
     assert ["e/a", "e/b"] == _run(*failed, _pruned("e/a"), _pruned("e/a", "e/b")).prune_pending
-    again = _run(*failed, _pruned("e/a"), ev.RunAttemptStarted(run_id=RUN, attempt=2,
+    again = _run(*failed, _pruned("e/a"), jev.RunAttemptStarted(run_id=RUN, attempt=2,
                                                                 owner=OWNER))
     assert [] == again.prune_pending
     doc = run_document(again)
@@ -80,7 +82,7 @@ def test_prune_pending_until_the_run_starts_again() -> None:
     (_created(),),
     ENDED[:2],
 ], ids=["created", "running"])
-def test_an_open_run_is_never_pruned(events: tuple[ev.JobEvent, ...]) -> None:
+def test_an_open_run_is_never_pruned(events: tuple[jev.JobEvent, ...]) -> None:
     """``evidence_pruned`` for a run that has not ended is an invalid transition."""
     with pytest.raises(InvalidTransition, match="evidence_pruned"):
         _run(*events, _pruned())
@@ -91,7 +93,7 @@ def test_another_tools_record_after_a_prune_keeps_what_was_pruned() -> None:
     says what retention removed."""
     state = _run(*ENDED, _pruned("e/a"))
     record = {k: v for k, v in (run_document(state) or {}).items() if k != "pruned"}
-    imported = ev.RunImported(run_id=RUN, record=record, source_sha256="0" * 64)
+    imported = jev.RunImported(run_id=RUN, record=record, source_sha256="0" * 64)
     apply_run(state, _raw(imported, 5), where="R", line=5)
     doc = run_document(state)
     assert doc is not None and [["e/a"]] == [p["paths"] for p in doc.get("pruned", [])]
@@ -107,31 +109,31 @@ def test_pruned_with_mistyped_paths_is_corrupt() -> None:
 # --- the routine fold ------------------------------------------------------------------------
 
 
-def _routine(*events: ev.RoutineEvent) -> RoutineFold:
+def _routine(*events: rev.RoutineEvent) -> RoutineFold:
     state = RoutineFold()
     apply_all(state, [_raw(e, i) for i, e in enumerate(events, 1)], where="L",
               upgrade=codec.upgrade)
     return state
 
 
-def _started(aid: str, transition: str = "T-02") -> ev.AttemptStarted:
-    return ev.AttemptStarted(routine_id="rtn-a", attempt_id=aid,
+def _started(aid: str, transition: str = "T-02") -> rev.AttemptStarted:
+    return rev.AttemptStarted(routine_id="rtn-a", attempt_id=aid,
                              transition=transition,  # type: ignore[arg-type]
                              trigger="due", scheduled_for="2026-08-07T08:00:00.000Z",
                              last_run="2026-08-07T08:00:01Z", passed_over_since=None,
                              owner=OWNER, schedule="cron")
 
 
-def _ended(aid: str) -> ev.AttemptEnded:
-    return ev.AttemptEnded(routine_id="rtn-a", attempt_id=aid, transition="T-03",
+def _ended(aid: str) -> rev.AttemptEnded:
+    return rev.AttemptEnded(routine_id="rtn-a", attempt_id=aid, transition="T-03",
                            result="success", action_results=None,
                            scheduled_for="2026-08-07T08:00:00.000Z",
                            started_at="2026-08-07T08:00:01Z", completed_at="2026-08-07T08:00:02Z",
                            job_run_ids=())
 
 
-def _routine_pruned(aid: str) -> ev.RoutineEvidencePruned:
-    return ev.RoutineEvidencePruned(routine_id="rtn-a", attempt_id=aid,
+def _routine_pruned(aid: str) -> rev.RoutineEvidencePruned:
+    return rev.RoutineEvidencePruned(routine_id="rtn-a", attempt_id=aid,
                                     paths=[f"e/exec/evidence/routines/{aid}"], bytes=3)
 
 

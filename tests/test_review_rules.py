@@ -6,7 +6,8 @@ import pytest
 
 from specdojo_routine.core import agent_rules, agentdocs, review_rules
 from specdojo_routine.core.agent_rules import Member, Roster
-from specdojo_routine.core.events import REVIEW_VERDICTS, RUN_STATUSES
+from specdojo_routine.core.event_checks import RUN_STATUSES
+from specdojo_routine.core.job_events import REVIEW_VERDICTS
 
 GOOD = {("succeeded", "complete"), ("succeeded", "complete-with-findings"),
         ("partial", "complete-with-findings")}

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import orjson
 
 from specdojo_routine.app import adoption, jobs
-from specdojo_routine.core import events as ev
+from specdojo_routine.core import job_events as jev
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import load as definitions
 from specdojo_routine.store.ledger import journal as ledger
@@ -28,7 +28,7 @@ def reviewed_run(project: Project) -> tuple[ProjectPaths, str]:
         out = jobs.run_job(paths, defs, "job-n", {"period": "a"}, scheduled_at=T0,
                            env=jobhelper.clean_env(), clock=lambda: T0)
         (project.root / "go").touch()
-    ledger.Ledger(paths.run_ledger(out.run_id), clock=lambda: T0).append(ev.ReviewEnded(
+    ledger.Ledger(paths.run_ledger(out.run_id), clock=lambda: T0).append(jev.ReviewEnded(
         run_id=out.run_id, attempt=2, verdict="complete", merged=True, commit="a" * 40,
         reason=None, merge_commit="b" * 40))
     adoption.fold(paths)

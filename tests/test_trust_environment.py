@@ -129,12 +129,12 @@ def test_a_32_mb_torn_line_is_found_and_repaired_in_linear_time(tmp_path: Path) 
     """The last-line scan looks at each byte once: a 32 MB torn line is repaired fast."""
     import time
 
-    from specdojo_routine.core import events as ev
+    from specdojo_routine.core import routine_events as rev
     from specdojo_routine.store.ledger import journal as ledger
 
     path = tmp_path / "routine-runs.jsonl"
     log = ledger.Ledger(path)
-    log.append(ev.RoutineRegistered(routine_id="rtn-a", digest="0" * 64, path="a.yaml"))
+    log.append(rev.RoutineRegistered(routine_id="rtn-a", digest="0" * 64, path="a.yaml"))
     with path.open("ab") as f:
         f.write(b'{"version":1,"seq":2,"x":"' + b"y" * (32 << 20))
     started = time.perf_counter()
@@ -150,11 +150,11 @@ def test_a_torn_tail_repair_on_a_full_disk_leaves_no_empty_fragment(
 ) -> None:
     """Repair on a full disk fails cleanly (nothing truncated, no empty `.torn-<seq>`); after
     space is freed the fragment lands in `<ledger>.torn-<seq>`, as SPEC §5 names it."""
-    from specdojo_routine.core import events as ev
+    from specdojo_routine.core import routine_events as rev
     from specdojo_routine.store.ledger import journal as ledger
 
     path = small_tmpfs / "routine-runs.jsonl"
-    ledger.Ledger(path).append(ev.RoutineRegistered(routine_id="rtn-a", digest="0" * 64,
+    ledger.Ledger(path).append(rev.RoutineRegistered(routine_id="rtn-a", digest="0" * 64,
                                                     path="a.yaml"))
     with path.open("ab") as f:
         f.write(b'{"version":1,"seq":2,"type":"rout')

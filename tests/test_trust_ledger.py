@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 import pytest
 
-from specdojo_routine.core import events as ev
+from specdojo_routine.core import routine_events as rev
 from specdojo_routine.core.errors import CorruptLedgerError
 from specdojo_routine.execute import runner as execute_runner
 from specdojo_routine.store.config import resolve_project
@@ -146,8 +146,8 @@ def _resumed_at(paths: Any) -> int:
                         paths.routine_snapshot).resumed_at
 
 
-def _registered(n: int) -> ev.RoutineRegistered:
-    return ev.RoutineRegistered(routine_id="rtn-a", digest=f"{n}" * 64, path="routines/a.yaml")
+def _registered(n: int) -> rev.RoutineRegistered:
+    return rev.RoutineRegistered(routine_id="rtn-a", digest=f"{n}" * 64, path="routines/a.yaml")
 
 
 def test_own_appends_continue_incrementally_and_anything_else_refolds(paths: Any) -> None:

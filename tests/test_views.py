@@ -11,7 +11,8 @@ from typing import Any
 import orjson
 import pytest
 
-from specdojo_routine.core import events as ev
+from specdojo_routine.core import event_parts
+from specdojo_routine.core import routine_events as rev
 from specdojo_routine.core.errors import RoutineError, TornLedgerError
 from specdojo_routine.store.config import ProjectPaths, resolve_project
 from specdojo_routine.store.ledger import chain, codec, views
@@ -54,11 +55,11 @@ def view_files(paths: ProjectPaths) -> list[Path]:
     return [paths.routine_state, paths.job_state, *sorted(paths.runs_dir.glob("*.json"))]
 
 
-def started(aid: str, transition: str = "T-02") -> ev.AttemptStarted:
-    return ev.AttemptStarted(
+def started(aid: str, transition: str = "T-02") -> rev.AttemptStarted:
+    return rev.AttemptStarted(
         routine_id="rtn-new", attempt_id=aid, transition=transition,  # type: ignore[arg-type]
         trigger="due", scheduled_for="2026-08-09T10:00:00.000Z", last_run="2026-08-09T10:00:00Z",
-        passed_over_since=None, owner=ev.Owner(pid=1, host="h"), schedule="interval")
+        passed_over_since=None, owner=event_parts.Owner(pid=1, host="h"), schedule="interval")
 
 
 def published_content(paths: ProjectPaths) -> bytes:

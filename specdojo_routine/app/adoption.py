@@ -19,7 +19,7 @@ from typing import Any
 import attrs
 
 from specdojo_routine.core import adopt as rules
-from specdojo_routine.core.events import CheckpointImported, RunImported
+from specdojo_routine.core.job_events import CheckpointImported, RunImported
 from specdojo_routine.core.jobfold import job_state_document
 from specdojo_routine.store.config import ProjectPaths, read_regular
 from specdojo_routine.store.ledger import adopt, documents, views

@@ -14,10 +14,10 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from specdojo_routine.app import handlers
+from specdojo_routine.app import handlers, run_attempt, run_select
 from specdojo_routine.app.run_owner import _is_open
 from specdojo_routine.app.who import operator_name
-from specdojo_routine.core import decide, events, pausefold
+from specdojo_routine.core import decide, pausefold, routine_events
 from specdojo_routine.core.errors import RoutineError, UsageError
 from specdojo_routine.core.model import Result
 from specdojo_routine.core.timefmt import format_ms, to_utc
@@ -40,7 +40,7 @@ def _note(note: str | None, command: str) -> str | None:
 
 def _targets(defs: definitions.Definitions, routine_id: str | None) -> list[str]:
     """The routine asked for (an unknown id: exit 2 with "did you mean"), or every valid one."""
-    return [r.id for r in handlers._routines_to_consider(defs, routine_id)]
+    return [r.id for r in run_select._routines_to_consider(defs, routine_id)]
 
 
 def set_paused(
@@ -61,7 +61,7 @@ def set_paused(
         plan = adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
         log = ledger.Ledger(paths.routine_ledger, clock=wall)
         at = format_ms(to_utc(now if now is not None else wall()))
-        ctx = handlers._Context(paths=paths, defs=defs, now=to_utc(wall()), env=os.environ,
+        ctx = run_attempt._Context(paths=paths, defs=defs, now=to_utc(wall()), env=os.environ,
                                 echo=None, job_runner=None, append=log.append)
         view = handlers._register(ctx, defs, views.refresh_routine_view(paths, plan.proof))
         todo = [rid for rid in wanted if pausefold.is_paused(view.routines.get(rid)) != paused]
@@ -73,10 +73,10 @@ def set_paused(
                                else f"{routine_id} is not paused; nothing to resume")
         for rid in todo:
             if paused:
-                ctx.record(events.RoutinePaused(routine_id=rid, note=text, paused_by=who,
+                ctx.record(routine_events.RoutinePaused(routine_id=rid, note=text, paused_by=who,
                                                 paused_at=at))
             else:
-                ctx.record(events.RoutineResumed(routine_id=rid, note=text, resumed_by=who,
+                ctx.record(routine_events.RoutineResumed(routine_id=rid, note=text, resumed_by=who,
                                                  resumed_at=at))
         views.refresh_routine_view(paths)
     return todo
@@ -126,7 +126,7 @@ def override(
             raise RoutineError(f"routine {routine_id} has an open attempt "
                                f"{state['attempt_id']}; resolve it first")
         outcome = Result(result)
-        log.append(events.AttemptResolved(
+        log.append(routine_events.AttemptResolved(
             routine_id=routine_id, attempt_id=attempt_id,
             transition=decide.END_TRANSITIONS[outcome], result=outcome.value, note=note,
             resolved_by=who, overrides=True))

@@ -19,13 +19,13 @@ import attrs
 from specdojo_routine.app.job_execute import _Done, _Env, _execute
 from specdojo_routine.core import jobtask, review_rules
 from specdojo_routine.core.errors import JobError, environment_error
-from specdojo_routine.core.events import (
+from specdojo_routine.core.events import redacted
+from specdojo_routine.core.job_events import (
     CheckpointAdvanced,
     JobEvent,
     ReviewEnded,
     RunAttemptEnded,
     RunAttemptStarted,
-    redacted,
 )
 from specdojo_routine.core.jobplan import JobRunOutcome, Verdict
 from specdojo_routine.core.timefmt import format_s

@@ -20,7 +20,7 @@ from specdojo_routine.app import named_run
 from specdojo_routine.app.who import operator_name
 from specdojo_routine.core import jobtask
 from specdojo_routine.core.errors import RoutineError, UsageError
-from specdojo_routine.core.events import CheckpointAdvanced, JobEvent, RunAttemptResolved
+from specdojo_routine.core.job_events import CheckpointAdvanced, JobEvent, RunAttemptResolved
 from specdojo_routine.core.redact import redact, secret_values
 from specdojo_routine.core.templates import job_context
 from specdojo_routine.execute import jobfiles, runner

@@ -37,7 +37,7 @@ from specdojo_routine.app.job_execute import REASON_LIMIT, Clock, _Env
 from specdojo_routine.app.job_seam import JobActionOutcome
 from specdojo_routine.core import jobplan, jobtask
 from specdojo_routine.core.errors import JobError, RoutineError, UsageError
-from specdojo_routine.core.events import (
+from specdojo_routine.core.job_events import (
     CheckpointAdvanced,
     RunAttemptEnded,
     RunCreated,

@@ -1,12 +1,12 @@
 """The Job Run an operator names on the command line (``job show``, ``job logs``, ``job
-resolve``): the id checked by the ledger's own rule (:data:`core.events.RUN_ID`, which also
+resolve``): the id checked by the ledger's own rule (:data:`core.event_parts.RUN_ID`, which also
 keeps it a plain file name), and an id that names nothing answered with what was meant - the
 closest run ids, or, for a Job's id, where its runs are. Writes nothing."""
 
 from __future__ import annotations
 
 from specdojo_routine.core.errors import UsageError
-from specdojo_routine.core.events import RUN_ID
+from specdojo_routine.core.event_parts import RUN_ID
 from specdojo_routine.core.jobfold import JobRunDoc
 from specdojo_routine.core.suggest import unknown
 from specdojo_routine.store.config import ProjectPaths

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from specdojo_routine.core import events
+from specdojo_routine.core import routine_events
 from specdojo_routine.core.model import Notify, Routine
 from specdojo_routine.core.redact import redact
 from specdojo_routine.execute import notify as hooks
@@ -37,7 +37,7 @@ def hook_for(paths: ProjectPaths, routine: Routine) -> Notify | None:
 
 def notify(
     *, paths: ProjectPaths, routine: Routine, kind: str, env: Mapping[str, str],
-    secrets: tuple[str, ...], record: Callable[[events.NotificationSent], object],
+    secrets: tuple[str, ...], record: Callable[[routine_events.NotificationSent], object],
     warnings: list[str], attempt_id: str | None = None, scheduled_for: str | None = None,
     result: str | None = None, reason: str | None = None, cause: str = "",
 ) -> None:
@@ -56,7 +56,7 @@ def notify(
     with stop.deferred():  # a stop ends the hook; its outcome is recorded before unwinding
         outcome = hooks.run_hook(hook.command, root=paths.root, env=env, payload=payload,
                                  secrets=list(secrets))
-        record(events.NotificationSent(
+        record(routine_events.NotificationSent(
             routine_id=routine.id, event=kind, exit_code=outcome.exit_code,
             duration_s=float(outcome.duration_s), attempt_id=attempt_id,
             scheduled_for=scheduled_for, reason=outcome.error))

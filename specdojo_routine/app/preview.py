@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from specdojo_routine.app import handlers
+from specdojo_routine.app import run_select
 from specdojo_routine.core import policy
 from specdojo_routine.core.cron_syntax import cron_syntax_error
 from specdojo_routine.core.errors import UsageError
@@ -60,7 +60,7 @@ def preview_with_notes(
     routine is disabled: then there are none; paused or held: then each is recorded as paused
     or held instead), and the retry that runs before them or gives way to the first."""
     defs = definitions.load_definitions(paths)
-    routine = handlers._routines_to_consider(defs, routine_id)[0]
+    routine = run_select._routines_to_consider(defs, routine_id)[0]
     state = views.load_routine_view(paths).routines.get(routine_id)
     zone = routine.timezone or "UTC"
     if not routine.enabled:

@@ -42,8 +42,9 @@ from specdojo_routine.app import prune_facts
 from specdojo_routine.app.prune_facts import Facts
 from specdojo_routine.core import jobfold, retention
 from specdojo_routine.core.errors import CorruptLedgerError
-from specdojo_routine.core.events import EvidencePruned, RoutineEvidencePruned
+from specdojo_routine.core.job_events import EvidencePruned
 from specdojo_routine.core.retention import Retention
+from specdojo_routine.core.routine_events import RoutineEvidencePruned
 from specdojo_routine.core.timefmt import format_s, to_utc, try_parse_instant
 from specdojo_routine.execute import prunefiles
 from specdojo_routine.store.config import ProjectPaths, read_regular

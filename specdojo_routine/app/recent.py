@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 import orjson
 
-from specdojo_routine.core import errors, events
+from specdojo_routine.core import errors, routine_events
 from specdojo_routine.core.attempts import Attempt, Gatherer, matches
 from specdojo_routine.core.errors import UsageError
 from specdojo_routine.core.suggest import unknown
@@ -69,7 +69,7 @@ def _view_ids(paths: ProjectPaths) -> set[str] | None:
 def _checked_lines(paths: ProjectPaths) -> Iterator[Line]:
     """The routine ledger newest first; an unknown event type is damage (SPEC §5)."""
     for raw, event in read_backwards(paths.routine_ledger):
-        if (kind := event.get("type")) not in events.ROUTINE_EVENT_TYPES:
+        if (kind := event.get("type")) not in routine_events.ROUTINE_EVENT_TYPES:
             raise errors.CorruptLedgerError(str(paths.routine_ledger), int(event.get("seq", 0)),
                                             f"unknown routine event type {kind!r}")
         yield raw, event

@@ -1,6 +1,6 @@
 """``release`` and backfill (SPEC §9.1, §9.3): operator actions that start attempts.
 
-Both reuse the run handler's attempt machinery (:func:`handlers._attempt`), so an attempt they
+Both reuse the run handler's attempt machinery (:func:`run_attempt._attempt`), so an attempt they
 start is recorded, executed and ended exactly like a due one; only its ``trigger`` differs.
 Neither looks at the starting deadline; backfill ignores the hold and never moves the cursor.
 """
@@ -12,10 +12,11 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Literal, TextIO
 
-from specdojo_routine.app import handlers
-from specdojo_routine.app.handlers import JobActionRunner, RunReport, Selected
+from specdojo_routine.app import handlers, run_attempt, run_select
+from specdojo_routine.app.handlers import JobActionRunner
+from specdojo_routine.app.run_report import RunReport, Selected
 from specdojo_routine.app.who import operator_name
-from specdojo_routine.core import decide, events, policy, schedule
+from specdojo_routine.core import decide, policy, routine_events, schedule
 from specdojo_routine.core.errors import RoutineError, TooManyMissedOccurrences, UsageError
 from specdojo_routine.core.model import Routine
 from specdojo_routine.core.timefmt import format_ms, parse_instant, to_utc
@@ -39,7 +40,7 @@ def _setup(
 ) -> tuple[definitions.Definitions, Routine, RunReport, dict[str, str]]:
     the_env = dict(os.environ if env is None else env)
     defs = definitions.load_definitions(paths)
-    found = handlers._routines_to_consider(defs, routine_id)
+    found = run_select._routines_to_consider(defs, routine_id)
     report = RunReport(dry_run=dry_run, prefix=runner.specdojo_prefix(the_env))
     report.errors.extend(str(p) for p in defs.errors)
     return defs, found[0], report, the_env
@@ -61,7 +62,7 @@ def release(
     with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id) as lk:
         plan = adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
         log = ledger.Ledger(paths.routine_ledger, clock=wall)
-        ctx = handlers._Context(paths=paths, defs=defs, now=the_now, env=the_env, echo=echo,
+        ctx = run_attempt._Context(paths=paths, defs=defs, now=the_now, env=the_env, echo=echo,
                                 job_runner=job_runner, append=log.append, lock_lost=lk.lost,
                                 warnings=report.warnings)
         view = handlers._register(ctx, defs, views.refresh_routine_view(paths, plan.proof))
@@ -73,7 +74,7 @@ def release(
         if handlers._is_open(state):
             raise RoutineError(f"routine {routine_id} has an open attempt; `resolve` it first")
         held = list(state["held_occurrences"])
-        ctx.record(events.RoutineReleased(routine_id=routine_id, run=run, note=note,
+        ctx.record(routine_events.RoutineReleased(routine_id=routine_id, run=run, note=note,
                                           released_by=who))
         chosen = {"none": [], "latest": held[-1:], "all": held}[run]
         _run_each(ctx, report, routine, [parse_instant(t) for t in chosen], "release")
@@ -81,7 +82,7 @@ def release(
 
 
 def _run_each(
-    ctx: handlers._Context, report: RunReport, routine: Routine, times: list[datetime],
+    ctx: run_attempt._Context, report: RunReport, routine: Routine, times: list[datetime],
     trigger: Literal["release", "backfill"],
 ) -> None:
     """One attempt per scheduled time, oldest first, each with its own ``scheduled_for``."""
@@ -94,7 +95,7 @@ def _run_each(
         chosen = Selected(routine=routine, occurrence=occ,
                           actions=decide.plan_actions(routine, at, ctx.paths.project_id))
         report.selected.append(chosen)
-        report.results.append(handlers._attempt(ctx, chosen, state))
+        report.results.append(run_attempt._attempt(ctx, chosen, state))
     handlers._stop_if_lock_lost(ctx, report)
     views.refresh_routine_view(ctx.paths)
 
@@ -138,7 +139,7 @@ def backfill(
         plan = adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
         log = ledger.Ledger(paths.routine_ledger, clock=wall)
         the_now = to_utc(now if now is not None else wall())  # when the attempts start
-        ctx = handlers._Context(paths=paths, defs=defs, now=the_now, env=the_env,
+        ctx = run_attempt._Context(paths=paths, defs=defs, now=the_now, env=the_env,
                                 echo=echo, job_runner=job_runner, append=log.append,
                                 lock_lost=lk.lost, warnings=report.warnings)
         view = handlers._register(ctx, defs, views.refresh_routine_view(paths, plan.proof))

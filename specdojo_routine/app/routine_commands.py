@@ -25,7 +25,7 @@ def resolve(
     clock: Callable[[], datetime] | None = None,
 ) -> str:
     """Record an operator's outcome for an interrupted attempt (SPEC §6.5); returns its id."""
-    from specdojo_routine.core import events
+    from specdojo_routine.core import routine_events
 
     wall = clock or (lambda: datetime.now(UTC))
     who = operator_name(by)
@@ -48,7 +48,7 @@ def resolve(
         outcome = Result(result)
         attempt_id = str(state.get("attempt_id"))
         _refuse_if_action_lives(paths, routine_id, attempt_id)
-        log.append(events.AttemptResolved(
+        log.append(routine_events.AttemptResolved(
             routine_id=routine_id, attempt_id=attempt_id,
             transition=decide.END_TRANSITIONS[outcome], result=outcome.value, note=note,
             resolved_by=who))
@@ -97,12 +97,12 @@ def history(
 ) -> list[tuple[bytes, dict[str, Any]]]:
     """Routine ledger events, oldest first: (the line exactly as stored, the upgraded event).
     An unknown event type is a :class:`CorruptLedgerError` naming the file and line (SPEC §5)."""
-    from specdojo_routine.core import events
+    from specdojo_routine.core import routine_events
 
     lines: list[tuple[bytes, dict[str, Any]]] = []
     path = paths.routine_ledger
     for line_no, (raw, event) in enumerate(ledger.read_lines(path), 1):
-        if (kind := event.get("type")) not in events.ROUTINE_EVENT_TYPES:
+        if (kind := event.get("type")) not in routine_events.ROUTINE_EVENT_TYPES:
             reason = f"unknown routine event type {kind!r}"
             raise errors.CorruptLedgerError(str(path), line_no, reason)
         if routine_id is None or event.get("routine_id") == routine_id:

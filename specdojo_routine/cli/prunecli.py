@@ -11,7 +11,7 @@ from specdojo_routine.core.errors import EXIT_OK
 from specdojo_routine.store.config import ProjectPaths
 
 if TYPE_CHECKING:
-    from specdojo_routine.app.handlers import RunReport
+    from specdojo_routine.app.run_report import RunReport
 
 Instant = Callable[[str], object]
 

@@ -19,8 +19,8 @@ from specdojo_routine.store.config import ProjectPaths
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from specdojo_routine.app.handlers import AttemptReport, RunReport
     from specdojo_routine.app.listing import Listing, RoutineRow
+    from specdojo_routine.app.run_report import AttemptReport, RunReport
     from specdojo_routine.store.definitions.load import Definitions
 
 

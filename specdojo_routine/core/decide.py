@@ -26,7 +26,7 @@ from specdojo_routine.core.model import (
 from specdojo_routine.core.redact import redact, redact_words
 
 if TYPE_CHECKING:  # annotations only: deciding creates no event class
-    from specdojo_routine.core.events import EndTransition, StartTransition
+    from specdojo_routine.core.routine_events import EndTransition, StartTransition
 
 START_TRANSITIONS: Mapping[str, StartTransition] = {
     "never": "T-02",

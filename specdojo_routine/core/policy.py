@@ -22,7 +22,7 @@ from specdojo_routine.core.schedule import Occurrence
 from specdojo_routine.core.timefmt import format_ms, to_utc
 
 if TYPE_CHECKING:  # imported by record(): `list` asks is_held() without an event class
-    from specdojo_routine.core import events
+    from specdojo_routine.core import routine_events
 
 Verdict = Literal["run", "hold", "miss", "pause"]
 
@@ -103,9 +103,10 @@ def classify(
 
 def record(
     routine: Routine, decision: Decision,
-) -> events.OccurrenceHeld | events.OccurrenceMissed | events.OccurrencePaused:
+) -> (routine_events.OccurrenceHeld | routine_events.OccurrenceMissed
+      | routine_events.OccurrencePaused):
     """The event that accounts for a held, missed or paused occurrence."""
-    from specdojo_routine.core import events
+    from specdojo_routine.core import routine_events
 
     occ = decision.occurrence
     common: dict[str, Any] = {
@@ -116,12 +117,12 @@ def record(
         "schedule": "cron" if routine.trigger is not None else "interval",
     }
     if decision.verdict == "hold":
-        return events.OccurrenceHeld(**common)
+        return routine_events.OccurrenceHeld(**common)
     if decision.verdict == "pause":
-        return events.OccurrencePaused(**common)
+        return routine_events.OccurrencePaused(**common)
     if decision.verdict == "miss":
         assert decision.late_by_s is not None and decision.deadline_s is not None
-        return events.OccurrenceMissed(**common, late_by_s=decision.late_by_s,
+        return routine_events.OccurrenceMissed(**common, late_by_s=decision.late_by_s,
                                        deadline_s=decision.deadline_s)
     raise ValueError("an occurrence that starts is recorded by attempt_started")
 

@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 
 from specdojo_routine.core.errors import JobError
-from specdojo_routine.core.events import Owner
+from specdojo_routine.core.event_parts import Owner
 from specdojo_routine.core.jobmodel import JobDefinition
 from specdojo_routine.core.jobplan import RunIdentity, Trigger
 from specdojo_routine.core.templates import job_context

@@ -34,7 +34,7 @@ from typing import Any
 
 import orjson
 
-from specdojo_routine.core.events import RUN_ID
+from specdojo_routine.core.event_parts import RUN_ID
 from specdojo_routine.execute import runner
 from specdojo_routine.execute.worktree import GIT_TIMEOUT_S, common_git_dir
 from specdojo_routine.store.config import ProjectPaths, read_regular

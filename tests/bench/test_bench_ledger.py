@@ -31,7 +31,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from specdojo_routine.core import events as ev
+from specdojo_routine.core import routine_events as rev
+from specdojo_routine.core.event_parts import Owner
 from specdojo_routine.store.config import ProjectPaths, resolve_project
 from specdojo_routine.store.ledger import chain, codec, views
 from specdojo_routine.store.ledger import journal as ledger
@@ -84,7 +85,7 @@ def cycle(n: int, last: dict[str, str]) -> Iterator[dict[str, object]]:
     yield {"type": "action_ended", "routine_id": rid, "attempt_id": aid, "index": 1,
            "kind": "job", "result": result, "job_run_id": "JBR-bench-0123456789ab"}
     yield {"type": "attempt_ended", "routine_id": rid, "attempt_id": aid,
-           "transition": ev.RESULT_TRANSITIONS[result], "result": result, "action_results": None,
+           "transition": rev.RESULT_TRANSITIONS[result], "result": result, "action_results": None,
            "scheduled_for": scheduled, "started_at": "2026-08-07T08:00:03Z",
            "completed_at": "2026-08-07T08:00:09Z", "job_run_ids": ["JBR-bench-0123456789ab"]}
 
@@ -178,7 +179,7 @@ def test_bench_incremental_fold_after_one_append(project: ProjectPaths) -> None:
     full = best(lambda: views.replay(project.routine_ledger), 1)
     timings = []
     for n in range(5):
-        log.append(ev.RoutineRegistered(routine_id="rtn-bench-000", digest=f"{n}" * 64,
+        log.append(rev.RoutineRegistered(routine_id="rtn-bench-000", digest=f"{n}" * 64,
                                         path="routines/rtn-bench-000.yaml"))
         started = time.perf_counter()
         view = views.refresh_routine_view(project)
@@ -196,7 +197,7 @@ def test_bench_fsynced_appends(tmp_path: Path) -> None:
     The disk is shared, so the two loops alternate in blocks of 250 and each side's time is
     the sum over its blocks: both see the same load."""
     count, block = 10_000, 250
-    event = ev.RoutineRegistered(routine_id="rtn-bench", digest="0" * 64, path="routines/x.yaml")
+    event = rev.RoutineRegistered(routine_id="rtn-bench", digest="0" * 64, path="routines/x.yaml")
     line = codec.encode(event, 1, datetime(2026, 8, 7, tzinfo=UTC))
     log = ledger.Ledger(tmp_path / "ledger" / "routine-runs.jsonl")
     fd = os.open(tmp_path / "raw.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -240,15 +241,15 @@ def test_bench_fold_of_a_ledger_with_one_64_mb_line(tmp_path: Path) -> None:
     paths = resolve_project(root)
     rid, aid = "rtn-long", "att-00000001"
     ledger.Ledger(paths.routine_ledger).append_many([
-        ev.RoutineRegistered(routine_id=rid, digest="0" * 64, path="routines/rtn-long.yaml"),
-        ev.AttemptStarted(routine_id=rid, attempt_id=aid, transition="T-02", trigger="id",
+        rev.RoutineRegistered(routine_id=rid, digest="0" * 64, path="routines/rtn-long.yaml"),
+        rev.AttemptStarted(routine_id=rid, attempt_id=aid, transition="T-02", trigger="id",
                           scheduled_for=AT, last_run="2026-08-07T08:00:03Z",
-                          passed_over_since=None, owner=ev.Owner(pid=4242, host="bench-host"),
+                          passed_over_since=None, owner=Owner(pid=4242, host="bench-host"),
                           schedule="interval"),
-        ev.ActionStarted(routine_id=rid, attempt_id=aid, index=1, kind="specdojo"),
-        ev.ActionEnded(routine_id=rid, attempt_id=aid, index=1, kind="specdojo",
+        rev.ActionStarted(routine_id=rid, attempt_id=aid, index=1, kind="specdojo"),
+        rev.ActionEnded(routine_id=rid, attempt_id=aid, index=1, kind="specdojo",
                        result="failure", reason="x" * LONG_LINE),
-        ev.AttemptEnded(routine_id=rid, attempt_id=aid, transition="T-04", result="failure",
+        rev.AttemptEnded(routine_id=rid, attempt_id=aid, transition="T-04", result="failure",
                         reason="x", action_results=None, scheduled_for=AT,
                         started_at="2026-08-07T08:00:03Z", completed_at="2026-08-07T08:00:09Z",
                         job_run_ids=()),

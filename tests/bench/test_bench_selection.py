@@ -2,7 +2,7 @@
 
 Run: ``python -m pytest tests/bench/test_bench_selection.py -o addopts= -s -q``
 
-Measures, in one run, ``handlers.plan_selection`` (fold state lookup, due engine, action
+Measures, in one run, ``run_select.plan_selection`` (fold state lookup, due engine, action
 planning with rendered inputs and delegated argv) over 10,000 routines against a baseline loop
 that only reads each routine's state and parses its timestamps. Target: under 1 s. Also reports
 the cost per file of loading definitions from YAML (ruamel), which dominates a real dry run.
@@ -15,7 +15,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from specdojo_routine.app import handlers
+from specdojo_routine.app import run_report, run_select
 from specdojo_routine.core import model, timefmt
 from specdojo_routine.core.fold import RoutineView
 from specdojo_routine.store import config
@@ -67,9 +67,9 @@ def test_bench_ten_thousand_routine_dry_run_selection(tmp_path: Path) -> None:
         timefmt.try_parse_instant(state.get("last_scheduled_for"))
     baseline = time.perf_counter() - t0
 
-    report = handlers.RunReport(dry_run=True, prefix=["specdojo"])
+    report = run_report.RunReport(dry_run=True, prefix=["specdojo"])
     t0 = time.perf_counter()
-    handlers.plan_selection(report, routines, view, NOW, None, paths, interrupted=False)
+    run_select.plan_selection(report, routines, view, NOW, None, paths, interrupted=False)
     elapsed = time.perf_counter() - t0
     print(f"\nselection of 10,000 routines: {elapsed * 1000:.0f} ms "
           f"({len(report.selected)} occurrences, {len(report.errors)} errors); "

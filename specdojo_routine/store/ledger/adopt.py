@@ -48,7 +48,7 @@ from specdojo_routine.store.ledger.foreign import (
 )
 
 if TYPE_CHECKING:  # the event classes are created where an import event is made
-    from specdojo_routine.core import events as ev
+    from specdojo_routine.core import job_events
 
 __all__ = ["ImportConflict", "JobImports", "RoutineImports", "apply_job_imports",
            "apply_routine_imports", "checkpoint", "import_before_publishing", "import_job_runs",
@@ -100,7 +100,7 @@ def import_routine_state(paths: ProjectPaths, clock: Callable[[], datetime]) -> 
 class JobImports:
     """What importing the Job Run records and ``job-state.json`` would append."""
 
-    events: dict[str, list[ev.JobEvent]]  # per run ledger, in order
+    events: dict[str, list[job_events.JobEvent]]  # per run ledger, in order
     conflicts: dict[str, str]  # run id (or "job-state") -> message
     folds: dict[str, jobfold.RunFold]  # every run read, folded, with the planned events applied
     #: run id (or "job-state") -> why the file holds no facts (SPEC §10 rule 8): move it aside
@@ -138,14 +138,14 @@ class JobImports:
 
 
 def _run_ids(paths: ProjectPaths, job_id: str | None) -> list[str]:
-    from specdojo_routine.core import events as ev
+    from specdojo_routine.core import event_parts
 
     if not paths.runs_dir.is_dir():
         return []
     slug = "*" if job_id is None else f"JBR-{job_id.removeprefix('job-')}-{'?' * 12}"
     names = {p.name.rsplit(".", 1)[0] for ext in ("json", "jsonl")
              for p in paths.runs_dir.glob(f"{slug}.{ext}")}
-    return sorted(n for n in names if ev.RUN_ID.fullmatch(n))
+    return sorted(n for n in names if event_parts.RUN_ID.fullmatch(n))
 
 
 def run_checkpoints(best: Mapping[str, jobfold.JobCheckpointDoc]) -> list[dict[str, Any]]:
@@ -227,7 +227,7 @@ def checkpoint(paths: ProjectPaths, job_id: str) -> dict[str, Any] | None:
 
 
 def _plan_run(paths: ProjectPaths, plan: JobImports, run_id: str, fold: jobfold.RunFold) -> None:
-    from specdojo_routine.core import events as ev
+    from specdojo_routine.core import job_events
 
     data, unreadable = look(paths.run_view(run_id), None)
     ours = jobfold.run_document(fold)
@@ -250,7 +250,7 @@ def _plan_run(paths: ProjectPaths, plan: JobImports, run_id: str, fold: jobfold.
     elif verdict == "conflict":
         plan.conflicts[run_id] = _run_conflict(paths, run_id, record, ours)
     elif verdict == "import":
-        event = ev.RunImported(run_id=run_id, record=record, source_sha256=sha256_hex(data))
+        event = job_events.RunImported(run_id=run_id, record=record, source_sha256=sha256_hex(data))
         _add(plan, run_id, event)
 
 
@@ -273,14 +273,14 @@ def _run_conflict(paths: ProjectPaths, run_id: str, record: Any,
                                   paths.rel(paths.run_ledger(run_id)), ours)
 
 
-def _add(plan: JobImports, run_id: str, event: ev.JobEvent) -> None:
+def _add(plan: JobImports, run_id: str, event: job_events.JobEvent) -> None:
     fold = plan.folds.setdefault(run_id, jobfold.RunFold())
     plan.events.setdefault(run_id, []).append(event)
     jobfold.apply_run(fold, raw_event(event, 0, IN_MEMORY_AT), where="<import>", line=0)
 
 
 def _plan_checkpoints(paths: ProjectPaths, plan: JobImports, job_id: str | None) -> JobImports:
-    from specdojo_routine.core import events as ev
+    from specdojo_routine.core import event_parts, job_events
 
     data, unreadable = look(paths.job_state, "jobs")
     if unreadable is not None:
@@ -301,10 +301,10 @@ def _plan_checkpoints(paths: ProjectPaths, plan: JobImports, job_id: str | None)
         verdict = rules.checkpoint_verdict(entry, ours.get(jid), _candidates(plan, jid))
         if verdict == "stale" and jid in ours:  # republished with the run that holds ours
             plan.stale.add(ours[jid]["last_run_id"])
-        elif verdict == "import" and ev.RUN_ID.fullmatch(entry["last_run_id"]):
+        elif verdict == "import" and event_parts.RUN_ID.fullmatch(entry["last_run_id"]):
             if plan.settled.pop(entry["last_run_id"], None) is not None:  # read it after all
                 plan.folds[entry["last_run_id"]] = views.fold_run(paths, entry["last_run_id"])
-            _add(plan, entry["last_run_id"], ev.CheckpointImported(
+            _add(plan, entry["last_run_id"], job_events.CheckpointImported(
                 job_id=jid, checkpoint=entry["checkpoint"], last_run_id=entry["last_run_id"],
                 updated_at=entry["updated_at"], source_sha256=sha))
         elif verdict in ("import", "conflict"):

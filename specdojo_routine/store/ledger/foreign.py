@@ -28,7 +28,7 @@ from specdojo_routine.store.ledger import chain, codec, documents, proven
 from specdojo_routine.store.ledger import journal as ledger
 
 if TYPE_CHECKING:  # the event classes are created where an import event is made
-    from specdojo_routine.core import events as ev
+    from specdojo_routine.core import routine_events
 
 __all__ = ["IN_MEMORY_AT", "RoutineImports", "import_before_publishing", "look", "move_aside",
            "plan_routine_imports", "raw_event", "sha256_hex"]
@@ -96,7 +96,7 @@ def raw_event(event: Any, seq: int, at: str) -> dict[str, Any]:
 class RoutineImports:
     """What importing ``routine-state.json`` would append, and the view that would follow."""
 
-    events: list[ev.RoutineStateImported]
+    events: list[routine_events.RoutineStateImported]
     conflicts: list[str]
     view: RoutineView  # the fold of the ledger plus ``events`` (in memory)
     foreign: bool  # the file on disk is not the fold of our ledger
@@ -184,10 +184,10 @@ def _picture(routine_id: str, entry: Any) -> dict[str, Any]:
 
 def _routine_entries(
     paths: ProjectPaths, data: bytes, ours: Mapping[str, Any], end: int
-) -> tuple[list[ev.RoutineStateImported], list[str]]:
+) -> tuple[list[routine_events.RoutineStateImported], list[str]]:
     """The import events and conflicts of a foreign view's entries (``data``) against ours,
     the fold of the ledger's lines before byte ``end``."""
-    from specdojo_routine.core import events as ev
+    from specdojo_routine.core import event_parts, routine_events
 
     source = paths.rel(paths.routine_state)
     routines = documents.parse(data)["routines"]  # a dict: look found the document readable
@@ -201,8 +201,8 @@ def _routine_entries(
         if verdict == "import":  # unless it is a picture our own ledger gave earlier
             verdict = rules.routine_entry_verdict(record, ours.get(routine_id),
                                                   history.get(routine_id, ()))
-        if verdict == "import" and ev.ROUTINE_ID.fullmatch(routine_id):
-            found.append(ev.RoutineStateImported(routine_id=routine_id, record=record,
+        if verdict == "import" and event_parts.ROUTINE_ID.fullmatch(routine_id):
+            found.append(routine_events.RoutineStateImported(routine_id=routine_id, record=record,
                                               source=source, source_sha256=sha))
         elif verdict in ("import", "conflict"):
             conflicts.append(f"conflict: {source} entry {routine_id!r} cannot be imported (it "

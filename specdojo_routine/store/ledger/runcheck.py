@@ -31,8 +31,7 @@ from typing import Any
 
 import orjson
 
-from specdojo_routine.core import events as ev
-from specdojo_routine.core import jobfold
+from specdojo_routine.core import event_parts, jobfold
 from specdojo_routine.store import codeprint
 from specdojo_routine.store.config import ProjectPaths, read_private
 from specdojo_routine.store.ledger import adopt, views
@@ -42,14 +41,14 @@ __all__ = ["checkpoint", "import_job_runs", "plan", "snapshot_path"]
 
 SNAPSHOT_VERSION = 1
 _SUFFIXES = (".jsonl", ".json")  # the run's ledger, then its view
-_ID_CHARS = frozenset(string.ascii_letters + string.digits + "-")  # what ev.RUN_ID allows
+_ID_CHARS = frozenset(string.ascii_letters + string.digits + "-")  # what event_parts.RUN_ID allows
 _ENTRY_KEYS = ("checkpoint", "last_run_id", "updated_at")  # a checkpoint, as merged
 Settled = dict[str, dict[str, jobfold.JobCheckpointDoc]]
 
 
 def snapshot_path(paths: ProjectPaths, job_id: str) -> Path:
     """Where the stamps of ``job_id``'s runs are kept."""
-    if not ev.JOB_ID.fullmatch(job_id):
+    if not event_parts.JOB_ID.fullmatch(job_id):
         raise ValueError(f"not a Job id: {job_id!r}")
     return paths.exec_cache_dir / "job-runs" / f"{job_id}.json"
 

@@ -383,6 +383,8 @@ def _raw_ledgers(
     """The ledger lines (parsed) the events would make: the routine ledger and each run's.
     Bare events are chained as an append chains them; recorded ones keep the ``prev`` they had."""
     from specdojo_routine.core import events as ev
+    from specdojo_routine.core.job_events import CheckpointImported
+    from specdojo_routine.core.routine_events import RoutineEvent
 
     routine: list[dict[str, Any]] = []
     runs: dict[str, list[dict[str, Any]]] = {}
@@ -394,8 +396,8 @@ def _raw_ledgers(
         if kind == "routine":
             lines = routine
         else:
-            assert not isinstance(event, ev.RoutineEvent)
-            run_id = event.last_run_id if isinstance(event, ev.CheckpointImported) else event.run_id
+            assert not isinstance(event, RoutineEvent)
+            run_id = event.last_run_id if isinstance(event, CheckpointImported) else event.run_id
             lines = runs.setdefault(run_id, [])
         seq = recorded.seq if recorded is not None else len(lines) + 1
         at = recorded.at if recorded is not None else _PLACEHOLDER_AT

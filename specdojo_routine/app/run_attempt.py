@@ -1,0 +1,248 @@
+"""One routine attempt, recorded whole (SPEC §5, §6.5): ``attempt_started`` before any
+delegation, each action's start and end, and ``attempt_ended`` with the aggregate result,
+every event redacted as it is appended (:class:`_Context`); a stop or a lost routine lock
+starts nothing more. Also the closing of an interrupted attempt under
+``on_interrupted: resume``. :mod:`.handlers`, ``release`` and backfill start attempts here.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+
+import attrs
+
+from specdojo_routine.app.job_seam import JobActionRunner
+from specdojo_routine.app.run_report import AttemptReport, Selected
+from specdojo_routine.core import decide, policy
+from specdojo_routine.core.model import Result, Routine, aggregate
+from specdojo_routine.core.redact import redact, secret_values
+from specdojo_routine.core.timefmt import format_ms, format_s
+from specdojo_routine.execute import prefix, stop
+from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.definitions.load import Definitions
+from specdojo_routine.store.ledger import views
+from specdojo_routine.store.locks import routine as locks
+from specdojo_routine.store.locks import stoprequest
+
+if TYPE_CHECKING:  # events: the classes are created where an event is recorded, and what
+    # starts and runs an attempt (retries, timeouts) is loaded where an attempt starts
+    from specdojo_routine.app.actions import ActionReport
+    from specdojo_routine.core import routine_events
+
+#: The reason recorded for the actions a run did not start because its routine lock was lost.
+LOCK_LOST_REASON = "routine lock lost"
+
+
+_E = TypeVar("_E", bound="routine_events.RoutineEvent")
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class _Context:
+    paths: ProjectPaths
+    defs: Definitions
+    now: datetime
+    env: Mapping[str, str]
+    echo: TextIO | None
+    job_runner: JobActionRunner | None
+    _append: Callable[[routine_events.RoutineEvent], int]  # the ledger's: use record()
+    #: None while the routine lock is held, else how it was lost (see ``locks.LockInfo``)
+    lock_lost: Callable[[], str | None] = lambda: None
+    secrets: tuple[str, ...] = attrs.field(
+        init=False, default=attrs.Factory(lambda self: tuple(secret_values(self.env)),
+                                          takes_self=True))
+    #: where a failing notification hook's warning goes (the run's report)
+    warnings: list[str] = attrs.field(factory=list)
+
+    def notify(self, routine: Routine, kind: str, *, cause: str,
+               attempt_id: str | None = None, scheduled_for: str | None = None,
+               result: str | None = None, reason: str | None = None) -> None:
+        """Run the routine's notification hook for ``kind``, if it asks (SPEC §13)."""
+        from specdojo_routine.app import notifications  # the hook machinery: only for an event
+
+        notifications.notify(paths=self.paths, routine=routine, kind=kind, env=self.env,
+                             secrets=self.secrets, record=self.record, warnings=self.warnings,
+                             attempt_id=attempt_id, scheduled_for=scheduled_for,
+                             result=result, reason=reason, cause=cause)
+
+    def record(self, event: _E) -> _E:
+        """Append ``event`` to the routine ledger with its free text redacted; the event as
+        recorded. Every routine event goes through here, so a failure reason - whatever
+        produced it - reaches the ledger, the views and the run's report redacted (§7.5)."""
+        from specdojo_routine.core import events
+
+        recorded = events.redacted(event, self.secrets)
+        self._append(recorded)
+        return recorded
+
+
+def _new_attempt_id(now: datetime) -> str:
+    import uuid  # here: uuid imports platform, and a run with nothing due starts no attempt
+
+    return f"att-{now.strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex[:8]}"
+
+
+def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -> AttemptReport:
+    """One attempt, recorded whole (SPEC §6.5 "Stopped, not crashed"): a SIGINT or SIGTERM
+    while it runs stops its running action, starts no other, records the attempt's end as a
+    failure with the stop as reason and publishes it; then the stop unwinds
+    (:mod:`~specdojo_routine.execute.stop`)."""
+    from specdojo_routine.core import retry_rules  # loaded where an attempt starts
+
+    with stop.deferred():
+        report = _record_attempt(ctx, chosen, state)
+        stop.attempt_ended(report.routine_id, report.attempt_id, report.result, report.reason)
+        if stop.requested() is not None:
+            views.refresh_routine_view(ctx.paths)  # the end is published before unwinding
+    before = (state or {}).get("status")
+    retried = retry_rules.retries_after(chosen.routine.policy.retry, chosen.occurrence.trigger,
+                                        chosen.retry_number or 1) and not (
+        report.reason or "").startswith("stopped by ")
+    kind = ("failure" if report.result == Result.FAILURE.value and not retried else
+            "recovered" if report.result == Result.SUCCESS.value and before == "failure"
+            else None)
+    if kind is not None:
+        try:
+            ctx.notify(chosen.routine, kind, cause="attempt_ended", attempt_id=report.attempt_id,
+                       scheduled_for=report.scheduled_for, result=report.result,
+                       reason=report.reason)
+        except stop.Stopped:  # stopped during the hook: the attempt's end is published first
+            views.refresh_routine_view(ctx.paths)
+            raise
+    return report
+
+
+def _record_attempt(
+    ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None
+) -> AttemptReport:
+    from specdojo_routine.app import actions  # the process machinery: only to start an action
+    from specdojo_routine.core import event_parts, retry_rules, routine_events, timeouts
+
+    routine, occ = chosen.routine, chosen.occurrence
+    attempt_id = _new_attempt_id(ctx.now)
+    started_at = format_s(ctx.now)
+    ctx.record(routine_events.AttemptStarted(
+        routine_id=routine.id, attempt_id=attempt_id,
+        transition=decide.start_transition((state or {}).get("status") or "never"),
+        trigger=occ.trigger, scheduled_for=format_ms(occ.scheduled_for), last_run=started_at,
+        passed_over_since=(format_ms(occ.passed_over_since)
+                           if occ.passed_over_since is not None else None),
+        owner=event_parts.Owner(pid=os.getpid(), host=locks.this_host(),
+                                start=locks.process_start(os.getpid())),
+        schedule="cron" if routine.trigger is not None else "interval",
+        inputs_override=({k: redact(v, ctx.secrets) for k, v in chosen.inputs_override.items()}
+                         if chosen.inputs_override else None),
+        # a failure that will be retried does not hold: only the last one does (SPEC §13)
+        on_failure=None if retry_rules.retries_after(
+            routine.policy.retry, occ.trigger, chosen.retry_number or 1)
+        else policy.on_failure_marker(routine),
+        retry_of=chosen.retry_of, retry_attempt=chosen.retry_number,
+    ))
+    views.refresh_routine_view(ctx.paths)  # before delegating: readers see running (§6, §10)
+    ctx = attrs.evolve(ctx, echo=prefix.prefixed(ctx.echo, routine.id))  # whose output it is
+    t0 = time.monotonic()
+    done: list[ActionReport] = []
+    for planned in chosen.actions:
+        if stop.requested() is not None:
+            break  # stopped: every action runs after a failure, none after a stop
+        if ctx.lock_lost() is not None:  # another runner may hold it: start nothing more
+            ctx.record(routine_events.ActionEnded(
+                routine_id=routine.id, attempt_id=attempt_id, index=planned.index,
+                kind=planned.kind, result=Result.SKIPPED.value, reason=LOCK_LOST_REASON))
+            done.append(actions.ActionReport(index=planned.index, kind=planned.kind,
+                                             result=Result.SKIPPED, reason=LOCK_LOST_REASON))
+            continue
+        limit = timeouts.action_limit(planned.timeout, planned.kind,
+                                      attempt=routine.policy.timeout,
+                                      used_s=time.monotonic() - t0)
+        if limit is not None and limit.seconds <= 0:  # the attempt's budget is used up
+            ctx.record(routine_events.ActionEnded(
+                routine_id=routine.id, attempt_id=attempt_id, index=planned.index,
+                kind=planned.kind, result=Result.SKIPPED.value,
+                reason=timeouts.ATTEMPT_TIMED_OUT))
+            done.append(actions.ActionReport(index=planned.index, kind=planned.kind,
+                                             result=Result.SKIPPED,
+                                             reason=timeouts.ATTEMPT_TIMED_OUT))
+            continue
+        where = actions.Where(paths=ctx.paths, defs=ctx.defs, env=ctx.env, echo=ctx.echo,
+                              job_runner=ctx.job_runner, routine_id=routine.id,
+                              attempt_id=attempt_id)
+        ctx.record(routine_events.ActionStarted(
+            routine_id=routine.id, attempt_id=attempt_id, index=planned.index,
+            kind=planned.kind, job_run_id=actions.job_run_id(where, planned, occ.scheduled_for)))
+        action = actions.execute(where, planned, occ.scheduled_for, limit)
+        ended = ctx.record(routine_events.ActionEnded(
+            routine_id=routine.id, attempt_id=attempt_id, index=planned.index,
+            kind=planned.kind, result=action.result.value, reason=action.reason,
+            job_run_id=action.job_run_id, exit_code=action.exit_code,
+            evidence_ref=action.evidence_ref))
+        done.append(attrs.evolve(action, reason=ended.reason))  # as recorded: redacted
+    completed = ctx.now + timedelta(seconds=time.monotonic() - t0)
+    report = _end_attempt(
+        ctx, routine, attempt_id, occ.scheduled_for, started_at, format_s(completed),
+        [(a.index, a.kind, a.result, a.reason) for a in done],
+        [a.job_run_id for a in done if a.job_run_id],
+        reason_override=_stop_reason(ctx, attempt_id))
+    return attrs.evolve(report, actions=tuple(done))
+
+
+def _stop_reason(ctx: _Context, attempt_id: str) -> str | None:
+    """``stopped by SIGTERM``, with who asked and why when ``stop ID`` sent it (SPEC §13)."""
+    why = stop.reason()
+    if why is None:
+        return None
+    asked = stoprequest.take(ctx.paths.routine_locks_dir, attempt_id)
+    if asked is None:
+        return why
+    note = asked.get("note")
+    return f"{why} (stop by {asked.get('by')}" + (f": {note})" if note else ")")
+
+
+def _end_attempt(
+    ctx: _Context, routine: Routine, attempt_id: str, scheduled_for: datetime | str,
+    started_at: str, completed_at: str, outcomes: list[tuple[int, str, Result, str | None]],
+    job_run_ids: list[str], *, reason_override: str | None = None,
+) -> AttemptReport:
+    from specdojo_routine.core import routine_events
+
+    result = aggregate([o[2] for o in outcomes]) if reason_override is None else Result.FAILURE
+    reason = reason_override or decide.failure_reason(outcomes)
+    scheduled = scheduled_for if isinstance(scheduled_for, str) else format_ms(scheduled_for)
+    action_results = decide.action_results_payload(routine, [o[:3] for o in outcomes])
+    ended = ctx.record(routine_events.AttemptEnded(
+        routine_id=routine.id, attempt_id=attempt_id,
+        transition=decide.END_TRANSITIONS[result], result=result.value, reason=reason,
+        action_results=_action_results(action_results), scheduled_for=scheduled,
+        started_at=started_at, completed_at=completed_at, job_run_ids=tuple(job_run_ids),
+    ))
+    return AttemptReport(routine_id=routine.id, attempt_id=attempt_id,
+                         scheduled_for=scheduled, result=result.value,
+                         reason=ended.reason, action_results=action_results,
+                         job_run_ids=tuple(job_run_ids))
+
+
+def _action_results(
+    payload: list[dict[str, Any]] | None,
+) -> tuple[routine_events.ActionResult, ...] | None:
+    from specdojo_routine.core import routine_events
+
+    if payload is None:
+        return None
+    return tuple(routine_events.ActionResult(**item) for item in payload)
+
+
+def _close_interrupted(ctx: _Context, routine: Routine, state: Mapping[str, Any]) -> None:
+    """``on_interrupted: resume``: close the dead runner's attempt as failure/interrupted."""
+    open_attempt = state.get("open_attempt") or {}
+    outcomes = [
+        (a["index"], a["kind"], Result(a["result"]), a.get("reason"))
+        for a in open_attempt.get("actions", []) if a.get("result")
+    ]
+    job_run_ids = [a["job_run_id"] for a in open_attempt.get("actions", [])
+                   if a.get("job_run_id")]
+    _end_attempt(ctx, routine, open_attempt.get("attempt_id") or state.get("attempt_id") or "",
+                 open_attempt.get("scheduled_for") or "", open_attempt.get("started_at") or "",
+                 format_s(ctx.now), outcomes, job_run_ids, reason_override="interrupted")
