@@ -108,3 +108,21 @@ def test_a_job_run_whose_views_cannot_be_published_warns_and_keeps_its_outcome(
     assert warned[0].startswith(f"warning: {outcome['run_id']}: view not published: ")
     assert f"{job_state_on_tmpfs}/job-state.json" in warned[0]
     assert [w.removeprefix("warning: ") for w in warned] == outcome["warnings"]
+
+
+def test_a_routine_job_action_whose_job_views_cannot_be_published_warns(
+    project: Project, job_state_on_tmpfs: Path,
+) -> None:
+    """The same from a routine's `job` action: `run` keeps the action's result and says on
+    stderr which Job Run's file it could not write (`--json`: `warnings`)."""
+    project.job("job-a", period_job("job-a", "'echo ran'"))
+    project.routine("rtn-a", "interval: 1h\naction: {kind: job, job: job-a, "
+                             "inputs: {period: W1}}\n")
+    assert 0 == _mount("-o", "remount,ro", str(job_state_on_tmpfs)).returncode
+
+    ran = project.cli("run", "--id", "rtn-a", "--json")
+    assert 0 == ran.returncode, ran.stderr
+    report = orjson.loads(ran.stdout)
+    warned = [line for line in ran.stderr.splitlines() if line.startswith("warning: JBR-a-")]
+    assert 1 == len(warned) and ": view not published: " in warned[0], ran.stderr
+    assert warned == report["warnings"]

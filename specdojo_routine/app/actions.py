@@ -35,6 +35,8 @@ class Where:
     job_runner: JobActionRunner | None
     routine_id: str
     attempt_id: str
+    #: the run's warnings (``RunReport.warnings``): a Job Run's files that could not be written
+    warnings: list[str] = attrs.field(factory=list)
 
 
 @attrs.frozen(kw_only=True)
@@ -147,6 +149,7 @@ def _execute_job(ctx: Where, planned: decide.PlannedAction, scheduled_for: datet
     out = ctx.job_runner(ctx.paths, ctx.defs, job_id=job_id, inputs=dict(planned.inputs or {}),
                          scheduled_at=scheduled_for, echo=ctx.echo, **extra)
     ref = getattr(out, "evidence_ref", None)  # a runner written before it had one
+    ctx.warnings.extend(f"warning: {w}" for w in getattr(out, "warnings", ()))
     reason = out.reason
     if (limit is not None and out.result is Result.FAILURE and reason is not None
             and reason.startswith("timed out after")

@@ -26,6 +26,9 @@ class JobActionOutcome:
     #: the evidence of the Job Run attempt this action ran (None: nothing ran, e.g. a
     #: duplicate complete or a busy skip)
     evidence_ref: str | None = None
+    #: files around the Job Run's recorded outcome that could not be written
+    #: (``JobRunOutcome.warnings``): the run shows them as warnings
+    warnings: tuple[str, ...] = ()
 
 
 class JobActionRunner(Protocol):

@@ -337,7 +337,8 @@ class RoutineJobRunner:
         ran = outcome.attempt is not None and not outcome.duplicate_complete
         return JobActionOutcome(result=result, reason=reason, job_run_id=outcome.run_id,
                                 exit_code=outcome.exit_code,
-                                evidence_ref=outcome.evidence_ref if ran else None)
+                                evidence_ref=outcome.evidence_ref if ran else None,
+                                warnings=outcome.warnings)
 
 
 #: The CLI's runner: no agent executor, the process environment.

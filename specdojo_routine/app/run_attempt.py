@@ -1,7 +1,10 @@
 """One routine attempt, recorded whole (SPEC §5, §6.5): ``attempt_started`` before any
 delegation, each action's start and end, and ``attempt_ended`` with the aggregate result,
 every event redacted as it is appended (:class:`_Context`); a stop or a lost routine lock
-starts nothing more. Also the closing of an interrupted attempt under
+starts nothing more. The routine view is published after each of these events, so a runner
+killed at any point leaves a view as current as its ledger. An environment error (a full or
+read-only disk) mid-attempt ends the attempt as a failure that says why: only a runner that
+died leaves an attempt open (interrupted). Also the closing of an interrupted attempt under
 ``on_interrupted: resume``. :mod:`.handlers`, ``release`` and backfill start attempts here.
 """
 
@@ -118,8 +121,7 @@ def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -
 def _record_attempt(
     ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None
 ) -> AttemptReport:
-    from specdojo_routine.app import actions  # the process machinery: only to start an action
-    from specdojo_routine.core import event_parts, retry_rules, routine_events, timeouts
+    from specdojo_routine.core import event_parts, retry_rules, routine_events
 
     routine, occ = chosen.routine, chosen.occurrence
     attempt_id = _new_attempt_id(ctx.now)
@@ -141,10 +143,33 @@ def _record_attempt(
         else policy.on_failure_marker(routine),
         retry_of=chosen.retry_of, retry_attempt=chosen.retry_number,
     ))
-    views.refresh_routine_view(ctx.paths)  # before delegating: readers see running (§6, §10)
-    ctx = attrs.evolve(ctx, echo=prefix.prefixed(ctx.echo, routine.id))  # whose output it is
     t0 = time.monotonic()
     done: list[ActionReport] = []
+    try:
+        views.refresh_routine_view(ctx.paths)  # before delegating: readers see running (§6, §10)
+        _run_actions(attrs.evolve(ctx, echo=prefix.prefixed(ctx.echo, routine.id)), chosen,
+                     attempt_id, t0, done)  # prefixed: whose output it is
+    except OSError as exc:  # a full or read-only disk: this runner lives, so it ends the
+        _end_aborted(ctx, chosen, attempt_id, started_at, t0, done, exc)  # attempt itself
+        raise
+    completed = ctx.now + timedelta(seconds=time.monotonic() - t0)
+    report = _end_attempt(
+        ctx, routine, attempt_id, occ.scheduled_for, started_at, format_s(completed),
+        [(a.index, a.kind, a.result, a.reason) for a in done],
+        [a.job_run_id for a in done if a.job_run_id],
+        reason_override=_stop_reason(ctx, attempt_id))
+    return attrs.evolve(report, actions=tuple(done))
+
+
+def _run_actions(ctx: _Context, chosen: Selected, attempt_id: str, t0: float,
+                 done: list[ActionReport]) -> None:
+    """Run the attempt's actions in order, each recorded as it starts and ends, into
+    ``done``; a stop starts none after it, a lost routine lock or a used-up attempt budget
+    records the rest as skipped."""
+    from specdojo_routine.app import actions  # the process machinery: only to start an action
+    from specdojo_routine.core import routine_events, timeouts
+
+    routine, occ = chosen.routine, chosen.occurrence
     for planned in chosen.actions:
         if stop.requested() is not None:
             break  # stopped: every action runs after a failure, none after a stop
@@ -169,24 +194,39 @@ def _record_attempt(
             continue
         where = actions.Where(paths=ctx.paths, defs=ctx.defs, env=ctx.env, echo=ctx.echo,
                               job_runner=ctx.job_runner, routine_id=routine.id,
-                              attempt_id=attempt_id)
+                              attempt_id=attempt_id, warnings=ctx.warnings)
         ctx.record(routine_events.ActionStarted(
             routine_id=routine.id, attempt_id=attempt_id, index=planned.index,
             kind=planned.kind, job_run_id=actions.job_run_id(where, planned, occ.scheduled_for)))
+        views.refresh_routine_view(ctx.paths)  # the view keeps up: a crash leaves it current
         action = actions.execute(where, planned, occ.scheduled_for, limit)
         ended = ctx.record(routine_events.ActionEnded(
             routine_id=routine.id, attempt_id=attempt_id, index=planned.index,
             kind=planned.kind, result=action.result.value, reason=action.reason,
             job_run_id=action.job_run_id, exit_code=action.exit_code,
             evidence_ref=action.evidence_ref))
+        views.refresh_routine_view(ctx.paths)
         done.append(attrs.evolve(action, reason=ended.reason))  # as recorded: redacted
+
+
+def _end_aborted(ctx: _Context, chosen: Selected, attempt_id: str, started_at: str, t0: float,
+                 done: list[ActionReport], exc: OSError) -> None:
+    """End an attempt an environment error cut short (SPEC §6.5: only a runner that died
+    leaves an attempt open, interrupted): a failure whose reason says why, with the
+    actions that ended, published if the disk lets it. If the ledger itself refuses the
+    end, the attempt stays open and the next run finds it interrupted."""
+    from specdojo_routine.core.errors import environment_error
+
     completed = ctx.now + timedelta(seconds=time.monotonic() - t0)
-    report = _end_attempt(
-        ctx, routine, attempt_id, occ.scheduled_for, started_at, format_s(completed),
-        [(a.index, a.kind, a.result, a.reason) for a in done],
-        [a.job_run_id for a in done if a.job_run_id],
-        reason_override=_stop_reason(ctx, attempt_id))
-    return attrs.evolve(report, actions=tuple(done))
+    try:
+        _end_attempt(ctx, chosen.routine, attempt_id, chosen.occurrence.scheduled_for,
+                     started_at, format_s(completed),
+                     [(a.index, a.kind, a.result, a.reason) for a in done],
+                     [a.job_run_id for a in done if a.job_run_id],
+                     reason_override=f"run aborted: {environment_error(exc)}")
+        views.refresh_routine_view(ctx.paths)
+    except OSError:
+        pass  # the error the operator sees is the first one
 
 
 def _stop_reason(ctx: _Context, attempt_id: str) -> str | None:
