@@ -81,7 +81,8 @@ def run_helper(*args: object) -> tuple[int, str]:
 def busy_text(path: Path, pid: object, host: str, since: str) -> str:
     return (
         f"Another routine run is in progress (lock: {path}, holder pid {pid} on {host} "
-        f"since {since})"
+        f"since {since}): wait for it to end and run the command again; `status` says what "
+        "it runs, and `stop ID` ends a routine's running attempt"
     )
 
 

@@ -118,6 +118,11 @@ class LockBusy(RoutineError):
     exit_code = EXIT_BUSY
 
 
+#: What to do when the routine lock is held: the end of its busy message (exit 75).
+ROUTINE_BUSY_HINT = ("wait for it to end and run the command again; `status` says what it "
+                     "runs, and `stop ID` ends a routine's running attempt")
+
+
 class JobError(RoutineError):
     """A Job Run cannot be materialised or executed."""
 

@@ -268,7 +268,8 @@ def _busy(url: str, name: str, client: Any) -> errors.ConfigError | errors.LockB
     pid, host, since = _holder(client, name)
     return errors.LockBusy(
         f"Another routine run is in progress (lock: {shown(url)} {name}, holder pid "
-        f"{pid or 'unknown'} on {host or 'unknown'} since {since or 'unknown'})"
+        f"{pid or 'unknown'} on {host or 'unknown'} since {since or 'unknown'}): "
+        f"{errors.ROUTINE_BUSY_HINT}"
     )
 
 

@@ -292,7 +292,7 @@ def _routine_busy(
 ) -> errors.LockBusy:
     return errors.LockBusy(
         f"Another routine run is in progress (lock: {path}, holder pid {pid or _UNKNOWN} "
-        f"on {host or _UNKNOWN} since {since or _UNKNOWN})"
+        f"on {host or _UNKNOWN} since {since or _UNKNOWN}): {errors.ROUTINE_BUSY_HINT}"
     )
 
 
