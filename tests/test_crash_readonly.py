@@ -126,3 +126,23 @@ def test_a_routine_job_action_whose_job_views_cannot_be_published_warns(
     warned = [line for line in ran.stderr.splitlines() if line.startswith("warning: JBR-a-")]
     assert 1 == len(warned) and ": view not published: " in warned[0], ran.stderr
     assert warned == report["warnings"]
+
+
+def test_a_delegated_calls_output_that_cannot_be_kept_is_a_warning(
+    project: Project, evidence_on_tmpfs: Path,
+) -> None:
+    """Evidence that cannot be written costs the evidence, never the action's result, and the
+    run says so: `logs` will have nothing for it."""
+    project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [one]}\n")
+    assert 0 == _mount("-o", "remount,ro", str(evidence_on_tmpfs)).returncode
+
+    ran = project.cli("run", "--id", "rtn-a", "--json")
+    assert 0 == ran.returncode, ran.stderr
+    report = orjson.loads(ran.stdout)
+    assert ["success"] == [r["result"] for r in report["results"]]
+    warned = [line for line in ran.stderr.splitlines() if line.startswith("warning: ")]
+    assert 1 == len(warned), ran.stderr
+    assert warned[0].startswith("warning: rtn-a: action 1's output was not kept as evidence: "
+                                f"{evidence_on_tmpfs}/routines: ")
+    assert "Read-only file system" in warned[0]
+    assert warned == report["warnings"]

@@ -124,13 +124,16 @@ def _action_evidence(
     secrets: list[str],
 ) -> str | None:
     """Keep a delegated call's output as evidence (SPEC §14); a full disk costs the evidence,
-    never the action's result."""
+    never the action's result, and the run says so (a warning: ``logs`` will have nothing)."""
     try:
         return evidence.write_action_evidence(
             ctx.paths.evidence_dir, routine_id=ctx.routine_id, attempt_id=ctx.attempt_id,
             index=planned.index, kind=planned.kind, argv=argv, outcome=outcome,
             secrets=secrets, root=ctx.paths.root)
-    except (OSError, errors.JobError):
+    except (OSError, errors.JobError) as exc:
+        why = errors.environment_error(exc) if isinstance(exc, OSError) else str(exc)
+        ctx.warnings.append(redact(f"warning: {ctx.routine_id}: action {planned.index}'s "
+                                   f"output was not kept as evidence: {why}", secrets))
         return None
 
 
