@@ -165,3 +165,15 @@ def test_status_of_a_held_missed_or_retrying_routine_says_why_in_its_state_line(
                                      "2026-08-07T09:45:00Z").stdout)
     assert ("retrying", ["last result failure"]) == (
         shown["routines"][0]["state"], shown["routines"][0]["problems"])
+
+
+def test_the_healthy_footer_counts_only_the_routines_it_checked(project: Project) -> None:
+    """A disabled routine is not judged by the health rule, so `status` does not count it
+    among the healthy ones: it says how many are disabled."""
+    project.routine("rtn-on", "interval: 1h\naction: {kind: specdojo, args: [one]}\n")
+    project.routine("rtn-off", "interval: 1h\nenabled: false\n"
+                               "action: {kind: specdojo, args: [two]}\n")
+    assert 0 == project.cli("run", "--id", "rtn-on").returncode
+    done = project.cli("status")
+    assert (0, "healthy: 1 routine(s) (1 disabled, not checked)") == (
+        done.returncode, done.stdout.splitlines()[-1]), done.stdout + done.stderr

@@ -90,8 +90,10 @@ def _overview(shown: status_app.Status) -> str:
                  f"{', '.join(r.id for r in bad)}\n")
     if shown.listing.problems:  # with unhealthy routines too: each is a reason for exit 1
         text += f"{render.INVALID}\n"
-    if not bad and not shown.listing.problems:
-        text += f"healthy: {len(shown.rows)} routine(s)\n"
+    if not bad and not shown.listing.problems:  # a disabled routine is not checked: say so
+        off = sum(1 for r in shown.rows if not r.enabled)
+        text += (f"healthy: {len(shown.rows) - off} routine(s)"
+                 + (f" ({off} disabled, not checked)" if off else "") + "\n")
     return text
 
 
