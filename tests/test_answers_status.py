@@ -177,3 +177,20 @@ def test_the_healthy_footer_counts_only_the_routines_it_checked(project: Project
     done = project.cli("status")
     assert (0, "healthy: 1 routine(s) (1 disabled, not checked)") == (
         done.returncode, done.stdout.splitlines()[-1]), done.stdout + done.stderr
+
+
+def test_a_paused_routine_that_last_failed_is_listed_among_the_unhealthy(
+        project: Project) -> None:
+    """A pause hides no failure: the overview lists the paused routine whose last attempt
+    failed first, with the pause and the failure in WHY, and exits 1."""
+    project.routine("rtn-a-ok", "interval: 1h\naction: {kind: specdojo, args: [one]}\n")
+    project.routine("rtn-z-bad", "interval: 1h\naction: {kind: specdojo, args: [two]}\n")
+    project.exit_codes({"two": 1})
+    project.cli("run", "--due")
+    assert 0 == project.cli("pause", "rtn-z-bad", "--by", "alice", "--note", "looking").returncode
+    done = project.cli("status")
+    rows = [line.split()[:2] for line in done.stdout.splitlines()[1:3]]
+    assert (1, [["rtn-z-bad", "paused"], ["rtn-a-ok", "success"]]) == (done.returncode, rows), (
+        done.stdout)
+    bad = done.stdout.splitlines()[1]
+    assert "  failure: action 1 (specdojo): command exi" in bad, bad  # cut to the width

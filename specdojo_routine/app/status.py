@@ -51,8 +51,10 @@ class Status:
 
     @property
     def rows(self) -> list[RoutineRow]:
-        """Every routine, worst state first (then by id)."""
-        return sorted(self.listing.rows, key=lambda r: (health.rank(r.state), r.id))
+        """Every routine, the unhealthy ones first, each group worst state first (then by
+        id): a paused routine whose last attempt failed is among the unhealthy."""
+        return sorted(self.listing.rows,
+                      key=lambda r: (not r.problems, health.rank(r.state), r.id))
 
     @property
     def unhealthy(self) -> list[RoutineRow]:

@@ -64,9 +64,11 @@ def _why(row: RoutineRow) -> str:
         return f"runner died mid-attempt: `resolve {row.id}`"
     if row.held:
         return row.hold_reason or "held"
-    if row.paused is not None:  # SPEC §13: who, when and why
+    if row.paused is not None:  # SPEC §13: who, when and why; a pause hides no failure
         note = row.paused.get("note")
-        return f"paused by {row.paused.get('by')} at {row.paused.get('at')}" + (
+        failed = (f"failure: {row.last_reason or 'failed'}; "  # first: the line may be cut
+                  if row.last_result == "failure" else "")
+        return failed + f"paused by {row.paused.get('by')} at {row.paused.get('at')}" + (
             f": {note}" if note else "")
     if row.retrying:
         return f"{row.retrying}: {row.last_reason or 'failed'}"

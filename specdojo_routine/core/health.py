@@ -2,8 +2,10 @@
 
 One rule decides both commands' exit codes, so a health check gives the same answer whichever
 it runs: an enabled routine is unhealthy when its last result is a failure, it is interrupted,
-it is held, or it missed an occurrence since its last success. A paused routine is an
-operator's decision and stays healthy; a disabled one is never judged.
+it is held, or it missed an occurrence since its last success. Pausing is an operator's
+decision and is not itself unhealthy, but it hides no failure: a paused routine whose last
+result is a failure stays unhealthy (its state word is ``paused``; the overview still lists it
+among the unhealthy ones). A disabled routine is never judged.
 
 States are named in :data:`STATES`, worst first; a new state (say ``retrying``) is one row
 there, a field of :class:`Facts`, and the line of :func:`state_of` that recognises it.
