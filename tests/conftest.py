@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tarfile
 import textwrap
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -251,6 +252,17 @@ def tmpfs_at(target: Path, options: str) -> Iterator[Path]:
         yield target
     finally:
         subprocess.run(["umount", "-l", str(target)], check=False)
+
+
+def wait_for_text(path: Path, timeout: float = 20) -> str:
+    """The stripped text of ``path`` once it exists and holds some (a command under test
+    writing its pid, say); fails after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return path.read_text().strip()
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never appeared")
 
 
 def group_members(pgid: int) -> list[int]:

@@ -13,24 +13,13 @@ from __future__ import annotations
 
 import os
 import signal
-import time
-from pathlib import Path
 
 import pytest
-from conftest import Project, period_job
+from conftest import Project, period_job, wait_for_text
 
 from specdojo_routine.app import handlers
 from specdojo_routine.store.config import resolve_project
 from specdojo_routine.store.ledger import views
-
-
-def _wait_for(path: Path, timeout: float = 20) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and path.read_text().strip():
-            return path.read_text().strip()
-        time.sleep(0.02)
-    raise AssertionError(f"{path} never appeared")
 
 
 def test_a_runner_killed_mid_action_leaves_a_view_fold_check_finds_current(
@@ -41,7 +30,7 @@ def test_a_runner_killed_mid_action_leaves_a_view_fold_check_finds_current(
     project.routine("rtn-slow", "interval: 1h\naction: {kind: job, job: job-slow, "
                                 "inputs: {period: W1}}\n")
     proc = project.popen("run", "--id", "rtn-slow")
-    pgid = int(_wait_for(project.root / "pid.txt"))
+    pgid = int(wait_for_text(project.root / "pid.txt"))
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=10)
     os.killpg(pgid, signal.SIGKILL)

@@ -8,12 +8,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from conftest import Project, period_job
+from conftest import Project, period_job, wait_for_text
 from jobhelper import HELPER
 
 JOB = """\
@@ -202,15 +201,6 @@ run:
 """
 
 
-def _wait_for(path: Path, timeout: float = 20) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and path.read_text().strip():
-            return path.read_text().strip()
-        time.sleep(0.02)
-    raise AssertionError(f"{path} never appeared")
-
-
 def test_killed_runner_is_recorded_as_interrupted_by_the_next_run(project: Project) -> None:
     """SIGKILL mid-command of a Job with `run.on_interrupted: retry`: the next run closes
     attempt 1 (interrupted) and runs attempt 2 (without it the run waits for `job resolve`:
@@ -219,7 +209,7 @@ def test_killed_runner_is_recorded_as_interrupted_by_the_next_run(project: Proje
     (project.root / "armed").write_text("")
     args = ("job", "run", "--job", "job-crashy", "--input", "period=W1")
     proc = project.popen(*args, env=env(project))
-    pgid = int(_wait_for(project.root / "pid.txt"))
+    pgid = int(wait_for_text(project.root / "pid.txt"))
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=10)
     os.killpg(pgid, signal.SIGKILL)
@@ -276,7 +266,7 @@ def test_a_command_is_never_run_twice_at_once_after_its_runner_is_killed(
     effects = project.root / "effects.log"
     args = ("job", "run", "--job", "job-slow", "--input", "period=W1")
     proc = project.popen(*args, env=env(project))
-    _wait_for(effects)
+    wait_for_text(effects)
     deadline = time.monotonic() + 20
     while not list((project.root / "execution").rglob("process.json")):
         assert time.monotonic() < deadline, "the process group was never recorded"
