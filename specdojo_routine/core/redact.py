@@ -4,8 +4,9 @@ Redaction runs on the full text before any bounding, so a cut can never expose p
 What is covered: the given secret values (and their JSON-escaped form), PEM private key blocks
 (a BEGIN without END is redacted to the end), ``Bearer <token>``, well-known token shapes
 (``sk-``, ``sk-proj-``, ``ghp_``/``gho_``/``ghs_``/``ghu_``, ``github_pat_``, ``AKIA``/``ASIA``,
-``xox?-``), ``user:password@`` in URLs, ``key=value`` / ``key: value`` (also quoted, JSON
-style, and as a command-line option ``--key=value``) whose key names a credential (api_key,
+``xox?-``), ``user:password@`` in URLs (also ``:password@``; up to the last ``@`` before the
+path, as URL parsers read it), ``key=value`` / ``key: value`` (also quoted, JSON style, and as
+a command-line option ``--key=value``) whose key names a credential (api_key,
 access_token, auth, authorization, password, passwd, secret, token, credential, private_key, in
 any case, also as part of a longer name such as ``DB_PASSWORD`` or ``clientSecret``), and the
 value after an option whose name ends with such a word (``--password VALUE``,
@@ -68,7 +69,7 @@ def _patterns() -> _Patterns:
             r")"
         ),
         bearer=re.compile(r"\b(Bearer\s+)[A-Za-z0-9._~+/=-]+", re.I),
-        url_password=re.compile(r"(://[^/\s:@]+:)[^/\s@]+(@)"),
+        url_password=re.compile(r"(://[^/\s:@]*:)[^/\s]+(@)"),
         # a key starts a word or follows an option's dashes (`--password=x`); inside a
         # longer name (`db-password`) the match starts at the name's beginning
         key_sep=re.compile(
@@ -232,7 +233,7 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
 # and (the start of) a scheme word such as ``Basic``. A tail of nothing else may be followed by
 # the value of a key before it.
 _BLANKS_TO_END = re.compile(r"\s*(?:[:=]\s*)?(?:[A-Za-z]{1,6}\s*)?\Z")
-_USERINFO_TO_END = re.compile(r"[^/\s@]*")
+_USERINFO_TO_END = re.compile(r"[^/\s]*")
 # A separator, a value, both closing quotes: appended to a head that ends with a key (with or
 # without its ``:``/``=``), with ``Bearer`` or inside a quoted value, it is redacted with what
 # comes before it.
