@@ -51,6 +51,9 @@ PEM = (
         ("token: hunter22", "hunter22"),
         ("DB_PASSWORD=hunter22", "hunter22"),
         ("clientSecret=hunter22", "hunter22"),
+        ("PGPASSWORD=hunter22 psql -h db", "hunter22"),  # one word ending with the key word
+        ("GITHUBTOKEN: s3cr3tvalue", "s3cr3tvalue"),
+        ("--clientsecret s3cr3tvalue", "s3cr3tvalue"),
         ('{"api_key": "s3cr3t value", "name": "x"}', "s3cr3t value"),
         ("{'password': 'with spaces'}", "with spaces"),
         ("git clone https://user:hunter22@example.com/repo", "hunter22"),
@@ -119,6 +122,7 @@ def test_redact_prefers_the_longest_secret() -> None:
         "url=https://example.com/path?page=2",
         "task-abcdefghijklmnop",
         "the secretary said",
+        "tokenizer=bpe passwordless=true",
         "tool --token-file /etc/tool/token --token-count 5",
         "mysql --password --host db",
     ],

@@ -8,9 +8,9 @@ What is covered: the given secret values (and their JSON-escaped form), PEM priv
 path, as URL parsers read it), ``key=value`` / ``key: value`` (also quoted, JSON style, and as
 a command-line option ``--key=value``) whose key names a credential (api_key,
 access_token, auth, authorization, password, passwd, secret, token, credential, private_key, in
-any case, also as part of a longer name such as ``DB_PASSWORD`` or ``clientSecret``), and the
-value after an option whose name ends with such a word (``--password VALUE``,
-``-db-token VALUE``; not ``--token-file PATH``).
+any case, also as part of a longer name such as ``DB_PASSWORD``, ``clientSecret`` or
+``PGPASSWORD``), and the value after an option whose name ends with such a word
+(``--password VALUE``, ``-db-token VALUE``; not ``--token-file PATH``).
 """
 
 from __future__ import annotations
@@ -116,14 +116,24 @@ def secret_values(env: Mapping[str, str]) -> list[str]:
     return sorted(found, key=lambda v: (-len(v), v))
 
 
+# Key words that also end a one-word name (``PGPASSWORD``, ``GITHUBTOKEN``, ``clientsecret``):
+# long enough that a word ending with one names a credential (unlike ``auth``: ``oauth`` but
+# also words that are no credential).
+_KEY_ENDINGS = ("password", "passwd", "secret", "token")
+
+
 def _key_words(key: str) -> list[str]:
     return [p for p in re.split(r"[_.-]+", _CAMEL.sub(r"\1_\2", key).lower()) if p]
+
+
+def _credential_word(word: str) -> bool:
+    return word in _KEY_WORDS or word.endswith(_KEY_ENDINGS)
 
 
 def _is_credential_key(key: str) -> bool:
     parts = _key_words(key)
     pairs = {f"{a}_{b}" for a, b in itertools.pairwise(parts)}
-    return bool(_KEY_WORDS.intersection(parts) or _KEY_WORDS.intersection(pairs))
+    return any(map(_credential_word, parts)) or bool(_KEY_WORDS.intersection(pairs))
 
 
 def names_a_credential(name: str) -> bool:
@@ -131,7 +141,7 @@ def names_a_credential(name: str) -> bool:
     ``api_token``, ``api_key``, but not ``token_count``, which text redaction (any word) also
     takes for a key. For judging a name itself, where a false alarm refuses it."""
     parts = _key_words(name)
-    return bool(parts) and (parts[-1] in _KEY_WORDS or "_".join(parts[-2:]) in _KEY_WORDS)
+    return bool(parts) and (_credential_word(parts[-1]) or "_".join(parts[-2:]) in _KEY_WORDS)
 
 
 def _closing_quotes(value: str) -> str:
