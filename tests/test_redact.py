@@ -51,9 +51,14 @@ PEM = (
         ("token: hunter22", "hunter22"),
         ("DB_PASSWORD=hunter22", "hunter22"),
         ("clientSecret=hunter22", "hunter22"),
+        ("PGPASSWORD=hunter22 psql -h db", "hunter22"),  # one word ending with the key word
+        ("GITHUBTOKEN: s3cr3tvalue", "s3cr3tvalue"),
+        ("--clientsecret s3cr3tvalue", "s3cr3tvalue"),
         ('{"api_key": "s3cr3t value", "name": "x"}', "s3cr3t value"),
         ("{'password': 'with spaces'}", "with spaces"),
         ("git clone https://user:hunter22@example.com/repo", "hunter22"),
+        ("SPECDOJO_ROUTINE_LOCK_URL=redis://:redispw99@127.0.0.1:6379/0", "redispw99"),
+        ("redis://:re@dispw99@127.0.0.1/0", "dispw99"),  # urllib splits at the last @
         (f"key:\n{PEM}\nafter", "secretbodyline1"),
         ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n(truncated", "b3BlbnNzaC1rZXk"),
         ("specdojo index --password=hunter22 --project demo", "hunter22"),
@@ -117,6 +122,7 @@ def test_redact_prefers_the_longest_secret() -> None:
         "url=https://example.com/path?page=2",
         "task-abcdefghijklmnop",
         "the secretary said",
+        "tokenizer=bpe passwordless=true",
         "tool --token-file /etc/tool/token --token-count 5",
         "mysql --password --host db",
     ],
@@ -222,6 +228,7 @@ TAIL = "x" * 64  # what has arrived after the cut: more than any pattern's bound
         ("words token: 'a b ", "c d " + TAIL, False),
         ("see https://us;", "er:pass" + TAIL, False),  # inside user:password@
         ("see https://user:pa;", "ss" + TAIL, False),
+        ("see redis://:pa@ss;", "word@host " + TAIL, False),  # the password holds an @
         ("see https://host/a;", "b " + TAIL, True),
         ("-----BEGIN RSA ", "PRIVATE KEY----- body " + TAIL, False),
     ],

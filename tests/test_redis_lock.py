@@ -267,8 +267,8 @@ def test_the_form_a_lock_url_is_told_to_take_is_shown_whole(project: Project) ->
     done = project.cli("list", timeout=60,
                        env=project.env(SPECDOJO_ROUTINE_LOCK_URL="http://127.0.0.1:6379/0"))
     assert (2, "error: SPECDOJO_ROUTINE_LOCK_URL=http://127.0.0.1:6379/0: use "
-               "redis://host[:port][/db], or redis://:password@host[:port][/db] with a "
-               "password (rediss:// for TLS)\n") == (done.returncode, done.stderr)
+               "redis://host[:port][/db] (with a password, put :password@ right after "
+               "redis://; rediss:// for TLS)\n") == (done.returncode, done.stderr)
 
 
 def test_without_the_redis_package_run_and_list_say_the_same(

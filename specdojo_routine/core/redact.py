@@ -4,12 +4,13 @@ Redaction runs on the full text before any bounding, so a cut can never expose p
 What is covered: the given secret values (and their JSON-escaped form), PEM private key blocks
 (a BEGIN without END is redacted to the end), ``Bearer <token>``, well-known token shapes
 (``sk-``, ``sk-proj-``, ``ghp_``/``gho_``/``ghs_``/``ghu_``, ``github_pat_``, ``AKIA``/``ASIA``,
-``xox?-``), ``user:password@`` in URLs, ``key=value`` / ``key: value`` (also quoted, JSON
-style, and as a command-line option ``--key=value``) whose key names a credential (api_key,
+``xox?-``), ``user:password@`` in URLs (also ``:password@``; up to the last ``@`` before the
+path, as URL parsers read it), ``key=value`` / ``key: value`` (also quoted, JSON style, and as
+a command-line option ``--key=value``) whose key names a credential (api_key,
 access_token, auth, authorization, password, passwd, secret, token, credential, private_key, in
-any case, also as part of a longer name such as ``DB_PASSWORD`` or ``clientSecret``), and the
-value after an option whose name ends with such a word (``--password VALUE``,
-``-db-token VALUE``; not ``--token-file PATH``).
+any case, also as part of a longer name such as ``DB_PASSWORD``, ``clientSecret`` or
+``PGPASSWORD``), and the value after an option whose name ends with such a word
+(``--password VALUE``, ``-db-token VALUE``; not ``--token-file PATH``).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def _patterns() -> _Patterns:
             r")"
         ),
         bearer=re.compile(r"\b(Bearer\s+)[A-Za-z0-9._~+/=-]+", re.I),
-        url_password=re.compile(r"(://[^/\s:@]+:)[^/\s@]+(@)"),
+        url_password=re.compile(r"(://[^/\s:@]*:)[^/\s]+(@)"),
         # a key starts a word or follows an option's dashes (`--password=x`); inside a
         # longer name (`db-password`) the match starts at the name's beginning
         key_sep=re.compile(
@@ -115,14 +116,24 @@ def secret_values(env: Mapping[str, str]) -> list[str]:
     return sorted(found, key=lambda v: (-len(v), v))
 
 
+# Key words that also end a one-word name (``PGPASSWORD``, ``GITHUBTOKEN``, ``clientsecret``):
+# long enough that a word ending with one names a credential (unlike ``auth``: ``oauth`` but
+# also words that are no credential).
+_KEY_ENDINGS = ("password", "passwd", "secret", "token")
+
+
 def _key_words(key: str) -> list[str]:
     return [p for p in re.split(r"[_.-]+", _CAMEL.sub(r"\1_\2", key).lower()) if p]
+
+
+def _credential_word(word: str) -> bool:
+    return word in _KEY_WORDS or word.endswith(_KEY_ENDINGS)
 
 
 def _is_credential_key(key: str) -> bool:
     parts = _key_words(key)
     pairs = {f"{a}_{b}" for a, b in itertools.pairwise(parts)}
-    return bool(_KEY_WORDS.intersection(parts) or _KEY_WORDS.intersection(pairs))
+    return any(map(_credential_word, parts)) or bool(_KEY_WORDS.intersection(pairs))
 
 
 def names_a_credential(name: str) -> bool:
@@ -130,7 +141,7 @@ def names_a_credential(name: str) -> bool:
     ``api_token``, ``api_key``, but not ``token_count``, which text redaction (any word) also
     takes for a key. For judging a name itself, where a false alarm refuses it."""
     parts = _key_words(name)
-    return bool(parts) and (parts[-1] in _KEY_WORDS or "_".join(parts[-2:]) in _KEY_WORDS)
+    return bool(parts) and (_credential_word(parts[-1]) or "_".join(parts[-2:]) in _KEY_WORDS)
 
 
 def _closing_quotes(value: str) -> str:
@@ -232,7 +243,7 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
 # and (the start of) a scheme word such as ``Basic``. A tail of nothing else may be followed by
 # the value of a key before it.
 _BLANKS_TO_END = re.compile(r"\s*(?:[:=]\s*)?(?:[A-Za-z]{1,6}\s*)?\Z")
-_USERINFO_TO_END = re.compile(r"[^/\s@]*")
+_USERINFO_TO_END = re.compile(r"[^/\s]*")
 # A separator, a value, both closing quotes: appended to a head that ends with a key (with or
 # without its ``:``/``=``), with ``Bearer`` or inside a quoted value, it is redacted with what
 # comes before it.

@@ -50,9 +50,10 @@ ACQUIRE_TIMEOUT_S = 0.5  # a probe of a contended channel; then the lock is busy
 HOLDER_SILENCE_S = 60.0
 _SCHEMES = ("redis", "rediss")
 #: How a lock URL is written, as messages say it. Written so that the redaction every error
-#: line passes through leaves it whole: it blots out ``[:password@]`` as a URL's password.
-_FORM = ("use redis://host[:port][/db], or redis://:password@host[:port][/db] with a password "
-         "(rediss:// for TLS)")
+#: line passes through leaves it whole: it blots out ``[:password@]`` and ``:password@`` right
+#: after ``://`` as a URL's password, whatever the word.
+_FORM = ("use redis://host[:port][/db] (with a password, put :password@ right after redis://; "
+         "rediss:// for TLS)")
 _MISSING = ("the redis package is not installed "
             "(pip install -e '.[redis]' in the specdojo_routine clone)")
 _DB = re.compile(r"/?\d*")
