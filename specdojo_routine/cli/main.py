@@ -92,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RoutineError as exc:
         if conventions.quiet_requested(args) and exc.exit_code == EXIT_BUSY:
             return exc.exit_code  # busy is not a failure: the run holding the lock reports
-        err.write(f"error: {shown(str(exc))}\n")
+        err.write(f"error: {render.scrubbed(shown(str(exc)))}\n")
         return exc.exit_code
     except BrokenPipeError:  # the reader went away (`history | head`): stop quietly
         _silence(out)
@@ -111,13 +111,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                   "1000 and 9998\n")
         return EXIT_USAGE
     except OSError as exc:  # the environment, not a bug: say where, what and what to do
-        err.write(f"error: {shown(environment_error(exc))}\n")
+        err.write(f"error: {render.scrubbed(shown(environment_error(exc)))}\n")
         return EXIT_FAILURE
     except ImportError as exc:  # a dependency missing or broken: the environment again
         err.write(f"error: {shown(missing_dependency(exc))}\n")
         return EXIT_FAILURE
     except Exception as exc:
-        err.write(f"error: internal error ({shown(f'{type(exc).__name__}: {exc}')}); "
+        err.write(f"error: internal error "
+                  f"({render.scrubbed(shown(f'{type(exc).__name__}: {exc}'))}); "
                   "please report it\n")
         return EXIT_FAILURE
 
