@@ -182,6 +182,8 @@ def test_job_run_stopped_records_a_failed_attempt_and_retries_next_time(
     ended = _run_ledger(project)[-1]
     assert ("attempt_ended", 1, "failed", f"stopped by {signum.name}") == (
         ended["type"], ended["attempt"], ended["status"], ended["reason"])
+    assert f'attempt 1 of {ended["run_id"]} was recorded as failed (reason "stopped by ' in (
+        stderr), stderr  # the last line says what the stop met
     assert _exec_lock_free(project)
     (project.root / "done").touch()
     again = project.cli("job", "run", "--job", "job-sleepy", "--scheduled-at", T0)

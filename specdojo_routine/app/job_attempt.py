@@ -69,7 +69,9 @@ def record_attempt(
     stop unwinds the command (:mod:`~specdojo_routine.execute.stop`). A task that ended before
     the stop keeps its outcome, so a stop never makes a finished command run twice."""
     with stop.deferred():
-        return _record(ctx, prep, handle, log, attempt)
+        outcome = _record(ctx, prep, handle, log, attempt)
+        stop.attempt_ended(prep.run_id, str(attempt), outcome.state or "", outcome.reason)
+        return outcome
 
 
 def _record(
