@@ -54,6 +54,7 @@ def test_a_failing_hook_is_a_warning_and_the_hook_sees_the_event_redacted(
     assert 1 == done.returncode, done.stderr
     warnings = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
     assert 1 == len(warnings) and "failure notification hook exited with code 3" in warnings[0]
+    assert warnings[0].endswith("(fix policy.notify.command in routines/rtn-fail.yaml)")
     attempt = next(e for e in project.events() if e["type"] == "attempt_ended")
     assert "failure" == attempt["result"]
     (sent,) = _sent(project)
@@ -189,6 +190,23 @@ def test_recovered_fires_on_the_first_success_after_a_failure_from_the_config_de
     lines = (project.root / "hook.out").read_text().splitlines()
     assert 1 == len(lines) and lines[0].startswith("recovered|rtn-flaky|att-")
     assert "|success|" in lines[0]
+
+
+def test_a_failing_default_hook_names_the_config_to_fix(project: Project) -> None:
+    """The warning of a failing hook names where it is written: the project's
+    ``routine.notify`` in the config file when the routine has no hook of its own."""
+    config = project.root / ".specdojo" / "specdojo.config.json"
+    data = orjson.loads(config.read_bytes())
+    data["projects"]["demo"]["routine"] = {"notify": {"on": ["failure"],
+                                                      "command": _hook(project, "exit 4")}}
+    config.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    project.routine("rtn-flaky", "interval: 1h\naction: {kind: specdojo, args: [go]}\n")
+    project.exit_codes({"go": 1})
+    done = project.cli("run", "--due", "--now", T0)
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    assert 1 == len(warnings), done.stderr
+    assert warnings[0].endswith(
+        "(fix routine.notify in .specdojo/specdojo.config.json)"), warnings[0]
 
 
 def test_missed_and_held_are_notified(project: Project) -> None:

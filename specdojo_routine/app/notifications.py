@@ -21,7 +21,7 @@ from specdojo_routine.core.model import Notify, Routine
 from specdojo_routine.core.redact import redact
 from specdojo_routine.execute import notify as hooks
 from specdojo_routine.execute import stop
-from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.config import CONFIG_RELPATH, ProjectPaths
 from specdojo_routine.store.definitions.notifyconfig import load_default_notify
 from specdojo_routine.store.ledger.backwards import read_backwards
 
@@ -62,9 +62,10 @@ def notify(
             scheduled_for=scheduled_for, reason=outcome.error))
     if outcome.exit_code != 0:
         why = outcome.error or f"exited with code {outcome.exit_code}"
+        where = (f"policy.notify.command in {routine.path}" if routine.policy.notify is not None
+                 else f"routine.notify in {CONFIG_RELPATH.as_posix()}")
         warnings.append(redact(f"warning: {routine.id}: the {kind} notification hook {why}; "
-                               "the routine's result stands (fix policy.notify.command or "
-                               "routine.notify in the config)", list(secrets)))
+                               f"the routine's result stands (fix {where})", list(secrets)))
 
 
 def _already_told(paths: ProjectPaths, routine_id: str, attempt_id: str) -> bool:
