@@ -90,3 +90,26 @@ def test_a_view_that_cannot_be_published_before_delegating_ends_the_attempt(
     kinds = [e["type"] for e in project.events() if e.get("routine_id") == "rtn-a"]
     assert ["routine_registered", "attempt_started", "attempt_ended"] == kinds
     assert [] == project.calls()  # nothing was delegated
+
+
+def test_a_job_action_cut_short_by_the_environment_says_where_and_what_to_do(
+        project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Job Run that cannot be written (ENOSPC on its ledger) fails the routine's `job`
+    action with the reason every environment error has - the file, what failed, what to do -
+    not Python's `[Errno 28] ...`."""
+    from specdojo_routine.app import jobs
+
+    project.job("job-x", period_job("job-x", "'true'"))
+    project.routine("rtn-b", "interval: 1h\naction: {kind: job, job: job-x, "
+                             "inputs: {period: W1}}\n")
+
+    def full_disk(*_args: object, **_kw: object) -> object:
+        raise _full_disk(project)
+
+    monkeypatch.setattr(jobs, "run_job", full_disk)
+    report = handlers.run(resolve_project(project.root), env=project.env(),
+                          job_runner=jobs.routine_job_runner)
+    assert [("rtn-b", "failure")] == [(r.routine_id, r.result) for r in report.results]
+    ended = next(e for e in project.events() if e["type"] == "action_ended")
+    assert str(project.root / "execution" / "x") + ": No space left on device (free some " \
+        "space on that file system and run the command again)" == ended["reason"]

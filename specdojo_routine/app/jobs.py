@@ -36,7 +36,7 @@ from specdojo_routine.app.job_attempt import RunLog, record_attempt
 from specdojo_routine.app.job_execute import REASON_LIMIT, Clock, _Env
 from specdojo_routine.app.job_seam import JobActionOutcome
 from specdojo_routine.core import jobplan, jobtask
-from specdojo_routine.core.errors import JobError, RoutineError, UsageError
+from specdojo_routine.core.errors import JobError, RoutineError, UsageError, environment_error
 from specdojo_routine.core.job_events import (
     CheckpointAdvanced,
     RunAttemptEnded,
@@ -329,9 +329,10 @@ class RoutineJobRunner:
                               trigger="routine", echo=echo, agent=self.agent, env=self.env,
                               review=review_flow.ReviewOptions(worktree=worktree),
                               timeout_s=timeout_s)
-        except (RoutineError, OSError) as exc:
+        except (RoutineError, OSError) as exc:  # an OSError: where, what and what to do
             secrets = secret_values(os.environ if self.env is None else self.env)
-            message = redact(str(exc), secrets).replace("\n", " ")[:REASON_LIMIT]
+            text = environment_error(exc) if isinstance(exc, OSError) else str(exc)
+            message = redact(text, secrets).replace("\n", " ")[:REASON_LIMIT]
             return JobActionOutcome(result=Result.FAILURE, reason=message)
         result, reason = jobplan.routine_result(outcome)
         ran = outcome.attempt is not None and not outcome.duplicate_complete
