@@ -88,21 +88,22 @@ def test_a_problem_quoting_a_password_shows_it_redacted(project: Project) -> Non
     assert SECRET not in done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("command", ["validate", "list", "status", "run --due"])
+@pytest.mark.parametrize("command", ["validate", "validate --json", "list", "status",
+                                     "run --due"])
 def test_a_value_the_environment_keeps_as_a_secret_is_not_quoted_back(
         project: Project, command: str) -> None:
     """A definition that holds, as plain text, the value of a `*_PASSWORD` variable: the
-    problem line quoting it on stderr shows it redacted, though nothing in the line itself
-    says it is a credential."""
+    problem quoting it (on stderr, or in `--json` on stdout) shows it redacted, though nothing
+    in the line itself says it is a credential."""
     project.routine("rtn-bad", """\
         trigger: {cron: "0 * * * *", timezone: "Hunter2Hunter2xyz"}
         action: {kind: specdojo, args: [index]}
         """)
     done = project.cli(*command.split(), env=project.env(DB_PASSWORD="Hunter2Hunter2xyz"))
-    assert 1 == done.returncode and "rtn-bad.yaml:" in done.stderr, done.stderr
+    assert 1 == done.returncode and "rtn-bad.yaml" in done.stdout + done.stderr, done.stderr
     assert "Hunter2Hunter2xyz" not in done.stdout + done.stderr
     plain = project.cli(*command.split())  # without the variable the value is no secret
-    assert "Hunter2Hunter2xyz" in plain.stderr
+    assert "Hunter2Hunter2xyz" in plain.stdout + plain.stderr
 
 
 @pytest.mark.parametrize("argv", [["run", "--due", "--db-password", SECRET],

@@ -5,16 +5,18 @@
   failures. A busy lock (exit 75) is not a failure: the run that holds it reports.
 - A reader that goes away (``history | head -1``) is not an error: output stops, and the
   command ends with the status it would have had anyway.
+- Nothing a command prints carries a secret value the environment holds (SPEC §7.5).
 """
 
 from __future__ import annotations
 
 import io
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO, cast
 
 from specdojo_routine.core.errors import EXIT_BUSY, EXIT_OK, RoutineError
+from specdojo_routine.core.redact import redact_values
 
 QUIET_ENV = "SPECDOJO_ROUTINE_QUIET"
 _QUIET_EXIT = (EXIT_OK, EXIT_BUSY)
@@ -50,6 +52,27 @@ class PipeGuard:
 
     def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, ...
         return getattr(self._stream, name)
+
+
+class WithoutSecrets:
+    """A text stream that never carries the secret values the environment holds (SPEC §7.5):
+    whatever a command writes - an error line, a definition's problem, a JSON document -
+    may quote a value that is also a ``*_PASSWORD`` variable's, which no pattern can know."""
+
+    def __init__(self, stream: TextIO, secrets: Sequence[str]) -> None:
+        self._stream, self._secrets = stream, secrets
+
+    def write(self, text: str) -> int:
+        self._stream.write(redact_values(text, self._secrets))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding, ...
+        return getattr(self._stream, name)
+
+
+def without(stream: TextIO, secrets: Sequence[str]) -> TextIO:
+    """``stream`` behind :class:`WithoutSecrets`, or itself when there are none to keep out."""
+    return cast(TextIO, WithoutSecrets(stream, secrets)) if secrets else stream
 
 
 def guarded(stream: TextIO, silence: Callable[[TextIO], None]) -> TextIO:

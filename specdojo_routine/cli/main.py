@@ -28,6 +28,7 @@ from specdojo_routine.core.errors import (
     environment_error,
     missing_dependency,
 )
+from specdojo_routine.core.redact import secret_values
 from specdojo_routine.core.validation import shown
 from specdojo_routine.execute import stop
 from specdojo_routine.store.config import ProjectPaths
@@ -77,7 +78,9 @@ def _dispatch(args: argparse.Namespace) -> Command:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit code. Never raises for user mistakes."""
-    out, err = conventions.guarded(sys.stdout, _silence), sys.stderr
+    secrets = secret_values(os.environ)  # never printed, whatever a line quotes (SPEC §7.5)
+    out = conventions.guarded(conventions.without(sys.stdout, secrets), _silence)
+    err = conventions.without(sys.stderr, secrets)
     args: argparse.Namespace | None = None
     try:
         words = list(sys.argv[1:] if argv is None else argv)
@@ -92,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RoutineError as exc:
         if conventions.quiet_requested(args) and exc.exit_code == EXIT_BUSY:
             return exc.exit_code  # busy is not a failure: the run holding the lock reports
-        err.write(f"error: {render.scrubbed(shown(str(exc)))}\n")
+        err.write(f"error: {shown(str(exc))}\n")
         return exc.exit_code
     except BrokenPipeError:  # the reader went away (`history | head`): stop quietly
         _silence(out)
@@ -111,14 +114,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                   "1000 and 9998\n")
         return EXIT_USAGE
     except OSError as exc:  # the environment, not a bug: say where, what and what to do
-        err.write(f"error: {render.scrubbed(shown(environment_error(exc)))}\n")
+        err.write(f"error: {shown(environment_error(exc))}\n")
         return EXIT_FAILURE
     except ImportError as exc:  # a dependency missing or broken: the environment again
         err.write(f"error: {shown(missing_dependency(exc))}\n")
         return EXIT_FAILURE
     except Exception as exc:
-        err.write(f"error: internal error "
-                  f"({render.scrubbed(shown(f'{type(exc).__name__}: {exc}'))}); "
+        err.write(f"error: internal error ({shown(f'{type(exc).__name__}: {exc}')}); "
                   "please report it\n")
         return EXIT_FAILURE
 

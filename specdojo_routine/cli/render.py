@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import os
 import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
@@ -11,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import orjson
 
 from specdojo_routine.core.errors import EXIT_FAILURE, EXIT_OK
-from specdojo_routine.core.redact import redact, redact_words, secret_values
+from specdojo_routine.core.redact import redact, redact_words
 from specdojo_routine.core.timefmt import format_ms, format_s
 from specdojo_routine.core.timefmt import relative as relative  # re-exported: render.relative
 from specdojo_routine.core.validation import one_line
@@ -63,17 +62,9 @@ def where(paths: ProjectPaths) -> str:
     return "".join(f"{k.ljust(width)}  {v}\n" for k, v in rows)
 
 
-def scrubbed(line: str) -> str:
-    """``line`` without the secret values this process's environment holds (SPEC §7.5): an
-    error line or a definition's problem may quote a value that is also kept in, say, a
-    ``*_PASSWORD`` variable, which the patterns of :func:`redact` alone cannot know."""
-    secrets = secret_values(os.environ)
-    return redact(line, secrets) if secrets else line
-
-
 def validation(defs: Definitions, out: TextIO, err: TextIO, *, jobs_only: bool = False) -> int:
     for problem in defs.problems:
-        err.write(f"{scrubbed(str(problem))}\n")
+        err.write(f"{problem}\n")
     routines = "" if jobs_only else f"{len(defs.routines)} routine(s), "
     out.write(
         f"Validated: {routines}{len(defs.jobs)} job(s), "
@@ -88,7 +79,7 @@ INVALID = "unhealthy: invalid definitions (see stderr; run `validate`)"
 
 def listing(listing: Listing, out: TextIO, err: TextIO, *, as_json: bool) -> None:
     for problem in listing.problems:
-        err.write(f"{scrubbed(problem)}\n")
+        err.write(f"{problem}\n")
     lock = listing.lock
     if as_json:
         out.write(dumps({
@@ -146,7 +137,7 @@ def _policy_lines(r: RoutineRow, out: TextIO) -> None:
 
 def run_report(report: RunReport, out: TextIO, err: TextIO, *, as_json: bool) -> None:
     for problem in report.errors:
-        err.write(f"{scrubbed(problem)}\n")
+        err.write(f"{problem}\n")
         if problem.startswith("Too many missed cron occurrences"):
             err.write("  (missed_run: all found over 1000 occurrences in the 366-day window; set "
                       "missed_run: latest for one run to coalesce them, then restore all)\n")

@@ -41,7 +41,7 @@ def add_status(sub: Any, common: argparse.ArgumentParser, instant: Callable[[str
 def cmd_status(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err: TextIO) -> int:
     shown = status_app.status(paths, args.routine_ids, now=args.now)
     for problem in shown.listing.problems:
-        err.write(f"{render.scrubbed(problem)}\n")
+        err.write(f"{problem}\n")
     if args.json:
         out.write(render.dumps(_json(shown)))
     elif shown.details:

@@ -220,11 +220,16 @@ def _secret_pattern(secrets: tuple[str, ...]) -> re.Pattern[str] | None:
     return re.compile("|".join(re.escape(v) for v in ordered))
 
 
+def redact_values(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with each of the given secret values (and its JSON-escaped form) replaced by
+    ``[REDACTED]``, and nothing else changed."""
+    pattern = _secret_pattern(tuple(secrets))
+    return pattern.sub(REDACTED, text) if pattern is not None else text
+
+
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with every secret it contains replaced by ``[REDACTED]``."""
-    pattern = _secret_pattern(tuple(secrets))
-    if pattern is not None:
-        text = pattern.sub(REDACTED, text)
+    text = redact_values(text, secrets)
     patterns = _patterns()
     if "-----BEGIN" in text:
         text = patterns.pem.sub(REDACTED, text)
