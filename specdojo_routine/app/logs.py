@@ -20,7 +20,7 @@ from specdojo_routine.core.suggest import unknown
 from specdojo_routine.execute import evidence
 from specdojo_routine.store.config import ProjectPaths, read_regular
 from specdojo_routine.store.ledger import adopt
-from specdojo_routine.store.ledger.backwards import read_backwards
+from specdojo_routine.store.ledger.backwards import attempt_events, read_backwards
 
 
 @attrs.frozen(kw_only=True, repr=False)
@@ -90,7 +90,7 @@ def _find_attempt(paths: ProjectPaths, routine_id: str, attempt_id: str | None) 
 
 
 def _action_output(paths: ProjectPaths, action: ActionRecord, routine_id: str,
-                   gone: bool, attempt_id: str | None = None) -> Output:
+                   gone: bool, attempt_id: str | None) -> Output:
     """The output of one action; ``gone``: its attempt's runner died (SPEC §6.5), so an action
     it never ended is interrupted, like the attempt, and will record no output."""
     run = f" {action.job_run_id}" if action.job_run_id else ""
@@ -150,11 +150,7 @@ def pruned_at(paths: ProjectPaths, ref: str, *, routine_id: str, attempt_id: str
             return at
     if attempt_id is None:
         return None
-    for _raw, event in read_backwards(paths.routine_ledger):
-        if event.get("routine_id") != routine_id or event.get("attempt_id") != attempt_id:
-            continue
-        if event.get("type") == "attempt_started":
-            return None
+    for event in attempt_events(paths.routine_ledger, routine_id, attempt_id):
         if event.get("type") == "evidence_pruned" and \
                 (at := _pruned_by([event], ref)) is not None:
             return at

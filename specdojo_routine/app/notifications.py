@@ -23,7 +23,7 @@ from specdojo_routine.execute import notify as hooks
 from specdojo_routine.execute import stop
 from specdojo_routine.store.config import CONFIG_RELPATH, ProjectPaths
 from specdojo_routine.store.definitions.notifyconfig import load_default_notify
-from specdojo_routine.store.ledger.backwards import read_backwards
+from specdojo_routine.store.ledger.backwards import attempt_events
 
 
 def hook_for(paths: ProjectPaths, routine: Routine) -> Notify | None:
@@ -71,11 +71,5 @@ def notify(
 def _already_told(paths: ProjectPaths, routine_id: str, attempt_id: str) -> bool:
     """Whether the ledger records an ``interrupted`` notification for this attempt (read from
     the end back to the attempt's start, so the cost is what happened since)."""
-    for _, raw in read_backwards(paths.routine_ledger):
-        if raw.get("routine_id") != routine_id or raw.get("attempt_id") != attempt_id:
-            continue
-        if raw.get("type") == "notification_sent" and raw.get("event") == "interrupted":
-            return True
-        if raw.get("type") == "attempt_started":
-            return False
-    return False
+    return any(e.get("type") == "notification_sent" and e.get("event") == "interrupted"
+               for e in attempt_events(paths.routine_ledger, routine_id, attempt_id))

@@ -71,6 +71,17 @@ def read_backwards(path: Path | str) -> Iterator[tuple[bytes, dict[str, Any]]]:
             raise chain.chain_error(path, 1)
 
 
+def attempt_events(path: Path | str, routine_id: str,
+                   attempt_id: str) -> Iterator[dict[str, Any]]:
+    """The events of one routine attempt, newest first, its ``attempt_started`` last: the read
+    stops there, so its cost is what was recorded since the attempt began."""
+    for _, event in read_backwards(path):
+        if event.get("routine_id") == routine_id and event.get("attempt_id") == attempt_id:
+            yield event
+            if event.get("type") == "attempt_started":
+                return
+
+
 def _checked(
     path: Path, line: int, text: bytes, later: tuple[Any, bool] | None,
 ) -> dict[str, Any]:
