@@ -33,6 +33,15 @@ def _hook(project: Project, tail: str = "exit 3") -> str:
             'printf "%s\\n" "$SPECDOJO_NOTIFY_JSON" >> hook.json; ' + tail)
 
 
+def _default_hook(project: Project, on: str, tail: str) -> None:
+    """The project's ``routine.notify`` in the config: :func:`_hook` on events ``on``."""
+    config = project.root / ".specdojo" / "specdojo.config.json"
+    data = orjson.loads(config.read_bytes())
+    data["projects"]["demo"]["routine"] = {"notify": {"on": [on],
+                                                      "command": _hook(project, tail)}}
+    config.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+
+
 def _sent(project: Project) -> list[dict[str, Any]]:
     return [e for e in project.events() if e["type"] == "notification_sent"]
 
@@ -173,11 +182,7 @@ def test_recovered_fires_on_the_first_success_after_a_failure_from_the_config_de
 ) -> None:
     """The project's routine.notify (on: [recovered]) is the default: a failure is not
     notified, the next success is (`recovered`), the success after it is not."""
-    config = project.root / ".specdojo" / "specdojo.config.json"
-    data = orjson.loads(config.read_bytes())
-    data["projects"]["demo"]["routine"] = {"notify": {"on": ["recovered"],
-                                                      "command": _hook(project, "exit 0")}}
-    config.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    _default_hook(project, "recovered", "exit 0")
     project.routine("rtn-flaky", "interval: 1h\naction: {kind: specdojo, args: [go]}\n")
     project.exit_codes({"go": 1})
     assert 1 == project.cli("run", "--due", "--now", T0).returncode
@@ -195,11 +200,7 @@ def test_recovered_fires_on_the_first_success_after_a_failure_from_the_config_de
 def test_a_failing_default_hook_names_the_config_to_fix(project: Project) -> None:
     """The warning of a failing hook names where it is written: the project's
     ``routine.notify`` in the config file when the routine has no hook of its own."""
-    config = project.root / ".specdojo" / "specdojo.config.json"
-    data = orjson.loads(config.read_bytes())
-    data["projects"]["demo"]["routine"] = {"notify": {"on": ["failure"],
-                                                      "command": _hook(project, "exit 4")}}
-    config.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    _default_hook(project, "failure", "exit 4")
     project.routine("rtn-flaky", "interval: 1h\naction: {kind: specdojo, args: [go]}\n")
     project.exit_codes({"go": 1})
     done = project.cli("run", "--due", "--now", T0)
