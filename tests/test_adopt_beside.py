@@ -4,6 +4,7 @@ added to one of our run views, and a record that contradicts ours (a conflict)."
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from conftest import Project, period_job
 
 from specdojo_routine.core import adopt as rules
+from tests.clirun import run_cli
 
 NOW = "2026-12-01T07:00:00Z"
 
@@ -139,6 +141,43 @@ def test_a_view_of_ours_not_yet_republished_is_stale_not_imported(cron: Project)
     assert "imported 0 routine states" in cron.cli("import").stdout
     assert not [e for e in cron.events() if e["type"] == "routine_state_imported"]
     assert "2026-12-01T08:00:30Z" == cron.state()["routines"]["rtn-hourly"]["last_run"]
+
+
+def _view_at(project: Project, tmp_path: Path, seq: int) -> bytes:
+    """The routine-state.json our fold published when the ledger ended at line ``seq``: what
+    a runner killed (or a disk filled) before its next publication leaves behind."""
+    copy = tmp_path / "at-seq"
+    shutil.copytree(project.root, copy)
+    lines = project.ledger.read_bytes().splitlines(keepends=True)
+    (copy / project.ledger.relative_to(project.root)).write_bytes(b"".join(lines[:seq]))
+    shutil.rmtree(copy / ".cache", ignore_errors=True)
+    state = copy / project.state_path.relative_to(project.root)
+    state.unlink()
+    assert 0 == run_cli(["fold", "--root", str(copy)], cwd=copy, env=project.env()).returncode
+    return state.read_bytes()
+
+
+def test_a_view_of_ours_left_mid_attempt_is_stale_whatever_the_fold_says_since(
+    cron: Project, tmp_path: Path
+) -> None:
+    """The picture our fold published while a routine's first attempt ran (running, no
+    result yet: an entry the fold could not apply as a fact) and that a crash left beside a
+    ledger that has since ended the attempt is ours, not another tool's: it imports nothing,
+    is no conflict, and the next run, resolve and fold go on and republish it."""
+    assert 0 == cron.cli("run", "--due", "--now", NOW).returncode
+    [started] = [e["seq"] for e in cron.events() if e["type"] == "attempt_started"]
+    mid = _view_at(cron, tmp_path, started)
+    assert (None, "running") == (orjson.loads(mid)["routines"]["rtn-hourly"]["last_result"],
+                                 orjson.loads(mid)["routines"]["rtn-hourly"]["status"])
+    cron.state_path.write_bytes(mid)
+    proc = cron.cli("run", "--due", "--now", "2026-12-01T08:00:30Z")
+    assert (0, "") == (proc.returncode, proc.stderr)
+    assert "success" == cron.state()["routines"]["rtn-hourly"]["last_result"]
+    cron.state_path.write_bytes(mid)
+    assert (0, "imported 0 routine states") == (
+        cron.cli("fold").returncode, cron.cli("import").stdout.split(",")[0])
+    assert 0 == cron.cli("fold", "--check").returncode
+    assert not [e for e in cron.events() if e["type"] == "routine_state_imported"]
 
 
 def test_an_entry_rewound_by_hand_is_imported(cron: Project) -> None:

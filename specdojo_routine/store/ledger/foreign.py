@@ -194,11 +194,15 @@ def _routine_entries(
     found, conflicts, sha = [], [], sha256_hex(data)
     verdicts = {routine_id: rules.routine_entry_verdict(record, ours.get(routine_id))
                 for routine_id, record in routines.items()}
-    wanted = [routine_id for routine_id, verdict in verdicts.items() if verdict == "import"]
+    # An entry that differs from the fold may still be a picture our own fold gave earlier
+    # (a view a crash left unpublished): even one the fold could not apply as a fact, as the
+    # picture of a first attempt still running is.
+    wanted = [routine_id for routine_id, verdict in verdicts.items()
+              if verdict in ("import", "conflict")]
     history = _routine_history(paths, wanted, end) if wanted else {}
     for routine_id, record in routines.items():
         verdict = verdicts[routine_id]
-        if verdict == "import":  # unless it is a picture our own ledger gave earlier
+        if verdict in ("import", "conflict"):
             verdict = rules.routine_entry_verdict(record, ours.get(routine_id),
                                                   history.get(routine_id, ()))
         if verdict == "import" and event_parts.ROUTINE_ID.fullmatch(routine_id):
