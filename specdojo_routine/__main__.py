@@ -26,17 +26,23 @@
   exits 130 / 143 / 129. Only a runner killed outright leaves an attempt open (interrupted).
   A stop while the process is still starting (Ctrl-C while the package imports, before the
   command began) is one ``error:`` line and the same exit code, not a traceback: nothing had
-  started, so nothing is ended or recorded. (The package's own ``__init__`` runs before this
-  module and is not covered.)
+  started, so nothing is ended or recorded. The three signals are blocked while the package
+  imports and delivered once the stop handling is in place: a signal that interrupts an
+  import leaves a half-initialised module, and in a compiled extension (orjson's) that can
+  crash the interpreter. (The package's own ``__init__``, which imports only ``typing``, runs
+  before this module and is not covered.)
 """
 
 from __future__ import annotations
 
 import gc
+import signal
 import sys
 from typing import NoReturn
 
 gc.set_threshold(300_000, 10, 10)  # before anything of ours is imported (see above)
+_STOPS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)  # until main() handles them (see above)
 
 
 def _stopped_starting(exc: KeyboardInterrupt) -> NoReturn:
@@ -51,8 +57,6 @@ def _stopped_starting(exc: KeyboardInterrupt) -> NoReturn:
 try:
     from specdojo_routine.cli import main as run_command
     from specdojo_routine.execute import stop
-except KeyboardInterrupt as exc:  # Ctrl-C while the package imports (see above)
-    _stopped_starting(exc)
 except ImportError as exc:  # before anything of ours loads, so the wording is repeated here
     sys.stderr.write(f"error: {exc}: a package specdojo_routine needs is missing or broken in "
                      "this Python environment; install specdojo_routine with its dependencies "
@@ -67,6 +71,7 @@ def main() -> NoReturn:
     try:
         stop.install()
         _architecture_without_file()
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)  # one received meanwhile arrives
     except KeyboardInterrupt as exc:  # a stop before the command began (see above)
         _stopped_starting(exc)
     code = run_command()

@@ -135,14 +135,17 @@ def test_the_process_asks_no_file_child_about_the_interpreter(tmp_path: Path) ->
 
 
 # On PYTHONPATH as sitecustomize: the process sends itself a real SIGINT when it first looks
-# for the module named in STOP_AT_IMPORT, as a Ctrl-C that lands while the package imports.
+# for the module named in STOP_AT_IMPORT, as a Ctrl-C that lands while the package imports,
+# then waits a little and notes in IMPORT_GOES_ON that the import went on: a signal delivered
+# there would have ended the wait with KeyboardInterrupt, inside the import.
 SIGINT_AT_IMPORT = textwrap.dedent("""\
     import os, signal, sys, time
     class _SigintAt:
         def find_spec(self, name, path=None, target=None):
             if name == os.environ.get("STOP_AT_IMPORT"):
                 os.kill(os.getpid(), signal.SIGINT)
-                time.sleep(30)  # the signal ends the sleep with KeyboardInterrupt
+                time.sleep(0.3)
+                open(os.environ["IMPORT_GOES_ON"], "w").close()
             return None
     sys.meta_path.insert(0, _SigintAt())
 """)
@@ -151,17 +154,21 @@ SIGINT_AT_IMPORT = textwrap.dedent("""\
 @pytest.mark.parametrize(("module", "script"), [
     ("specdojo_routine.cli", False), ("specdojo_routine.cli", True),
     ("specdojo_routine.execute.stop", False), ("argparse", False),
+    ("dataclasses", False),  # imported by orjson's compiled extension as it initialises
 ])
-def test_ctrl_c_while_the_package_imports_is_a_stop_not_a_traceback(
+def test_ctrl_c_while_the_package_imports_is_a_stop_once_it_has_imported(
     tmp_path: Path, module: str, script: bool,
 ) -> None:
     """SIGINT while ``python -m specdojo_routine`` (or the script) still imports the package,
-    before ``main()`` runs: nothing had started, so one ``error:`` line and exit 130, as for
-    any stop by SIGINT - no KeyboardInterrupt traceback, nothing written to the project."""
+    before ``main()`` runs, waits until the imports are done (one that a signal interrupts
+    inside a compiled extension can crash the interpreter), then is a stop: nothing had
+    started, so one ``error:`` line and exit 130, as for any stop by SIGINT - no
+    KeyboardInterrupt traceback, nothing written to the project."""
     (tmp_path / "sitecustomize.py").write_text(SIGINT_AT_IMPORT)
     env = cli_environ()
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tmp_path), env.get("PYTHONPATH")) if p)
     env["STOP_AT_IMPORT"] = module
+    env["IMPORT_GOES_ON"] = str(tmp_path / "import-went-on")
     root = tmp_path / "p"
     copy_source(DEMO, root)
     program = console_script() if script else [sys.executable, "-m", "specdojo_routine"]
@@ -170,4 +177,5 @@ def test_ctrl_c_while_the_package_imports_is_a_stop_not_a_traceback(
     assert (130, 1) == (done.returncode, len(done.stderr.splitlines())), done.stderr
     assert done.stderr.startswith("error: stopped by SIGINT while starting"), done.stderr
     assert "Traceback" not in done.stderr and "" == done.stdout
+    assert (tmp_path / "import-went-on").exists()
     assert not (root / "routines" / "generated").exists()
