@@ -4,8 +4,11 @@ under E/exec/evidence/routines/<attempt_id>/action-<n>/, named by action_ended.e
 
 from __future__ import annotations
 
+import time
+
 import orjson
 
+from tests.conftest import Project
 from tests.weekhistory import SECRET, Week
 
 
@@ -82,6 +85,37 @@ def test_logs_refuses_unknown_routines_attempts_and_actions(week: Week) -> None:
     assert 'did you mean rtn-cleanup?' in routine.stderr
     assert "has no action 2 (it has 1; see `status rtn-cleanup`)" in action.stderr
     assert [1, 1, 1] == [p.stderr.count("\n") for p in (routine, attempt, action)]
+
+
+def test_logs_of_an_action_the_running_attempt_has_not_started_says_so(
+    project: Project,
+) -> None:
+    """`logs ID --action 2` while the attempt still runs action 1: action 2 has not started
+    yet (exit 0 and no output, as for a running action, and what to do), not "has no action
+    2" (exit 2); an action past the routine's last is still refused."""
+    gate = project.root / "go"
+    project.routine("rtn-two", f"interval: 1h\naction:\n  - {{kind: specdojo, args: "
+                               f"[gate-{gate}]}}\n  - {{kind: specdojo, args: [second]}}\n")
+    runner = project.popen("run", "--id", "rtn-two")
+    try:
+        deadline = time.monotonic() + 60
+        while not project.calls():
+            assert time.monotonic() < deadline and runner.poll() is None
+            time.sleep(0.02)
+        shown = project.cli("logs", "rtn-two", "--action", "2")
+        as_json = orjson.loads(project.cli("logs", "rtn-two", "--action", "2", "--json").stdout)
+        past = project.cli("logs", "rtn-two", "--action", "3")
+    finally:
+        gate.touch()
+        runner.wait(timeout=60)
+    said = ("it has not started yet (the attempt is still running action 1); run `logs "
+            "rtn-two --action 2` again once it has, or watch `status rtn-two`")
+    assert (0, "== action 2 (specdojo): not started", f"   (no output: {said})", "") == (
+        shown.returncode, *shown.stdout.splitlines()[1:3], shown.stderr)
+    assert [("action 2 (specdojo): not started", None, said)] == [
+        (o["title"], o["evidence_ref"], o["missing"]) for o in as_json["outputs"]]
+    assert (2, "has no action 3 (the routine has 2; see `status rtn-two`)") == (
+        past.returncode, past.stderr.partition(" of rtn-two ")[2].strip())
 
 
 def test_job_logs_prints_a_job_runs_attempt(week: Week) -> None:

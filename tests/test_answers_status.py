@@ -194,3 +194,35 @@ def test_a_paused_routine_that_last_failed_is_listed_among_the_unhealthy(
         done.stdout)
     bad = done.stdout.splitlines()[1]
     assert "  failure: action 1 (specdojo): command exi" in bad, bad  # cut to the width
+
+
+def test_a_running_routines_why_shows_no_earlier_attempts_reason(project: Project) -> None:
+    """While a routine runs, WHY never shows the reason of the attempt before (it read as the
+    running attempt's): it names what keeps the routine unhealthy in the words of `status ID`
+    (`last result failure`), as `list` shows no reason beside a running routine."""
+    import time
+
+    gate = project.root / "go"
+    project.routine("rtn-a", f"interval: 1h\naction: {{kind: specdojo, args: [work, "
+                             f"gate-{gate}]}}\n")
+    gate.touch()
+    project.exit_codes({"work": 3})
+    assert 1 == project.cli("run", "--due").returncode
+    gate.unlink()
+    project.exit_codes({})
+    runner = project.popen("run", "--id", "rtn-a")
+    try:
+        deadline = time.monotonic() + 60
+        while len(project.calls()) < 2:
+            assert time.monotonic() < deadline and runner.poll() is None, project.calls()
+            time.sleep(0.02)
+        done = project.cli("status")
+        single = project.cli("status", "rtn-a")
+    finally:
+        gate.touch()
+        runner.wait(timeout=60)
+    row = done.stdout.splitlines()[1]
+    assert (1, "running", True) == (
+        done.returncode, row.split()[1], row.endswith("  last result failure")), done.stdout
+    assert "exited with code 3" not in done.stdout
+    assert "unhealthy: last result failure" in single.stdout

@@ -125,6 +125,23 @@ def test_job_resolve_noop_appends_attempt_resolved_with_the_specs_fields(
              "resolved_by": "ops"}, "noop") == (payload, _view(project, run_id)["state"])
 
 
+def test_job_run_of_an_interrupted_run_names_its_state_and_open_attempt(
+        project: Project) -> None:
+    """`job run` refusing an interrupted run says `interrupted (attempt N)`, N its open
+    attempt (not `running (attempt None)`), and its `--json` carries the state `job list`
+    gives the run and that attempt; exit 1 both ways."""
+    run_id = _interrupted_run(project)
+    text = project.cli("job", "run", "--job", "job-send")
+    as_json = project.cli("job", "run", "--job", "job-send", "--json")
+    doc = orjson.loads(as_json.stdout)
+    (listed,) = orjson.loads(project.cli("job", "list", "--json").stdout)["runs"]
+    assert (1, f"{run_id}: interrupted (attempt 1): Job Run {run_id} was interrupted; "
+               "resolve it first\n") == (text.returncode, text.stdout)
+    assert (1, "interrupted", "interrupted", 1, 1) == (
+        as_json.returncode, listed["state"], doc["state"], doc["attempt"], listed["attempts"])
+    assert 1 == len(_view(project, run_id)["attempts"])  # nothing was re-sent
+
+
 @pytest.mark.parametrize(("checkpoint_extra", "advanced"), [
     ("", True), (", advance_on: [succeeded]", False)], ids=["default", "succeeded-only"])
 def test_job_resolve_noop_advances_the_checkpoint_by_advance_on(

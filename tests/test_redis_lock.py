@@ -40,12 +40,14 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _answers(port: int, pid: int) -> bool:
-    """Whether the redis-server ``pid`` answers on ``port``: another test worker's server that
-    took the port first (``pytest -n``) is not ours, whatever it answers."""
+def _answers(port: int, pid: int, password: str | None = None) -> bool:
+    """Whether the redis-server ``pid`` answers on ``port`` (given ``password``, when it
+    requires one): another test worker's server that took the port first (``pytest -n``) is
+    not ours, whatever it answers."""
+    auth = f"AUTH {password}\r\n".encode() if password else b""
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.2) as sock:
-            sock.sendall(b"INFO server\r\n")
+            sock.sendall(auth + b"INFO server\r\n")
             reply = b""
             while (found := re.search(rb"process_id:(\d+)\r\n", reply)) is None:
                 chunk = sock.recv(4096)
@@ -57,19 +59,22 @@ def _answers(port: int, pid: int) -> bool:
         return False
 
 
-def _start_server(work: Path) -> tuple[subprocess.Popen[bytes], int]:
-    """A redis-server of this test process on a free loopback port. The port is free when
-    chosen and may be taken before the server binds it: the server then exits, and the next
-    free port is tried."""
+def _start_server(
+    work: Path, password: str | None = None
+) -> tuple[subprocess.Popen[bytes], int]:
+    """A redis-server of this test process on a free loopback port (requiring ``password``
+    when one is given). The port is free when chosen and may be taken before the server binds
+    it: the server then exits, and the next free port is tried."""
+    options = ["--requirepass", password] if password else []
     for _ in range(5):
         port = free_port()
         server = subprocess.Popen(
             [str(SERVER), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(work)],
+             "--appendonly", "no", "--dir", str(work), *options],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 10
-        while server.poll() is None and not _answers(port, server.pid):
+        while server.poll() is None and not _answers(port, server.pid, password):
             if time.monotonic() > deadline:
                 server.kill()
                 server.wait(timeout=10)
@@ -228,7 +233,8 @@ def _all_commands(root: Path, url: str) -> list[subprocess.CompletedProcess[str]
     "redis:{pw}@127.0.0.1", "redis://:{pw}/x@127.0.0.1/0", "redis://:{pw}@127.0.0.1:notaport/0",
     "redis://:{pw}@127.0.0.1:99999/0", "redis://:{pw}@[::1/0", "redis://u:{pw}@127.0.0.1/x",
     "redis://:{pw}@127.0.0.1:{port}/0", "redis://127.0.0.1:{port}/0?password={pw}",
-    "redis://:{pw}%2Fx@127.0.0.1:{port}/0",
+    "redis://:{pw}%2Fx@127.0.0.1:{port}/0", "redis://:{pw}@127.0.0.1:{port}/0?x=1",
+    "redis://127.0.0.1:{port}/0?password={pw}&x=1",
 ])
 def test_a_password_never_reaches_the_output(shape: str, tmp_path: Path) -> None:
     """Whatever the URL's shape - mistyped, malformed, or a server that is down - `list`,
@@ -259,6 +265,68 @@ def test_a_malformed_lock_url_is_a_usage_error(url: str, why: str, tmp_path: Pat
         assert done.stderr.startswith("error: SPECDOJO_ROUTINE_LOCK_URL="), done.stderr
         assert why in done.stderr
     assert not (b / "routines" / "generated").exists()
+
+
+@pytest.mark.parametrize(("query", "named"), [
+    ("x=1", "unknown query parameter x; remove it or correct its name"),
+    ("socket_timeout=2&pasword=s3cretPW&x=1",
+     "unknown query parameters pasword, x; remove them or correct their names"),
+])
+def test_an_unknown_query_parameter_is_a_configuration_error(
+    redis_url: str, tmp_path: Path, query: str, named: str
+) -> None:
+    """A query parameter that no Redis connection takes (redis-py would raise TypeError when
+    it first connects): exit 2 and one line naming the variable and the parameter, and what
+    to do - never an internal error, never a password or a parameter's value; nothing runs."""
+    b = host(tmp_path / "host-b")
+    url = redis_url.replace("redis://", f"redis://:{SECRET}@") + f"?{query}"
+    for done in _all_commands(b, url):
+        assert (2, 1) == (done.returncode, len(done.stderr.splitlines())), done.stderr
+        assert done.stderr == (f"error: SPECDOJO_ROUTINE_LOCK_URL={redis_url}: {named} (the "
+                               "query takes redis-py's connection options, such as "
+                               "socket_timeout=5)\n")
+        assert SECRET[:6] not in done.stdout + done.stderr
+        assert "internal error" not in done.stderr
+    assert not (b / "calls.log").exists()
+
+
+@pytest.fixture(scope="module")
+def guarded_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """The port of a redis-server that requires the password ``rightPW1``."""
+    pytest.importorskip("redis", reason="the redis package is not installed ([redis] extra)")
+    server, port = _start_server(tmp_path_factory.mktemp("redis-auth"), password="rightPW1")
+    try:
+        yield port
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+@pytest.mark.parametrize(("userinfo", "said"), [
+    (f":{SECRET}@", "refused the credentials"), (f"ops:{SECRET}@", "refused the credentials"),
+    ("", "requires a password and none was given"),
+])
+def test_a_refused_password_says_to_fix_the_password(
+    guarded_port: int, tmp_path: Path, userinfo: str, said: str
+) -> None:
+    """A server that refuses the URL's password (or wants one it lacks) is reachable: the one
+    `error:` line (exit 2) says it refused the credentials and to fix the password in the
+    variable - not to start Redis - and holds no part of the password; the right password
+    works."""
+    b = host(tmp_path / "host-b")
+    url = f"redis://{userinfo}127.0.0.1:{guarded_port}/0"
+    for done in _all_commands(b, url):
+        assert (2, 1) == (done.returncode, len(done.stderr.splitlines())), done.stderr
+        assert done.stderr.startswith(
+            f"error: the Redis lock server redis://127.0.0.1:{guarded_port}/0 "
+            f"(SPECDOJO_ROUTINE_LOCK_URL) {said} ("), done.stderr
+        assert "; nothing was run (fix the password in SPECDOJO_ROUTINE_LOCK_URL: " \
+               "it is written :password@ right after redis://" in done.stderr, done.stderr
+        assert "start Redis" not in done.stderr
+        assert SECRET[:6] not in done.stdout + done.stderr
+    assert not (b / "calls.log").exists()
+    right = run(b, f"redis://:rightPW1@127.0.0.1:{guarded_port}/0")
+    assert (0, "") == (right.returncode, right.stderr)
 
 
 def test_the_form_a_lock_url_is_told_to_take_is_shown_whole(project: Project) -> None:

@@ -134,6 +134,25 @@ def test_untrusted_text_is_escaped(week_copy: Week, tmp_path: Path) -> None:
             and "&lt;img src=x onerror=alert(1)&gt;" in text)
 
 
+def test_the_environments_secret_values_never_reach_the_page(project: Project,
+                                                            tmp_path: Path) -> None:
+    """A secret value of the environment written into a definition (a routine's name, an
+    argument) is `[REDACTED]` on the page, as on the console - also where the page escapes
+    it (`&` in the value) - and the page stays balanced HTML."""
+    plain, marked = "hunter2secret", "pa&ss<w0rd>"
+    project.routine("rtn-sec", f"name: Sec {plain} {marked}\ninterval: 1h\n"
+                               f"action: {{kind: specdojo, args: [index, {plain}]}}\n")
+    env = project.env(MY_PASSWORD=plain, OTHER_TOKEN=marked)
+    assert 0 == project.cli("run", "--due", env=env).returncode
+    target = tmp_path / "r.html"
+    done = project.cli("report", "--html", str(target), env=env)
+    text = target.read_text(encoding="utf-8")
+    tags = _parse(text)
+    assert (0, [], []) == (done.returncode, tags.open, tags.mismatched)
+    assert '<div class="name">Sec [REDACTED] [REDACTED]</div>' in text
+    assert [] == [s for s in (plain, marked, "pa&amp;ss&lt;w0rd&gt;") if s in text]
+
+
 def test_a_missing_directory_is_refused_and_a_link_is_replaced(week: Week,
                                                               tmp_path: Path) -> None:
     """FILE in a missing directory: one line, exit 2, nothing created; FILE a symlink: the link

@@ -19,6 +19,7 @@ from specdojo_routine.core.errors import RoutineError, UsageError
 from specdojo_routine.core.suggest import unknown
 from specdojo_routine.execute import evidence
 from specdojo_routine.store.config import ProjectPaths, read_regular
+from specdojo_routine.store.definitions import load as definitions
 from specdojo_routine.store.ledger import adopt
 from specdojo_routine.store.ledger.backwards import attempt_events, read_backwards
 
@@ -55,20 +56,37 @@ def routine_logs(
     ``action``-th; an unknown id, attempt or action is a usage error."""
     recent.check_routine_id(paths, routine_id, see="list")
     found = _find_attempt(paths, routine_id, attempt_id)
-    actions = list(found.actions)
-    if action is not None:
-        actions = [a for a in actions if a.index == action]
-        if not actions:
-            raise UsageError(f"attempt {found.attempt_id} of {routine_id} has no action {action}"
-                             f" (it has {len(found.actions)}; see `status {routine_id}`)")
     gone = found.result is None and recent.RunnerCheck(paths).gone(routine_id, found.attempt_id)
+    outputs = [_action_output(paths, a, routine_id, gone, found.attempt_id)
+               for a in found.actions if action is None or a.index == action]
+    if action is not None and not outputs:
+        outputs = [_not_started(paths, found, action, running=found.result is None and not gone)]
     state = attrs.evolve(found, interrupted=gone).state
     heading = f"{routine_id} attempt {found.attempt_id} (scheduled {found.scheduled_for}, {state})"
-    return Logs(heading=heading, outputs=[_action_output(paths, a, routine_id, gone,
-                                                         found.attempt_id)
-                                          for a in actions],
+    return Logs(heading=heading, outputs=outputs,
                 subject={"routine_id": routine_id, "attempt_id": found.attempt_id,
                          "scheduled_for": found.scheduled_for, "result": found.result})
+
+
+def _not_started(paths: ProjectPaths, found: Attempt, action: int, *, running: bool) -> Output:
+    """The ``action``-th action, which ``found`` has not started: while the attempt runs, one
+    of the routine's actions it has not reached yet (no output, as for an action that runs);
+    otherwise - the attempt ended or its runner died, or the routine has no such action - a
+    usage error."""
+    rid = found.routine_id
+    defined = {r.id: r for r in definitions.load_definitions(paths).routines}.get(rid)
+    planned = defined.actions if defined is not None else None
+    if not running or (planned is not None and action > len(planned)):
+        has = (f"the routine has {len(planned)}" if running and planned is not None
+               else f"it has {len(found.actions)}")
+        raise UsageError(f"attempt {found.attempt_id} of {rid} has no action {action} ({has}; "
+                         f"see `status {rid}`)")
+    kind = f" ({planned[action - 1].kind})" if planned is not None else ""
+    where = (f"is still running action {found.actions[-1].index}" if found.actions
+             else "has started no action yet")
+    return Output(title=f"action {action}{kind}: not started", evidence_ref=None, streams={},
+                  missing=f"it has not started yet (the attempt {where}); run `logs {rid} "
+                          f"--action {action}` again once it has, or watch `status {rid}`")
 
 
 def _find_attempt(paths: ProjectPaths, routine_id: str, attempt_id: str | None) -> Attempt:

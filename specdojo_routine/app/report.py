@@ -9,7 +9,8 @@ window with their evidence paths.
 the lock status and the routine ledger from its end back to the window's start, plus the Job
 Run ledgers the window names) and takes no lock a run waits for; :func:`.report_page.page`
 turns that into the HTML text (no I/O, everything from a file escaped); :func:`write` puts it
-in place atomically. The ledger holds secrets redacted already.
+in place atomically. The ledger holds secrets redacted already; a definition's text (a
+routine's name, say) loses the environment's secret values on the page.
 
 An occurrence's outcome is the name the ledger gives it: an attempt's result (or ``running`` /
 ``interrupted`` while open), else the event that accounted for it (``occurrence_held`` is
@@ -19,6 +20,7 @@ An occurrence's outcome is the name the ledger gives it: an attempt's result (or
 
 from __future__ import annotations
 
+import os
 import stat
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
@@ -34,6 +36,7 @@ from specdojo_routine.core import schedule
 from specdojo_routine.core.attempts import Attempt, Gatherer
 from specdojo_routine.core.errors import TooManyMissedOccurrences, UsageError
 from specdojo_routine.core.model import Routine
+from specdojo_routine.core.redact import secret_values
 from specdojo_routine.core.timefmt import format_ms, try_parse_instant
 from specdojo_routine.store.config import ProjectPaths, file_kind
 from specdojo_routine.store.definitions import load as definitions
@@ -262,9 +265,12 @@ def write(target: Path, text: str) -> None:
 
 def report(
     paths: ProjectPaths, target: Path, *, days: int = DEFAULT_DAYS, now: datetime | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Report:
-    """Collect the report, write it to ``target`` and return what it shows."""
+    """Collect the report, write it to ``target`` and return what it shows. No secret value
+    of ``env`` (default: this process's environment) reaches the file, as none reaches the
+    console (SPEC §7.5): a definition's text is shown as written."""
     check_target(target)  # before reading anything: one line, nothing read or written
     shown = collect(paths, days=days, now=now)
-    write(target, page(shown))
+    write(target, page(shown, secret_values(os.environ if env is None else env)))
     return shown

@@ -12,12 +12,14 @@ change here.
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from datetime import date, datetime
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 import attrs
 
+from specdojo_routine.core.redact import redact_values
 from specdojo_routine.core.timefmt import relative, try_parse_instant
 
 if TYPE_CHECKING:
@@ -145,8 +147,9 @@ _COLOUR_RULES = "".join(f".o-{name}{{background:{colour}}}" for name, colour, _ 
     f".o-other{{background:{NEUTRAL}}}")
 
 
-def page(report: Report) -> str:
-    """The whole HTML document for ``report``: inline CSS, no script, no external asset."""
+def page(report: Report, secrets: Sequence[str] = ()) -> str:
+    """The whole HTML document for ``report``: inline CSS, no script, no external asset, and
+    none of the ``secrets`` (the environment's secret values, SPEC §7.5)."""
     seen = {c.outcome for r in report.rows for c in r.cells}
     unknown = sorted(seen - set(COLOURS))
     unhealthy = [r.routine_id for r in report.rows if r.unhealthy]
@@ -166,7 +169,15 @@ def page(report: Report) -> str:
             f"<li>{_e(p)}</li>" for p in report.problems) + "</ul>\n")
     parts += [_grid(report), _legend(unknown), _agenda(report), _evidence_table(report),
               "</body>\n</html>\n"]
-    return "".join(parts)
+    return _without("".join(parts), secrets)
+
+
+def _without(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with each secret value, as written and as :func:`_e` escapes it, replaced by
+    ``[REDACTED]`` - the filter of the console's output, on the whole page at once (a
+    definition's text reaches it in many places). The replacement holds none of ``<>&"'``, so
+    the page stays balanced."""
+    return redact_values(text, [*secrets, *(_e(s) for s in secrets)]) if secrets else text
 
 
 def _grid(report: Report) -> str:

@@ -72,6 +72,8 @@ def _why(row: RoutineRow) -> str:
             f": {note}" if note else "")
     if row.retrying:
         return f"{row.retrying}: {row.last_reason or 'failed'}"
+    if row.state == "running":  # the reason on record is the attempt before's: not shown,
+        return ", ".join(row.problems)  # as `list`; what keeps it unhealthy, as `status ID`
     if row.last_result not in (None, "success"):
         return row.last_reason or ""
     if row.last_missed is not None:

@@ -20,9 +20,9 @@ subscription says whether the lock is held: a key left by a killed holder, with 
 channel, means free.
 
 Failures: an unusable URL or a missing ``redis`` package (``pip install -e '.[redis]'`` in
-the clone) is a configuration error, and so is a Redis that cannot be
-reached: one line, exit 2, nothing is run or recorded. A scheduler should alert on it - exit 75
-means that another runner holds the lock, and a Redis outage is not that. No message ever
+the clone) is a configuration error, and so is a Redis that cannot be reached or refuses the
+URL's password: one line, exit 2, nothing is run or recorded. A scheduler should alert on it -
+exit 75 means that another runner holds the lock, and a Redis outage is not that. No message ever
 shows the URL as written: only its scheme, host, port and database, and only the parts that
 parse cleanly (a password may sit anywhere in a mistyped URL), and any password the URL holds
 is cut out of the text Redis itself gives.
@@ -167,11 +167,36 @@ def _client(url: str) -> Any:
     except ImportError:
         raise _config(url, _MISSING) from None
     try:
-        return redis.Redis.from_url(url, socket_connect_timeout=CONNECT_TIMEOUT_S,
-                                    socket_timeout=CONNECT_TIMEOUT_S,
-                                    health_check_interval=10, decode_responses=True)
+        client = redis.Redis.from_url(url, socket_connect_timeout=CONNECT_TIMEOUT_S,
+                                      socket_timeout=CONNECT_TIMEOUT_S,
+                                      health_check_interval=10, decode_responses=True)
     except ValueError as exc:
         raise _config(url, str(exc)) from None
+    unknown = _unknown_parameters(url, client.connection_pool)
+    if unknown:
+        client.close()
+        what = (f"parameter {unknown[0]}; remove it or correct its name" if len(unknown) == 1
+                else f"parameters {', '.join(unknown)}; remove them or correct their names")
+        raise _config(url, f"unknown query {what} (the query takes redis-py's connection "
+                      "options, such as socket_timeout=5)")
+    return client
+
+
+def _unknown_parameters(url: str, pool: Any) -> list[str]:
+    """The URL's query parameters that its connections would refuse, sorted: redis-py hands
+    each parameter it does not know to the connection class, which raises ``TypeError`` only
+    when it first connects. Their names only: a value may be a password."""
+    import inspect  # here: only a Redis lock URL needs it
+
+    asked = set(urllib.parse.parse_qs(urllib.parse.urlsplit(url).query))
+    taken: set[str] = set()
+    for cls in pool.connection_class.__mro__[:-1]:  # not object's
+        init = cls.__dict__.get("__init__")
+        if init is not None:
+            named = list(inspect.signature(init).parameters.values())[1:]  # not self
+            taken.update(p.name for p in named if p.kind in (p.POSITIONAL_OR_KEYWORD,
+                                                             p.KEYWORD_ONLY))
+    return sorted((asked & set(pool.connection_kwargs)) - taken)
 
 
 def _config(url: str, why: str) -> errors.ConfigError:
@@ -179,10 +204,27 @@ def _config(url: str, why: str) -> errors.ConfigError:
 
 
 def _unreachable(url: str, exc: BaseException) -> errors.ConfigError:
+    """Why Redis cannot be used: it refused the URL's credentials, or it cannot be reached."""
     reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if _refusal(exc):  # the server answered: starting it would not help
+        given = ("refused the credentials" if _secrets(url)
+                 else "requires a password and none was given")
+        return errors.ConfigError(_scrub(
+            f"the Redis lock server {shown(url)} ({LOCK_URL_ENV}) {given} "
+            f"({reason.rstrip('.')}); nothing was run (fix the password in {LOCK_URL_ENV}: it "
+            "is written :password@ right after redis://, percent-encoded where it holds / ? # "
+            "or @)", url))
     return errors.ConfigError(_scrub(
         f"cannot reach the Redis lock server {shown(url)} ({LOCK_URL_ENV}): {reason}; nothing "
         "was run (start Redis or unset the variable to use the file lock alone)", url))
+
+
+def _refusal(exc: BaseException) -> bool:
+    """Whether ``exc`` is Redis refusing the credentials (wrong password or user, or none
+    given to a server that wants one): a ``ConnectionError`` to redis-py, not an outage."""
+    import redis
+
+    return isinstance(exc, redis.exceptions.AuthenticationError)
 
 
 def _connection_errors() -> tuple[type[BaseException], ...]:
