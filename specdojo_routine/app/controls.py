@@ -175,6 +175,14 @@ def stop(
             locks_dir, attempt_id, stop_signals.GRACE_S):
         _signal_verified(pid, start, routine_id, attempt_id)
     # else a stop is under way, within its grace: wait for its end, signal nothing more
+    _wait_for_end(paths, routine_id, attempt_id, pid, wait_s)
+    return str(attempt_id)
+
+
+def _wait_for_end(
+    paths: ProjectPaths, routine_id: str, attempt_id: str, pid: int, wait_s: float,
+) -> None:
+    """Wait until the stopped attempt's end is recorded; refused after ``wait_s`` seconds."""
     deadline = time.monotonic() + wait_s
     while not _ended(paths, routine_id, attempt_id):
         if time.monotonic() > deadline:
@@ -182,7 +190,6 @@ def stop(
                 f"attempt {attempt_id} of {routine_id}: pid {pid} was sent SIGTERM but has not "
                 f"recorded its end within {wait_s:g}s; check it with `status {routine_id}`")
         time.sleep(0.05)
-    return str(attempt_id)
 
 
 def _check_runner(

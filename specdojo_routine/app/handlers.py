@@ -91,48 +91,76 @@ def run(
     wall = clock or (lambda: datetime.now(UTC))
     env = dict(os.environ if env is None else env)
     defs = definitions.load_definitions(paths)  # first, in a dry run too: it refuses alike
-    report = RunReport(dry_run=dry_run, prefix=prefix.specdojo_prefix(env), defs=defs)
-    report.errors.extend(str(p) for p in defs.errors)
+    report = _new_report(defs, env, dry_run=dry_run)
     candidates = _routines_to_consider(defs, routine_id)
     if inputs:  # checked before anything is recorded (exit 2), as `job run --input` is
-        from specdojo_routine.app import run_inputs
-
-        if routine_id is None:
-            raise UsageError("--input overrides one routine's inputs: use it with --id ID")
-        report.inputs_override = run_inputs.parse(candidates[0], defs, inputs,
-                                                  tuple(secret_values(env)))
+        report.inputs_override = _input_overrides(candidates, defs, routine_id, inputs, env)
     the_now = to_utc(now) if now is not None else to_utc(wall())
     if dry_run:
         return _dry_run(report, candidates, paths, routine_id, the_now, env, wall, defs.cache)
     with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id,
                             env=env) as held:
         plan = adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
-        log = ledger.Ledger(paths.routine_ledger, clock=wall)
         ctx = _Context(paths=paths, defs=defs, now=the_now, env=env, echo=echo,
-                       job_runner=job_runner, append=log.append, lock_lost=held.lost,
-                       warnings=report.warnings)
+                       job_runner=job_runner, lock_lost=held.lost, warnings=report.warnings,
+                       append=ledger.Ledger(paths.routine_ledger, clock=wall).append)
         view = views.refresh_routine_view(paths, plan.proof)
         refuse_if_owner_lives(view, paths)
-        view = selected_from = _register(ctx, defs, view)
-        try:
-            for routine in candidates:
-                if _stop_if_lock_lost(ctx, report):
-                    break
-                view = _run_routine(ctx, report, routine, view, explicit=routine_id is not None)
-        except OSError as exc:  # the run aborts; the attempts it finished are still reported
-            report.errors.append(f"error: run aborted: {errors.environment_error(exc)}")
-        lost = _stop_if_lock_lost(ctx, report)
-        if paths.retention.auto and routine_id is None and not lost:
+        registered = _register(ctx, defs, view)
+        view = _run_candidates(ctx, report, candidates, registered, explicit=routine_id is not None)
+        if not _stop_if_lock_lost(ctx, report) and paths.retention.auto and routine_id is None:
             _prune_as_we_go(ctx, report, wall)
-        # a recording command keeps what it parsed and the next occurrence after each cron
-        # routine's cursor as the run left it (defcache): the next call, and `list`, need
-        # not iterate the schedules again. A run that recorded nothing left every cursor as
-        # the selection found it, and the selection asked already.
-        if defs.cache is not None and view is not selected_from:
-            for routine in candidates:
-                _none_due(defs.cache, routine, view.routines.get(routine.id), the_now)
+        if view is not registered:  # a run that recorded nothing left every cursor as is
+            _remember_cursors(defs, candidates, view, the_now)
         definitions.remember(defs)
     return report
+
+
+def _new_report(defs: Definitions, env: Mapping[str, str], *, dry_run: bool) -> RunReport:
+    """An empty report of this run, with the errors of the definitions it could not load."""
+    report = RunReport(dry_run=dry_run, prefix=prefix.specdojo_prefix(env), defs=defs)
+    report.errors.extend(str(p) for p in defs.errors)
+    return report
+
+
+def _input_overrides(
+    candidates: list[Routine], defs: Definitions, routine_id: str | None,
+    inputs: Sequence[str], env: Mapping[str, str],
+) -> dict[str, str]:
+    """``run --id ID --input k=v``: the parsed overrides of that routine's Job inputs;
+    refused (exit 2) without ``--id``, before anything is recorded."""
+    from specdojo_routine.app import run_inputs
+
+    if routine_id is None:
+        raise UsageError("--input overrides one routine's inputs: use it with --id ID")
+    return run_inputs.parse(candidates[0], defs, inputs, tuple(secret_values(env)))
+
+
+def _run_candidates(
+    ctx: _Context, report: RunReport, candidates: list[Routine], view: views.RoutineView, *,
+    explicit: bool,
+) -> views.RoutineView:
+    """Each candidate routine in turn until the lock is lost; the view as the last one left
+    it. An OSError aborts the run; the attempts it finished are still reported."""
+    try:
+        for routine in candidates:
+            if _stop_if_lock_lost(ctx, report):
+                break
+            view = _run_routine(ctx, report, routine, view, explicit=explicit)
+    except OSError as exc:
+        report.errors.append(f"error: run aborted: {errors.environment_error(exc)}")
+    return view
+
+
+def _remember_cursors(
+    defs: Definitions, candidates: list[Routine], view: views.RoutineView, now: datetime,
+) -> None:
+    """Keep in the definition cache the next occurrence after each cron routine's cursor as
+    the run left it, so the next call, and ``list``, need not iterate the schedules again
+    (the selection already asked for the cursors a run that recorded nothing left)."""
+    if defs.cache is not None:
+        for routine in candidates:
+            _none_due(defs.cache, routine, view.routines.get(routine.id), now)
 
 
 def _prune_as_we_go(ctx: _Context, report: RunReport, wall: Callable[[], datetime]) -> None:
@@ -175,27 +203,8 @@ def _run_routine(
     is an interrupted one: refused, or closed first under ``on_interrupted: resume``)."""
     state = view.routines.get(routine.id)
     if _is_open(state):
-        entry: Mapping[str, Any] = state or {}
-        opened: Mapping[str, Any] = entry.get("open_attempt") or {}
-        if routine.policy.on_interrupted is not OnInterrupted.RESUME:
-            report.interrupted.append(routine.id)
-            ctx.notify(routine, "interrupted", cause="attempt_started",
-                       attempt_id=entry.get("attempt_id"),
-                       scheduled_for=opened.get("scheduled_for"),
-                       reason="its runner died mid-attempt; waiting for resolve")
+        if not _close_if_resumable(ctx, report, routine, state or {}):
             return view
-        from specdojo_routine.execute import groups  # only for an attempt left open
-
-        if state is not None and groups.action_still_running(
-                ctx.paths, state["attempt_id"]) is not None:
-            report.still_running.append(routine.id)  # a busy skip, not a second execution
-            return view
-        _close_interrupted(ctx, routine, state or {})
-        report.closed_interrupted.append(routine.id)
-        ctx.notify(routine, "interrupted", cause="attempt_ended",
-                   attempt_id=entry.get("attempt_id"),
-                   scheduled_for=opened.get("scheduled_for"), result="failure",
-                   reason="interrupted")
         view = views.refresh_routine_view(ctx.paths)
         state = view.routines.get(routine.id)
     if not explicit and _retry_or_supersede(ctx, report, routine, state):
@@ -206,14 +215,8 @@ def _run_routine(
             break
         chosen = _choose(report, routine, state, occ, ctx.now, ctx.paths.project_id)
         if isinstance(chosen, policy.Decision):  # paused, held or missed: the cursor moves on
-            recorded = ctx.record(policy.record(routine, chosen))
+            _record_decision(ctx, routine, chosen)
             accounted = True
-            if chosen.verdict != "pause":  # an operator's pause is not an alarm (SPEC §13)
-                from specdojo_routine.core import events  # only when there is one to record
-
-                ctx.notify(routine, "held" if chosen.verdict == "hold" else "missed",
-                           cause=events.tag_of(recorded), scheduled_for=recorded.scheduled_for,
-                           reason=recorded.reason)
             continue
         if accounted:
             view, accounted = views.refresh_routine_view(ctx.paths), False
@@ -222,6 +225,44 @@ def _run_routine(
         view = views.refresh_routine_view(ctx.paths)
         state = view.routines.get(routine.id)  # a failure under hold holds the rest at once
     return views.refresh_routine_view(ctx.paths) if accounted else view
+
+
+def _close_if_resumable(
+    ctx: _Context, report: RunReport, routine: Routine, state: Mapping[str, Any],
+) -> bool:
+    """The routine's interrupted attempt (we hold the lock, so an open one is interrupted):
+    True once closed under ``on_interrupted: resume``; False when refused until ``resolve``,
+    or skipped because one of its actions still runs."""
+    opened: Mapping[str, Any] = state.get("open_attempt") or {}
+    if routine.policy.on_interrupted is not OnInterrupted.RESUME:
+        report.interrupted.append(routine.id)
+        ctx.notify(routine, "interrupted", cause="attempt_started",
+                   attempt_id=state.get("attempt_id"), scheduled_for=opened.get("scheduled_for"),
+                   reason="its runner died mid-attempt; waiting for resolve")
+        return False
+    from specdojo_routine.execute import groups  # only for an attempt left open
+
+    if groups.action_still_running(ctx.paths, state["attempt_id"]) is not None:
+        report.still_running.append(routine.id)  # a busy skip, not a second execution
+        return False
+    _close_interrupted(ctx, routine, state)
+    report.closed_interrupted.append(routine.id)
+    ctx.notify(routine, "interrupted", cause="attempt_ended", attempt_id=state.get("attempt_id"),
+               scheduled_for=opened.get("scheduled_for"), result="failure",
+               reason="interrupted")
+    return True
+
+
+def _record_decision(ctx: _Context, routine: Routine, chosen: policy.Decision) -> None:
+    """Record an occurrence paused, held or missed, and notify the held and missed ones (an
+    operator's pause is not an alarm, SPEC §13)."""
+    recorded = ctx.record(policy.record(routine, chosen))
+    if chosen.verdict != "pause":
+        from specdojo_routine.core import events  # only when there is one to record
+
+        ctx.notify(routine, "held" if chosen.verdict == "hold" else "missed",
+                   cause=events.tag_of(recorded), scheduled_for=recorded.scheduled_for,
+                   reason=recorded.reason)
 
 
 def _retry_or_supersede(

@@ -287,12 +287,7 @@ def _prune_run(ctx: _Ctx, run_id: str, *, eligible: bool) -> None:
     if doc is None:
         return
     pending = list(fold.prune_pending)
-    ended = retention.run_owner(doc).ended_at  # as it is now, with another tool's record
-    if eligible and ended is not None \
-            and ended < retention.cutoff(ctx.now, ctx.policy.keep_days):
-        files = prunefiles.run_files(paths, run_id, ctx.env)
-    else:
-        files = prunefiles.recorded_run_files(paths, run_id, pending)
+    files = _run_files(ctx, run_id, doc, pending, eligible=eligible)
     if not files:
         return
     fresh = [f for f in files if paths.rel(f) not in pending]
@@ -314,6 +309,18 @@ def _prune_run(ctx: _Ctx, run_id: str, *, eligible: bool) -> None:
         report.complete = False  # recorded: the next prune finishes what git had not
         report.skipped.append(f"{run_id}: {paths.rel(left)}: git had not removed the worktree "
                               "by the time limit, the rest next time")
+
+
+def _run_files(
+    ctx: _Ctx, run_id: str, doc: Mapping[str, Any], pending: list[str], *, eligible: bool,
+) -> list[Path]:
+    """The run's files to remove: all that exist once retention chose it and it ended before
+    the cutoff, else those a removal recorded earlier still names (``pending``)."""
+    ended = retention.run_owner(doc).ended_at  # as it is now, with another tool's record
+    if eligible and ended is not None \
+            and ended < retention.cutoff(ctx.now, ctx.policy.keep_days):
+        return prunefiles.run_files(ctx.paths, run_id, ctx.env)
+    return prunefiles.recorded_run_files(ctx.paths, run_id, pending)
 
 
 # --- routine attempts ----------------------------------------------------------------------

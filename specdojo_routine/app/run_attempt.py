@@ -121,28 +121,12 @@ def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -
 def _record_attempt(
     ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None
 ) -> AttemptReport:
-    from specdojo_routine.core import event_parts, retry_rules, routine_events
-
+    """Record the attempt's start, run its actions and record its end; a full or read-only
+    disk ends it as a failure that says why and is raised again."""
     routine, occ = chosen.routine, chosen.occurrence
     attempt_id = _new_attempt_id(ctx.now)
     started_at = format_s(ctx.now)
-    ctx.record(routine_events.AttemptStarted(
-        routine_id=routine.id, attempt_id=attempt_id,
-        transition=decide.start_transition((state or {}).get("status") or "never"),
-        trigger=occ.trigger, scheduled_for=format_ms(occ.scheduled_for), last_run=started_at,
-        passed_over_since=(format_ms(occ.passed_over_since)
-                           if occ.passed_over_since is not None else None),
-        owner=event_parts.Owner(pid=os.getpid(), host=locks.this_host(),
-                                start=locks.process_start(os.getpid())),
-        schedule="cron" if routine.trigger is not None else "interval",
-        inputs_override=({k: redact(v, ctx.secrets) for k, v in chosen.inputs_override.items()}
-                         if chosen.inputs_override else None),
-        # a failure that will be retried does not hold: only the last one does (SPEC §13)
-        on_failure=None if retry_rules.retries_after(
-            routine.policy.retry, occ.trigger, chosen.retry_number or 1)
-        else policy.on_failure_marker(routine),
-        retry_of=chosen.retry_of, retry_attempt=chosen.retry_number,
-    ))
+    ctx.record(_started(ctx, chosen, state, attempt_id, started_at))
     t0 = time.monotonic()
     done: list[ActionReport] = []
     try:
@@ -161,6 +145,34 @@ def _record_attempt(
     return attrs.evolve(report, actions=tuple(done))
 
 
+def _started(
+    ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None, attempt_id: str,
+    started_at: str,
+) -> routine_events.AttemptStarted:
+    """The attempt's ``attempt_started`` event: its transition, trigger, owner (this process),
+    the inputs it overrides (redacted) and whether its failure will hold the routine."""
+    from specdojo_routine.core import event_parts, retry_rules, routine_events
+
+    routine, occ = chosen.routine, chosen.occurrence
+    return routine_events.AttemptStarted(
+        routine_id=routine.id, attempt_id=attempt_id,
+        transition=decide.start_transition((state or {}).get("status") or "never"),
+        trigger=occ.trigger, scheduled_for=format_ms(occ.scheduled_for), last_run=started_at,
+        passed_over_since=(format_ms(occ.passed_over_since)
+                           if occ.passed_over_since is not None else None),
+        owner=event_parts.Owner(pid=os.getpid(), host=locks.this_host(),
+                                start=locks.process_start(os.getpid())),
+        schedule="cron" if routine.trigger is not None else "interval",
+        inputs_override=({k: redact(v, ctx.secrets) for k, v in chosen.inputs_override.items()}
+                         if chosen.inputs_override else None),
+        # a failure that will be retried does not hold: only the last one does (SPEC §13)
+        on_failure=None if retry_rules.retries_after(
+            routine.policy.retry, occ.trigger, chosen.retry_number or 1)
+        else policy.on_failure_marker(routine),
+        retry_of=chosen.retry_of, retry_attempt=chosen.retry_number,
+    )
+
+
 def _run_actions(ctx: _Context, chosen: Selected, attempt_id: str, t0: float,
                  done: list[ActionReport]) -> None:
     """Run the attempt's actions in order, each recorded as it starts and ends, into
@@ -174,23 +186,13 @@ def _run_actions(ctx: _Context, chosen: Selected, attempt_id: str, t0: float,
         if stop.requested() is not None:
             break  # stopped: every action runs after a failure, none after a stop
         if ctx.lock_lost() is not None:  # another runner may hold it: start nothing more
-            ctx.record(routine_events.ActionEnded(
-                routine_id=routine.id, attempt_id=attempt_id, index=planned.index,
-                kind=planned.kind, result=Result.SKIPPED.value, reason=LOCK_LOST_REASON))
-            done.append(actions.ActionReport(index=planned.index, kind=planned.kind,
-                                             result=Result.SKIPPED, reason=LOCK_LOST_REASON))
+            done.append(_skip(ctx, routine.id, attempt_id, planned, LOCK_LOST_REASON))
             continue
         limit = timeouts.action_limit(planned.timeout, planned.kind,
                                       attempt=routine.policy.timeout,
                                       used_s=time.monotonic() - t0)
         if limit is not None and limit.seconds <= 0:  # the attempt's budget is used up
-            ctx.record(routine_events.ActionEnded(
-                routine_id=routine.id, attempt_id=attempt_id, index=planned.index,
-                kind=planned.kind, result=Result.SKIPPED.value,
-                reason=timeouts.ATTEMPT_TIMED_OUT))
-            done.append(actions.ActionReport(index=planned.index, kind=planned.kind,
-                                             result=Result.SKIPPED,
-                                             reason=timeouts.ATTEMPT_TIMED_OUT))
+            done.append(_skip(ctx, routine.id, attempt_id, planned, timeouts.ATTEMPT_TIMED_OUT))
             continue
         where = actions.Where(paths=ctx.paths, defs=ctx.defs, env=ctx.env, echo=ctx.echo,
                               job_runner=ctx.job_runner, routine_id=routine.id,
@@ -207,6 +209,20 @@ def _run_actions(ctx: _Context, chosen: Selected, attempt_id: str, t0: float,
             evidence_ref=action.evidence_ref))
         views.refresh_routine_view(ctx.paths)
         done.append(attrs.evolve(action, reason=ended.reason))  # as recorded: redacted
+
+
+def _skip(ctx: _Context, routine_id: str, attempt_id: str, planned: decide.PlannedAction,
+          reason: str) -> ActionReport:
+    """Record an action the attempt did not start as ended ``skipped`` for ``reason``; its
+    report."""
+    from specdojo_routine.app import actions
+    from specdojo_routine.core import routine_events
+
+    ctx.record(routine_events.ActionEnded(
+        routine_id=routine_id, attempt_id=attempt_id, index=planned.index,
+        kind=planned.kind, result=Result.SKIPPED.value, reason=reason))
+    return actions.ActionReport(index=planned.index, kind=planned.kind, result=Result.SKIPPED,
+                                reason=reason)
 
 
 def _end_aborted(ctx: _Context, chosen: Selected, attempt_id: str, started_at: str, t0: float,

@@ -100,29 +100,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (`history | head`): stop quietly
         _silence(out)
         return EXIT_FAILURE
-    except stop.Stopped as exc:  # a stop signal, where the process entry made it one
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    except (KeyboardInterrupt, Exception) as exc:
+        return _failed(exc, err)
+
+
+def _failed(exc: BaseException, err: TextIO) -> int:
+    """Say on ``err`` what stopped a command that was not the package's own error (a stop,
+    Ctrl-C, a time out of range, the environment, a missing dependency, a bug); its exit
+    code."""
+    if isinstance(exc, stop.Stopped):  # a stop signal, where the process entry made it one
         err.write(f"error: {exc}\n")
         return exc.exit_code
-    except KeyboardInterrupt:  # Ctrl-C in a program that calls main without the stop handlers
+    if isinstance(exc, KeyboardInterrupt):  # Ctrl-C where main runs without the stop handlers
         err.write("error: interrupted; an attempt that was running stays open and is reported "
                   "as interrupted by the next run\n")
         return 130
-    except SystemExit as exc:  # --help
-        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    except OverflowError as exc:  # date arithmetic at the edges of years 1-9999
+    if isinstance(exc, OverflowError):  # date arithmetic at the edges of years 1-9999
         err.write(f"error: a time is out of range ({exc}); use an instant between the years "
                   "1000 and 9998\n")
         return EXIT_USAGE
-    except OSError as exc:  # the environment, not a bug: say where, what and what to do
+    if isinstance(exc, OSError):  # the environment, not a bug: say where, what and what to do
         err.write(f"error: {shown(environment_error(exc))}\n")
         return EXIT_FAILURE
-    except ImportError as exc:  # a dependency missing or broken: the environment again
+    if isinstance(exc, ImportError):  # a dependency missing or broken: the environment again
         err.write(f"error: {shown(missing_dependency(exc))}\n")
         return EXIT_FAILURE
-    except Exception as exc:
-        err.write(f"error: internal error ({shown(f'{type(exc).__name__}: {exc}')}); "
-                  "please report it\n")
-        return EXIT_FAILURE
+    err.write(f"error: internal error ({shown(f'{type(exc).__name__}: {exc}')}); "
+              "please report it\n")
+    return EXIT_FAILURE
 
 
 def _silence(stream: TextIO) -> None:

@@ -184,6 +184,17 @@ def _add_job_commands(sub: Subparsers, common: _Parser) -> None:
     p.add_argument("--note", required=True, metavar="TEXT", help="what was checked")
     p.add_argument("--by", dest="resolved_by", metavar="NAME",
                    help="who decided (default: $USER)")
+    _add_job_run(jsub, common)
+    from specdojo_routine.cli import logscli
+
+    logscli.add_job_logs(jsub, common)
+
+
+# The commands whose options live beside their code, imported only when their parser is built.
+
+
+def _add_job_run(jsub: Subparsers, common: _Parser) -> None:
+    """``job run``: the Job, its inputs and occasion, and the agents and worktree of its run."""
     p = jsub.add_parser("run", parents=[common], help="run a Job")
     p.add_argument("--job", required=True, metavar="ID", help="the Job Definition id")
     p.add_argument("--input", action="append", default=[], metavar="K=V",
@@ -205,12 +216,6 @@ def _add_job_commands(sub: Subparsers, common: _Parser) -> None:
     p.add_argument("--by", metavar="NICK",
                    help="one agent for the whole run (no reporter stage), ahead of the Job's "
                         "nomination (a roster member)")
-    from specdojo_routine.cli import logscli
-
-    logscli.add_job_logs(jsub, common)
-
-
-# The commands whose options live beside their code, imported only when their parser is built.
 
 
 def _add_history(sub: Subparsers, common: _Parser) -> None:

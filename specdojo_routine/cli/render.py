@@ -136,6 +136,26 @@ def _policy_lines(r: RoutineRow, out: TextIO) -> None:
 
 
 def run_report(report: RunReport, out: TextIO, err: TextIO, *, as_json: bool) -> None:
+    """What ``run`` did or would do: its problems on ``err``, the rest on ``out``."""
+    _run_problems(report, err)
+    if as_json:
+        out.write(dumps(_run_json(report)))
+        return
+    if not (report.selected or report.held or report.missed or report.paused):
+        out.write("no due routines\n")
+        return
+    if report.dry_run:
+        out.write("dry run - nothing is recorded or executed\n")
+        _accounted_text(report, out)
+        _dry_run_text(report, out)
+        return
+    _accounted_text(report, out)
+    if report.selected:
+        _results_text(report, out)
+
+
+def _run_problems(report: RunReport, err: TextIO) -> None:
+    """The run's errors and warnings, and each interrupted attempt with what to do about it."""
     for problem in report.errors:
         err.write(f"{problem}\n")
         if problem.startswith("Too many missed cron occurrences"):
@@ -151,35 +171,30 @@ def run_report(report: RunReport, out: TextIO, err: TextIO, *, as_json: bool) ->
     for rid in report.interrupted:
         err.write(f"{rid}: interrupted attempt (its runner died); not started again - check it, "
                   f"then `resolve {rid} --result success|failure|skipped --note TEXT`\n")
-    if as_json:
-        out.write(dumps({
-            "selected": [{
-                "routine_id": s.routine.id, "scheduled_for": format_ms(s.occurrence.scheduled_for),
-                "trigger": s.occurrence.trigger,
-                "actions": [a.to_json(report.prefix) for a in s.actions],
-            } for s in report.selected],
-            "results": [r.to_json() for r in report.results],
-            "interrupted": report.interrupted,
-            "closed_interrupted": report.closed_interrupted,
-            "still_running": report.still_running,
-            "errors": report.errors,
-            "warnings": report.warnings,
-            "held": [d.to_json() for d in report.held],
-            "missed": [d.to_json() for d in report.missed],
-            "paused": [d.to_json() for d in report.paused],
-        }))
-        return
-    if not (report.selected or report.held or report.missed or report.paused):
-        out.write("no due routines\n")
-        return
-    if report.dry_run:
-        out.write("dry run - nothing is recorded or executed\n")
-        _accounted_text(report, out)
-        _dry_run_text(report, out)
-        return
-    _accounted_text(report, out)
-    if not report.selected:
-        return
+
+
+def _run_json(report: RunReport) -> dict[str, Any]:
+    """``run --json``: the selection, the attempts' results and what was not run."""
+    return {
+        "selected": [{
+            "routine_id": s.routine.id, "scheduled_for": format_ms(s.occurrence.scheduled_for),
+            "trigger": s.occurrence.trigger,
+            "actions": [a.to_json(report.prefix) for a in s.actions],
+        } for s in report.selected],
+        "results": [r.to_json() for r in report.results],
+        "interrupted": report.interrupted,
+        "closed_interrupted": report.closed_interrupted,
+        "still_running": report.still_running,
+        "errors": report.errors,
+        "warnings": report.warnings,
+        "held": [d.to_json() for d in report.held],
+        "missed": [d.to_json() for d in report.missed],
+        "paused": [d.to_json() for d in report.paused],
+    }
+
+
+def _results_text(report: RunReport, out: TextIO) -> None:
+    """Each attempt's result, the actions that did not succeed under it, and the tally."""
     for r in report.results:
         reason = f" - {r.reason}" if r.reason else ""
         out.write(f"{r.routine_id}  {r.scheduled_for}  {r.result}{reason}\n")

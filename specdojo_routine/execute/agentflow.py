@@ -81,13 +81,19 @@ def analyse(
         stage = agents.launch(how, member, "analysis", plan_text)
     except AgentConfigError as exc:
         return Analysed(verdict=Verdict(status="failed", reason=f"analysis failed: {exc}"))
+    return _outcome(stage, request.result_path, command)
+
+
+def _outcome(stage: agents.Stage, result_path: Path, command: Verdict) -> Analysed:
+    """What the analysis decided: its stage's failure, the failure or noop the agent wrote in
+    its result, else the command's own verdict."""
     failed = stage.failure()
     if failed is not None:
         reason, skipped = failed
         return Analysed(verdict=Verdict(status="failed", busy=skipped,
                                         reason=reason if skipped else f"analysis failed: {reason}"),
                         result_written=True)
-    status, why = agentdocs.agent_outcome(agents.read_result(request.result_path))
+    status, why = agentdocs.agent_outcome(agents.read_result(result_path))
     if status == "failed":
         return Analysed(verdict=Verdict(status="failed", reason=f"analysis failed: {why}"),
                         result_written=True)

@@ -58,7 +58,6 @@ def write_evidence(
     target = attempt_dir(evidence_dir, run_id, attempt)
     target.mkdir(parents=True, exist_ok=True)
     streams = _write_logs(target, outcome, secrets, root)
-    message = redact(final_message, secrets)
     document = {
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id,
@@ -74,14 +73,20 @@ def write_evidence(
         "started_at": format_s(outcome.started_at),
         "completed_at": format_s(outcome.completed_at),
         "duration_s": round(outcome.duration_s, 3),
-        "final_message": message[: FINAL_MESSAGE_LIMIT - 1] + "…"
-        if len(message) > FINAL_MESSAGE_LIMIT
-        else message,
+        "final_message": _final_message(final_message, secrets),
     }
     _write_atomic(
         target / EVIDENCE_JSON, orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
     )
     return relative_ref(target / EVIDENCE_JSON, root)
+
+
+def _final_message(final_message: str, secrets: tuple[str, ...]) -> str:
+    """The attempt's final message, redacted and cut to ``FINAL_MESSAGE_LIMIT`` characters
+    (its last one then an ellipsis)."""
+    message = redact(final_message, secrets)
+    return message[: FINAL_MESSAGE_LIMIT - 1] + "…" if len(message) > FINAL_MESSAGE_LIMIT \
+        else message
 
 
 def action_dir(evidence_dir: Path, attempt_id: str, index: int) -> Path:

@@ -8,7 +8,8 @@ stream. When the command ends, or its timeout expires, the whole group is termin
 then SIGKILL after 2 s, or the caller's ``kill_grace_s`` on a timeout), so no background child
 outlives its Job. An operator's stop (SIGINT or
 SIGTERM to the runner, :mod:`.stop`) terminates the group the same way with a 10 s grace, and
-the outcome says ``stopped by SIG…``; once a stop is requested no command starts.
+the outcome says ``stopped by SIG…``; once a stop is requested no command starts. How the
+group is watched and terminated is :mod:`.termination`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import selectors
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Literal, TextIO
@@ -30,7 +31,7 @@ from typing import IO, Literal, TextIO
 import attrs
 
 from specdojo_routine.core.redact import LineRedactor, secret_values
-from specdojo_routine.execute import proctree, stop
+from specdojo_routine.execute import proctree, stop, termination
 from specdojo_routine.execute.echo import (  # re-exported: runner.<name> keeps working
     CAPTURE_LIMIT_BYTES as CAPTURE_LIMIT_BYTES,
 )
@@ -45,12 +46,11 @@ from specdojo_routine.execute.echo import (
 )
 from specdojo_routine.execute.echo import Stream
 from specdojo_routine.execute.prefix import specdojo_prefix as specdojo_prefix
+from specdojo_routine.execute.termination import KILL_GRACE_S, KILL_POLL_S
 
 SHELL = ("/bin/sh", "-eu", "-c")
-KILL_GRACE_S = 2.0  # SIGTERM -> SIGKILL
 DRAIN_GRACE_S = 2.0  # reading on after the group is gone (a detached process holding the pipe)
 _POLL_S = 0.05  # without a pidfd, how often to look for the command's exit
-_KILL_POLL_S = 0.01  # while terminating, how often to look at the group
 #: The longest single wait for output: the poll takes at most ~24.8 days (2**31 - 1 ms), and a
 #: timeout validate accepts may be longer; the loop waits again until the deadline.
 _LONGEST_WAIT_S = 3600.0
@@ -214,11 +214,37 @@ def _run_deferred(
     on_start: Callable[[int], None] | None,
     kill_grace_s: float = KILL_GRACE_S,
 ) -> CommandOutcome:
+    """:func:`_run` inside its deferred section: start the command unless a stop came first,
+    read its output until its group is gone, then say how it ended."""
     started_at, t0 = datetime.now(UTC), time.monotonic()
     if stop.requested() is not None:  # a stop starts nothing more
         return _not_started(started_at, t0, stop.reason() or "stopped")
+    proc = _spawn(argv, cwd, env)
+    if isinstance(proc, str):
+        return _not_started(started_at, t0, proc)
+    assert proc.stdout is not None and proc.stderr is not None
+    if on_start is not None:
+        with contextlib.suppress(OSError):  # recording the group is best effort (full disk)
+            on_start(proc.pid)
+    secrets = secret_values(env)
+    streams = {pipe: Stream(echo, LineRedactor(secrets)) for pipe in (proc.stdout, proc.stderr)}
     try:
-        proc = subprocess.Popen(
+        ending = _pump(proc, streams, timeout_s, kill_grace_s)
+    except BaseException:  # e.g. Ctrl-C: the command's own group does not get the signal
+        termination.kill_now(proc)
+        raise
+    for pipe, stream in streams.items():
+        pipe.close()
+        stream.close()
+    return _finished(proc.wait(), streams[proc.stdout], streams[proc.stderr], started_at, t0,
+                     ending, timeout_s)
+
+
+def _spawn(argv: list[str], cwd: Path, env: Mapping[str, str]) -> subprocess.Popen[bytes] | str:
+    """The command started in a process group of its own, stdin closed, both outputs piped
+    and its leader dying with the runner; or why it could not start."""
+    try:
+        return subprocess.Popen(
             argv,
             cwd=cwd,
             env=dict(env),
@@ -229,42 +255,9 @@ def _run_deferred(
             preexec_fn=_die_with_parent(os.getpid()),
         )
     except (OSError, ValueError, IndexError) as exc:  # ValueError: a NUL; IndexError: no argv
-        return _not_started(started_at, t0, _start_error(exc, argv, cwd))
+        return _start_error(exc, argv, cwd)
     except subprocess.SubprocessError as exc:  # the preexec hook failed
-        return _not_started(started_at, t0, f"could not start {argv[0]}: {exc}")
-    assert proc.stdout is not None and proc.stderr is not None
-    if on_start is not None:
-        with contextlib.suppress(OSError):  # recording the group is best effort (full disk)
-            on_start(proc.pid)
-    secrets = secret_values(env)
-    streams = {pipe: Stream(echo, LineRedactor(secrets)) for pipe in (proc.stdout, proc.stderr)}
-    try:
-        ending = _pump(proc, streams, timeout_s, kill_grace_s)
-    except BaseException:  # e.g. Ctrl-C: the command's own group does not get the signal
-        _kill_now(proc)
-        raise
-    for pipe, stream in streams.items():
-        pipe.close()
-        stream.close()
-    return _finished(
-        proc.wait(),
-        streams[proc.stdout],
-        streams[proc.stderr],
-        started_at,
-        t0,
-        ending,
-        timeout_s,
-    )
-
-
-def _kill_now(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the whole group, wait (up to the grace) until it is gone, reap the leader."""
-    with contextlib.suppress(OSError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    give_up = time.monotonic() + KILL_GRACE_S
-    while proctree.group_alive(proc.pid) and time.monotonic() < give_up:
-        time.sleep(_KILL_POLL_S)
-    proc.wait()
+        return f"could not start {argv[0]}: {exc}"
 
 
 def _not_started(started_at: datetime, t0: float, error: str) -> CommandOutcome:
@@ -317,25 +310,16 @@ def _pump(
     """Read both pipes until the command and its process group are gone; how we ended it:
     None (it ended itself), "timeout", or "stopped" (an operator's stop, :mod:`.stop`)."""
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    killer: _GroupKiller | None = None
+    killer: termination.GroupKiller | None = None
     ending: _Ending = None
     wake_fd = stop.wakeup_fd()
-    with selectors.DefaultSelector() as selector, _exit_fd(proc.pid) as exit_fd:
-        for pipe in streams:
-            selector.register(pipe, selectors.EVENT_READ)
-        for fd in (exit_fd, wake_fd):
-            if fd is not None:
-                selector.register(fd, selectors.EVENT_READ)
+    with selectors.DefaultSelector() as selector, termination.exit_fd(proc.pid) as exit_fd:
+        _watch(selector, [*streams, exit_fd, wake_fd])
         open_pipes, watching_exit = len(streams), exit_fd is not None
         while True:
-            now, exited = time.monotonic(), _exited(proc.pid)
-            if killer is None and not exited and stop.requested() is not None:
-                ending, killer = "stopped", _GroupKiller(proc.pid, grace_s=stop.GRACE_S)
-            elif killer is None and (exited or (deadline is not None and now >= deadline)):
-                ending = None if exited else "timeout"
-                killer = _GroupKiller(proc.pid, grace_s=kill_grace_s if ending else KILL_GRACE_S)
-            elif ending == "stopped" and killer is not None and stop.count() > 1:
-                killer.hurry()  # a second stop: no more grace
+            now, exited = time.monotonic(), termination.exited(proc.pid)
+            ending, killer = _begin_ending(proc.pid, ending, killer, exited, now, deadline,
+                                           kill_grace_s)
             if (
                 killer is not None
                 and killer.step(now, exited)
@@ -358,94 +342,42 @@ def _pump(
                     open_pipes -= 1
 
 
+def _watch(selector: selectors.BaseSelector, sources: Iterable[IO[bytes] | int | None]) -> None:
+    """Register each source (a pipe or a file descriptor; None: there is none) for reading."""
+    for source in sources:
+        if source is not None:
+            selector.register(source, selectors.EVENT_READ)
+
+
+def _begin_ending(
+    pid: int, ending: _Ending, killer: termination.GroupKiller | None, exited: bool,
+    now: float, deadline: float | None, kill_grace_s: float,
+) -> tuple[_Ending, termination.GroupKiller | None]:
+    """The ending and the killer of the command's group, started once the command exited,
+    its deadline passed or a stop was asked (a second stop drops the grace); else as they
+    were."""
+    if killer is None:
+        if not exited and stop.requested() is not None:
+            return "stopped", termination.GroupKiller(pid, grace_s=stop.GRACE_S)
+        if exited or (deadline is not None and now >= deadline):
+            ending = None if exited else "timeout"
+            return ending, termination.GroupKiller(
+                pid, grace_s=kill_grace_s if ending else KILL_GRACE_S)
+    elif ending == "stopped" and stop.count() > 1:
+        killer.hurry()  # a second stop: no more grace
+    return ending, killer
+
+
 def _wait_s(
-    now: float, deadline: float | None, killer: _GroupKiller | None, watching_exit: bool
+    now: float, deadline: float | None, killer: termination.GroupKiller | None, watching_exit: bool
 ) -> float | None:
     """How long to wait for output: no polling while the exit itself is an event."""
     if killer is not None:  # soon at first (most groups end at once), then at a gentler pace
         early = killer.term_at is None or now < killer.term_at + 1.0
-        return _KILL_POLL_S if early else _POLL_S
+        return KILL_POLL_S if early else _POLL_S
     if not watching_exit:
         return _POLL_S
     return None if deadline is None else min(max(0.0, deadline - now), _LONGEST_WAIT_S)
-
-
-@contextlib.contextmanager
-def _exit_fd(pid: int) -> Iterator[int | None]:
-    """A pidfd that becomes readable when ``pid`` exits (Linux >= 5.3), else ``None``."""
-    try:
-        fd: int | None = os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        fd = None
-    try:
-        yield fd
-    finally:
-        if fd is not None:
-            os.close(fd)
-
-
-def _exited(pid: int) -> bool:
-    """Whether ``pid`` has exited, WITHOUT reaping it (its group id stays reserved)."""
-    try:
-        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    except ChildProcessError:
-        return True
-
-
-class _GroupKiller:
-    """Terminates a process group: SIGTERM, then SIGKILL to whatever is left after a grace.
-
-    The leader's descendants that left the group (a child that called ``setsid``) are
-    signalled with it: they are found while the leader still lives (an orphan is the init
-    process's child, no longer ours to tell), and each is signalled again only while it is
-    still the same process (its start time)."""
-
-    def __init__(self, pgid: int, grace_s: float = KILL_GRACE_S) -> None:
-        self.pgid = pgid
-        self.grace_s = grace_s
-        self.term_at: float | None = None
-        self.kill_at: float | None = None
-        self.done_at = 0.0
-        self.strays: dict[int, bytes] = {}
-
-    def hurry(self) -> None:
-        """No more grace: the next step sends SIGKILL to whatever is left."""
-        self.grace_s = 0.0
-
-    def step(self, now: float, leader_exited: bool) -> bool:
-        """Advance; True once the leader has exited and no other member is alive.
-
-        A member still alive 2 s after SIGKILL (stuck in the kernel) is given up on.
-        """
-        if self.term_at is None:
-            self.term_at = now
-            self._signal(signal.SIGTERM)
-        alive = not leader_exited or proctree.group_alive(self.pgid) or self._strays_alive()
-        if alive and self.kill_at is None and now >= self.term_at + self.grace_s:
-            self.kill_at = now
-            self._signal(signal.SIGKILL)
-        given_up = self.kill_at is not None and now >= self.kill_at + KILL_GRACE_S
-        if leader_exited and (not alive or given_up):
-            self.done_at = self.done_at or now
-            return True
-        return False
-
-    def _strays_alive(self) -> bool:
-        return any(proctree.start_of(pid) == start for pid, start in self.strays.items())
-
-    def _signal(self, signum: signal.Signals) -> None:
-        self.strays.update(proctree.left_the_group(self.pgid))
-        try:
-            os.killpg(self.pgid, signum)
-        except ProcessLookupError:  # not a group leader after all: at least the process itself
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(self.pgid, signum)
-        except PermissionError:
-            pass
-        for pid, start in self.strays.items():
-            if proctree.start_of(pid) == start:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signum)
 
 
 def group_alive(pgid: int) -> bool:

@@ -276,16 +276,7 @@ def resolve_project(
     """Resolve root and project: ``--root`` or a walk up from ``cwd``; then ``--project``,
     ``SPECDOJO_PROJECT``, ``current_project``, the first project."""
     env = os.environ if env is None else env
-    if root is None:
-        start = cwd if cwd is not None else Path.cwd()
-        found = find_root(start)
-        if found is None:
-            raise ConfigError(
-                f"no {CONFIG_RELPATH.as_posix()} found in {start} or any parent; "
-                "run inside a SpecDojo project, pass --root DIR, or create one here with `init`"
-            )
-        root = found
-    root = root.resolve()
+    root = _root(root, cwd)
     config = _load_config(root)
     where = root / CONFIG_RELPATH
     projects = config.get("projects")
@@ -297,13 +288,7 @@ def resolve_project(
     entry = projects[project_id]
     if not isinstance(entry, dict):
         raise ConfigError(f'{where}: project "{project_id}" must be an object')
-    dirs: dict[str, Path] = {}
-    for key in ("routines_path", "jobs_path", "execution_path"):
-        value = entry.get(key)
-        if not isinstance(value, str) or not value:
-            raise ConfigError(f'{where}: project "{project_id}" needs "{key}" (a path)')
-        _refuse_nul(value, where, project_id, key)
-        dirs[key] = root / value
+    dirs = _project_dirs(root, entry, where, project_id)
     extra = _agent_paths(root, entry, where, project_id)
     return ProjectPaths(
         retention=_retention(entry, where, project_id),
@@ -314,6 +299,36 @@ def resolve_project(
         execution_dir=dirs["execution_path"],
         **extra,
     )
+
+
+def _root(root: Path | None, cwd: Path | None) -> Path:
+    """The project root, resolved: ``--root``, or the nearest directory holding the config
+    from ``cwd`` (the working directory) up."""
+    if root is None:
+        start = cwd if cwd is not None else Path.cwd()
+        found = find_root(start)
+        if found is None:
+            raise ConfigError(
+                f"no {CONFIG_RELPATH.as_posix()} found in {start} or any parent; "
+                "run inside a SpecDojo project, pass --root DIR, or create one here with `init`"
+            )
+        root = found
+    return root.resolve()
+
+
+def _project_dirs(
+    root: Path, entry: Mapping[str, object], where: Path, project_id: str
+) -> dict[str, Path]:
+    """The project's three required folders (``routines_path``, ``jobs_path``,
+    ``execution_path``), each a non-empty path relative to ``root``."""
+    dirs: dict[str, Path] = {}
+    for key in ("routines_path", "jobs_path", "execution_path"):
+        value = entry.get(key)
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f'{where}: project "{project_id}" needs "{key}" (a path)')
+        _refuse_nul(value, where, project_id, key)
+        dirs[key] = root / value
+    return dirs
 
 
 def _refuse_nul(value: str, where: Path, project_id: str, key: str) -> None:

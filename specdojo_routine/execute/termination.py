@@ -1,0 +1,109 @@
+"""How a command's process group ends: watching its leader exit without reaping it (so the
+group id stays reserved), killing the group at once when the runner is interrupted, and
+terminating it in order (SIGTERM, a grace, then SIGKILL), the leader's descendants that left
+the group included. :mod:`.runner` drives these while it reads the command's output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+
+from specdojo_routine.execute import proctree
+
+__all__ = ["KILL_GRACE_S", "KILL_POLL_S", "GroupKiller", "exit_fd", "exited", "kill_now"]
+
+KILL_GRACE_S = 2.0  # SIGTERM -> SIGKILL
+KILL_POLL_S = 0.01  # while terminating, how often to look at the group
+
+
+def kill_now(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the whole group, wait (up to the grace) until it is gone, reap the leader."""
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    give_up = time.monotonic() + KILL_GRACE_S
+    while proctree.group_alive(proc.pid) and time.monotonic() < give_up:
+        time.sleep(KILL_POLL_S)
+    proc.wait()
+
+
+@contextlib.contextmanager
+def exit_fd(pid: int) -> Iterator[int | None]:
+    """A pidfd that becomes readable when ``pid`` exits (Linux >= 5.3), else ``None``."""
+    try:
+        fd: int | None = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        fd = None
+    try:
+        yield fd
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def exited(pid: int) -> bool:
+    """Whether ``pid`` has exited, WITHOUT reaping it (its group id stays reserved)."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+class GroupKiller:
+    """Terminates a process group: SIGTERM, then SIGKILL to whatever is left after a grace.
+
+    The leader's descendants that left the group (a child that called ``setsid``) are
+    signalled with it: they are found while the leader still lives (an orphan is the init
+    process's child, no longer ours to tell), and each is signalled again only while it is
+    still the same process (its start time)."""
+
+    def __init__(self, pgid: int, grace_s: float = KILL_GRACE_S) -> None:
+        self.pgid = pgid
+        self.grace_s = grace_s
+        self.term_at: float | None = None
+        self.kill_at: float | None = None
+        self.done_at = 0.0
+        self.strays: dict[int, bytes] = {}
+
+    def hurry(self) -> None:
+        """No more grace: the next step sends SIGKILL to whatever is left."""
+        self.grace_s = 0.0
+
+    def step(self, now: float, leader_exited: bool) -> bool:
+        """Advance; True once the leader has exited and no other member is alive.
+
+        A member still alive 2 s after SIGKILL (stuck in the kernel) is given up on.
+        """
+        if self.term_at is None:
+            self.term_at = now
+            self._signal(signal.SIGTERM)
+        alive = not leader_exited or proctree.group_alive(self.pgid) or self._strays_alive()
+        if alive and self.kill_at is None and now >= self.term_at + self.grace_s:
+            self.kill_at = now
+            self._signal(signal.SIGKILL)
+        given_up = self.kill_at is not None and now >= self.kill_at + KILL_GRACE_S
+        if leader_exited and (not alive or given_up):
+            self.done_at = self.done_at or now
+            return True
+        return False
+
+    def _strays_alive(self) -> bool:
+        return any(proctree.start_of(pid) == start for pid, start in self.strays.items())
+
+    def _signal(self, signum: signal.Signals) -> None:
+        self.strays.update(proctree.left_the_group(self.pgid))
+        try:
+            os.killpg(self.pgid, signum)
+        except ProcessLookupError:  # not a group leader after all: at least the process itself
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self.pgid, signum)
+        except PermissionError:
+            pass
+        for pid, start in self.strays.items():
+            if proctree.start_of(pid) == start:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signum)
