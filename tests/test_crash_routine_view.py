@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import signal
 
+import orjson
 import pytest
 from conftest import Project, period_job, wait_for_text
 
@@ -113,3 +114,84 @@ def test_a_job_action_cut_short_by_the_environment_says_where_and_what_to_do(
     ended = next(e for e in project.events() if e["type"] == "action_ended")
     assert str(project.root / "execution" / "x") + ": No space left on device (free some " \
         "space on that file system and run the command again)" == ended["reason"]
+
+
+def _failing_publish(project: Project, monkeypatch: pytest.MonkeyPatch, after: str) -> None:
+    """The view's publish fails (ENOSPC) once, right after the ledger recorded ``after``."""
+    real, failed = views.refresh_routine_view, []
+
+    def refresh(*args: object, **kw: object) -> object:
+        recorded = project.events()
+        if not failed and recorded and recorded[-1]["type"] == after:
+            failed.append(after)
+            raise _full_disk(project)
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(views, "refresh_routine_view", refresh)
+
+
+def _two_actions_and_a_failure_hook(project: Project) -> None:
+    project.routine("rtn-two", f"""\
+        interval: 1h
+        policy:
+          notify: {{on: [failure], command: "echo $SPECDOJO_RESULT >> {project.root}/told"}}
+        action:
+          - {{kind: specdojo, args: [one]}}
+          - {{kind: specdojo, args: [two]}}
+        """)
+
+
+def test_an_attempt_cut_short_after_an_action_keeps_it_and_is_reported_and_told(
+        project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ENOSPC on the publish after action 1 ended: the attempt's end keeps action 1's
+    success in its results, the run reports the failed attempt (not "Ran 0"), and the
+    failure hook runs, as for any final failure."""
+    _two_actions_and_a_failure_hook(project)
+    _failing_publish(project, monkeypatch, "action_ended")
+    report = handlers.run(resolve_project(project.root), env=project.env())
+    assert 1 == report.exit_code and report.errors[0].startswith("error: run aborted: ")
+    [ended] = [e for e in project.events() if e["type"] == "attempt_ended"]
+    assert ("failure", [{"index": 1, "kind": "specdojo", "result": "success"}]) == (
+        ended["result"], ended["action_results"])
+    assert [("rtn-two", "failure")] == [(r.routine_id, r.result) for r in report.results]
+    assert [1] == [a.index for a in report.results[0].actions]
+    assert "failure\n" == (project.root / "told").read_text()
+    assert ["one --project demo"] == project.calls()
+
+
+def test_the_action_an_environment_error_cuts_short_ends_with_the_attempt(
+        project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ENOSPC on the publish after action 1 started: action 1 is recorded as ended, failure
+    with the attempt's reason, so neither `logs` nor `status` shows it running for ever."""
+    _two_actions_and_a_failure_hook(project)
+    _failing_publish(project, monkeypatch, "action_started")
+    report = handlers.run(resolve_project(project.root), env=project.env())
+    assert 1 == report.exit_code
+    kinds = [(e["type"], e.get("index"), e.get("result")) for e in project.events()
+             if e.get("routine_id") == "rtn-two"]
+    assert [("routine_registered", None, None), ("attempt_started", None, None),
+            ("action_started", 1, None), ("action_ended", 1, "failure"),
+            ("attempt_ended", None, "failure"), ("notification_sent", None, None)] == kinds
+    reasons = {e["type"]: e.get("reason") for e in project.events()}
+    assert reasons["action_ended"] == reasons["attempt_ended"]
+    assert reasons["attempt_ended"].startswith("run aborted: ")
+    logs = project.cli("logs", "rtn-two")
+    assert "running" not in logs.stdout, logs.stdout
+    assert [] == project.calls()  # the action was cut short before it delegated
+
+
+def test_the_attempts_end_is_published_before_the_hook_runs(project: Project) -> None:
+    """While the failure hook runs, routine-state.json already says the attempt failed:
+    upstream reads the view, not the ledger (SPEC §6), and a runner killed during the hook
+    leaves a view as current as its ledger."""
+    state = project.root / "routines" / "generated" / "routine-state.json"
+    project.routine("rtn-f", f"""\
+        interval: 1h
+        policy:
+          notify: {{on: [failure], command: "cp {state} {project.root}/seen.json"}}
+        action: {{kind: specdojo, args: [boom]}}
+        """)
+    project.exit_codes({"boom": 3})
+    assert 1 == project.cli("run", "--due").returncode
+    seen = orjson.loads((project.root / "seen.json").read_bytes())["routines"]["rtn-f"]
+    assert ("failure", None) == (seen["status"], seen.get("open_attempt"))

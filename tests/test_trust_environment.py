@@ -175,7 +175,8 @@ def test_a_torn_tail_repair_on_a_full_disk_leaves_no_empty_fragment(
 
 def test_a_run_that_aborts_still_reports_the_attempts_it_finished(project: Project) -> None:
     """An environment error mid-run (here from a job action) ends the run with one error line,
-    and the summary still lists the attempt that finished before it."""
+    and the summary still lists the attempt that finished before it, and the one the error
+    cut short, which its runner ended as a failure."""
     from specdojo_routine.app import handlers
     from specdojo_routine.store.config import resolve_project
 
@@ -189,7 +190,8 @@ def test_a_run_that_aborts_still_reports_the_attempts_it_finished(project: Proje
 
     report = handlers.run(resolve_project(project.root), env=project.env(),
                           job_runner=full_disk)  # type: ignore[arg-type]
-    assert [("rtn-a", "success")] == [(r.routine_id, r.result) for r in report.results]
+    assert [("rtn-a", "success"), ("rtn-b", "failure")] == [
+        (r.routine_id, r.result) for r in report.results]
     assert 1 == report.exit_code
     assert ["error: run aborted: " + str(project.root / "execution" / "x") +
             ": No space left on device (free some space on that file system and run the "

@@ -221,7 +221,7 @@ def _run_routine(
         if accounted:
             view, accounted = views.refresh_routine_view(ctx.paths), False
             state = view.routines.get(routine.id)
-        report.results.append(_attempt(ctx, chosen, state))
+        _attempt(ctx, chosen, state, report.results)
         view = views.refresh_routine_view(ctx.paths)
         state = view.routines.get(routine.id)  # a failure under hold holds the rest at once
     return views.refresh_routine_view(ctx.paths) if accounted else view
@@ -285,7 +285,7 @@ def _retry_or_supersede(
     if chosen is None:
         return False
     report.selected.append(chosen)
-    report.results.append(_attempt(ctx, chosen, state))
+    _attempt(ctx, chosen, state, report.results)
     return True
 
 

@@ -95,7 +95,7 @@ def _run_each(
         chosen = Selected(routine=routine, occurrence=occ,
                           actions=decide.plan_actions(routine, at, ctx.paths.project_id))
         report.selected.append(chosen)
-        report.results.append(run_attempt._attempt(ctx, chosen, state))
+        run_attempt._attempt(ctx, chosen, state, report.results)
     handlers._stop_if_lock_lost(ctx, report)
     views.refresh_routine_view(ctx.paths)
 

@@ -10,6 +10,7 @@ died leaves an attempt open (interrupted). Also the closing of an interrupted at
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -88,18 +89,47 @@ def _new_attempt_id(now: datetime) -> str:
     return f"att-{now.strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex[:8]}"
 
 
-def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -> AttemptReport:
-    """One attempt, recorded whole (SPEC §6.5 "Stopped, not crashed"): a SIGINT or SIGTERM
-    while it runs stops its running action, starts no other, records the attempt's end as a
-    failure with the stop as reason and publishes it; then the stop unwinds
-    (:mod:`~specdojo_routine.execute.stop`)."""
+class _Aborted(Exception):
+    """An environment error cut the attempt short and its end was recorded (``report``)."""
+
+    def __init__(self, report: AttemptReport, error: OSError) -> None:
+        super().__init__(error)
+        self.report, self.error = report, error
+
+
+def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None,
+             results: list[AttemptReport]) -> None:
+    """One attempt, recorded whole and its report added to ``results`` (SPEC §6.5 "Stopped,
+    not crashed"): a SIGINT or SIGTERM while it runs stops its running action, starts no
+    other, records the attempt's end as a failure with the stop as reason and publishes it;
+    then the stop unwinds (:mod:`~specdojo_routine.execute.stop`). The end is published
+    before the notification hook runs (upstream reads the view, not the ledger). An attempt
+    an environment error cut short is reported and notified like any failure, then the error
+    is raised again."""
+    aborted: OSError | None = None
+    with stop.deferred():
+        try:
+            report = _record_attempt(ctx, chosen, state)
+        except _Aborted as exc:
+            report, aborted = exc.report, exc.error
+        results.append(report)
+        stop.attempt_ended(report.routine_id, report.attempt_id, report.result, report.reason)
+        if aborted is None:  # (an aborted end was published if the disk let it)
+            views.refresh_routine_view(ctx.paths)
+    try:
+        _notify_end(ctx, chosen, state, report)
+    except OSError:
+        if aborted is None:
+            raise
+    if aborted is not None:  # the error the operator sees is the first one
+        raise aborted
+
+
+def _notify_end(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None,
+                report: AttemptReport) -> None:
+    """Run the hook for a final failure, or for a success after a failure (SPEC §13)."""
     from specdojo_routine.core import retry_rules  # loaded where an attempt starts
 
-    with stop.deferred():
-        report = _record_attempt(ctx, chosen, state)
-        stop.attempt_ended(report.routine_id, report.attempt_id, report.result, report.reason)
-        if stop.requested() is not None:
-            views.refresh_routine_view(ctx.paths)  # the end is published before unwinding
     before = (state or {}).get("status")
     retried = retry_rules.retries_after(chosen.routine.policy.retry, chosen.occurrence.trigger,
                                         chosen.retry_number or 1) and not (
@@ -108,34 +138,33 @@ def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None) -
             "recovered" if report.result == Result.SUCCESS.value and before == "failure"
             else None)
     if kind is not None:
-        try:
-            ctx.notify(chosen.routine, kind, cause="attempt_ended", attempt_id=report.attempt_id,
-                       scheduled_for=report.scheduled_for, result=report.result,
-                       reason=report.reason)
-        except stop.Stopped:  # stopped during the hook: the attempt's end is published first
-            views.refresh_routine_view(ctx.paths)
-            raise
-    return report
+        ctx.notify(chosen.routine, kind, cause="attempt_ended", attempt_id=report.attempt_id,
+                   scheduled_for=report.scheduled_for, result=report.result,
+                   reason=report.reason)
 
 
 def _record_attempt(
     ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None
 ) -> AttemptReport:
     """Record the attempt's start, run its actions and record its end; a full or read-only
-    disk ends it as a failure that says why and is raised again."""
+    disk ends it as a failure that says why (:class:`_Aborted`), or, if even that end
+    cannot be recorded, is raised as it is."""
     routine, occ = chosen.routine, chosen.occurrence
     attempt_id = _new_attempt_id(ctx.now)
     started_at = format_s(ctx.now)
     ctx.record(_started(ctx, chosen, state, attempt_id, started_at))
     t0 = time.monotonic()
     done: list[ActionReport] = []
+    opened: list[ActionReport] = []  # the action started and not ended, if any
     try:
         views.refresh_routine_view(ctx.paths)  # before delegating: readers see running (§6, §10)
         _run_actions(attrs.evolve(ctx, echo=prefix.prefixed(ctx.echo, routine.id)), chosen,
-                     attempt_id, t0, done)  # prefixed: whose output it is
+                     attempt_id, t0, done, opened)  # prefixed: whose output it is
     except OSError as exc:  # a full or read-only disk: this runner lives, so it ends the
-        _end_aborted(ctx, chosen, attempt_id, started_at, t0, done, exc)  # attempt itself
-        raise
+        ended = _end_aborted(ctx, chosen, attempt_id, (started_at, t0), done, opened, exc)
+        if ended is None:  # attempt itself, if the ledger lets it
+            raise
+        raise _Aborted(ended, exc) from exc
     completed = ctx.now + timedelta(seconds=time.monotonic() - t0)
     report = _end_attempt(
         ctx, routine, attempt_id, occ.scheduled_for, started_at, format_s(completed),
@@ -174,10 +203,10 @@ def _started(
 
 
 def _run_actions(ctx: _Context, chosen: Selected, attempt_id: str, t0: float,
-                 done: list[ActionReport]) -> None:
+                 done: list[ActionReport], opened: list[ActionReport]) -> None:
     """Run the attempt's actions in order, each recorded as it starts and ends, into
-    ``done``; a stop starts none after it, a lost routine lock or a used-up attempt budget
-    records the rest as skipped."""
+    ``done`` (``opened`` holds the one started and not yet ended); a stop starts none after
+    it, a lost routine lock or a used-up attempt budget records the rest as skipped."""
     from specdojo_routine.app import actions  # the process machinery: only to start an action
     from specdojo_routine.core import routine_events, timeouts
 
@@ -200,6 +229,8 @@ def _run_actions(ctx: _Context, chosen: Selected, attempt_id: str, t0: float,
         ctx.record(routine_events.ActionStarted(
             routine_id=routine.id, attempt_id=attempt_id, index=planned.index,
             kind=planned.kind, job_run_id=actions.job_run_id(where, planned, occ.scheduled_for)))
+        opened.append(actions.ActionReport(index=planned.index, kind=planned.kind,
+                                           result=Result.FAILURE))
         views.refresh_routine_view(ctx.paths)  # the view keeps up: a crash leaves it current
         action = actions.execute(where, planned, occ.scheduled_for, limit)
         ended = ctx.record(routine_events.ActionEnded(
@@ -207,8 +238,9 @@ def _run_actions(ctx: _Context, chosen: Selected, attempt_id: str, t0: float,
             kind=planned.kind, result=action.result.value, reason=action.reason,
             job_run_id=action.job_run_id, exit_code=action.exit_code,
             evidence_ref=action.evidence_ref))
-        views.refresh_routine_view(ctx.paths)
+        opened.clear()
         done.append(attrs.evolve(action, reason=ended.reason))  # as recorded: redacted
+        views.refresh_routine_view(ctx.paths)
 
 
 def _skip(ctx: _Context, routine_id: str, attempt_id: str, planned: decide.PlannedAction,
@@ -225,24 +257,36 @@ def _skip(ctx: _Context, routine_id: str, attempt_id: str, planned: decide.Plann
                                 reason=reason)
 
 
-def _end_aborted(ctx: _Context, chosen: Selected, attempt_id: str, started_at: str, t0: float,
-                 done: list[ActionReport], exc: OSError) -> None:
+def _end_aborted(ctx: _Context, chosen: Selected, attempt_id: str, started: tuple[str, float],
+                 done: list[ActionReport], opened: list[ActionReport],
+                 exc: OSError) -> AttemptReport | None:
     """End an attempt an environment error cut short (SPEC §6.5: only a runner that died
-    leaves an attempt open, interrupted): a failure whose reason says why, with the
-    actions that ended, published if the disk lets it. If the ledger itself refuses the
-    end, the attempt stays open and the next run finds it interrupted."""
+    leaves an attempt open, interrupted): the action it cut short (``opened``) ends as a
+    failure, and the attempt as a failure, both with the reason ``run aborted: …``; then the
+    end is published if the disk lets it. The attempt's report (``started``: its start as
+    stored and on the monotonic clock); None if the ledger itself refused the end: the
+    attempt stays open and the next run finds it interrupted."""
+    from specdojo_routine.core import routine_events
     from specdojo_routine.core.errors import environment_error
 
-    completed = ctx.now + timedelta(seconds=time.monotonic() - t0)
+    reason = f"run aborted: {environment_error(exc)}"
+    completed = ctx.now + timedelta(seconds=time.monotonic() - started[1])
     try:
-        _end_attempt(ctx, chosen.routine, attempt_id, chosen.occurrence.scheduled_for,
-                     started_at, format_s(completed),
-                     [(a.index, a.kind, a.result, a.reason) for a in done],
-                     [a.job_run_id for a in done if a.job_run_id],
-                     reason_override=f"run aborted: {environment_error(exc)}")
-        views.refresh_routine_view(ctx.paths)
+        for cut in opened:
+            ended = ctx.record(routine_events.ActionEnded(
+                routine_id=chosen.routine.id, attempt_id=attempt_id, index=cut.index,
+                kind=cut.kind, result=Result.FAILURE.value, reason=reason))
+            done.append(attrs.evolve(cut, reason=ended.reason))
+        report = _end_attempt(ctx, chosen.routine, attempt_id, chosen.occurrence.scheduled_for,
+                              started[0], format_s(completed),
+                              [(a.index, a.kind, a.result, a.reason) for a in done],
+                              [a.job_run_id for a in done if a.job_run_id],
+                              reason_override=reason)
     except OSError:
-        pass  # the error the operator sees is the first one
+        return None  # the error the operator sees is the first one
+    with contextlib.suppress(OSError):  # the next command publishes it
+        views.refresh_routine_view(ctx.paths)
+    return attrs.evolve(report, actions=tuple(done))
 
 
 def _stop_reason(ctx: _Context, attempt_id: str) -> str | None:
