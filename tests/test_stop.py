@@ -356,3 +356,22 @@ def test_what_an_earlier_command_met_is_not_told_for_the_next_one() -> None:
         stop.uninstall()
     assert "att-old" not in line
     assert "no command was running, and nothing was recorded as failed" in line
+
+
+def test_a_stop_that_lands_before_the_command_parses_is_one_line_not_a_traceback(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """SIGTERM delivered while ``main`` reads which values of the environment are secrets
+    (the first thing it does): exit 143 and one ``error:`` line, no traceback."""
+    import importlib
+
+    from specdojo_routine.execute import stop
+
+    cli_main = importlib.import_module("specdojo_routine.cli.main")  # the module, not main()
+
+    def stopped(*_args: object) -> list[str]:
+        raise stop.Stopped(signal.SIGTERM)
+
+    monkeypatch.setattr(cli_main, "secret_values", stopped)
+    assert 143 == cli_main.main(["list"])
+    err = capsys.readouterr().err
+    assert (1, True) == (len(err.splitlines()), err.startswith("error: ")), err

@@ -77,12 +77,15 @@ def _dispatch(args: argparse.Namespace) -> Command:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; returns the exit code. Never raises for user mistakes."""
-    secrets = secret_values(os.environ)  # never printed, whatever a line quotes (SPEC §7.5)
-    out = conventions.guarded(conventions.without(sys.stdout, secrets), _silence)
-    err = conventions.without(sys.stderr, secrets)
+    """Run one command; returns the exit code. Never raises for user mistakes, nor for a
+    stop, wherever it lands."""
+    out: TextIO = sys.stdout
+    err: TextIO = sys.stderr
     args: argparse.Namespace | None = None
     try:
+        secrets = secret_values(os.environ)  # never printed, whatever a line quotes (§7.5)
+        out = conventions.guarded(conventions.without(sys.stdout, secrets), _silence)
+        err = conventions.without(sys.stderr, secrets)
         words = list(sys.argv[1:] if argv is None else argv)
         args = parser.parse(parser.build_parser(words), words)
         command = _dispatch(args)
