@@ -285,3 +285,27 @@ def test_redact_words_is_redact_of_each_word_when_no_word_is_a_credential_option
         words: list[str]) -> None:
     """Words with no credential option among them are shown as each word redacted alone."""
     assert [redact(w) for w in words] == redact_words(words)
+
+
+# -- separators other than ASCII (audit miss 3) --------------------------------------------
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("password：hunter22", f"password：{REDACTED}"),  # full-width colon
+        ("password＝hunter22", f"password＝{REDACTED}"),  # full-width equals
+        ("token\u3000：\u3000hunter22", f"token\u3000：\u3000{REDACTED}"),  # ideographic space
+        ("password:\u00a0hunter22", f"password:\u00a0{REDACTED}"),  # no-break space after
+        ("password\u00a0=\u00a0hunter22", f"password\u00a0=\u00a0{REDACTED}"),
+        ("api_key\u2003=\u2003hunter22", f"api_key\u2003=\u2003{REDACTED}"),  # em space
+        ("--password\u00a0hunter22", f"--password\u00a0{REDACTED}"),
+        ("--db-token＝hunter22", f"--db-token＝{REDACTED}"),
+        ("Authorization:\u00a0Basic\u00a0dXNlcjpw",
+         f"Authorization:\u00a0Basic\u00a0{REDACTED}"),
+    ],
+)
+def test_a_value_after_a_full_width_separator_or_unicode_space_is_redacted(
+        text: str, shown: str) -> None:
+    """A full-width ``：``/``＝`` separates a key from its value like ``:``/``=``, and a
+    no-break or other Unicode space stands where a blank may."""
+    assert shown == redact(text)

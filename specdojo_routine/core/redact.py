@@ -6,10 +6,12 @@ What is covered: the given secret values (and their JSON-escaped form), PEM priv
 (``sk-``, ``sk-proj-``, ``ghp_``/``gho_``/``ghs_``/``ghu_``, ``github_pat_``, ``AKIA``/``ASIA``,
 ``xox?-``), ``user:password@`` in URLs (also ``:password@``; up to the last ``@`` before the
 path, as URL parsers read it), ``key=value`` / ``key: value`` (also quoted, JSON style, and as
-a command-line option ``--key=value``) whose key names a credential (api_key,
-access_token, auth, authorization, password, passwd, secret, token, credential, private_key, in
-any case, also as part of a longer name such as ``DB_PASSWORD``, ``clientSecret`` or
-``PGPASSWORD``), and the value after an option whose name ends with such a word
+a command-line option ``--key=value``; the separator may be full-width, ``：``/``＝``, and the
+blanks around it any Unicode space, such as the no-break space U+00A0 or the ideographic space
+U+3000, which text pasted from a word processor or written in Japanese holds) whose key names a
+credential (api_key, access_token, auth, authorization, password, passwd, secret, token,
+credential, private_key, in any case, also as part of a longer name such as ``DB_PASSWORD``,
+``clientSecret`` or ``PGPASSWORD``), and the value after an option whose name ends with such a word
 (``--password VALUE``, ``-db-token VALUE``; not ``--token-file PATH``).
 """
 
@@ -34,6 +36,12 @@ _SECRET_NAME_PARTS = (
     "PRIVATE_KEY",
     "CREDENTIAL",
 )
+
+# What may stand between a key and its value on one line: ASCII blanks, the no-break space and
+# the other Unicode spaces (U+3000, the ideographic space of Japanese text, too); no line break
+_BLANK = r"[ \t\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]"
+# what separates a key from its value: ``:`` or ``=``, ASCII or full-width (``：``, ``＝``)
+_SEP = r"[:=\uff1a\uff1d]"
 
 _PEM_BEGIN = r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
 _PEM_END = r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
@@ -73,14 +81,14 @@ def _patterns() -> _Patterns:
         # a key starts a word or follows an option's dashes (`--password=x`); inside a
         # longer name (`db-password`) the match starts at the name's beginning
         key_sep=re.compile(
-            r"""(?<![A-Za-z0-9_.])(["']?)([A-Za-z][A-Za-z0-9_.-]*)\1([ \t]*[:=][ \t]*)"""
+            rf"""(?<![A-Za-z0-9_.])(["']?)([A-Za-z][A-Za-z0-9_.-]*)\1({_BLANK}*{_SEP}{_BLANK}*)"""
         ),
         value=re.compile(
-            r"""(?:(?:Bearer|Basic|Token|Digest|Bot)[ \t]+)?"""
+            rf"""(?:(?:Bearer|Basic|Token|Digest|Bot){_BLANK}+)?"""
             r"""("(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^\s,;]+)"""
         ),
         # an option and the blanks before its value (which does not start with a dash)
-        option=re.compile(r"(?<![^\s\"'=])--?([A-Za-z][A-Za-z0-9_.-]*)[ \t]+(?=[^\s-])"),
+        option=re.compile(rf"(?<![^\s\"'=])--?([A-Za-z][A-Za-z0-9_.-]*){_BLANK}+(?=[^\s-])"),
     )
 
 
@@ -247,7 +255,7 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
 # What may stand between a credential key (or ``Bearer``) and its value: blanks, a ``:``/``=``
 # and (the start of) a scheme word such as ``Basic``. A tail of nothing else may be followed by
 # the value of a key before it.
-_BLANKS_TO_END = re.compile(r"\s*(?:[:=]\s*)?(?:[A-Za-z]{1,6}\s*)?\Z")
+_BLANKS_TO_END = re.compile(rf"\s*(?:{_SEP}\s*)?(?:[A-Za-z]{{1,6}}\s*)?\Z")
 _USERINFO_TO_END = re.compile(r"[^/\s]*")
 # A separator, a value, both closing quotes: appended to a head that ends with a key (with or
 # without its ``:``/``=``), with ``Bearer`` or inside a quoted value, it is redacted with what
