@@ -309,3 +309,68 @@ def test_a_value_after_a_full_width_separator_or_unicode_space_is_redacted(
     """A full-width ``：``/``＝`` separates a key from its value like ``:``/``=``, and a
     no-break or other Unicode space stands where a blank may."""
     assert shown == redact(text)
+
+
+# -- a key and its value with blanks only between them (audit miss 2) ---------------------
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("api-key s3cr3tValue9", f"api-key {REDACTED}"),
+        ("DB_PASSWORD hunter22 psql -h db", f"DB_PASSWORD {REDACTED} psql -h db"),
+        ("machine h login bob password hunter22", f"machine h login bob password {REDACTED}"),
+        ("Authorization Basic dXNlcjpwYXNz", f"Authorization Basic {REDACTED}"),
+        ("token abc123def456 expired", f"token {REDACTED} expired"),
+        ("apiKey AbCdEfGhIj", f"apiKey {REDACTED}"),  # mixed case
+        ("secret p@ss/word", f"secret {REDACTED}"),  # symbols
+        ("password\u00a0hunter22", f"password\u00a0{REDACTED}"),
+        ("token\u3000abc123def456", f"token\u3000{REDACTED}"),
+    ],
+)
+def test_a_secret_shaped_value_after_a_credential_key_and_blanks_is_redacted(
+        text: str, shown: str) -> None:
+    """A word after a credential key and blanks only (``api-key VALUE``, a .netrc line) is
+    redacted when it looks like a secret: 6 characters or more, with a digit, a symbol or a
+    capital after a small letter."""
+    assert shown == redact(text)
+
+
+def test_a_quoted_value_after_a_credential_key_and_blanks_is_redacted() -> None:
+    """A quoted string right after a credential key is its value, whatever it holds."""
+    assert f'password "{REDACTED}" given' == redact('password "correct horse" given')
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password reset succeeded",
+        "token count 5",
+        "Token Count: 5",
+        "DB_PASSWORD not set",
+        "Set OPENAI_API_KEY in your environment",
+        "secret santa",
+        "auth failed",
+        "api-key VALUE",  # a word of letters: prose, not taken for a secret
+        "password re-entered",
+        "token cache.json written",
+        "token 5 of 10",
+        "token_count 123456",  # the key's last word names no credential
+        "tokens 123456",
+        "the keyboard layout 2024",
+        "Invalid token. Retry2024 later",  # a sentence ends at the key
+        "see /etc/token 123456",  # a path ending with a key word
+        "mysql --password --host db2host",
+    ],
+)
+def test_a_plain_word_after_a_credential_key_and_blanks_is_kept(text: str) -> None:
+    """A word of letters (``reset``, ``count``, ``VALUE``), a short one, or a word after a key
+    that ends a sentence or a path is prose, left as it is."""
+    assert text == redact(text)
+
+
+@pytest.mark.parametrize("head", ["Authorization Basic ", "machine h password ", "api-key\u00a0"])
+def test_a_cut_after_a_credential_key_and_blanks_is_not_clean(head: str) -> None:
+    """A long line is not echoed in pieces cut between a key and the value that blanks alone
+    separate from it, even while what has arrived of the value is letters only: its rest may
+    bring a digit, and the value, shown apart from its key, would not be redacted."""
+    assert False is cut_is_clean(head + "abcdefgh" * 16, len(head))

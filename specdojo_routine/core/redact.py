@@ -5,14 +5,30 @@ What is covered: the given secret values (and their JSON-escaped form), PEM priv
 (a BEGIN without END is redacted to the end), ``Bearer <token>``, well-known token shapes
 (``sk-``, ``sk-proj-``, ``ghp_``/``gho_``/``ghs_``/``ghu_``, ``github_pat_``, ``AKIA``/``ASIA``,
 ``xox?-``), ``user:password@`` in URLs (also ``:password@``; up to the last ``@`` before the
-path, as URL parsers read it), ``key=value`` / ``key: value`` (also quoted, JSON style, and as
-a command-line option ``--key=value``; the separator may be full-width, ``：``/``＝``, and the
-blanks around it any Unicode space, such as the no-break space U+00A0 or the ideographic space
-U+3000, which text pasted from a word processor or written in Japanese holds) whose key names a
-credential (api_key, access_token, auth, authorization, password, passwd, secret, token,
-credential, private_key, in any case, also as part of a longer name such as ``DB_PASSWORD``,
-``clientSecret`` or ``PGPASSWORD``), and the value after an option whose name ends with such a word
-(``--password VALUE``, ``-db-token VALUE``; not ``--token-file PATH``).
+path, as URL parsers read it), and the value of a credential key.
+
+A credential key is a name holding a credential word (api_key, access_token, auth,
+authorization, password, passwd, secret, token, credential, private_key, in any case, also as
+part of a longer name such as ``DB_PASSWORD``, ``clientSecret`` or ``PGPASSWORD``). Its value
+is redacted, whatever it looks like, when it follows
+
+- a separator: ``key=value`` / ``key: value``, also quoted, JSON style, and as a command-line
+  option ``--key=value``. The separator may be full-width, ``：``/``＝``, and the blanks
+  around it any Unicode space, such as the no-break space U+00A0 or the ideographic space
+  U+3000, which text pasted from a word processor or written in Japanese holds;
+- an option whose name ends with a credential word and blanks: ``--password VALUE``,
+  ``-db-token VALUE`` (not ``--token-file PATH``, nor ``--password --host``).
+
+With blanks only between them (``api-key VALUE``, ``Authorization Basic VALUE``, a .netrc
+``password VALUE``), a key whose last word is a credential word (``DB_PASSWORD``, not
+``token_count``) has its next word redacted only when that word is quoted or looks like a
+secret: 6 characters or more (inside punctuation at its ends) with a digit, a symbol (``_``,
+``@``, ``/``...; not the ``-``, ``'`` or ``.`` of ``re-entered``, ``don't``, ``cache.json``) or
+a capital after a small letter. The same words follow ``password`` and ``token`` in ordinary
+output: ``password reset succeeded``, ``token count 5``, ``DB_PASSWORD not set``, ``auth
+failed``. So a value of letters only (``api-key VALUE``, ``password hunter``), or shorter than
+6, is deliberately left, and so is a word after a key that ends a sentence (``token. Retry``)
+or a path (``/etc/token 123456``).
 """
 
 from __future__ import annotations
@@ -57,6 +73,8 @@ class _Patterns(NamedTuple):
     key_sep: re.Pattern[str]
     value: re.Pattern[str]
     option: re.Pattern[str]
+    bare_keys: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...]
+    secretish: re.Pattern[str]
 
 
 @functools.cache
@@ -89,6 +107,18 @@ def _patterns() -> _Patterns:
         ),
         # an option and the blanks before its value (which does not start with a dash)
         option=re.compile(rf"(?<![^\s\"'=])--?([A-Za-z][A-Za-z0-9_.-]*){_BLANK}+(?=[^\s-])"),
+        # the ends of words that may name a credential, in lower case, and the blanks after
+        # them; each with a literal start, found in text only when that start is in it
+        bare_keys=tuple(
+            (hints, re.compile(rf"({hints[0]}{rest}){_BLANK}+"))
+            for hints, rest in ((("token",), ""), (("secret",), ""), (("passw",), "(?:or)?d"),
+                                (("auth",), "(?:orization)?"), (("credential",), "s?"),
+                                (("api", "key"), "[_.-]?key"), (("private", "key"), "[_.-]?key"))
+        ),
+        # what makes a word look like a secret rather than prose: a digit, a symbol (not the
+        # ``-``, ``'`` or ``.`` of ``re-entered``, ``don't``, ``cache.json``), a capital after
+        # a small letter
+        secretish=re.compile(r"\d|_|[^\w'.-]|[a-z][A-Z]"),
     )
 
 
@@ -163,26 +193,82 @@ def _closing_quotes(value: str) -> str:
     return kept
 
 
-def _redact_key_values(text: str) -> str:
-    return _redact_after(_redact_after(text, "key_sep"), "option")
+def _redact_key_values(text: str, lowered: str) -> str:
+    text = _redact_after(_redact_after(text, "key_sep"), "option")
+    if ("key" in lowered and ("api" in lowered or "private" in lowered)) or any(
+            hint in lowered for hint in _BARE_KEY_HINTS):
+        text = _redact_after(text, "bare_key")
+    return text
+
+
+# every word that may name a credential before blanks contains one of these, or api/private
+# and key (lower case)
+_BARE_KEY_HINTS = ("token", "secret", "passw", "auth", "credential")
+_NAME_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+
+
+def _bare_keys(text: str) -> list[tuple[int, str, int]]:
+    """(start, name, end) of each word of ``text`` that may name a credential and is followed
+    by blanks (``end`` is after them), in order. A word starts with a letter and is not part of
+    a path (``/etc/token``) nor an option (``--password``, the option pattern's). Found from
+    its end in lower-case text, by patterns with a literal start: a pattern that tried every
+    word start, or ignored case, cost half again the time of all redaction on ordinary output.
+    """
+    lowered = text.lower()
+    if len(lowered) != len(text):  # a character whose lower case is longer (İ): keep places
+        lowered = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+    found: set[tuple[int, str, int]] = set()
+    for hints, pattern in _patterns().bare_keys:
+        if not all(hint in lowered for hint in hints):
+            continue
+        for key in pattern.finditer(lowered):
+            start = key.start()
+            while start > 0 and text[start - 1] in _NAME_CHARACTERS:
+                start -= 1
+            first = text[start]
+            if first.isascii() and first.isalpha() and text[start - 1 : start] not in ("/", "\\"):
+                found.add((start, text[start : key.end(1)], key.end()))
+    return sorted(found)
+
+
+# punctuation around a word in prose (``(hunter2).``), not counted as part of its shape
+_EDGE_PUNCTUATION = "\"'.,:;!?()[]{}<>"
+
+
+def _looks_like_a_secret(word: str) -> bool:
+    """Whether a word after a credential key and blanks only is taken for the key's value: at
+    least 6 characters inside any punctuation at its ends, with a digit, a symbol or a capital
+    after a small letter. A word of letters (``reset``, ``count``, ``VALUE``, ``Failed``,
+    ``re-entered``) is prose after ``password`` or ``token`` as often as a value."""
+    core = word.strip(_EDGE_PUNCTUATION)
+    return len(core) >= MIN_SECRET_LENGTH and _patterns().secretish.search(core) is not None
 
 
 def _redact_after(text: str, kind: str) -> str:
-    """The values after the credential keys (``key_sep``) or options (``option``) of
-    ``text`` redacted."""
+    """The values after the credential keys with a separator (``key_sep``), options
+    (``option``) or credential keys with blanks only (``bare_key``: a value that is quoted or
+    looks like a secret) of ``text`` redacted."""
     out: list[str] = []
     pos = 0
     patterns = _patterns()
-    keys = patterns.key_sep if kind == "key_sep" else patterns.option
+    keys: Iterable[tuple[int, str, int]]
+    if kind == "bare_key":
+        keys = _bare_keys(text)
+    else:
+        group = 2 if kind == "key_sep" else 1
+        found = (patterns.key_sep if kind == "key_sep" else patterns.option).finditer(text)
+        keys = [(key.start(), key[group], key.end()) for key in found]
     credential = _is_credential_key if kind == "key_sep" else names_a_credential
-    for key in keys.finditer(text):
-        name = key[2] if kind == "key_sep" else key[1]
-        if key.start() < pos or not credential(name):
+    for start, name, end in keys:
+        if start < pos or not credential(name):
             continue
-        value = patterns.value.match(text, key.end())
+        value = patterns.value.match(text, end)
         if value is None:
             continue
         quoted = value[1][:1] in "\"'" and len(value[1]) >= 2
+        if kind == "bare_key" and not quoted and (
+                value[1].startswith("-") or not _looks_like_a_secret(value[1])):
+            continue
         closing = "" if quoted else _closing_quotes(value[1])
         out += [
             text[pos : value.start(1)],
@@ -248,7 +334,7 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     if "://" in text:
         text = patterns.url_password.sub(rf"\g<1>{REDACTED}\g<2>", text)
     if any(hint in lowered for hint in _KEY_HINTS):
-        text = _redact_key_values(text)
+        text = _redact_key_values(text, lowered)
     return text
 
 
@@ -257,10 +343,10 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
 # the value of a key before it.
 _BLANKS_TO_END = re.compile(rf"\s*(?:{_SEP}\s*)?(?:[A-Za-z]{{1,6}}\s*)?\Z")
 _USERINFO_TO_END = re.compile(r"[^/\s]*")
-# A separator, a value, both closing quotes: appended to a head that ends with a key (with or
-# without its ``:``/``=``), with ``Bearer`` or inside a quoted value, it is redacted with what
-# comes before it.
-_PROBE = "=x\"'"
+# A separator, a value that looks like a secret, both closing quotes: appended to a head that
+# ends with a key (with or without its ``:``/``=``, or with blanks only, ``Authorization Basic``
+# too), with ``Bearer`` or inside a quoted value, it is redacted with what comes before it.
+_PROBE = "=x0x0x0\"'"
 
 
 def cut_is_clean(
