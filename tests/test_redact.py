@@ -374,3 +374,142 @@ def test_a_cut_after_a_credential_key_and_blanks_is_not_clean(head: str) -> None
     separate from it, even while what has arrived of the value is letters only: its rest may
     bring a digit, and the value, shown apart from its key, would not be redacted."""
     assert False is cut_is_clean(head + "abcdefgh" * 16, len(head))
+
+
+# -- a value on the line after its key (audit miss 1) --------------------------------------
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("password:\n  hunter22", f"password:\n  {REDACTED}"),
+        ("password =\n    hunter22\n", f"password =\n    {REDACTED}\n"),
+        ("token：\n\u3000hunter", f"token：\n\u3000{REDACTED}"),
+        ("token:\n  dGVzdA==", f"token:\n  {REDACTED}"),
+        ("db:\n  password:\n    correct horse\n    battery\n  host: db",
+         f"db:\n  password:\n    {REDACTED}\n    {REDACTED}\n  host: db"),
+        ("password:\r\n  hunter22\r\nhost: db", f"password:\r\n  {REDACTED}\r\nhost: db"),
+        ("password:\n\n  hunter22", f"password:\n\n  {REDACTED}"),
+    ],
+)
+def test_an_indented_line_after_a_key_and_separator_is_its_value(text: str, shown: str) -> None:
+    """A key ending its line with a separator, and the lines below indented more than it, are
+    a YAML key and its (plain) value, redacted whole whatever they hold."""
+    assert shown == redact(text)
+
+
+@pytest.mark.parametrize("indicator", ["|", ">", "|-", ">+", "|2"])
+def test_a_yaml_block_scalar_after_a_credential_key_is_redacted(indicator: str) -> None:
+    """``private_key: |`` and the lines indented below it: each line of the block is redacted,
+    the indicator and the next key are kept."""
+    text = f"private_key: {indicator}\n  line one\n\n  line two\nnext: 1"
+    assert f"private_key: {indicator}\n  {REDACTED}\n\n  {REDACTED}\nnext: 1" == redact(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("password:\nhunter22", f"password:\n{REDACTED}"),
+        ("Your API token:\nabc123def456\nDone.", f"Your API token:\n{REDACTED}\nDone."),
+        ("--password\nhunter22 --host db", f"--password\n{REDACTED} --host db"),
+        ("mysql --password\n  hunter22", f"mysql --password\n  {REDACTED}"),
+    ],
+)
+def test_a_secret_shaped_word_opening_the_line_after_a_key_is_redacted(
+        text: str, shown: str) -> None:
+    """A line's first word after a key that ended the line before with a separator (not
+    indented below it) or after an option is redacted when it looks like a secret."""
+    assert shown == redact(text)
+
+
+def test_the_word_after_an_option_and_a_line_continuation_is_redacted() -> None:
+    """``--password \\`` then the value on the next line: a command written over two lines,
+    its value redacted whatever it looks like (before, the ``\\`` was taken for the value)."""
+    assert f"--password \\\n  {REDACTED} --host db" == redact("--password \\\n  hunter --host db")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password:\n  min_length: 8",  # a mapping under the key
+        "password:\n  - first",
+        "password:\n  # set below",
+        "password:\nport: 5432",  # the next key: the value is empty
+        "password:\nlevel=info msg=done",
+        "Changing password:\nDone.",
+        "--password\n    The password to use (default: prompt).",  # --help text
+        "--password\n--host db2host",
+        "please change your password\n2024-05-01 12:00 next entry",  # no separator
+        "password: hunter22\n  at line 5",  # the value was on the key's line
+    ],
+)
+def test_the_line_after_a_key_is_kept_when_it_holds_no_value(text: str) -> None:
+    """A mapping, a list, a comment or the next key under a key, a word of letters, an option,
+    and anything after a key that had its value or no separator are left as they are."""
+    assert text.split("\n", 1)[1] == redact(text).split("\n", 1)[1]
+
+
+def test_line_redactor_redacts_a_value_on_the_next_line() -> None:
+    """Streaming line by line, a key ending one line has its value redacted on the next."""
+    redactor = LineRedactor()
+    lines = ["db:\n", "  password:\n", "    hunter22\n", "  host: db\n"]
+    assert ["db:\n", "  password:\n", f"    {REDACTED}\n", "  host: db\n"] == [
+        redactor.line(line) for line in lines]
+
+
+@pytest.mark.parametrize(
+    ("pieces", "shown"),
+    [
+        (["token:\n", "  ", "abc def ", "ghi\n", "host: db\n"],
+         f"token:\n  {REDACTED}\nhost: db\n"),
+        (["--password\n", "abc123def ", "--host db\n"], f"--password\n{REDACTED} --host db\n"),
+    ],
+)
+def test_line_redactor_redacts_a_next_line_value_echoed_in_pieces(
+        pieces: list[str], shown: str) -> None:
+    """A long line is echoed in pieces (cut after a blank): the value it carries is redacted
+    as in the whole line, however the pieces fall."""
+    redactor = LineRedactor()
+    assert shown == "".join(redactor.line(piece) for piece in pieces)
+
+
+# -- properties -------------------------------------------------------------------------------
+
+CREDENTIAL_KEYS = ["password", "DB_PASSWORD", "api_key", "apiKey", "api-key", "clientSecret",
+                   "access_token", "PGPASSWORD", "secret", "token", "auth", "Authorization",
+                   "credentials", "private_key"]
+SAFE = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._~+/@!%^*"
+
+
+@given(st.sampled_from(CREDENTIAL_KEYS),
+       st.sampled_from([":", "=", ": ", " = ", "：", "＝", "\u00a0:\u00a0", "\u3000＝\u3000",
+                        "=\u2003", ":\n  ", "=\n    ", "：\n\t", ":\n\n  "]),
+       st.text(alphabet=SAFE + "-", min_size=1, max_size=40).filter(lambda v: v[0] != "-"))
+def test_a_value_after_a_credential_key_and_a_separator_never_survives(
+        key: str, sep: str, value: str) -> None:
+    """Any value of safe characters after a credential key and a separator (ASCII or
+    full-width, any blanks, the value on the key's line or indented on the next) is redacted
+    whole."""
+    assert key + sep + REDACTED == redact(key + sep + value)
+
+
+@given(st.sampled_from(CREDENTIAL_KEYS),
+       st.sampled_from([" ", "  ", "\t", "\u00a0", "\u3000", "\u2009"]),
+       st.tuples(st.text(alphabet=SAFE, min_size=5, max_size=40),
+                 st.sampled_from("0123456789")).map("".join).filter(lambda v: v[0] != "-"))
+def test_a_secret_shaped_value_after_a_credential_key_and_blanks_never_survives(
+        key: str, blanks: str, value: str) -> None:
+    """Any value of 6 safe characters or more with a digit, after a credential key and blanks
+    only, is redacted whole."""
+    assert key + blanks + REDACTED == redact(key + blanks + value)
+
+
+LINE_PARTS = ["password:", "token =", "--password", "private_key: |", " ", "  ", "\n", "\n  ",
+              "hunter22", "word", "host: db", "- item", "# note", "\\", "abc123def"]
+
+
+@given(st.lists(st.sampled_from(LINE_PARTS), max_size=30).map("".join))
+def test_line_redactor_agrees_with_redact_of_the_whole_text(text: str) -> None:
+    """Echoed line by line (the console) or redacted whole (the evidence), text of keys,
+    values, blocks and indents reads the same."""
+    redactor = LineRedactor()
+    assert redact(text) == "".join(redactor.line(line) for line in text.splitlines(True))

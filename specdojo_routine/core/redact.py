@@ -22,13 +22,32 @@ is redacted, whatever it looks like, when it follows
 With blanks only between them (``api-key VALUE``, ``Authorization Basic VALUE``, a .netrc
 ``password VALUE``), a key whose last word is a credential word (``DB_PASSWORD``, not
 ``token_count``) has its next word redacted only when that word is quoted or looks like a
-secret: 6 characters or more (inside punctuation at its ends) with a digit, a symbol (``_``,
+secret: 6 characters or more with (inside punctuation at its ends) a digit, a symbol (``_``,
 ``@``, ``/``...; not the ``-``, ``'`` or ``.`` of ``re-entered``, ``don't``, ``cache.json``) or
 a capital after a small letter. The same words follow ``password`` and ``token`` in ordinary
 output: ``password reset succeeded``, ``token count 5``, ``DB_PASSWORD not set``, ``auth
 failed``. So a value of letters only (``api-key VALUE``, ``password hunter``), or shorter than
 6, is deliberately left, and so is a word after a key that ends a sentence (``token. Retry``)
 or a path (``/etc/token 123456``).
+
+A key whose last word is a credential word may end its line, its value on the next line(s):
+
+- after a separator (``password:``, ``token =``, ``api_key：``), the lines below indented more
+  than the key's line are the value (a YAML plain scalar), each redacted whole, whatever they
+  hold; so are the lines of a YAML block scalar (``private_key: |`` or ``>-``: the indicator
+  is kept). Not a list item, a comment or a key below it (``- x``, ``# x``, ``min_length: 8``:
+  the key holds a mapping), nor the next key (``port: 5432``, ``level=info``);
+- after a separator with the next line not indented below it (``Your API token:`` then the
+  token), or after an option (``--password`` then ``hunter2 --host db``), the next line's first
+  word is the value if it looks like a secret, as above: ``Changing password:`` then ``Done.``,
+  and ``--password`` then ``    The password to use.`` (``--help``) are left;
+- after an option and a ``\\`` (a command going on on the next line), the next line's first
+  word, whatever it looks like.
+
+Blank lines between the key and its value are passed over. A word ending its line without a
+separator (``please change your password``) carries nothing: the next line is as often a log
+line of its own. :class:`LineRedactor` carries the same from one line (or piece of a long line)
+to the next, so the console shows what the evidence keeps.
 """
 
 from __future__ import annotations
@@ -55,9 +74,13 @@ _SECRET_NAME_PARTS = (
 
 # What may stand between a key and its value on one line: ASCII blanks, the no-break space and
 # the other Unicode spaces (U+3000, the ideographic space of Japanese text, too); no line break
-_BLANK = r"[ \t\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]"
+_BLANK_CHARACTERS = " \t\u00a0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + (
+    "\u202f\u205f\u3000")
+_BLANK = f"[{_BLANK_CHARACTERS}]"
 # what separates a key from its value: ``:`` or ``=``, ASCII or full-width (``：``, ``＝``)
 _SEP = r"[:=\uff1a\uff1d]"
+# a YAML block scalar's indicator (``|``, ``>-``, ``|2``): the value is on the lines below
+_BLOCK = r"[|>](?:[1-9]?[+-]?|[+-][1-9])"
 
 _PEM_BEGIN = r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
 _PEM_END = r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
@@ -74,7 +97,20 @@ class _Patterns(NamedTuple):
     value: re.Pattern[str]
     option: re.Pattern[str]
     bare_keys: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...]
+    line_ends: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...]
+    key_ending_line: re.Pattern[str]
+    block: re.Pattern[str]
+    no_value: re.Pattern[str]
+    word: re.Pattern[str]
     secretish: re.Pattern[str]
+
+
+# How a word that may name a credential ends (lower case): words that hold all the hints may
+# (``api`` and ``key`` for ``api_key``), and the pattern that follows the first
+_NAME_ENDINGS = (
+    (("token",), ""), (("secret",), ""), (("passw",), "(?:or)?d"), (("auth",), "(?:orization)?"),
+    (("credential",), "s?"), (("api", "key"), "[_.-]?key"), (("private", "key"), "[_.-]?key"),
+)
 
 
 @functools.cache
@@ -105,16 +141,36 @@ def _patterns() -> _Patterns:
             rf"""(?:(?:Bearer|Basic|Token|Digest|Bot){_BLANK}+)?"""
             r"""("(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^\s,;]+)"""
         ),
-        # an option and the blanks before its value (which does not start with a dash)
-        option=re.compile(rf"(?<![^\s\"'=])--?([A-Za-z][A-Za-z0-9_.-]*){_BLANK}+(?=[^\s-])"),
+        # an option and the blanks before its value (which does not start with a dash, nor is
+        # the ``\`` that continues a command on the next line)
+        option=re.compile(
+            rf"(?<![^\s\"'=])--?([A-Za-z][A-Za-z0-9_.-]*){_BLANK}+(?=[^\s-])"
+            rf"(?!\\{_BLANK}*(?:\r?\n|\Z))"
+        ),
         # the ends of words that may name a credential, in lower case, and the blanks after
         # them; each with a literal start, found in text only when that start is in it
         bare_keys=tuple(
-            (hints, re.compile(rf"({hints[0]}{rest}){_BLANK}+"))
-            for hints, rest in ((("token",), ""), (("secret",), ""), (("passw",), "(?:or)?d"),
-                                (("auth",), "(?:orization)?"), (("credential",), "s?"),
-                                (("api", "key"), "[_.-]?key"), (("private", "key"), "[_.-]?key"))
+            (hints, re.compile(rf"({hints[0]}{rest}){_BLANK}+")) for hints, rest in _NAME_ENDINGS
         ),
+        # the same words ending a line, after blanks a separator, a block indicator or a ``\``
+        line_ends=tuple(
+            (hints, re.compile(
+                rf"""({hints[0]}{rest})["']?{_BLANK}*(?:{_SEP}{_BLANK}*(?:{_BLOCK}{_BLANK}*)?"""
+                rf"""|\\{_BLANK}*)?\r?$""", re.M))
+            for hints, rest in _NAME_ENDINGS
+        ),
+        # a key and its separator (and a block indicator) ending a line
+        key_ending_line=re.compile(
+            rf"""(?<![A-Za-z0-9_.])(["']?)([A-Za-z][A-Za-z0-9_.-]*)\1{_BLANK}*{_SEP}{_BLANK}*"""
+            rf"""({_BLOCK})?{_BLANK}*\Z"""
+        ),
+        block=re.compile(_BLOCK),
+        # what opens a line below a key that is no value: a list item, a comment, the next key
+        no_value=re.compile(
+            rf"""-(?:{_BLANK}|\r?\Z)|#|["']?[A-Za-z_][A-Za-z0-9_.-]*["']?{_BLANK}*"""
+            rf"""(?:[:\uff1a](?:{_BLANK}|\r?\Z)|[=\uff1d](?![=\uff1d]|\r?\Z))"""
+        ),
+        word=re.compile(r"[^\s,;]+"),
         # what makes a word look like a secret rather than prose: a digit, a symbol (not the
         # ``-``, ``'`` or ``.`` of ``re-entered``, ``don't``, ``cache.json``), a capital after
         # a small letter
@@ -193,18 +249,24 @@ def _closing_quotes(value: str) -> str:
     return kept
 
 
-def _redact_key_values(text: str, lowered: str) -> str:
-    text = _redact_after(_redact_after(text, "key_sep"), "option")
-    if ("key" in lowered and ("api" in lowered or "private" in lowered)) or any(
-            hint in lowered for hint in _BARE_KEY_HINTS):
-        text = _redact_after(text, "bare_key")
-    return text
+def _may_name_a_credential(lowered: str) -> bool:
+    """Whether lower-case text holds a word that may name a credential (``password``,
+    ``api_key``), which blanks or a line break may separate from its value."""
+    return any(hint in lowered for hint in _BARE_KEY_HINTS) or (
+        "key" in lowered and ("api" in lowered or "private" in lowered))
 
 
-# every word that may name a credential before blanks contains one of these, or api/private
-# and key (lower case)
+# every word that may name a credential contains one of these, or api/private and key
 _BARE_KEY_HINTS = ("token", "secret", "passw", "auth", "credential")
 _NAME_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+
+
+def _lower_in_place(text: str) -> str:
+    """``text`` in lower case, each character where it was (İ lowers to two)."""
+    lowered = text.lower()
+    if len(lowered) != len(text):
+        lowered = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+    return lowered
 
 
 def _bare_keys(text: str) -> list[tuple[int, str, int]]:
@@ -214,9 +276,7 @@ def _bare_keys(text: str) -> list[tuple[int, str, int]]:
     its end in lower-case text, by patterns with a literal start: a pattern that tried every
     word start, or ignored case, cost half again the time of all redaction on ordinary output.
     """
-    lowered = text.lower()
-    if len(lowered) != len(text):  # a character whose lower case is longer (İ): keep places
-        lowered = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+    lowered = _lower_in_place(text)
     found: set[tuple[int, str, int]] = set()
     for hints, pattern in _patterns().bare_keys:
         if not all(hint in lowered for hint in hints):
@@ -237,11 +297,11 @@ _EDGE_PUNCTUATION = "\"'.,:;!?()[]{}<>"
 
 def _looks_like_a_secret(word: str) -> bool:
     """Whether a word after a credential key and blanks only is taken for the key's value: at
-    least 6 characters inside any punctuation at its ends, with a digit, a symbol or a capital
-    after a small letter. A word of letters (``reset``, ``count``, ``VALUE``, ``Failed``,
+    least 6 characters, with (inside any punctuation at its ends) a digit, a symbol or a
+    capital after a small letter. A word of letters (``reset``, ``count``, ``VALUE``, ``Failed``,
     ``re-entered``) is prose after ``password`` or ``token`` as often as a value."""
     core = word.strip(_EDGE_PUNCTUATION)
-    return len(core) >= MIN_SECRET_LENGTH and _patterns().secretish.search(core) is not None
+    return len(word) >= MIN_SECRET_LENGTH and _patterns().secretish.search(core) is not None
 
 
 def _redact_after(text: str, kind: str) -> str:
@@ -266,6 +326,8 @@ def _redact_after(text: str, kind: str) -> str:
         if value is None:
             continue
         quoted = value[1][:1] in "\"'" and len(value[1]) >= 2
+        if kind == "key_sep" and patterns.block.fullmatch(value[1]):
+            continue  # ``key: |``: no value here, the lines below are (see _carried)
         if kind == "bare_key" and not quoted and (
                 value[1].startswith("-") or not _looks_like_a_secret(value[1])):
             continue
@@ -323,6 +385,13 @@ def redact_values(text: str, secrets: Iterable[str]) -> str:
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with every secret it contains replaced by ``[REDACTED]``."""
+    text, named = _redact(text, secrets)
+    return _redact_next_lines(text) if named and "\n" in text else text
+
+
+def _redact(text: str, secrets: Iterable[str]) -> tuple[str, bool]:
+    """``text`` redacted but for values on the line after their key, and whether it holds a
+    word that may name a credential (else no line can carry a value to the next)."""
     text = redact_values(text, secrets)
     patterns = _patterns()
     if "-----BEGIN" in text:
@@ -333,9 +402,108 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
         text = patterns.bearer.sub(rf"\g<1>{REDACTED}", text)
     if "://" in text:
         text = patterns.url_password.sub(rf"\g<1>{REDACTED}\g<2>", text)
-    if any(hint in lowered for hint in _KEY_HINTS):
-        text = _redact_key_values(text, lowered)
-    return text
+    if not any(hint in lowered for hint in _KEY_HINTS):
+        return text, False
+    text = _redact_after(_redact_after(text, "key_sep"), "option")
+    named = _may_name_a_credential(lowered)
+    if named:
+        text = _redact_after(text, "bare_key")
+    return text, named
+
+
+class _Carry(NamedTuple):
+    """What a line ending with a credential key leaves to the lines after it."""
+
+    kind: str  # "yaml", "block", "word" or "any" (see _carried)
+    indent: int  # the indentation of the key's line
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(_BLANK_CHARACTERS))
+
+
+def _carry_after(line: str, indent: int) -> _Carry | None:
+    """What ``line`` (indented by ``indent``) leaves to the next: a key whose last word is a
+    credential word ending it with a separator (``password:``, ``token =``: "yaml"), also with
+    a block indicator (``private_key: |``: "block"), or an option ending it (``--password``:
+    "word"), also before a ``\\`` (a command going on on the next line: "any")."""
+    end = line.rstrip(_BLANK_CHARACTERS + "\r")
+    if not end:
+        return None
+    if end[-1] in ":=\uff1a\uff1d" or "|" in end[-3:] or ">" in end[-3:]:
+        # (in the line's last 256 characters: no key is longer, and a long line of names
+        # with a character no name holds before the end would cost each name start a scan)
+        key = _patterns().key_ending_line.search(end[-256:])
+        if key is not None:
+            return _Carry("block" if key[3] else "yaml", indent) if names_a_credential(
+                key[2]) else None
+    if "-" not in end:
+        return None
+    words = end.rsplit(None, 2)
+    kind = "word"
+    if words[-1] == "\\":
+        kind, words = "any", words[:-1]
+    option = _OPTION_WORD.fullmatch(words[-1].lstrip("\"'")) if words else None
+    return _Carry(kind, indent) if option and names_a_credential(option[1]) else None
+
+
+def _carried(line: str, carry: _Carry) -> tuple[str, _Carry | None, bool]:
+    """``line`` with the value that ``carry`` says it holds redacted, the carry for the line
+    after it, and whether the line was redacted whole.
+
+    A blank line holds nothing and passes the carry on. Below a "yaml" key, a line indented
+    more than the key's is its value (a YAML plain scalar), and so are the lines after it
+    indented as much ("block"), each redacted whole; not a list item, a comment or a key
+    (``- x``, ``# x``, ``min_length: 8``: the key holds a mapping). Otherwise the line's first
+    word is the value after an option and a ``\\`` ("any"), and after an option or a "yaml"
+    key is taken for it only if it looks like a secret (``Done.`` or ``The password to use``
+    are no value), never if it starts with a dash (another option) or is the next key."""
+    start = _indent(line)
+    cr = "\r" if line.endswith("\r") else ""
+    if start >= len(line) - len(cr):
+        return line, carry, False
+    patterns = _patterns()
+    if carry.kind == "block" or (carry.kind == "yaml" and start > carry.indent
+                                 and not patterns.no_value.match(line, start)):
+        if start > carry.indent:
+            return line[:start] + REDACTED + cr, _Carry("block", carry.indent), True
+        return line, None, False
+    word = patterns.word.match(line, start)
+    if (word is None or word[0].startswith("-") or patterns.no_value.match(line, start)
+            or (carry.kind != "any" and not _looks_like_a_secret(word[0]))):
+        return line, None, False
+    return line[:start] + REDACTED + line[word.end() :], None, False
+
+
+def _redact_next_lines(text: str) -> str:
+    """``text`` (redacted but for this) with the values on the lines after their keys
+    redacted (:func:`_carried`). The keys ending a line are found from their ends in lower-case
+    text, as :func:`_bare_keys` finds its keys."""
+    lowered = _lower_in_place(text)
+    ends: set[int] = set()
+    for hints, pattern in _patterns().line_ends:
+        if all(hint in lowered for hint in hints):
+            ends.update(found.end() for found in pattern.finditer(lowered))
+    out: list[str] = []
+    pos = done = 0
+    for end in sorted(ends):
+        if end <= done:
+            continue
+        start = text.rfind("\n", 0, end) + 1
+        carry = _carry_after(text[start:end], _indent(text[start:end]))
+        while carry is not None and end < len(text):
+            start = end + 1
+            end = text.find("\n", start)
+            end = len(text) if end < 0 else end
+            line = text[start:end]
+            shown, carry, _ = _carried(line, carry)
+            if shown != line:
+                out += [text[pos:start], shown]
+                pos = end
+            if carry is None:
+                carry = _carry_after(shown, _indent(shown))
+        done = end
+    return "".join(out) + text[pos:]
 
 
 # What may stand between a credential key (or ``Bearer``) and its value: blanks, a ``:``/``=``
@@ -389,21 +557,46 @@ class LineRedactor:
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         self.secrets = tuple(secrets)
         self.in_key = False
+        self.carry: _Carry | None = None  # what the last line left to this one
+        self.lead = ""  # blanks that opened this line, while nothing else has come
+        self.indent: int | None = None  # this line's indentation, once known
+        self.blanking = False  # the rest of this line is part of a value redacted whole
 
     def line(self, text: str) -> str:
-        """The redacted form of one line (with or without its line ending)."""
+        """The redacted form of one line (with or without its line ending), or of a piece of
+        a long line: a text without a line ending is followed by the rest of its line."""
         body, ending = (text[:-1], "\n") if text.endswith("\n") else (text, "")
         patterns = _patterns()
         if self.in_key:
             end = patterns.pem_end_line.search(body)
             if end is None:
-                return REDACTED + ending
+                return self._ended(REDACTED, ending)
             self.in_key = False
             body = REDACTED + body[end.end() :]
         begin = patterns.pem_begin_line.search(body)
         if begin is not None and patterns.pem_end_line.search(body, begin.end()) is None:
             self.in_key = True
-        return redact(body, self.secrets) + ending
+        shown, named = _redact(body, self.secrets)
+        lead = self.lead if self.indent is None else None  # None: not at the line's start
+        if lead is not None:
+            content = len(body.lstrip(_BLANK_CHARACTERS))
+            if content:
+                self.indent = len(lead) + len(body) - content
+            else:
+                self.lead += body
+        if self.blanking:  # (the line's ``\r`` kept, as where the line is redacted whole)
+            shown = "\r" if ending and body.endswith("\r") else ""
+        elif self.carry is not None and lead is not None:
+            shown, self.carry, self.blanking = _carried(lead + shown, self.carry)
+            shown = shown[len(lead) :]
+        if ending and self.carry is None and named:
+            self.carry = _carry_after(shown, self.indent or 0)
+        return self._ended(shown, ending)
+
+    def _ended(self, shown: str, ending: str) -> str:
+        if ending:
+            self.lead, self.indent, self.blanking = "", None, False
+        return shown + ending
 
 
 def bound(text: str, limit_bytes: int = DEFAULT_LIMIT_BYTES) -> tuple[str, bool]:
