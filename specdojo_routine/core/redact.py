@@ -55,7 +55,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import NamedTuple
 
 REDACTED = "[REDACTED]"
@@ -224,12 +224,28 @@ def _credential_word(word: str) -> bool:
     return word in _KEY_WORDS or word.endswith(_KEY_ENDINGS)
 
 
+def _judged_once(judge: Callable[[str], bool]) -> Callable[[str], bool]:
+    """``judge`` (of a name, pure) keeping its verdicts on names of up to 64 characters, 4,096
+    of them: key names recur line after line of output (``key=``, ``token``), and judging one
+    (camel case split, words, pairs) was a quarter of redaction's time. A longer name is judged
+    afresh, so output of long words cannot fill memory."""
+    kept = functools.lru_cache(maxsize=4096)(judge)
+
+    @functools.wraps(judge)
+    def judged(name: str) -> bool:
+        return kept(name) if len(name) <= 64 else judge(name)
+
+    return judged
+
+
+@_judged_once
 def _is_credential_key(key: str) -> bool:
     parts = _key_words(key)
     pairs = {f"{a}_{b}" for a, b in itertools.pairwise(parts)}
     return any(map(_credential_word, parts)) or bool(_KEY_WORDS.intersection(pairs))
 
 
+@_judged_once
 def names_a_credential(name: str) -> bool:
     """Whether a name's last word (or last two) is a credential key word: ``db_password``,
     ``api_token``, ``api_key``, but not ``token_count``, which text redaction (any word) also
