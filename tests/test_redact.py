@@ -306,8 +306,7 @@ def test_redact_words_is_redact_of_each_word_when_no_word_is_a_credential_option
 )
 def test_a_value_after_a_full_width_separator_or_unicode_space_is_redacted(
         text: str, shown: str) -> None:
-    """A full-width ``：``/``＝`` separates a key from its value like ``:``/``=``, and a
-    no-break or other Unicode space stands where a blank may."""
+    """A full-width ：/＝ separates a key from its value, and any Unicode space is a blank."""
     assert shown == redact(text)
 
 
@@ -329,9 +328,7 @@ def test_a_value_after_a_full_width_separator_or_unicode_space_is_redacted(
 )
 def test_a_secret_shaped_value_after_a_credential_key_and_blanks_is_redacted(
         text: str, shown: str) -> None:
-    """A word after a credential key and blanks only (``api-key VALUE``, a .netrc line) is
-    redacted when it looks like a secret: 6 characters or more, with a digit, a symbol or a
-    capital after a small letter."""
+    """A secret-looking word after a credential key and blanks only is redacted."""
     assert shown == redact(text)
 
 
@@ -363,16 +360,13 @@ def test_a_quoted_value_after_a_credential_key_and_blanks_is_redacted() -> None:
     ],
 )
 def test_a_plain_word_after_a_credential_key_and_blanks_is_kept(text: str) -> None:
-    """A word of letters (``reset``, ``count``, ``VALUE``), a short one, or a word after a key
-    that ends a sentence or a path is prose, left as it is."""
+    """A word of letters, a short word, or one after a sentence or path end is kept."""
     assert text == redact(text)
 
 
 @pytest.mark.parametrize("head", ["Authorization Basic ", "machine h password ", "api-key\u00a0"])
 def test_a_cut_after_a_credential_key_and_blanks_is_not_clean(head: str) -> None:
-    """A long line is not echoed in pieces cut between a key and the value that blanks alone
-    separate from it, even while what has arrived of the value is letters only: its rest may
-    bring a digit, and the value, shown apart from its key, would not be redacted."""
+    """A long line is never cut between a key and the value blanks alone separate from it."""
     assert False is cut_is_clean(head + "abcdefgh" * 16, len(head))
 
 
@@ -392,15 +386,13 @@ def test_a_cut_after_a_credential_key_and_blanks_is_not_clean(head: str) -> None
     ],
 )
 def test_an_indented_line_after_a_key_and_separator_is_its_value(text: str, shown: str) -> None:
-    """A key ending its line with a separator, and the lines below indented more than it, are
-    a YAML key and its (plain) value, redacted whole whatever they hold."""
+    """Lines indented below a key ending its line with a separator are redacted whole."""
     assert shown == redact(text)
 
 
 @pytest.mark.parametrize("indicator", ["|", ">", "|-", ">+", "|2"])
 def test_a_yaml_block_scalar_after_a_credential_key_is_redacted(indicator: str) -> None:
-    """``private_key: |`` and the lines indented below it: each line of the block is redacted,
-    the indicator and the next key are kept."""
+    """Each line of a YAML block scalar under a credential key is redacted, its indicator kept."""
     text = f"private_key: {indicator}\n  line one\n\n  line two\nnext: 1"
     assert f"private_key: {indicator}\n  {REDACTED}\n\n  {REDACTED}\nnext: 1" == redact(text)
 
@@ -416,14 +408,12 @@ def test_a_yaml_block_scalar_after_a_credential_key_is_redacted(indicator: str) 
 )
 def test_a_secret_shaped_word_opening_the_line_after_a_key_is_redacted(
         text: str, shown: str) -> None:
-    """A line's first word after a key that ended the line before with a separator (not
-    indented below it) or after an option is redacted when it looks like a secret."""
+    """A secret-looking first word on the line after a key or option is redacted."""
     assert shown == redact(text)
 
 
 def test_the_word_after_an_option_and_a_line_continuation_is_redacted() -> None:
-    """``--password \\`` then the value on the next line: a command written over two lines,
-    its value redacted whatever it looks like (before, the ``\\`` was taken for the value)."""
+    """After an option and a line continuation, the next line's first word is redacted."""
     assert f"--password \\\n  {REDACTED} --host db" == redact("--password \\\n  hunter --host db")
 
 
@@ -443,8 +433,7 @@ def test_the_word_after_an_option_and_a_line_continuation_is_redacted() -> None:
     ],
 )
 def test_the_line_after_a_key_is_kept_when_it_holds_no_value(text: str) -> None:
-    """A mapping, a list, a comment or the next key under a key, a word of letters, an option,
-    and anything after a key that had its value or no separator are left as they are."""
+    """A line below a key that holds no value for it is kept."""
     assert text.split("\n", 1)[1] == redact(text).split("\n", 1)[1]
 
 
@@ -466,8 +455,7 @@ def test_line_redactor_redacts_a_value_on_the_next_line() -> None:
 )
 def test_line_redactor_redacts_a_next_line_value_echoed_in_pieces(
         pieces: list[str], shown: str) -> None:
-    """A long line is echoed in pieces (cut after a blank): the value it carries is redacted
-    as in the whole line, however the pieces fall."""
+    """A next-line value echoed in pieces is redacted as in the whole line."""
     redactor = LineRedactor()
     assert shown == "".join(redactor.line(piece) for piece in pieces)
 
@@ -486,9 +474,7 @@ SAFE = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._~+/@!%^*
        st.text(alphabet=SAFE + "-", min_size=1, max_size=40).filter(lambda v: v[0] != "-"))
 def test_a_value_after_a_credential_key_and_a_separator_never_survives(
         key: str, sep: str, value: str) -> None:
-    """Any value of safe characters after a credential key and a separator (ASCII or
-    full-width, any blanks, the value on the key's line or indented on the next) is redacted
-    whole."""
+    """Any safe value after a credential key and any separator never survives."""
     assert key + sep + REDACTED == redact(key + sep + value)
 
 
@@ -498,8 +484,7 @@ def test_a_value_after_a_credential_key_and_a_separator_never_survives(
                  st.sampled_from("0123456789")).map("".join).filter(lambda v: v[0] != "-"))
 def test_a_secret_shaped_value_after_a_credential_key_and_blanks_never_survives(
         key: str, blanks: str, value: str) -> None:
-    """Any value of 6 safe characters or more with a digit, after a credential key and blanks
-    only, is redacted whole."""
+    """Any secret-shaped value after a credential key and blanks never survives."""
     assert key + blanks + REDACTED == redact(key + blanks + value)
 
 
@@ -509,7 +494,6 @@ LINE_PARTS = ["password:", "token =", "--password", "private_key: |", " ", "  ",
 
 @given(st.lists(st.sampled_from(LINE_PARTS), max_size=30).map("".join))
 def test_line_redactor_agrees_with_redact_of_the_whole_text(text: str) -> None:
-    """Echoed line by line (the console) or redacted whole (the evidence), text of keys,
-    values, blocks and indents reads the same."""
+    """LineRedactor over lines gives what redact gives over the whole text."""
     redactor = LineRedactor()
     assert redact(text) == "".join(redactor.line(line) for line in text.splitlines(True))
