@@ -285,3 +285,215 @@ def test_redact_words_is_redact_of_each_word_when_no_word_is_a_credential_option
         words: list[str]) -> None:
     """Words with no credential option among them are shown as each word redacted alone."""
     assert [redact(w) for w in words] == redact_words(words)
+
+
+# -- separators other than ASCII (audit miss 3) --------------------------------------------
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("password：hunter22", f"password：{REDACTED}"),  # full-width colon
+        ("password＝hunter22", f"password＝{REDACTED}"),  # full-width equals
+        ("token\u3000：\u3000hunter22", f"token\u3000：\u3000{REDACTED}"),  # ideographic space
+        ("password:\u00a0hunter22", f"password:\u00a0{REDACTED}"),  # no-break space after
+        ("password\u00a0=\u00a0hunter22", f"password\u00a0=\u00a0{REDACTED}"),
+        ("api_key\u2003=\u2003hunter22", f"api_key\u2003=\u2003{REDACTED}"),  # em space
+        ("--password\u00a0hunter22", f"--password\u00a0{REDACTED}"),
+        ("--db-token＝hunter22", f"--db-token＝{REDACTED}"),
+        ("Authorization:\u00a0Basic\u00a0dXNlcjpw",
+         f"Authorization:\u00a0Basic\u00a0{REDACTED}"),
+    ],
+)
+def test_a_value_after_a_full_width_separator_or_unicode_space_is_redacted(
+        text: str, shown: str) -> None:
+    """A full-width ：/＝ separates a key from its value, and any Unicode space is a blank."""
+    assert shown == redact(text)
+
+
+# -- a key and its value with blanks only between them (audit miss 2) ---------------------
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("api-key s3cr3tValue9", f"api-key {REDACTED}"),
+        ("DB_PASSWORD hunter22 psql -h db", f"DB_PASSWORD {REDACTED} psql -h db"),
+        ("machine h login bob password hunter22", f"machine h login bob password {REDACTED}"),
+        ("Authorization Basic dXNlcjpwYXNz", f"Authorization Basic {REDACTED}"),
+        ("token abc123def456 expired", f"token {REDACTED} expired"),
+        ("apiKey AbCdEfGhIj", f"apiKey {REDACTED}"),  # mixed case
+        ("secret p@ss/word", f"secret {REDACTED}"),  # symbols
+        ("password\u00a0hunter22", f"password\u00a0{REDACTED}"),
+        ("token\u3000abc123def456", f"token\u3000{REDACTED}"),
+    ],
+)
+def test_a_secret_shaped_value_after_a_credential_key_and_blanks_is_redacted(
+        text: str, shown: str) -> None:
+    """A secret-looking word after a credential key and blanks only is redacted."""
+    assert shown == redact(text)
+
+
+def test_a_quoted_value_after_a_credential_key_and_blanks_is_redacted() -> None:
+    """A quoted string right after a credential key is its value, whatever it holds."""
+    assert f'password "{REDACTED}" given' == redact('password "correct horse" given')
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password reset succeeded",
+        "token count 5",
+        "Token Count: 5",
+        "DB_PASSWORD not set",
+        "Set OPENAI_API_KEY in your environment",
+        "secret santa",
+        "auth failed",
+        "api-key VALUE",  # a word of letters: prose, not taken for a secret
+        "password re-entered",
+        "token cache.json written",
+        "token 5 of 10",
+        "token_count 123456",  # the key's last word names no credential
+        "tokens 123456",
+        "the keyboard layout 2024",
+        "Invalid token. Retry2024 later",  # a sentence ends at the key
+        "see /etc/token 123456",  # a path ending with a key word
+        "mysql --password --host db2host",
+    ],
+)
+def test_a_plain_word_after_a_credential_key_and_blanks_is_kept(text: str) -> None:
+    """A word of letters, a short word, or one after a sentence or path end is kept."""
+    assert text == redact(text)
+
+
+@pytest.mark.parametrize("head", ["Authorization Basic ", "machine h password ", "api-key\u00a0"])
+def test_a_cut_after_a_credential_key_and_blanks_is_not_clean(head: str) -> None:
+    """A long line is never cut between a key and the value blanks alone separate from it."""
+    assert False is cut_is_clean(head + "abcdefgh" * 16, len(head))
+
+
+# -- a value on the line after its key (audit miss 1) --------------------------------------
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("password:\n  hunter22", f"password:\n  {REDACTED}"),
+        ("password =\n    hunter22\n", f"password =\n    {REDACTED}\n"),
+        ("token：\n\u3000hunter", f"token：\n\u3000{REDACTED}"),
+        ("token:\n  dGVzdA==", f"token:\n  {REDACTED}"),
+        ("db:\n  password:\n    correct horse\n    battery\n  host: db",
+         f"db:\n  password:\n    {REDACTED}\n    {REDACTED}\n  host: db"),
+        ("password:\r\n  hunter22\r\nhost: db", f"password:\r\n  {REDACTED}\r\nhost: db"),
+        ("password:\n\n  hunter22", f"password:\n\n  {REDACTED}"),
+    ],
+)
+def test_an_indented_line_after_a_key_and_separator_is_its_value(text: str, shown: str) -> None:
+    """Lines indented below a key ending its line with a separator are redacted whole."""
+    assert shown == redact(text)
+
+
+@pytest.mark.parametrize("indicator", ["|", ">", "|-", ">+", "|2"])
+def test_a_yaml_block_scalar_after_a_credential_key_is_redacted(indicator: str) -> None:
+    """Each line of a YAML block scalar under a credential key is redacted, its indicator kept."""
+    text = f"private_key: {indicator}\n  line one\n\n  line two\nnext: 1"
+    assert f"private_key: {indicator}\n  {REDACTED}\n\n  {REDACTED}\nnext: 1" == redact(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("password:\nhunter22", f"password:\n{REDACTED}"),
+        ("Your API token:\nabc123def456\nDone.", f"Your API token:\n{REDACTED}\nDone."),
+        ("--password\nhunter22 --host db", f"--password\n{REDACTED} --host db"),
+        ("mysql --password\n  hunter22", f"mysql --password\n  {REDACTED}"),
+    ],
+)
+def test_a_secret_shaped_word_opening_the_line_after_a_key_is_redacted(
+        text: str, shown: str) -> None:
+    """A secret-looking first word on the line after a key or option is redacted."""
+    assert shown == redact(text)
+
+
+def test_the_word_after_an_option_and_a_line_continuation_is_redacted() -> None:
+    """After an option and a line continuation, the next line's first word is redacted."""
+    assert f"--password \\\n  {REDACTED} --host db" == redact("--password \\\n  hunter --host db")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password:\n  min_length: 8",  # a mapping under the key
+        "password:\n  - first",
+        "password:\n  # set below",
+        "password:\nport: 5432",  # the next key: the value is empty
+        "password:\nlevel=info msg=done",
+        "Changing password:\nDone.",
+        "--password\n    The password to use (default: prompt).",  # --help text
+        "--password\n--host db2host",
+        "please change your password\n2024-05-01 12:00 next entry",  # no separator
+        "password: hunter22\n  at line 5",  # the value was on the key's line
+    ],
+)
+def test_the_line_after_a_key_is_kept_when_it_holds_no_value(text: str) -> None:
+    """A line below a key that holds no value for it is kept."""
+    assert text.split("\n", 1)[1] == redact(text).split("\n", 1)[1]
+
+
+def test_line_redactor_redacts_a_value_on_the_next_line() -> None:
+    """Streaming line by line, a key ending one line has its value redacted on the next."""
+    redactor = LineRedactor()
+    lines = ["db:\n", "  password:\n", "    hunter22\n", "  host: db\n"]
+    assert ["db:\n", "  password:\n", f"    {REDACTED}\n", "  host: db\n"] == [
+        redactor.line(line) for line in lines]
+
+
+@pytest.mark.parametrize(
+    ("pieces", "shown"),
+    [
+        (["token:\n", "  ", "abc def ", "ghi\n", "host: db\n"],
+         f"token:\n  {REDACTED}\nhost: db\n"),
+        (["--password\n", "abc123def ", "--host db\n"], f"--password\n{REDACTED} --host db\n"),
+    ],
+)
+def test_line_redactor_redacts_a_next_line_value_echoed_in_pieces(
+        pieces: list[str], shown: str) -> None:
+    """A next-line value echoed in pieces is redacted as in the whole line."""
+    redactor = LineRedactor()
+    assert shown == "".join(redactor.line(piece) for piece in pieces)
+
+
+# -- properties -------------------------------------------------------------------------------
+
+CREDENTIAL_KEYS = ["password", "DB_PASSWORD", "api_key", "apiKey", "api-key", "clientSecret",
+                   "access_token", "PGPASSWORD", "secret", "token", "auth", "Authorization",
+                   "credentials", "private_key"]
+SAFE = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._~+/@!%^*"
+
+
+@given(st.sampled_from(CREDENTIAL_KEYS),
+       st.sampled_from([":", "=", ": ", " = ", "：", "＝", "\u00a0:\u00a0", "\u3000＝\u3000",
+                        "=\u2003", ":\n  ", "=\n    ", "：\n\t", ":\n\n  "]),
+       st.text(alphabet=SAFE + "-", min_size=1, max_size=40).filter(lambda v: v[0] != "-"))
+def test_a_value_after_a_credential_key_and_a_separator_never_survives(
+        key: str, sep: str, value: str) -> None:
+    """Any safe value after a credential key and any separator never survives."""
+    assert key + sep + REDACTED == redact(key + sep + value)
+
+
+@given(st.sampled_from(CREDENTIAL_KEYS),
+       st.sampled_from([" ", "  ", "\t", "\u00a0", "\u3000", "\u2009"]),
+       st.tuples(st.text(alphabet=SAFE, min_size=5, max_size=40),
+                 st.sampled_from("0123456789")).map("".join).filter(lambda v: v[0] != "-"))
+def test_a_secret_shaped_value_after_a_credential_key_and_blanks_never_survives(
+        key: str, blanks: str, value: str) -> None:
+    """Any secret-shaped value after a credential key and blanks never survives."""
+    assert key + blanks + REDACTED == redact(key + blanks + value)
+
+
+LINE_PARTS = ["password:", "token =", "--password", "private_key: |", " ", "  ", "\n", "\n  ",
+              "hunter22", "word", "host: db", "- item", "# note", "\\", "abc123def"]
+
+
+@given(st.lists(st.sampled_from(LINE_PARTS), max_size=30).map("".join))
+def test_line_redactor_agrees_with_redact_of_the_whole_text(text: str) -> None:
+    """LineRedactor over lines gives what redact gives over the whole text."""
+    redactor = LineRedactor()
+    assert redact(text) == "".join(redactor.line(line) for line in text.splitlines(True))
