@@ -13,6 +13,7 @@ from specdojo_routine.core.redact import (
     cut_is_clean,
     names_a_credential,
     redact,
+    redact_values,
     redact_words,
     secret_values,
 )
@@ -497,3 +498,27 @@ def test_line_redactor_agrees_with_redact_of_the_whole_text(text: str) -> None:
     """LineRedactor over lines gives what redact gives over the whole text."""
     redactor = LineRedactor()
     assert redact(text) == "".join(redactor.line(line) for line in text.splitlines(True))
+
+
+@pytest.mark.parametrize(("text", "whole", "expected"), [
+    ('{"start":4956808}', True, '{"start":4956808}'),  # inside a longer number: left
+    ('{"start":4956808}', False, '{"start":[REDACTED]8}'),  # a stream: wherever it occurs
+    ('{"pid":495680}', True, '{"pid":[REDACTED]}'),
+    ("rtn-495680.yaml", True, "rtn-[REDACTED].yaml"),
+    ("x495680", True, "x495680"),
+])
+def test_whole_values_are_redacted_where_they_stand_alone(
+        text: str, whole: bool, expected: str) -> None:
+    """``whole``: a secret value inside a longer word or number is left (the console's own
+    text stays readable and its JSON valid); a stream's text is redacted wherever it is."""
+    assert expected == redact_values(text, ["495680"], whole=whole)
+
+
+@pytest.mark.parametrize("whole", [True, False])
+def test_a_value_with_a_quote_is_redacted_as_a_shell_quoted_word_writes_it(whole: bool) -> None:
+    """``shlex.quote`` writes a `'` as `'"'"'`: that form of the value is redacted too."""
+    import shlex
+
+    assert "--label [REDACTED]" == redact_values(
+        shlex.join(["--label", "it's hunter 2"]), ["it's hunter 2"], whole=whole).replace(
+        "'[REDACTED]'", "[REDACTED]")

@@ -106,6 +106,31 @@ def test_a_value_the_environment_keeps_as_a_secret_is_not_quoted_back(
     assert "Hunter2Hunter2xyz" in plain.stdout + plain.stderr
 
 
+def test_a_secret_value_with_a_quote_is_not_shown_shell_quoted_by_a_dry_run(
+        project: Project) -> None:
+    """A dry run shows each command line shell-quoted: a secret value holding a `'` is
+    written there as `'it'"'"'s …'`, which is the value too, and is redacted."""
+    project.routine("rtn-q", """\
+        interval: 1d
+        action: {kind: specdojo, args: [index, --label, "it's hunter 2"]}
+        """)
+    done = project.cli("run", "--id", "rtn-q", "--dry-run",
+                       env=project.env(DB_PASSWORD="it's hunter 2"))
+    assert 0 == done.returncode, done.stderr
+    assert "--label '[REDACTED]'" in done.stdout and "hunter" not in done.stdout, done.stdout
+
+
+def test_a_secret_value_that_is_part_of_a_longer_word_is_left_as_shown(
+        project: Project) -> None:
+    """The console keeps the environment's secret values out of what it prints where they
+    stand alone, not inside a longer word: with `DEPLOY_TOKEN=success`, `status` shows the
+    routine `rtn-successful` by its id and its state `success` as `[REDACTED]`."""
+    project.routine("rtn-successful", "interval: 1h\naction: {kind: specdojo, args: [one]}\n")
+    assert 0 == project.cli("run", "--due").returncode
+    shown = project.cli("status", env=project.env(DEPLOY_TOKEN="success"))
+    assert "rtn-successful  [REDACTED]" in shown.stdout, shown.stdout
+
+
 @pytest.mark.parametrize("argv", [["run", "--due", "--db-password", SECRET],
                                   ["status", f"--api-token={SECRET}"]])
 def test_a_secret_in_a_mistyped_command_line_is_not_echoed(project: Project,

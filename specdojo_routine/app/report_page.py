@@ -177,7 +177,8 @@ def _without(text: str, secrets: Sequence[str]) -> str:
     ``[REDACTED]`` - the filter of the console's output, on the whole page at once (a
     definition's text reaches it in many places). The replacement holds none of ``<>&"'``, so
     the page stays balanced."""
-    return redact_values(text, [*secrets, *(_e(s) for s in secrets)]) if secrets else text
+    return redact_values(text, [*secrets, *(_e(s) for s in secrets)], whole=True) if secrets \
+        else text
 
 
 def _grid(report: Report) -> str:

@@ -57,13 +57,15 @@ class PipeGuard:
 class WithoutSecrets:
     """A text stream that never carries the secret values the environment holds (SPEC §7.5):
     whatever a command writes - an error line, a definition's problem, a JSON document -
-    may quote a value that is also a ``*_PASSWORD`` variable's, which no pattern can know."""
+    may quote a value that is also a ``*_PASSWORD`` variable's, which no pattern can know.
+    A value is kept out where it stands alone, not inside a longer word or number, so that a
+    secret that is also an everyday word leaves ids, paths and JSON numbers readable."""
 
     def __init__(self, stream: TextIO, secrets: Sequence[str]) -> None:
         self._stream, self._secrets = stream, secrets
 
     def write(self, text: str) -> int:
-        self._stream.write(redact_values(text, self._secrets))
+        self._stream.write(redact_values(text, self._secrets, whole=True))
         return len(text)
 
     def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding, ...

@@ -377,7 +377,7 @@ _OPTION_WORD = re.compile(r"--?([A-Za-z][A-Za-z0-9_.-]*)")
 
 
 @functools.lru_cache(maxsize=16)
-def _secret_pattern(secrets: tuple[str, ...]) -> re.Pattern[str] | None:
+def _secret_pattern(secrets: tuple[str, ...], whole: bool) -> re.Pattern[str] | None:
     import json  # only where there are secrets to find
 
     variants: set[str] = set()
@@ -386,16 +386,32 @@ def _secret_pattern(secrets: tuple[str, ...]) -> re.Pattern[str] | None:
             variants.add(secret)
             variants.add(json.dumps(secret, ensure_ascii=False)[1:-1])
             variants.add(json.dumps(secret)[1:-1])
+            variants.add(secret.replace("'", "'\"'\"'"))  # inside a shell-quoted word
     if not variants:
         return None
     ordered = sorted(variants, key=lambda v: (-len(v), v))
-    return re.compile("|".join(re.escape(v) for v in ordered))
+    return re.compile("|".join(_alternative(v, whole) for v in ordered))
 
 
-def redact_values(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with each of the given secret values (and its JSON-escaped form) replaced by
-    ``[REDACTED]``, and nothing else changed."""
-    pattern = _secret_pattern(tuple(secrets))
+def _alternative(value: str, whole: bool) -> str:
+    """``value`` as a pattern; ``whole``: not where a word character goes on before or after
+    it (``value`` inside a longer word or number)."""
+    found = re.escape(value)
+    if whole and (value[0].isalnum() or value[0] == "_"):
+        found = rf"(?<!\w){found}"
+    if whole and (value[-1].isalnum() or value[-1] == "_"):
+        found = rf"{found}(?!\w)"
+    return found
+
+
+def redact_values(text: str, secrets: Iterable[str], *, whole: bool = False) -> str:
+    """``text`` with each of the given secret values (as written, JSON-escaped, and escaped
+    inside a single-quoted shell word) replaced by ``[REDACTED]``, and nothing else changed.
+    ``whole``: only where the value is not part of a longer word or number - what the
+    console and the report use for the product's own text (ids, paths, JSON numbers), where a
+    value that is also an everyday word would otherwise mangle what they show; the streams of
+    the commands a routine runs are redacted wherever the value occurs."""
+    pattern = _secret_pattern(tuple(secrets), whole)
     return pattern.sub(REDACTED, text) if pattern is not None else text
 
 
