@@ -522,3 +522,16 @@ def test_a_value_with_a_quote_is_redacted_as_a_shell_quoted_word_writes_it(whole
     assert "--label [REDACTED]" == redact_values(
         shlex.join(["--label", "it's hunter 2"]), ["it's hunter 2"], whole=whole).replace(
         "'[REDACTED]'", "[REDACTED]")
+
+
+def test_a_long_run_of_name_characters_is_redacted_in_linear_time() -> None:
+    """A line of 400,000 characters of `a-a-a-…` after a credential word, with no separator:
+    a key is tried once per run of name characters, not at every `-` in it (that cost the
+    square of the length: a tenth of this line took seconds), so a child that prints it
+    cannot stall the echo or the evidence."""
+    import time
+
+    line = "token " + "a-" * 200_000 + "!"
+    started = time.process_time()
+    assert line == redact(line)
+    assert time.process_time() - started < 2.0

@@ -132,10 +132,13 @@ def _patterns() -> _Patterns:
         ),
         bearer=re.compile(r"\b(Bearer\s+)[A-Za-z0-9._~+/=-]+", re.I),
         url_password=re.compile(r"(://[^/\s:@]*:)[^/\s]+(@)"),
-        # a key starts a word or follows an option's dashes (`--password=x`); inside a
-        # longer name (`db-password`) the match starts at the name's beginning
+        # a key starts a word or a quote, after an option's dashes (`--password=x`); a longer
+        # name (`db-password`, `2fa-token`) is taken whole, from its beginning, and only
+        # there: a match tried at every `-` inside a long run of name characters would cost
+        # the square of its length (a line of `a-a-a-…` took seconds)
         key_sep=re.compile(
-            rf"""(?<![A-Za-z0-9_.])(["']?)([A-Za-z][A-Za-z0-9_.-]*)\1({_BLANK}*{_SEP}{_BLANK}*)"""
+            rf"""(?:(?<![A-Za-z0-9_.-])|(?=["']))-*+(["']?)([A-Za-z0-9][A-Za-z0-9_.-]*+)\1"""
+            rf"""({_BLANK}*{_SEP}{_BLANK}*)"""
         ),
         value=re.compile(
             rf"""(?:(?:Bearer|Basic|Token|Digest|Bot){_BLANK}+)?"""
