@@ -148,8 +148,7 @@ def _plan(
 
 def checkpoint(paths: ProjectPaths, job_id: str) -> dict[str, Any] | None:
     """The Job's latest checkpoint after an import (in memory; writes nothing)."""
-    found = plan(paths, job_id).jobs().get(job_id)
-    return dict(found["checkpoint"]) if found is not None else None
+    return plan(paths, job_id).checkpoint(job_id)
 
 
 def import_job_runs(
