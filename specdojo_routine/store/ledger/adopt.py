@@ -120,7 +120,10 @@ class JobImports:
     def jobs(self) -> dict[str, jobfold.JobCheckpointDoc]:
         """The latest checkpoint per job after the import (``job-state.json``)."""
         merged: dict[str, jobfold.JobCheckpointDoc] = {}
-        for run_id in sorted({*self.folds, *self.settled}):
+        holders = {run_id for run_id, fold in self.folds.items() if fold.checkpoints}
+        holders.update(run_id for run_id, best in self.settled.items()
+                       if best and run_id not in self.folds)  # a run without one adds none
+        for run_id in sorted(holders):
             fold = self.folds.get(run_id)
             if fold is not None:
                 jobfold.merge_checkpoints(merged, fold.checkpoints)
