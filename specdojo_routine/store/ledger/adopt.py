@@ -123,12 +123,12 @@ class JobImports:
         holders = {run_id for run_id, fold in self.folds.items() if fold.checkpoints}
         holders.update(run_id for run_id, best in self.settled.items()
                        if best and run_id not in self.folds)  # a run without one adds none
+        candidates: list[dict[str, Any]] = []
         for run_id in sorted(holders):
             fold = self.folds.get(run_id)
-            if fold is not None:
-                jobfold.merge_checkpoints(merged, fold.checkpoints)
-            else:
-                jobfold.merge_checkpoints(merged, run_checkpoints(self.settled[run_id]))
+            candidates += fold.checkpoints if fold is not None \
+                else run_checkpoints(self.settled[run_id])
+        jobfold.merge_checkpoints(merged, candidates)
         return merged
 
     def checkpoint(self, job_id: str) -> dict[str, Any] | None:
