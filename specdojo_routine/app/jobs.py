@@ -148,9 +148,10 @@ def run_job(
     ``timeout_s`` is the caller's bound (a routine's timeout, SPEC §13) on top of the task's
     own ``task.timeout``: the attempt's task gets the smaller.
 
-    The Job's checkpoint costs a look at every run of the Job (:mod:`.runcheck`), so it is
-    read once: before the exec lock only when the run id or a new run's precondition, both
-    decided there, depend on it; else from the import under the lock (:func:`_locked`)."""
+    The Job's checkpoint costs a look at every run of the Job
+    (:mod:`~specdojo_routine.store.ledger.runcheck`), so it is read once: before the exec
+    lock only when the run id or a new run's precondition, both decided there, depend on it;
+    else from the import under the lock (:func:`_locked`)."""
     base_env = dict(os.environ if env is None else env)
     ctx = _Env(paths=paths, env=base_env, secrets=secret_values(base_env), echo=echo,
                agent=agentflow.default_executor(paths) if agent is None else agent,
