@@ -230,6 +230,23 @@ def test_checkpoint_placeholder_is_the_previous_successful_checkpoint(project: P
     assert ["", "A", "A"] == (project.root / "seen.log").read_text().splitlines()
 
 
+def test_a_precondition_and_the_record_see_the_previous_checkpoint(project: Project) -> None:
+    """SPEC §7.2, §7.3.3: a new run's precondition, which runs before the exec lock, renders
+    ``{{checkpoint.<path>}}`` with the previous successful checkpoint too, and the run
+    records it as ``checkpoint_before``, though its key does not read the checkpoint."""
+    project.job("job-c", "name: C\ninputs:\n  rev: {type: string, required: true}\n"
+                         "task:\n  mode: command\n  command: 'true'\n"
+                         "  precondition:\n"
+                         "    command: printf '%s\\n' \"{{checkpoint.rev}}\" >> seen.log\n"
+                         "    skip_when: 3\n"
+                         "run:\n  idempotency_key: '{{job_id}}:{{inputs.rev}}'\n"
+                         "checkpoint:\n  values: {rev: '{{inputs.rev}}'}\n")
+    outcomes = [run(project.root, "job-c", {"rev": rev}) for rev in ("A", "B")]
+    view = orjson.loads(paths_of(project.root).run_view(outcomes[1].run_id or "").read_bytes())
+    assert (["", "A"], {"rev": "A"}) == (
+        (project.root / "seen.log").read_text().splitlines(), view["checkpoint_before"])
+
+
 def test_lost_checkpoint_is_recorded_by_the_next_duplicate_call(repo: Project) -> None:
     """A crash between attempt_ended and checkpoint_advanced is repaired on the next call."""
     commit(repo.root, "a.md")

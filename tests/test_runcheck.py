@@ -219,3 +219,33 @@ def test_the_run_id_of_a_routine_action_reads_the_checkpoint_only_when_the_key_n
     assert "succeeded" == jobhelper.run(root, "job-c", {}).state
     assert jobplan.run_id_for("job-c", "job-c:after-none") == named("job-c")
     assert "job-c" in reads
+
+
+@pytest.fixture
+def stamped(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The Jobs whose runs' stamps this process takes (the pass that visits every run)."""
+    jobs: list[str] = []
+    real = runcheck._stamps
+    monkeypatch.setattr(runcheck, "_stamps",
+                        lambda paths, job_id: jobs.append(job_id) or real(paths, job_id))
+    return jobs
+
+
+def test_job_run_and_a_routine_job_action_visit_the_jobs_runs_once(
+    root: Path, stamped: list[str],
+) -> None:
+    """When neither the run id nor a precondition depends on the checkpoint, the run reads
+    it from the import under the exec lock: ``job run`` and a routine's Job action look at
+    every run of the Job once, and the new run still starts from the latest checkpoint."""
+    from specdojo_routine import api
+
+    outcome = jobhelper.run(root, "job-n", {"period": "p300"})
+    assert ["job-n"] == stamped
+    paths = jobhelper.paths_of(root)
+    (root / "routines" / "rtn-n.yaml").write_text(
+        "id: rtn-n\ninterval: 1d\naction: {kind: job, job: job-n, inputs: {period: p301}}\n")
+    stamped.clear()
+    report = api.run_due(paths, now=jobhelper.SCHEDULED, env=jobhelper.clean_env())
+    assert (["job-n"], [], 1) == (stamped, report.errors, len(report.results))
+    view = orjson.loads(paths.run_view(run_id("p301")).read_bytes())
+    assert ({"last": "p300"}, "succeeded") == (view["checkpoint_before"], outcome.state)

@@ -12,7 +12,8 @@ while the task runs fails the attempt; its end is recorded before the stop unwin
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from datetime import datetime
+from typing import Any, TypeVar
 
 import attrs
 
@@ -88,34 +89,16 @@ def _record(
         done = _Done(verdict=Verdict(status="failed", reason=f"runner error: {exc}"))
     verdict = done.verdict
     reason = ctx.reason("; ".join(x for x in (verdict.reason, *notes, *done.notes) if x))
-    batch: list[JobEvent] = [RunAttemptEnded(
-        run_id=prep.run_id, attempt=attempt, status=verdict.status, exit_code=done.exit_code,
-        evidence_ref=done.evidence_ref, reason=reason)]
     record = done.review
     review = None if record is None else record.payload()  # what review_ended records
-    if review is not None:
-        batch.append(ReviewEnded(run_id=prep.run_id, attempt=attempt, **review))
-    values = jobtask.checkpoint_after(prep.job, verdict.status, prep.context())
-    if values is not None and review_rules.integrated(review):
-        batch.append(CheckpointAdvanced(run_id=prep.run_id, job_id=prep.job.id, values=values))
+    batch = _ending(prep, attempt, done, reason, review)
     _still_open(ctx.paths, prep.run_id, attempt)
     recorded = log.append_many(batch)  # the outcome first: files around it are side effects
     if record is not None:  # the review's reason as recorded (redacted), for the outcome
         review_ended = recorded[1]
         assert isinstance(review_ended, ReviewEnded)
         record = attrs.evolve(record, reason=review_ended.reason)
-    notes = []  # those above are in the recorded reason; these reach the operator as warnings
-    if done.result_written:
-        _side_effect(notes, "result not stamped", agentflow.stamp_result,
-                     jobfiles.result_path(ctx.paths, prep.run_id), verdict.status, reason,
-                     ctx.secrets)
-    else:
-        _side_effect(notes, "result not written", jobfiles.write_result, ctx.paths, prep,
-                     AttemptDoc(attempt=attempt, status=verdict.status, reason=reason,
-                                started_at=format_s(started), completed_at=format_s(ctx.clock()),
-                                exit_code=done.exit_code, evidence_ref=done.evidence_ref,
-                                final_message=done.final_message))
-    _side_effect(notes, "view not published", views.refresh_job_views, ctx.paths, [prep.run_id])
+    warnings = _files_around(ctx, prep, attempt, done, reason, started)
     state = review_rules.state_after(verdict.status, review)
     if state == "waiting" and record is not None:
         reason = ctx.reason(record.reason)
@@ -124,8 +107,48 @@ def _record(
                          evidence_ref=done.evidence_ref, exit_code=done.exit_code,
                          trigger=ctx.trigger,
                          review=None if record is None else record.payload(),
-                         warnings=tuple(w for n in notes
-                                        if (w := ctx.reason(f"{prep.run_id}: {n}"))))
+                         warnings=warnings)
+
+
+def _ending(
+    prep: Prepared, attempt: int, done: _Done, reason: str | None,
+    review: dict[str, Any] | None,
+) -> list[JobEvent]:
+    """How the attempt ended, as one batch: ``attempt_ended``, then ``review_ended`` when it
+    was reviewed, and ``checkpoint_advanced`` when its status is in ``advance_on`` and a
+    review (if any) integrated its change (SPEC §7.3.4, §11.3)."""
+    verdict = done.verdict
+    batch: list[JobEvent] = [RunAttemptEnded(
+        run_id=prep.run_id, attempt=attempt, status=verdict.status, exit_code=done.exit_code,
+        evidence_ref=done.evidence_ref, reason=reason)]
+    if review is not None:
+        batch.append(ReviewEnded(run_id=prep.run_id, attempt=attempt, **review))
+    values = jobtask.checkpoint_after(prep.job, verdict.status, prep.context())
+    if values is not None and review_rules.integrated(review):
+        batch.append(CheckpointAdvanced(run_id=prep.run_id, job_id=prep.job.id, values=values))
+    return batch
+
+
+def _files_around(
+    ctx: _Env, prep: Prepared, attempt: int, done: _Done, reason: str | None,
+    started: datetime,
+) -> tuple[str, ...]:
+    """Write the result document (or stamp the one an agent filled) and publish the run's
+    view once its end is recorded; what could not be written comes back as warnings for the
+    operator, and the outcome stands."""
+    notes: list[str] = []
+    if done.result_written:
+        _side_effect(notes, "result not stamped", agentflow.stamp_result,
+                     jobfiles.result_path(ctx.paths, prep.run_id), done.verdict.status, reason,
+                     ctx.secrets)
+    else:
+        _side_effect(notes, "result not written", jobfiles.write_result, ctx.paths, prep,
+                     AttemptDoc(attempt=attempt, status=done.verdict.status, reason=reason,
+                                started_at=format_s(started), completed_at=format_s(ctx.clock()),
+                                exit_code=done.exit_code, evidence_ref=done.evidence_ref,
+                                final_message=done.final_message))
+    _side_effect(notes, "view not published", views.refresh_job_views, ctx.paths, [prep.run_id])
+    return tuple(w for n in notes if (w := ctx.reason(f"{prep.run_id}: {n}")))
 
 
 def _side_effect(notes: list[str], what: str, write: Callable[..., object],

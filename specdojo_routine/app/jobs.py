@@ -125,6 +125,16 @@ def _from_record(prep: Prepared, view: Mapping[str, Any], secrets: list[str]) ->
     return attrs.evolve(base, task=task)
 
 
+def _with_checkpoint(
+    prep: Prepared, checkpoint: dict[str, Any] | None, secrets: list[str]
+) -> Prepared:
+    """``prep`` (made with ``run_id_only``, its run id independent of the checkpoint) with
+    the Job's checkpoint: ``checkpoint_before`` and the task rendered with it."""
+    done = attrs.evolve(prep, checkpoint_before=checkpoint)
+    task = jobtask.freeze_task(prep.job, done.context(), prep.project_id)
+    return attrs.evolve(done, task=task, recorded_task=jobtask.redacted(task, secrets))
+
+
 # --- running -----------------------------------------------------------------------------------
 
 
@@ -136,41 +146,58 @@ def run_job(
 ) -> JobRunOutcome:
     """Materialise (or find) the Job Run for these inputs and run one attempt (SPEC §7.3);
     ``timeout_s`` is the caller's bound (a routine's timeout, SPEC §13) on top of the task's
-    own ``task.timeout``: the attempt's task gets the smaller."""
+    own ``task.timeout``: the attempt's task gets the smaller.
+
+    The Job's checkpoint costs a look at every run of the Job
+    (:mod:`~specdojo_routine.store.ledger.runcheck`), so it is read once: before the exec
+    lock only when the run id or a new run's precondition, both decided there, depend on it;
+    else from the import under the lock (:func:`_locked`)."""
     base_env = dict(os.environ if env is None else env)
-    if agent is None:  # the CLI's own executor, from the project's roster (SPEC §11.1)
-        agent = agentflow.default_executor(paths)
     ctx = _Env(paths=paths, env=base_env, secrets=secret_values(base_env), echo=echo,
-               agent=agent, clock=clock or _utc_now, trigger=trigger,
+               agent=agentflow.default_executor(paths) if agent is None else agent,
+               clock=clock or _utc_now, trigger=trigger,
                review=review or review_flow.ReviewOptions(),
                limit=None if timeout_s is None else time.monotonic() + timeout_s)
     prep = prepare(paths, defs, job_id, inputs, scheduled_at=scheduled_at, trigger=trigger,
-                   env=base_env)
+                   env=base_env, run_id_only=True)
     # another tool's record counts (SPEC §10); one still to import is imported under the lock
     view, to_import = adopt.needed_run(paths, prep.run_id)
     decision = jobplan.existing_run(view, run_id=prep.run_id, job_id=prep.job.id,
                                     key=prep.recorded_key)
-    duplicate = decision.action == "duplicate" and view is not None
-    if duplicate and view is not None and not to_import \
-            and not jobplan.missing_checkpoint(view, prep.job):
-        return _duplicate(prep, view)
+    complete = view if decision.action == "duplicate" and view is not None \
+        and not jobplan.missing_checkpoint(view, prep.job) else None
+    if complete is not None and not to_import:
+        return _duplicate(prep, complete)
     checked = decision.action == "new" and "precondition" in prep.task
     if checked:
+        if not jobplan.key_reads_checkpoint(prep.job):
+            prep = _with_checkpoint(prep, jobfiles.read_checkpoint(paths, prep.job.id),
+                                    ctx.secrets)
         early = _precondition(ctx, prep)
         if early is not None:
             return early
-    lock = execlock.exec_lock(paths.exec_locks_dir, actor=ACTOR, env=base_env)
+    return _exec_locked(ctx, prep, view, complete, precondition_done=checked)
+
+
+def _exec_locked(
+    ctx: _Env, prep: Prepared, view: Mapping[str, Any] | None,
+    complete: Mapping[str, Any] | None, *, precondition_done: bool,
+) -> JobRunOutcome:
+    """:func:`_locked` under the project exec lock (SPEC §7.7); held by someone else, the
+    run is skipped with nothing written, or answered as complete when it is (``complete``:
+    the next command imports what is left)."""
+    lock = execlock.exec_lock(ctx.paths.exec_locks_dir, actor=ACTOR, env=ctx.env)
     try:
         handle = lock.__enter__()
     except execlock.ExecLockBusy as exc:
-        if duplicate and view is not None and not jobplan.missing_checkpoint(view, prep.job):
-            return _duplicate(prep, view)  # complete all the same: the next command imports
+        if complete is not None:
+            return _duplicate(prep, complete)
         return JobRunOutcome(job_id=prep.job.id, run_id=prep.run_id if view else None,
                              state=view["state"] if view else None, attempt=None,
-                             skipped=True, reason=str(exc), trigger=trigger)
+                             skipped=True, reason=str(exc), trigger=ctx.trigger)
     with contextlib.ExitStack() as stack:
         stack.push(lock)
-        return _locked(ctx, prep, handle, precondition_done=checked)
+        return _locked(ctx, prep, handle, precondition_done=precondition_done)
 
 
 def _duplicate(prep: Prepared, view: Mapping[str, Any]) -> JobRunOutcome:
@@ -212,7 +239,8 @@ def _locked(
     """Under the exec lock: import first (SPEC §10: only the Job's runs whose files changed
     are read, :mod:`~specdojo_routine.store.ledger.runcheck`), then create or reuse the run,
     run one attempt, record it."""
-    runcheck.import_job_runs(ctx.paths, ctx.clock, job_id=prep.job.id, needed=prep.run_id)
+    found = runcheck.import_job_runs(ctx.paths, ctx.clock, job_id=prep.job.id,
+                                     needed=prep.run_id)
     log = RunLog(ledger.Ledger(ctx.paths.run_ledger(prep.run_id), clock=ctx.clock),
                   ctx.secrets)  # before the fold: it appends only to the file it folded
     view = views.load_job_run(ctx.paths, prep.run_id)
@@ -221,6 +249,8 @@ def _locked(
     if decision.action == "duplicate" and view is not None:
         return _repair_checkpoint(ctx, prep, view, log)
     if decision.action == "new":
+        if not (precondition_done or jobplan.key_reads_checkpoint(prep.job)):
+            prep = _with_checkpoint(prep, found.checkpoint(prep.job.id), ctx.secrets)
         if "precondition" in prep.task and not precondition_done:
             early = _precondition(ctx, prep)
             if early is not None:
@@ -229,20 +259,34 @@ def _locked(
     else:
         assert view is not None
         prep = _from_record(prep, view, ctx.secrets)
-        busy = _still_running(ctx, prep, decision.attempt - 1)
-        if busy is not None:
-            return JobRunOutcome(job_id=prep.job.id, run_id=prep.run_id, state=view["state"],
-                                 attempt=None, skipped=True, reason=busy, trigger=ctx.trigger)
-        if decision.open_attempt is not None:
-            if prep.job.on_interrupted != "retry":  # never re-sent silently (SPEC §7.3)
-                _refuse_if_owner_lives(ctx, prep, handle, decision.open_attempt)
-                return JobRunOutcome(
-                    job_id=prep.job.id, run_id=prep.run_id, state=view["state"], attempt=None,
-                    reason=interrupted_reason(prep.run_id), trigger=ctx.trigger)
-            _close_interrupted(ctx, prep, handle, log, decision.open_attempt)
+        refused = _refused_retry(ctx, prep, handle, log, view, decision)
+        if refused is not None:
+            return refused
         if not jobfiles.plan_path(ctx.paths, prep.run_id).exists():
             jobfiles.write_plan(ctx.paths, prep)
     return record_attempt(ctx, prep, handle, log, decision.attempt)
+
+
+def _refused_retry(
+    ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, log: RunLog,
+    view: Mapping[str, Any], decision: jobplan.Existing,
+) -> JobRunOutcome | None:
+    """Why a new attempt of an existing run does not start (its previous attempt still runs,
+    or was interrupted: never re-sent silently, SPEC §7.3), else None; an interrupted attempt
+    of a Job with ``run.on_interrupted: retry`` is closed first."""
+    busy = _still_running(ctx, prep, decision.attempt - 1)
+    if busy is not None:
+        return JobRunOutcome(job_id=prep.job.id, run_id=prep.run_id, state=view["state"],
+                             attempt=None, skipped=True, reason=busy, trigger=ctx.trigger)
+    if decision.open_attempt is None:
+        return None
+    if prep.job.on_interrupted != "retry":
+        _refuse_if_owner_lives(ctx, prep, handle, decision.open_attempt)
+        return JobRunOutcome(job_id=prep.job.id, run_id=prep.run_id, state=view["state"],
+                             attempt=None, reason=interrupted_reason(prep.run_id),
+                             trigger=ctx.trigger)
+    _close_interrupted(ctx, prep, handle, log, decision.open_attempt)
+    return None
 
 
 def _create(ctx: _Env, prep: Prepared, log: RunLog) -> None:

@@ -313,12 +313,19 @@ _RUN_KEYS = ("run_id", "job_id", "idempotency_key", "project_id", "trigger", "sc
 
 
 def merge_checkpoints(jobs: dict[str, JobCheckpointDoc], candidates: Iterable[Raw]) -> None:
-    """Keep, per job, the latest checkpoint (by ``updated_at``, ties by run id, then order)."""
+    """Keep, per job, the latest checkpoint (by ``updated_at``, ties by run id, then order).
+    Each entry's ``updated_at`` is parsed once, however many candidates it is compared with."""
+    kept: dict[str, tuple[datetime, str]] = {}  # the recency of the entry kept, per job
     for c in candidates:
-        current = jobs.get(c["job_id"])
-        if current is None or _recency(c) >= _recency(current):
-            jobs[c["job_id"]] = {"checkpoint": c["checkpoint"], "last_run_id": c["last_run_id"],
-                                 "updated_at": c["updated_at"]}
+        job_id = c["job_id"]
+        best = kept.get(job_id)
+        if best is None and job_id in jobs:
+            best = kept[job_id] = _recency(jobs[job_id])
+        recency = _recency(c)
+        if best is None or recency >= best:
+            jobs[job_id] = {"checkpoint": c["checkpoint"], "last_run_id": c["last_run_id"],
+                            "updated_at": c["updated_at"]}
+            kept[job_id] = recency
 
 
 def _recency(entry: Mapping[str, Any]) -> tuple[datetime, str]:

@@ -60,8 +60,9 @@ def test_bench_a_job_action_as_runs_accumulate(grown: dict[int, list[Any]]) -> N
     print(f"\none routine attempt with a Job action: {FEW} runs {t_few * 1000:.0f} ms, "
           f"{MANY} runs {t_many * 1000:.0f} ms, ratio {ratio:.2f}x (target {TARGET}x)")
     if ratio > TARGET:
-        pytest.xfail(f"{ratio:.2f}x: every run file of the Job is still stat-ed, twice "
-                     "an attempt (docs/performance.md)")
+        pytest.xfail(f"{ratio:.2f}x: every run file of the Job (its ledger and its view) is "
+                     "still stat-ed once an attempt, the foreign-file check of SPEC §10 "
+                     "(docs/performance.md)")
 
 
 def test_a_run_added_beside_many_is_imported(grown: dict[int, list[Any]]) -> None:

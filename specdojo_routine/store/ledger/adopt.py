@@ -120,13 +120,21 @@ class JobImports:
     def jobs(self) -> dict[str, jobfold.JobCheckpointDoc]:
         """The latest checkpoint per job after the import (``job-state.json``)."""
         merged: dict[str, jobfold.JobCheckpointDoc] = {}
-        for run_id in sorted({*self.folds, *self.settled}):
+        holders = {run_id for run_id, fold in self.folds.items() if fold.checkpoints}
+        holders.update(run_id for run_id, best in self.settled.items()
+                       if best and run_id not in self.folds)  # a run without one adds none
+        candidates: list[dict[str, Any]] = []
+        for run_id in sorted(holders):
             fold = self.folds.get(run_id)
-            if fold is not None:
-                jobfold.merge_checkpoints(merged, fold.checkpoints)
-            else:
-                jobfold.merge_checkpoints(merged, run_checkpoints(self.settled[run_id]))
+            candidates += fold.checkpoints if fold is not None \
+                else run_checkpoints(self.settled[run_id])
+        jobfold.merge_checkpoints(merged, candidates)
         return merged
+
+    def checkpoint(self, job_id: str) -> dict[str, Any] | None:
+        """``job_id``'s latest checkpoint after the import (None: it never advanced)."""
+        found = self.jobs().get(job_id)
+        return dict(found["checkpoint"]) if found is not None else None
 
     def count(self, kind: type[Any]) -> int:
         return sum(isinstance(e, kind) for events in self.events.values() for e in events)
@@ -222,8 +230,7 @@ def _job_state_behind(paths: ProjectPaths, fold: jobfold.RunFold) -> bool:
 def checkpoint(paths: ProjectPaths, job_id: str) -> dict[str, Any] | None:
     """The job's latest checkpoint after an import (in memory): its runs' checkpoints and
     its ``job-state.json`` entry when our ledgers do not account for it."""
-    found = plan_job_imports(paths, job_id=job_id).jobs().get(job_id)
-    return dict(found["checkpoint"]) if found is not None else None
+    return plan_job_imports(paths, job_id=job_id).checkpoint(job_id)
 
 
 def _plan_run(paths: ProjectPaths, plan: JobImports, run_id: str, fold: jobfold.RunFold) -> None:

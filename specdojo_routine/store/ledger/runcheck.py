@@ -40,7 +40,7 @@ from specdojo_routine.store.ledger.stamps import replace_private
 __all__ = ["checkpoint", "import_job_runs", "plan", "snapshot_path"]
 
 SNAPSHOT_VERSION = 1
-_SUFFIXES = (".jsonl", ".json")  # the run's ledger, then its view
+_WHICH = {".jsonl": 0, ".json": 1}  # a run's ledger, then its view: their place in a stamp
 _ID_CHARS = frozenset(string.ascii_letters + string.digits + "-")  # what event_parts.RUN_ID allows
 _ENTRY_KEYS = ("checkpoint", "last_run_id", "updated_at")  # a checkpoint, as merged
 Settled = dict[str, dict[str, jobfold.JobCheckpointDoc]]
@@ -57,27 +57,32 @@ def _stamps(paths: ProjectPaths, job_id: str) -> dict[str, str]:
     """Every run of ``job_id`` that has a ledger or a view, with both files' identity, size
     and change times as one string (``stat`` only: nothing is opened). This is the one part
     of the check that visits every run, so it does no more per file than the stat: the
-    name is tested with string operations and the stamp is the numbers themselves."""
+    name is tested with string operations, the stamp is the numbers themselves, and each
+    file is stat-ed by its name in the open directory (the kernel does not walk the whole
+    path again for every file)."""
     prefix = f"JBR-{job_id.removeprefix('job-')}-"
     size = len(prefix) + 12
     found: dict[str, list[str]] = {}
     try:
-        entries = list(os.scandir(paths.runs_dir))
+        fd = os.open(paths.runs_dir, os.O_RDONLY | os.O_DIRECTORY)
     except (FileNotFoundError, NotADirectoryError):
         return {}
-    for entry in entries:
-        name = entry.name
-        which = 0 if name.endswith(".jsonl") else 1 if name.endswith(".json") else -1
-        stem = name[: -len(_SUFFIXES[which])]
-        if which < 0 or len(stem) != size or not stem.startswith(prefix) \
-                or not _ID_CHARS.issuperset(stem[-12:]):
-            continue
-        try:
-            st = entry.stat()
-        except FileNotFoundError:
-            continue
-        facts = found.setdefault(stem, ["-", "-"])
-        facts[which] = f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+    try:
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                name = entry.name
+                which = _WHICH.get(name[size:]) if name.startswith(prefix) else None
+                if which is None or not _ID_CHARS.issuperset(name[size - 12:size]):
+                    continue
+                try:
+                    st = entry.stat()
+                except FileNotFoundError:
+                    continue
+                facts = found.setdefault(name[:size], ["-", "-"])
+                facts[which] = \
+                    f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+    finally:
+        os.close(fd)
     return {run_id: " ".join(facts) for run_id, facts in found.items()}
 
 
@@ -148,8 +153,7 @@ def _plan(
 
 def checkpoint(paths: ProjectPaths, job_id: str) -> dict[str, Any] | None:
     """The Job's latest checkpoint after an import (in memory; writes nothing)."""
-    found = plan(paths, job_id).jobs().get(job_id)
-    return dict(found["checkpoint"]) if found is not None else None
+    return plan(paths, job_id).checkpoint(job_id)
 
 
 def import_job_runs(
