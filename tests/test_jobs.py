@@ -316,8 +316,8 @@ def test_open_attempt_is_interrupted_under_our_exec_lock(project: Project) -> No
         RunAttemptStarted(run_id=prep.run_id, attempt=1, owner=Owner(pid=os.getpid(), host="x")),
     ])
     out = run(project.root, "job-weekly", {"period": "W1"})
-    assert (None, f"Job Run {prep.run_id} was interrupted; resolve it first") == (
-        out.attempt, out.reason)
+    assert ("interrupted", 1, f"Job Run {prep.run_id} was interrupted; resolve it first") == (
+        out.state, out.attempt, out.reason)
     assert 2 == len(ledger_events(paths, prep.run_id))
 
 

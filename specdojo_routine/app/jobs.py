@@ -282,9 +282,9 @@ def _refused_retry(
         return None
     if prep.job.on_interrupted != "retry":
         _refuse_if_owner_lives(ctx, prep, handle, decision.open_attempt)
-        return JobRunOutcome(job_id=prep.job.id, run_id=prep.run_id, state=view["state"],
-                             attempt=None, reason=interrupted_reason(prep.run_id),
-                             trigger=ctx.trigger)
+        return JobRunOutcome(job_id=prep.job.id, run_id=prep.run_id, state="interrupted",
+                             attempt=decision.open_attempt,  # as job list and job show say
+                             reason=interrupted_reason(prep.run_id), trigger=ctx.trigger)
     _close_interrupted(ctx, prep, handle, log, decision.open_attempt)
     return None
 

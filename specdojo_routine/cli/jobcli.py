@@ -8,8 +8,6 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-import attrs
-
 from specdojo_routine.app import agentopts, handlers, jobs, named_run
 from specdojo_routine.cli import render
 from specdojo_routine.core import jobplan
@@ -44,27 +42,14 @@ def cmd_job_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     agent = agentopts.cli_executor(paths, options.reporter_by,
                                    executor_by=getattr(args, "executor_by", None),
                                    by=getattr(args, "by", None))
-    outcome = _as_listed(paths, jobs.run_job(
-        paths, defs, job.id, explicit, scheduled_at=scheduled_at, trigger=args.trigger,
-        echo=err if args.json else out, agent=agent, review=options))
+    outcome = jobs.run_job(paths, defs, job.id, explicit, scheduled_at=scheduled_at,
+                           trigger=args.trigger, echo=err if args.json else out, agent=agent,
+                           review=options)
     out.write(_json(outcome.to_json()) if args.json else
               _summary(outcome) + agentopts.review_summary(paths, outcome))
     for warning in outcome.warnings:  # the outcome is recorded; a file around it is not
         err.write(f"warning: {warning}\n")
     return jobplan.exit_code_for(outcome)
-
-
-def _as_listed(paths: ProjectPaths, outcome: JobRunOutcome) -> JobRunOutcome:
-    """A refusal of an interrupted run (SPEC §7.3) as ``job list`` and ``job show`` name it:
-    state ``interrupted`` and its open attempt. ``jobs.run_job`` gives the view's ``running``
-    and no attempt, as nothing was started."""
-    from specdojo_routine.app import job_resolve
-
-    run_id = outcome.run_id
-    if run_id is None or outcome.reason != jobs.interrupted_reason(run_id):
-        return outcome
-    opened = job_resolve.open_attempt(adopt.load_run(paths, run_id))
-    return attrs.evolve(outcome, state="interrupted", attempt=opened)
 
 
 def _summary(o: JobRunOutcome) -> str:
