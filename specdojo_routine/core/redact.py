@@ -86,38 +86,21 @@ _PEM_BEGIN = r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
 _PEM_END = r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
 
 
-class _Patterns(NamedTuple):
+class _Shapes(NamedTuple):
     pem: re.Pattern[str]
     pem_begin_line: re.Pattern[str]
     pem_end_line: re.Pattern[str]
     tokens: re.Pattern[str]
     bearer: re.Pattern[str]
     url_password: re.Pattern[str]
-    key_sep: re.Pattern[str]
-    value: re.Pattern[str]
-    option: re.Pattern[str]
-    bare_keys: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...]
-    line_ends: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...]
-    key_ending_line: re.Pattern[str]
-    block: re.Pattern[str]
-    no_value: re.Pattern[str]
-    word: re.Pattern[str]
-    secretish: re.Pattern[str]
-
-
-# How a word that may name a credential ends (lower case): words that hold all the hints may
-# (``api`` and ``key`` for ``api_key``), and the pattern that follows the first
-_NAME_ENDINGS = (
-    (("token",), ""), (("secret",), ""), (("passw",), "(?:or)?d"), (("auth",), "(?:orization)?"),
-    (("credential",), "s?"), (("api", "key"), "[_.-]?key"), (("private", "key"), "[_.-]?key"),
-)
 
 
 @functools.cache
-def _patterns() -> _Patterns:
-    """The patterns of text redaction, compiled on first use: start-up that a command which
-    redacts nothing (`list`, `validate`) would pay."""
-    return _Patterns(
+def _shapes() -> _Shapes:
+    """The patterns of the secrets known by their shape (a private key, a token, ``Bearer``,
+    a URL's password), compiled on first use: start-up that a command which redacts nothing
+    (`list`, `validate`) would pay."""
+    return _Shapes(
         pem=re.compile(rf"{_PEM_BEGIN}(?:.*?{_PEM_END}|.*\Z)", re.S),
         pem_begin_line=re.compile(_PEM_BEGIN),
         pem_end_line=re.compile(_PEM_END),
@@ -132,6 +115,31 @@ def _patterns() -> _Patterns:
         ),
         bearer=re.compile(r"\b(Bearer\s+)[A-Za-z0-9._~+/=-]+", re.I),
         url_password=re.compile(r"(://[^/\s:@]*:)[^/\s]+(@)"),
+    )
+
+
+# How a word that may name a credential ends (lower case): words that hold all the hints may
+# (``api`` and ``key`` for ``api_key``), and the pattern that follows the first
+_NAME_ENDINGS = (
+    (("token",), ""), (("secret",), ""), (("passw",), "(?:or)?d"), (("auth",), "(?:orization)?"),
+    (("credential",), "s?"), (("api", "key"), "[_.-]?key"), (("private", "key"), "[_.-]?key"),
+)
+
+
+class _KeyPatterns(NamedTuple):
+    key_sep: re.Pattern[str]
+    value: re.Pattern[str]
+    option: re.Pattern[str]
+    bare_keys: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...]
+    block: re.Pattern[str]
+    secretish: re.Pattern[str]
+
+
+@functools.cache
+def _key_patterns() -> _KeyPatterns:
+    """The patterns of a credential key and its value on one line, compiled on first use (as
+    :func:`_shapes`)."""
+    return _KeyPatterns(
         # a key starts a word or a quote, after an option's dashes (`--password=x`); a longer
         # name (`db-password`, `2fa-token`) is taken whole, from its beginning, and only
         # there: a match tried at every `-` inside a long run of name characters would cost
@@ -155,6 +163,26 @@ def _patterns() -> _Patterns:
         bare_keys=tuple(
             (hints, re.compile(rf"({hints[0]}{rest}){_BLANK}+")) for hints, rest in _NAME_ENDINGS
         ),
+        block=re.compile(_BLOCK),
+        # what makes a word look like a secret rather than prose: a digit, a symbol (not the
+        # ``-``, ``'`` or ``.`` of ``re-entered``, ``don't``, ``cache.json``), a capital after
+        # a small letter
+        secretish=re.compile(r"\d|_|[^\w'.-]|[a-z][A-Z]"),
+    )
+
+
+class _LinePatterns(NamedTuple):
+    line_ends: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...]
+    key_ending_line: re.Pattern[str]
+    no_value: re.Pattern[str]
+    word: re.Pattern[str]
+
+
+@functools.cache
+def _line_patterns() -> _LinePatterns:
+    """The patterns of a key ending its line and of the lines below it, compiled on first
+    use: start-up that a command which redacts nothing (`list`, `validate`) would pay."""
+    return _LinePatterns(
         # the same words ending a line, after blanks a separator, a block indicator or a ``\``
         line_ends=tuple(
             (hints, re.compile(
@@ -167,17 +195,12 @@ def _patterns() -> _Patterns:
             rf"""(?<![A-Za-z0-9_.])(["']?)([A-Za-z][A-Za-z0-9_.-]*)\1{_BLANK}*{_SEP}{_BLANK}*"""
             rf"""({_BLOCK})?{_BLANK}*\Z"""
         ),
-        block=re.compile(_BLOCK),
         # what opens a line below a key that is no value: a list item, a comment, the next key
         no_value=re.compile(
             rf"""-(?:{_BLANK}|\r?\Z)|#|["']?[A-Za-z_][A-Za-z0-9_.-]*["']?{_BLANK}*"""
             rf"""(?:[:\uff1a](?:{_BLANK}|\r?\Z)|[=\uff1d](?![=\uff1d]|\r?\Z))"""
         ),
         word=re.compile(r"[^\s,;]+"),
-        # what makes a word look like a secret rather than prose: a digit, a symbol (not the
-        # ``-``, ``'`` or ``.`` of ``re-entered``, ``don't``, ``cache.json``), a capital after
-        # a small letter
-        secretish=re.compile(r"\d|_|[^\w'.-]|[a-z][A-Z]"),
     )
 
 
@@ -297,7 +320,7 @@ def _bare_keys(text: str) -> list[tuple[int, str, int]]:
     """
     lowered = _lower_in_place(text)
     found: set[tuple[int, str, int]] = set()
-    for hints, pattern in _patterns().bare_keys:
+    for hints, pattern in _key_patterns().bare_keys:
         if not all(hint in lowered for hint in hints):
             continue
         for key in pattern.finditer(lowered):
@@ -320,7 +343,7 @@ def _looks_like_a_secret(word: str) -> bool:
     capital after a small letter. A word of letters (``reset``, ``count``, ``VALUE``, ``Failed``,
     ``re-entered``) is prose after ``password`` or ``token`` as often as a value."""
     core = word.strip(_EDGE_PUNCTUATION)
-    return len(word) >= MIN_SECRET_LENGTH and _patterns().secretish.search(core) is not None
+    return len(word) >= MIN_SECRET_LENGTH and _key_patterns().secretish.search(core) is not None
 
 
 def _redact_after(text: str, kind: str) -> str:
@@ -329,7 +352,7 @@ def _redact_after(text: str, kind: str) -> str:
     looks like a secret) of ``text`` redacted."""
     out: list[str] = []
     pos = 0
-    patterns = _patterns()
+    patterns = _key_patterns()
     keys: Iterable[tuple[int, str, int]]
     if kind == "bare_key":
         keys = _bare_keys(text)
@@ -428,15 +451,15 @@ def _redact(text: str, secrets: Iterable[str]) -> tuple[str, bool]:
     """``text`` redacted but for values on the line after their key, and whether it holds a
     word that may name a credential (else no line can carry a value to the next)."""
     text = redact_values(text, secrets)
-    patterns = _patterns()
+    shapes = _shapes()
     if "-----BEGIN" in text:
-        text = patterns.pem.sub(REDACTED, text)
-    text = patterns.tokens.sub(REDACTED, text)
+        text = shapes.pem.sub(REDACTED, text)
+    text = shapes.tokens.sub(REDACTED, text)
     lowered = text.lower()
     if "bearer" in lowered:
-        text = patterns.bearer.sub(rf"\g<1>{REDACTED}", text)
+        text = shapes.bearer.sub(rf"\g<1>{REDACTED}", text)
     if "://" in text:
-        text = patterns.url_password.sub(rf"\g<1>{REDACTED}\g<2>", text)
+        text = shapes.url_password.sub(rf"\g<1>{REDACTED}\g<2>", text)
     if not any(hint in lowered for hint in _KEY_HINTS):
         return text, False
     text = _redact_after(_redact_after(text, "key_sep"), "option")
@@ -468,7 +491,7 @@ def _carry_after(line: str, indent: int) -> _Carry | None:
     if end[-1] in ":=\uff1a\uff1d" or "|" in end[-3:] or ">" in end[-3:]:
         # (in the line's last 256 characters: no key is longer, and a long line of names
         # with a character no name holds before the end would cost each name start a scan)
-        key = _patterns().key_ending_line.search(end[-256:])
+        key = _line_patterns().key_ending_line.search(end[-256:])
         if key is not None:
             return _Carry("block" if key[3] else "yaml", indent) if names_a_credential(
                 key[2]) else None
@@ -497,7 +520,7 @@ def _carried(line: str, carry: _Carry) -> tuple[str, _Carry | None, bool]:
     cr = "\r" if line.endswith("\r") else ""
     if start >= len(line) - len(cr):
         return line, carry, False
-    patterns = _patterns()
+    patterns = _line_patterns()
     if carry.kind == "block" or (carry.kind == "yaml" and start > carry.indent
                                  and not patterns.no_value.match(line, start)):
         if start > carry.indent:
@@ -516,7 +539,7 @@ def _redact_next_lines(text: str) -> str:
     text, as :func:`_bare_keys` finds its keys."""
     lowered = _lower_in_place(text)
     ends: set[int] = set()
-    for hints, pattern in _patterns().line_ends:
+    for hints, pattern in _line_patterns().line_ends:
         if all(hint in lowered for hint in hints):
             ends.update(found.end() for found in pattern.finditer(lowered))
     out: list[str] = []
@@ -601,15 +624,15 @@ class LineRedactor:
         """The redacted form of one line (with or without its line ending), or of a piece of
         a long line: a text without a line ending is followed by the rest of its line."""
         body, ending = (text[:-1], "\n") if text.endswith("\n") else (text, "")
-        patterns = _patterns()
+        shapes = _shapes()
         if self.in_key:
-            end = patterns.pem_end_line.search(body)
+            end = shapes.pem_end_line.search(body)
             if end is None:
                 return self._ended(REDACTED, ending)
             self.in_key = False
             body = REDACTED + body[end.end() :]
-        begin = patterns.pem_begin_line.search(body)
-        if begin is not None and patterns.pem_end_line.search(body, begin.end()) is None:
+        begin = shapes.pem_begin_line.search(body)
+        if begin is not None and shapes.pem_end_line.search(body, begin.end()) is None:
             self.in_key = True
         shown, named = _redact(body, self.secrets)
         lead = self.lead if self.indent is None else None  # None: not at the line's start
