@@ -7,16 +7,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from specdojo_routine.core.redact import (
-    REDACTED,
-    LineRedactor,
     bound,
-    cut_is_clean,
-    names_a_credential,
     redact,
     redact_values,
     redact_words,
     secret_values,
 )
+from specdojo_routine.core.redact_rules import REDACTED, names_a_credential
+from specdojo_routine.core.redact_stream import LineRedactor, cut_is_clean
 
 PEM = (
     "-----BEGIN RSA PRIVATE KEY-----\n"
@@ -256,7 +254,7 @@ HEAD_PARTS = ["word", " ", ",", ";", "token", ": ", "=", "Bearer ", '"', "'", ":
 def test_a_probe_left_intact_leaves_the_head_redacted_as_alone(head: str) -> None:
     """cut_is_clean reads redact(head) off redact(head + probe) when the probe comes out
     intact: then no match reached into it, and nothing before it changed."""
-    from specdojo_routine.core.redact import _PROBE
+    from specdojo_routine.core.redact_stream import _PROBE
 
     probed = redact(head + _PROBE, ["env-secret-value"])
     if probed.endswith(_PROBE):

@@ -73,7 +73,7 @@ def test_a_line_without_any_safe_cut_is_withheld_not_leaked(tmp_path: Path) -> N
 def _fed(text: str, piece: int = 1 << 16) -> tuple[str, int]:
     """(echo of ``text`` fed to one stream in ``piece``-byte reads, calls of redact on what
     was held)."""
-    from specdojo_routine.core.redact import LineRedactor
+    from specdojo_routine.core.redact_stream import LineRedactor
     from specdojo_routine.execute import echo as echo_module
 
     calls = 0
@@ -155,7 +155,7 @@ def test_a_long_line_echoed_in_pieces_reads_as_the_line_redacted(
     """With the limits made small (a line is long past 64 characters), a line of keys, values,
     quotes, URLs and secrets, read in any pieces, is echoed exactly as the whole line
     redacted: no piece ends where redacting the two sides apart would show more."""
-    from specdojo_routine.core.redact import LineRedactor
+    from specdojo_routine.core.redact_stream import LineRedactor
     from specdojo_routine.execute import echo as echo_module
 
     line = "".join(parts)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 import attrs
 
 from specdojo_routine.core.jobmodel import InputSpec, InputValue
-from specdojo_routine.core.redact import names_a_credential
+from specdojo_routine.core.redact_rules import names_a_credential
 from specdojo_routine.core.templates import find_placeholders, template_text
 from specdojo_routine.core.validation import (
     MAX_SAFE_INTEGER,

@@ -15,7 +15,8 @@ from typing import Any
 
 from specdojo_routine.core.errors import JobError
 from specdojo_routine.core.jobmodel import AgentTask, CommandTask, JobDefinition, ReviewSpec
-from specdojo_routine.core.redact import REDACTED, redact
+from specdojo_routine.core.redact import redact
+from specdojo_routine.core.redact_rules import REDACTED
 from specdojo_routine.core.templates import TemplateError, render_shell, render_text
 
 #: Template roots whose missing dotted names render as "" (an optional input, a first-run

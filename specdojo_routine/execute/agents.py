@@ -29,7 +29,8 @@ import attrs
 
 from specdojo_routine.core import agent_rules, agentdocs
 from specdojo_routine.core.agent_rules import AgentConfigError, Member
-from specdojo_routine.core.redact import LineRedactor, bound, redact, secret_values
+from specdojo_routine.core.redact import bound, redact, secret_values
+from specdojo_routine.core.redact_stream import LineRedactor
 from specdojo_routine.core.timefmt import format_ms
 from specdojo_routine.execute import evidence, runner
 from specdojo_routine.execute.agent import AgentRequest, AgentResult

@@ -6,7 +6,8 @@ from __future__ import annotations
 import codecs
 from typing import TextIO
 
-from specdojo_routine.core.redact import LineRedactor, cut_is_clean, redact
+from specdojo_routine.core.redact import redact
+from specdojo_routine.core.redact_stream import LineRedactor, cut_is_clean
 
 __all__ = ["CAPTURE_LIMIT_BYTES", "ECHO_HOLD", "ECHO_LINE_LIMIT", "ECHO_WITHHOLD_LIMIT", "Stream"]
 
@@ -22,10 +23,10 @@ class Stream:
     A line is echoed once complete. A line longer than ``ECHO_LINE_LIMIT`` is echoed in pieces,
     each cut after a separator (whitespace, ``,`` or ``;``) at least ``ECHO_HOLD`` characters
     (and the longest secret) before the end of what has arrived, and only where
-    :func:`~specdojo_routine.core.redact.cut_is_clean` says no redaction spans the cut, now or
-    once the rest arrives: so no secret is ever shown cut in two, nor a value cut from its key,
-    whatever the line length or how the writes fall. A line without such a cut is held, and
-    past ``ECHO_WITHHOLD_LIMIT`` replaced by a note."""
+    :func:`~specdojo_routine.core.redact_stream.cut_is_clean` says no redaction spans the cut,
+    now or once the rest arrives: so no secret is ever shown cut in two, nor a value cut from
+    its key, whatever the line length or how the writes fall. A line without such a cut is
+    held, and past ``ECHO_WITHHOLD_LIMIT`` replaced by a note."""
 
     def __init__(self, echo: TextIO | None, redactor: LineRedactor) -> None:
         self.head = bytearray()

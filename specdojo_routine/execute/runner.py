@@ -30,7 +30,8 @@ from typing import IO, Literal, TextIO
 
 import attrs
 
-from specdojo_routine.core.redact import LineRedactor, secret_values
+from specdojo_routine.core.redact import secret_values
+from specdojo_routine.core.redact_stream import LineRedactor
 from specdojo_routine.execute import proctree, stop, termination
 from specdojo_routine.execute.echo import (  # re-exported: runner.<name> keeps working
     CAPTURE_LIMIT_BYTES as CAPTURE_LIMIT_BYTES,

@@ -163,7 +163,7 @@ class DefinitionCache:
 
     def put(self, key: str, data: dict[str, Any], source: str) -> None:
         """Remember a file's data (kept when saved - unless its text holds something that
-        looks like a secret, core/redact.py: secrets stay in the definitions, never in a copy,
+        looks like a secret, core/redact_rules.py: secrets stay in the definitions, never in a copy,
         SPEC §7.5)."""
         self._fresh[key] = (orjson.dumps(data).decode(), source, None)  # text: see _entry
 
