@@ -8,7 +8,9 @@ rtn-/job- files), ``ledger/`` (the ledgers, their proofs and views) and ``locks/
 imports ``config``, ``codeprint``, ``core`` and itself, never another wing, and those two
 shared modules import no wing, and no module of the
 package imports itself back through others (no circle). Every import of every module is
-walked, function-local ones included.
+walked, function-local ones included. The size budget of STYLE.md holds too: a module is at
+most 460 lines and a function at most 45 (the budget is ≲ 400 and ≲ 40; these are the
+ceilings past which a module or function holds two concerns), the median function 12.
 """
 
 from __future__ import annotations
@@ -264,3 +266,42 @@ def test_guard_catches_an_arrow_between_wings_and_a_circle(
     assert [] == _cycle(graph)  # an arrow between wings, not yet a circle
     graph["specdojo_routine.store.locks.routine"].add(name)
     assert name in _cycle(graph)
+
+
+# --- the size budget (STYLE.md "Hygiene": modules ≲ 400 lines, functions ≲ 40) -------------
+#: The hard ceilings that "≲" allows: a module or function a little over the budget is a
+#: judgement call, one this far over is two concerns in one place.
+MODULE_LINES, FUNCTION_LINES, MEDIAN_FUNCTION_LINES = 460, 45, 12
+
+
+def _function_sizes(path: Path) -> dict[str, int]:
+    """Each function's (and method's) whole length in lines, its def and docstring included."""
+    return {f"{node.name} (line {node.lineno})": node.end_lineno - node.lineno + 1
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.end_lineno is not None}
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: _dotted(p))
+def test_module_and_its_functions_keep_the_size_budget(path: Path) -> None:
+    """A module is at most 460 lines and each of its functions at most 45."""
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    too_long = {name: n for name, n in _function_sizes(path).items() if n > FUNCTION_LINES}
+    assert (lines <= MODULE_LINES, {}) == (True, too_long), lines
+
+
+def test_the_median_function_is_short() -> None:
+    """Most functions do one small thing: the median length is at most 12 lines."""
+    sizes = sorted(n for path in MODULES for n in _function_sizes(path).values())
+    assert sizes[len(sizes) // 2] <= MEDIAN_FUNCTION_LINES, sizes[len(sizes) // 2]
+
+
+def test_the_size_guard_sees_a_long_function(tmp_path: Path) -> None:
+    """The probe: a 46-line function (its def and docstring included) is over the budget."""
+    probe = tmp_path / "probe.py"
+    body = "".join(f"    x{i} = {i}\n" for i in range(44))
+    probe.write_text(f'def long() -> None:\n    """Doc."""\n{body}\ndef short() -> None:\n'
+                     "    pass\n", encoding="utf-8")
+    sizes = _function_sizes(probe)
+    assert {"long (line 1)": 46, "short (line 48)": 2} == sizes
+    assert ["long (line 1)"] == [name for name, n in sizes.items() if n > FUNCTION_LINES]
