@@ -15,7 +15,6 @@ import functools
 import re
 from collections.abc import Iterable, Mapping
 
-from specdojo_routine.core.redact_lines import _redact_next_lines
 from specdojo_routine.core.redact_rules import (
     _KEY_HINTS,
     _OPTION_WORD,
@@ -92,7 +91,11 @@ def redact_values(text: str, secrets: Iterable[str], *, whole: bool = False) -> 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with every secret it contains replaced by ``[REDACTED]``."""
     text, named = _redact(text, secrets)
-    return _redact_next_lines(text) if named and "\n" in text else text
+    if not named or "\n" not in text:
+        return text
+    from specdojo_routine.core.redact_lines import _redact_next_lines  # only text that needs it
+
+    return _redact_next_lines(text)
 
 
 def _redact(text: str, secrets: Iterable[str]) -> tuple[str, bool]:
