@@ -195,3 +195,16 @@ def test_the_attempts_end_is_published_before_the_hook_runs(project: Project) ->
     assert 1 == project.cli("run", "--due").returncode
     seen = orjson.loads((project.root / "seen.json").read_bytes())["routines"]["rtn-f"]
     assert ("failure", None) == (seen["status"], seen.get("open_attempt"))
+
+
+def test_an_attempt_whose_end_cannot_be_published_is_still_told(
+        project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ENOSPC on the publish after `attempt_ended`: the end is recorded, so the failure hook
+    runs (SPEC §13: after recording the event), and then the run stops with the error."""
+    _two_actions_and_a_failure_hook(project)
+    project.exit_codes({"two": 3})
+    _failing_publish(project, monkeypatch, "attempt_ended")
+    report = handlers.run(resolve_project(project.root), env=project.env())
+    assert 1 == report.exit_code and report.errors[0].startswith("error: run aborted: ")
+    assert [("rtn-two", "failure")] == [(r.routine_id, r.result) for r in report.results]
+    assert "failure\n" == (project.root / "told").read_text()

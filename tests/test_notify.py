@@ -117,8 +117,8 @@ def test_a_hanging_hook_is_killed_at_its_timeout_and_leaves_no_process(
 
 def test_a_stop_during_a_hook_ends_it_and_records_its_outcome(project: Project) -> None:
     """SIGTERM to the runner while its failure hook sleeps: the hook's group is ended, its
-    `notification_sent` is recorded (no exit code, the stop as reason) before the runner
-    exits 143, and the lock is free."""
+    `notification_sent` is recorded (no exit code, the stop as reason) and published before
+    the runner exits 143 (`fold --check` is clean), and the lock is free."""
     _failing_with_a_hanging_hook(project)
     proc = project.popen("run", "--due", "--now", T0)
     marker = project.root / "hook.pgid"
@@ -135,6 +135,8 @@ def test_a_stop_during_a_hook_ends_it_and_records_its_outcome(project: Project) 
     assert ("failure", None, "stopped by SIGTERM", attempt["attempt_id"]) == (
         sent["event"], sent["exit_code"], sent["reason"], sent["attempt_id"])
     assert "notification_sent" == project.events()[-1]["type"]
+    checked = project.cli("fold", "--check")
+    assert 0 == checked.returncode, checked.stdout
     assert not group_members(pgid)
     assert not (project.root / "routines" / ".locks" / "routine-run.lock").exists()
 
@@ -236,7 +238,8 @@ def test_missed_and_held_are_notified(project: Project) -> None:
 
 def test_an_interrupted_attempt_is_notified_once(project: Project) -> None:
     """A runner SIGKILLed mid-action leaves an interrupted attempt: the next run notifies
-    `interrupted`, the run after it (still interrupted) does not notify again."""
+    `interrupted` and publishes what it recorded (`fold --check` is clean), the run after it
+    (still interrupted) does not notify again."""
     hook = orjson.dumps(_hook(project, "exit 0")).decode()
     project.routine("rtn-crash", f"""\
         interval: 1h
@@ -253,6 +256,8 @@ def test_an_interrupted_attempt_is_notified_once(project: Project) -> None:
     for child in sleepers:
         os.killpg(child, signal.SIGKILL)
     first = project.cli("run", "--due", "--now", T1)
+    checked = project.cli("fold", "--check")
+    assert 0 == checked.returncode, checked.stdout
     second = project.cli("run", "--due", "--now", T2)
     assert (1, 1) == (first.returncode, second.returncode)
     (sent,) = _sent(project)

@@ -204,7 +204,7 @@ def _run_routine(
     state = view.routines.get(routine.id)
     if _is_open(state):
         if not _close_if_resumable(ctx, report, routine, state or {}):
-            return view
+            return views.refresh_routine_view(ctx.paths)  # what its notice recorded
         view = views.refresh_routine_view(ctx.paths)
         state = view.routines.get(routine.id)
     if not explicit and _retry_or_supersede(ctx, report, routine, state):

@@ -115,12 +115,19 @@ def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None,
         results.append(report)
         stop.attempt_ended(report.routine_id, report.attempt_id, report.result, report.reason)
         if aborted is None:  # (an aborted end was published if the disk let it)
-            views.refresh_routine_view(ctx.paths)
+            try:
+                views.refresh_routine_view(ctx.paths)
+            except OSError as exc:  # recorded, so still told (SPEC §13); then raised
+                aborted = exc
     try:
         _notify_end(ctx, chosen, state, report)
     except OSError:
         if aborted is None:
             raise
+    except stop.Stopped:  # stopped during the hook: what it recorded is published first
+        with contextlib.suppress(OSError):
+            views.refresh_routine_view(ctx.paths)
+        raise
     if aborted is not None:  # the error the operator sees is the first one
         raise aborted
 
