@@ -180,6 +180,27 @@ def test_a_view_of_ours_left_mid_attempt_is_stale_whatever_the_fold_says_since(
     assert not [e for e in cron.events() if e["type"] == "routine_state_imported"]
 
 
+def test_an_entry_no_fold_of_ours_gives_is_a_conflict_without_reading_the_history(
+    cron: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry with a result our fold never writes (`last_result: bogus`) is a conflict at
+    once: no command folds the whole ledger again to look for it among our earlier pictures
+    (it would, on every command, for as long as the entry stays)."""
+    from specdojo_routine.store.ledger import foreign
+
+    assert 0 == cron.cli("run", "--due", "--now", NOW).returncode
+    doc = orjson.loads(cron.state_path.read_bytes())
+    doc["routines"]["rtn-hourly"]["last_result"] = "bogus"
+    _write(cron.state_path, doc)
+    looked: list[object] = []
+    real = foreign._routine_history
+    monkeypatch.setattr(foreign, "_routine_history",
+                        lambda *a, **k: looked.append(a) or real(*a, **k))
+    done = cron.cli("run", "--due", "--now", "2026-12-01T08:00:30Z")
+    assert (1, []) == (done.returncode, looked), done.stderr
+    assert "entry 'rtn-hourly' cannot be imported" in done.stderr
+
+
 def test_an_entry_rewound_by_hand_is_imported(cron: Project) -> None:
     """An entry no picture of ours ever held - last_run set back by hand - is a fact our
     ledger lacks: imported verbatim, never judged older and overwritten."""

@@ -196,9 +196,12 @@ def _routine_entries(
                 for routine_id, record in routines.items()}
     # An entry that differs from the fold may still be a picture our own fold gave earlier
     # (a view a crash left unpublished): even one the fold could not apply as a fact, as the
-    # picture of a first attempt still running is.
+    # picture of a first attempt still running (no result yet) is. An entry no picture of
+    # ours can be (a result we never write) is not looked for: that would fold the whole
+    # ledger again on every command while the entry stays.
     wanted = [routine_id for routine_id, verdict in verdicts.items()
-              if verdict in ("import", "conflict")]
+              if verdict == "import" or (verdict == "conflict"
+                                         and rules.routine_entry_usable(routines[routine_id]))]
     history = _routine_history(paths, wanted, end) if wanted else {}
     for routine_id, record in routines.items():
         verdict = verdicts[routine_id]
