@@ -533,3 +533,23 @@ def test_a_long_run_of_name_characters_is_redacted_in_linear_time() -> None:
     started = time.process_time()
     assert line == redact(line)
     assert time.process_time() - started < 2.0
+
+
+def test_a_secret_read_from_a_file_is_redacted_without_its_newline() -> None:
+    """A variable that holds its secret with a trailing newline (a secret mounted from a
+    file): the value a command prints, without the newline, is redacted too."""
+    secrets = secret_values({"MY_TOKEN": "Zq9xK2mP7v\n", "SHORT_TOKEN": "abcd\n"})
+    assert ["Zq9xK2mP7v\n", "Zq9xK2mP7v"] == secrets  # "abcd" is too short to be one
+    assert f"using {REDACTED} to connect" == redact("using Zq9xK2mP7v to connect", secrets)
+
+
+def test_whole_values_are_found_as_fast_as_plain_ones() -> None:
+    """The console's filter with 50 secret values over 1 MB of output: a literal search, not
+    a look-around tried at every character (which took a second)."""
+    import time
+
+    secrets = [f"Secret{i:04d}xyz" for i in range(50)]
+    text = " a" * 500_000 + " Secret0007xyz"
+    started = time.process_time()
+    assert text[:-13] + REDACTED == redact_values(text, secrets, whole=True)
+    assert time.process_time() - started < 0.25

@@ -40,17 +40,18 @@ _SECRET_NAME_PARTS = (
 
 
 def secret_values(env: Mapping[str, str]) -> list[str]:
-    """Values (length >= 6) of variables whose names mark them as secrets; longest first."""
-    found = {
-        value
-        for name, value in env.items()
-        if len(value) >= MIN_SECRET_LENGTH and any(p in name.upper() for p in _SECRET_NAME_PARTS)
-    }
+    """Values (length >= 6) of variables whose names mark them as secrets, each also without
+    the blanks around it (a secret read from a file keeps its newline, and a command prints
+    the value without it); longest first."""
+    found: set[str] = set()
+    for name, value in env.items():
+        if any(p in name.upper() for p in _SECRET_NAME_PARTS):
+            found.update(v for v in (value, value.strip()) if len(v) >= MIN_SECRET_LENGTH)
     return sorted(found, key=lambda v: (-len(v), v))
 
 
 @functools.lru_cache(maxsize=16)
-def _secret_pattern(secrets: tuple[str, ...], whole: bool) -> re.Pattern[str] | None:
+def _secret_pattern(secrets: tuple[str, ...]) -> re.Pattern[str] | None:
     import json  # only where there are secrets to find
 
     variants: set[str] = set()
@@ -63,18 +64,21 @@ def _secret_pattern(secrets: tuple[str, ...], whole: bool) -> re.Pattern[str] | 
     if not variants:
         return None
     ordered = sorted(variants, key=lambda v: (-len(v), v))
-    return re.compile("|".join(_alternative(v, whole) for v in ordered))
+    return re.compile("|".join(map(re.escape, ordered)))
 
 
-def _alternative(value: str, whole: bool) -> str:
-    """``value`` as a pattern; ``whole``: not where a word character goes on before or after
-    it (``value`` inside a longer word or number)."""
-    found = re.escape(value)
-    if whole and (value[0].isalnum() or value[0] == "_"):
-        found = rf"(?<!\w){found}"
-    if whole and (value[-1].isalnum() or value[-1] == "_"):
-        found = rf"{found}(?!\w)"
-    return found
+def _alone(match: re.Match[str]) -> str:
+    """``[REDACTED]`` for a value that stands alone; the match itself where a word character
+    goes on before or after it (inside a longer word or number)."""
+    text, start, end = match.string, match.start(), match.end()
+    inside = (start > 0 and _word_character(text[start - 1]) and _word_character(text[start])
+              ) or (end < len(text) and _word_character(text[end])
+                    and _word_character(text[end - 1]))
+    return match[0] if inside else REDACTED
+
+
+def _word_character(character: str) -> bool:
+    return character.isalnum() or character == "_"
 
 
 def redact_values(text: str, secrets: Iterable[str], *, whole: bool = False) -> str:
@@ -84,8 +88,10 @@ def redact_values(text: str, secrets: Iterable[str], *, whole: bool = False) -> 
     console and the report use for the product's own text (ids, paths, JSON numbers), where a
     value that is also an everyday word would otherwise mangle what they show; the streams of
     the commands a routine runs are redacted wherever the value occurs."""
-    pattern = _secret_pattern(tuple(secrets), whole)
-    return pattern.sub(REDACTED, text) if pattern is not None else text
+    pattern = _secret_pattern(tuple(secrets))  # plain literals: the engine's fast search
+    if pattern is None:
+        return text
+    return pattern.sub(_alone if whole else REDACTED, text)
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
