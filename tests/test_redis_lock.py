@@ -290,6 +290,25 @@ def test_an_unknown_query_parameter_is_a_configuration_error(
     assert not (b / "calls.log").exists()
 
 
+@pytest.mark.parametrize(("tail", "said"), [
+    ("/99", "DB index is out of range"),
+    ("/0?client_name=a%20b", "Client names cannot contain spaces"),
+])
+def test_a_setting_the_server_refuses_is_a_configuration_error(
+    redis_url: str, tmp_path: Path, tail: str, said: str
+) -> None:
+    """A database number the server does not have, or a client name it does not take: exit 2
+    and one line that says the server refused the URL's settings and what to correct - never
+    an internal error, never the password; nothing runs."""
+    b = host(tmp_path / "host-b")
+    url = redis_url.replace("redis://", f"redis://:{SECRET}@").removesuffix("/0") + tail
+    for done in _all_commands(b, url):
+        assert (2, 1) == (done.returncode, len(done.stderr.splitlines())), done.stderr
+        assert "the Redis server refused this URL's settings" in done.stderr, done.stderr
+        assert said in done.stderr and SECRET[:6] not in done.stdout + done.stderr
+    assert not (b / "calls.log").exists()
+
+
 @pytest.fixture(scope="module")
 def guarded_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     """The port of a redis-server that requires the password ``rightPW1``."""

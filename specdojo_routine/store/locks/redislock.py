@@ -227,6 +227,21 @@ def _refusal(exc: BaseException) -> bool:
     return isinstance(exc, redis.exceptions.AuthenticationError)
 
 
+def _answered_error() -> type[BaseException]:
+    """Redis answering a command with an error: a setting of the URL it does not take."""
+    import redis
+
+    return redis.exceptions.ResponseError
+
+
+def _rejected(url: str, exc: BaseException) -> errors.ConfigError:
+    """The server took the connection and refused a setting of the URL (a database number
+    it does not have, a client name it does not accept)."""
+    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return _config(url, f"the Redis server refused this URL's settings ({reason.rstrip('.')}); "
+                        "correct the database number after the port or the query's options")
+
+
 def _connection_errors() -> tuple[type[BaseException], ...]:
     import redis
 
@@ -273,6 +288,8 @@ def hold(url: str, project: str, record: dict[str, Any]) -> Iterator[Held]:
             raise _busy(url, name, client) from None
         except _connection_errors() as exc:
             raise _unreachable(url, exc) from None
+        except _answered_error() as exc:
+            raise _rejected(url, exc) from None
         held = Held(lock, name, url)
         try:
             mine = orjson.dumps(record).decode()
@@ -328,6 +345,8 @@ def status(url: str, project: str) -> tuple[bool, int | None, str | None, str | 
         return (True, *_holder(client, name))
     except _connection_errors() as exc:
         raise _unreachable(url, exc) from None
+    except _answered_error() as exc:
+        raise _rejected(url, exc) from None
     finally:
         with contextlib.suppress(Exception):
             client.close()
