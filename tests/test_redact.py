@@ -553,3 +553,29 @@ def test_whole_values_are_found_as_fast_as_plain_ones() -> None:
     started = time.process_time()
     assert text[:-13] + REDACTED == redact_values(text, secrets, whole=True)
     assert time.process_time() - started < 0.25
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("--password=\\\nhunter2x9Q --host db", f"--password=\\\n{REDACTED} --host db"),
+    ("password:  # from vault\n  hunter2x9Q", f"password:  # from vault\n  {REDACTED}"),
+    ("password: '\n  hunter2x9Q'", f"password: '\n  {REDACTED}"),
+    ('token: "\nhunter2x9Q"', f'token: "\n{REDACTED}'),
+])
+def test_a_value_that_a_line_says_is_below_is_redacted_there(text: str, shown: str) -> None:
+    """What follows a key and its separator may only say the value is below - a ``\\`` that
+    continues the line, a YAML comment, a quote left open: the value on the next line is
+    redacted, the same in a whole text and line by line."""
+    redactor = LineRedactor()
+    assert (shown, shown) == (redact(text), "".join(
+        redactor.line(line) for line in text.splitlines(keepends=True)))
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("password=#abc123", f"password={REDACTED}"),  # no blank before `#`: the value
+    ("password: hunter2 # c", f"password: {REDACTED} # c"),
+    ("password: # none\nport: 5432", "password: # none\nport: 5432"),  # no value below
+])
+def test_a_hash_is_a_comment_only_after_a_blank(text: str, shown: str) -> None:
+    """A `#` after a key's separator and a blank starts a comment; without the blank it is
+    part of the value."""
+    assert shown == redact(text)

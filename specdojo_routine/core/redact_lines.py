@@ -41,16 +41,19 @@ def _line_patterns() -> _LinePatterns:
     use: start-up that a command which redacts nothing (`list`, `validate`) would pay."""
     return _LinePatterns(
         # the same words ending a line, after blanks a separator, a block indicator or a ``\``
+        # (also after a separator: a quote left open, a ``\``, a comment)
         line_ends=tuple(
             (hints, re.compile(
-                rf"""({hints[0]}{rest})["']?{_BLANK}*(?:{_SEP}{_BLANK}*(?:{_BLOCK}{_BLANK}*)?"""
-                rf"""|\\{_BLANK}*)?\r?$""", re.M))
+                rf"""({hints[0]}{rest})["']?{_BLANK}*(?:{_SEP}{_BLANK}*(?:{_BLOCK}{_BLANK}*"""
+                rf"""|["'\\]{_BLANK}*|#.*)?|\\{_BLANK}*)?\r?$""", re.M))
             for hints, rest in _NAME_ENDINGS
         ),
-        # a key and its separator (and a block indicator) ending a line
+        # a key and its separator ending a line, with a block indicator (group 3), or what
+        # says the value is below: a quote left open, a ``\`` (group 4), a comment after a
+        # blank
         key_ending_line=re.compile(
             rf"""(?<![A-Za-z0-9_.])(["']?)([A-Za-z][A-Za-z0-9_.-]*)\1{_BLANK}*{_SEP}{_BLANK}*"""
-            rf"""({_BLOCK})?{_BLANK}*\Z"""
+            rf"""(?:({_BLOCK})|["']|(\\)|(?<=[{_BLANK_CHARACTERS}])#.*)?{_BLANK}*\Z"""
         ),
         # what opens a line below a key that is no value: a list item, a comment, the next key
         no_value=re.compile(
@@ -80,13 +83,13 @@ def _carry_after(line: str, indent: int) -> _Carry | None:
     end = line.rstrip(_BLANK_CHARACTERS + "\r")
     if not end:
         return None
-    if end[-1] in ":=\uff1a\uff1d" or "|" in end[-3:] or ">" in end[-3:]:
+    if end[-1] in ":=\uff1a\uff1d'\"\\" or "|" in end[-3:] or ">" in end[-3:] or "#" in end:
         # (in the line's last 256 characters: no key is longer, and a long line of names
         # with a character no name holds before the end would cost each name start a scan)
         key = _line_patterns().key_ending_line.search(end[-256:])
         if key is not None:
-            return _Carry("block" if key[3] else "yaml", indent) if names_a_credential(
-                key[2]) else None
+            kind = "block" if key[3] else "any" if key[4] else "yaml"
+            return _Carry(kind, indent) if names_a_credential(key[2]) else None
     if "-" not in end:
         return None
     words = end.rsplit(None, 2)

@@ -34,14 +34,17 @@ A key whose last word is a credential word may end its line, its value on the ne
 - after a separator (``password:``, ``token =``, ``api_key：``), the lines below indented more
   than the key's line are the value (a YAML plain scalar), each redacted whole, whatever they
   hold; so are the lines of a YAML block scalar (``private_key: |`` or ``>-``: the indicator
-  is kept). Not a list item, a comment or a key below it (``- x``, ``# x``, ``min_length: 8``:
-  the key holds a mapping), nor the next key (``port: 5432``, ``level=info``);
+  is kept). The same when the separator is followed only by a YAML comment (``password:  #
+  from vault``: a ``#`` after a blank; ``password=#x`` is a value) or a quote left open
+  (``password: '``), each kept. Not a list item, a comment or a key below it (``- x``,
+  ``# x``, ``min_length: 8``: the key holds a mapping), nor the next key (``port: 5432``,
+  ``level=info``);
 - after a separator with the next line not indented below it (``Your API token:`` then the
   token), or after an option (``--password`` then ``hunter2 --host db``), the next line's first
   word is the value if it looks like a secret, as above: ``Changing password:`` then ``Done.``,
   and ``--password`` then ``    The password to use.`` (``--help``) are left;
-- after an option and a ``\\`` (a command going on on the next line), the next line's first
-  word, whatever it looks like.
+- after an option and a ``\\`` (a command going on on the next line), also after
+  ``--password=\\``, the next line's first word, whatever it looks like.
 
 Blank lines between the key and its value are passed over. A word ending its line without a
 separator (``please change your password``) carries nothing: the next line is as often a log
@@ -318,7 +321,8 @@ def _redact_after(text: str, kind: str) -> str:
         if value is None:
             continue
         quoted = value[1][:1] in "\"'" and len(value[1]) >= 2
-        if kind == "key_sep" and patterns.block.fullmatch(value[1]):
+        if kind == "key_sep" and (patterns.block.fullmatch(value[1])
+                                  or _value_below(text, text[start:end], value)):
             continue  # ``key: |``: no value here, the lines below are (redact_lines._carried)
         if kind == "bare_key" and not quoted and (
                 value[1].startswith("-") or not _looks_like_a_secret(value[1])):
@@ -330,6 +334,18 @@ def _redact_after(text: str, kind: str) -> str:
         ]
         pos = value.end()
     return "".join(out) + text[pos:]
+
+
+def _value_below(text: str, key: str, value: re.Match[str]) -> bool:
+    r"""Whether what follows ``key`` (the key and its separator) on its line only says that
+    the value is on the lines below: a ``\`` that continues the line, a quote opened and not
+    closed on it, or a YAML comment after ``key:`` and a blank (``password:  # from vault``)."""
+    if value[1].startswith("#"):
+        return text[value.start(1) - 1] in _BLANK_CHARACTERS and (":" in key or "\uff1a" in key)
+    if value[1] not in ("\\", "'", '"'):
+        return False
+    line_end = text.find("\n", value.end())
+    return not text[value.end() : len(text) if line_end < 0 else line_end].strip()
 
 
 _OPTION_WORD = re.compile(r"--?([A-Za-z][A-Za-z0-9_.-]*)")
