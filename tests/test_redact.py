@@ -356,10 +356,16 @@ def test_a_quoted_value_after_a_credential_key_and_blanks_is_redacted() -> None:
         "Invalid token. Retry2024 later",  # a sentence ends at the key
         "see /etc/token 123456",  # a path ending with a key word
         "mysql --password --host db2host",
+        "token 2026-08-07T08:00:00Z expired",  # a date, a time or a version: not a secret
+        "Password 2026-08-07 rotated",
+        "auth v2.1.0 loaded",
+        "token 1.2.3-rc1",
+        "Your API token:\n2026-12-06 08:00:01 INFO next step",
     ],
 )
 def test_a_plain_word_after_a_credential_key_and_blanks_is_kept(text: str) -> None:
-    """A word of letters, a short word, or one after a sentence or path end is kept."""
+    """A word of letters, a short word, a date, a time or a version, or a word after a
+    sentence or path end is kept."""
     assert text == redact(text)
 
 

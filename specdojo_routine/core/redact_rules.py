@@ -129,6 +129,7 @@ class _KeyPatterns(NamedTuple):
     bare_keys: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...]
     block: re.Pattern[str]
     secretish: re.Pattern[str]
+    dated: re.Pattern[str]
 
 
 @functools.cache
@@ -164,6 +165,12 @@ def _key_patterns() -> _KeyPatterns:
         # ``-``, ``'`` or ``.`` of ``re-entered``, ``don't``, ``cache.json``), a capital after
         # a small letter
         secretish=re.compile(r"\d|_|[^\w'.-]|[a-z][A-Z]"),
+        # digits that say when or which version, not a secret: a date, a time, an ISO
+        # instant, a version (``2026-08-07T08:00:00Z``, ``12:30``, ``v2.1.0``, ``1.2.3-rc1``)
+        dated=re.compile(
+            r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?(?:Z|[+-]\d{2}:?\d{2})?"
+            r"|\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?|[vV]?\d+(?:\.\d+)+(?:[-+][0-9A-Za-z.]+)?"
+        ),
     )
 
 
@@ -293,10 +300,14 @@ _EDGE_PUNCTUATION = "\"'.,:;!?()[]{}<>"
 def _looks_like_a_secret(word: str) -> bool:
     """Whether a word after a credential key and blanks only is taken for the key's value: at
     least 6 characters, with (inside any punctuation at its ends) a digit, a symbol or a
-    capital after a small letter. A word of letters (``reset``, ``count``, ``VALUE``, ``Failed``,
-    ``re-entered``) is prose after ``password`` or ``token`` as often as a value."""
+    capital after a small letter, and not a date, a time or a version. A word of letters
+    (``reset``, ``count``, ``VALUE``, ``Failed``, ``re-entered``) is prose after ``password``
+    or ``token`` as often as a value, and so is ``2026-08-07`` (``Password 2026-08-07
+    rotated``) or ``v2.1.0`` (``auth v2.1.0 loaded``)."""
     core = word.strip(_EDGE_PUNCTUATION)
-    return len(word) >= MIN_SECRET_LENGTH and _key_patterns().secretish.search(core) is not None
+    patterns = _key_patterns()
+    return (len(word) >= MIN_SECRET_LENGTH and patterns.secretish.search(core) is not None
+            and patterns.dated.fullmatch(core) is None)
 
 
 def _redact_after(text: str, kind: str) -> str:
