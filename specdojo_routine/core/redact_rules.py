@@ -26,8 +26,9 @@ secret: 6 characters or more with (inside punctuation at its ends) a digit, a sy
 a capital after a small letter. The same words follow ``password`` and ``token`` in ordinary
 output: ``password reset succeeded``, ``token count 5``, ``DB_PASSWORD not set``, ``auth
 failed``. So a value of letters only (``api-key VALUE``, ``password hunter``), or shorter than
-6, is deliberately left, and so is a word after a key that ends a sentence (``token. Retry``)
-or a path (``/etc/token 123456``).
+6, is deliberately left, and so are a date, a time or a version (``token 2026-08-07T08:00Z
+expired``, ``auth v2.1.0 loaded``) and a word after a key that ends a sentence (``token.
+Retry``) or a path (``/etc/token 123456``).
 
 A key whose last word is a credential word may end its line, its value on the next line(s):
 
