@@ -202,3 +202,53 @@ def test_invalid_location_is_refused(run_id: str, attempt: int, tmp_path: Path) 
     """A run id that could leave the evidence directory, or attempt < 1, is a JobError."""
     with pytest.raises(JobError, match="invalid evidence location"):
         _write(tmp_path, _outcome(), run_id=run_id, attempt=attempt)
+
+
+@pytest.mark.parametrize("level", ["run", "attempt"])
+def test_a_link_where_the_tool_makes_a_folder_is_not_written_through(
+    level: str, tmp_path: Path,
+) -> None:
+    """A symbolic link at ``<run_id>`` or ``attempt-<n>`` (another tool's, or planted) could
+    name any directory: nothing is written through it, and the error names it (SPEC §7.5)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    run_dir = tmp_path / "exec" / "evidence" / RUN_ID
+    link = run_dir if level == "run" else run_dir / "attempt-1"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(outside)
+    with pytest.raises(NotADirectoryError) as caught:
+        _write(tmp_path, _outcome("hi\n"))
+    assert (str(link), [], True) == (caught.value.filename, sorted(os.listdir(outside)),
+                                     link.is_symlink())
+
+
+def test_evidence_kept_on_another_disk_is_named_by_its_path_in_the_project(
+    tmp_path: Path,
+) -> None:
+    """The evidence folder itself may be a link (evidence on another disk): it is written
+    through, and the ref is the path under the root that upstream readers open, not the
+    link's target with ``..`` steps (SPEC §7.6)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    (tmp_path / "root" / "exec").mkdir(parents=True)
+    (tmp_path / "root" / "exec" / "evidence").symlink_to(disk)
+    ref = _write(tmp_path / "root", _outcome("hi\n"))
+    assert f"exec/evidence/{RUN_ID}/attempt-1/evidence.json" == ref
+    assert (disk / RUN_ID / "attempt-1" / "evidence.json").is_file()
+    assert _document(tmp_path / "root", ref)["run_id"] == RUN_ID
+
+
+def test_a_routine_actions_evidence_is_not_written_through_a_link(tmp_path: Path) -> None:
+    """The same for a delegated call's evidence: a link at ``routines/<attempt_id>``."""
+    from specdojo_routine.execute.evidence import write_action_evidence
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    evidence = tmp_path / "exec" / "evidence"
+    (evidence / "routines").mkdir(parents=True)
+    (evidence / "routines" / "att-1").symlink_to(outside)
+    with pytest.raises(NotADirectoryError):
+        write_action_evidence(evidence, routine_id="rtn-a", attempt_id="att-1", index=1,
+                              kind="specdojo", argv=["x"], outcome=_outcome("hi\n"),
+                              secrets=(), root=tmp_path)
+    assert [] == os.listdir(outside)

@@ -232,3 +232,27 @@ def test_a_missing_dependency_is_one_clear_line(
             "or broken in this Python environment; install specdojo_routine with its "
             "dependencies (pip install -e . in its clone) and run the command again"] == (
         done.stderr.splitlines())
+
+
+def test_a_planted_link_in_the_evidence_folder_costs_the_evidence_not_the_outcome(
+    project: Project, tmp_path: Path,
+) -> None:
+    """A link at the run's evidence folder pointing out of the project: the command runs and
+    its outcome is recorded, the reason says the evidence was not written and why, and nothing
+    is written where the link points (SPEC §7.5)."""
+    project.job("job-x", SLOW_FILL.replace("cat /dev/zero > execution/fill 2>/dev/null || true; ",
+                                           ""))
+    args = ("job", "run", "--job", "job-x", "--input", "period=W1", "--json")
+    run_id = orjson.loads(project.cli(*args[:-1], "--dry-run", "--json").stdout)["run_id"]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    evidence = project.root / "execution" / "exec" / "evidence"
+    evidence.mkdir(parents=True)
+    (evidence / run_id).symlink_to(outside)
+    done = project.cli(*args)
+    assert (0, "succeeded") == (done.returncode, orjson.loads(done.stdout)["state"]), done.stderr
+    [ended] = [e for e in map(orjson.loads, (project.root / "execution" / "jobs" / "runs" /
+                                             f"{run_id}.jsonl").read_bytes().splitlines())
+               if e["type"] == "attempt_ended"]
+    assert "evidence not written" in ended["reason"] and "symbolic link" in ended["reason"]
+    assert (None, []) == (ended.get("evidence_ref"), os.listdir(outside))

@@ -125,7 +125,8 @@ def launch(how: Launch, member: Member, role: str, stdin_text: str) -> Stage:
 
 
 def _keep(how: Launch, role: str, stdout: str, stderr: str, secrets: list[str]) -> tuple[str, str]:
-    target = evidence.attempt_dir(how.paths.evidence_dir, how.run_id, how.attempt)
+    target = evidence.made_dir(how.paths.evidence_dir, evidence.attempt_dir(
+        how.paths.evidence_dir, how.run_id, how.attempt))
     kept = []
     for name, text in (("stdout", stdout), ("stderr", stderr)):
         bounded, _ = bound(redact(text, secrets), evidence.LOG_LIMIT_BYTES)

@@ -11,8 +11,10 @@ is written last, so its presence means the attempt's evidence is complete.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -41,6 +43,25 @@ def attempt_dir(evidence_dir: Path, run_id: str, attempt: int) -> Path:
     return evidence_dir / run_id / f"attempt-{attempt}"
 
 
+def made_dir(evidence_dir: Path, target: Path) -> Path:
+    """``target`` (a folder below ``evidence_dir``) made as real directories: ``evidence_dir``
+    itself may be a link (evidence kept on another disk), but every level below it is one this
+    tool makes, and a symbolic link or a file already at one of them is not written through
+    (it could name any directory): ``NotADirectoryError`` naming it. The caller says what the
+    evidence not written costs."""
+    evidence_dir.mkdir(parents=True, exist_ok=True)
+    level = evidence_dir
+    for name in target.relative_to(evidence_dir).parts:
+        level = level / name
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(level)
+        if not stat.S_ISDIR(os.lstat(level).st_mode):
+            raise NotADirectoryError(
+                errno.ENOTDIR, "not a directory this tool made (a symbolic link or a file): "
+                "evidence is not written through it", str(level))
+    return target
+
+
 def write_evidence(
     evidence_dir: Path,
     *,
@@ -55,8 +76,7 @@ def write_evidence(
     """Write the attempt's evidence; return the root-relative (POSIX) path of its
     ``evidence.json``, which upstream readers open as JSON (SPEC §7.6)."""
     secrets = tuple(secrets)
-    target = attempt_dir(evidence_dir, run_id, attempt)
-    target.mkdir(parents=True, exist_ok=True)
+    target = made_dir(evidence_dir, attempt_dir(evidence_dir, run_id, attempt))
     streams = _write_logs(target, outcome, secrets, root)
     document = {
         "schema_version": SCHEMA_VERSION,
@@ -114,8 +134,7 @@ def write_action_evidence(
     Run's); return the root-relative path of its ``evidence.json`` (``action_ended``'s
     ``evidence_ref``)."""
     secrets = tuple(secrets)
-    target = action_dir(evidence_dir, attempt_id, index)
-    target.mkdir(parents=True, exist_ok=True)
+    target = made_dir(evidence_dir, action_dir(evidence_dir, attempt_id, index))
     streams = _write_logs(target, outcome, secrets, root)
     document = {
         "schema_version": SCHEMA_VERSION,
@@ -158,8 +177,10 @@ def _write_logs(
 
 
 def relative_ref(path: Path, root: Path) -> str:
-    """``path`` relative to ``root``, POSIX form (``..`` steps if it lies outside)."""
-    return Path(os.path.relpath(path.resolve(), root.resolve())).as_posix()
+    """``path`` relative to ``root``, POSIX form (``..`` steps if it lies outside), by the
+    names alone: an evidence folder that is a link to another disk still gives
+    ``execution/exec/evidence/…``, the path upstream readers open (SPEC §7.6)."""
+    return Path(os.path.relpath(os.path.abspath(path), os.path.abspath(root))).as_posix()
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

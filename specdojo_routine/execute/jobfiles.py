@@ -24,7 +24,7 @@ from specdojo_routine.core.event_parts import Owner
 from specdojo_routine.core.jobmodel import JobDefinition
 from specdojo_routine.core.jobplan import RunIdentity, Trigger
 from specdojo_routine.core.templates import job_context
-from specdojo_routine.execute import groups, runner
+from specdojo_routine.execute import evidence, groups, runner
 from specdojo_routine.execute.agent import AttemptDoc, plan_markdown, result_markdown
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.ledger import journal as ledger
@@ -143,8 +143,11 @@ def group_path(paths: ProjectPaths, run_id: str, attempt: int) -> Path:
 
 
 def record_group(paths: ProjectPaths, run_id: str, attempt: int, pgid: int) -> None:
-    """Record the command's process group with the attempt, as soon as it runs."""
-    groups.record(group_path(paths, run_id, attempt), pgid)
+    """Record the command's process group with the attempt, as soon as it runs (its folder
+    made as the evidence's: never written through a link, :func:`.evidence.made_dir`)."""
+    target = group_path(paths, run_id, attempt)
+    evidence.made_dir(paths.evidence_dir, target.parent)
+    groups.record(target, pgid)
 
 
 def group_still_running(paths: ProjectPaths, run_id: str, attempt: int) -> int | None:
