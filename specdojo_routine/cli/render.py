@@ -87,6 +87,8 @@ def listing(listing: Listing, out: TextIO, err: TextIO, *, as_json: bool) -> Non
             "routines": [row.to_json() for row in listing.rows],
             "lock": {"held": lock.held, "pid": lock.pid, "host": lock.host,
                      "acquired_at": lock.acquired_at, "suspicious": lock.suspicious},
+            # why an invalid definition makes it exit 1, as in status --json (SPEC §14)
+            "problems": listing.problems,
         }))
         return
     now = listing.now
