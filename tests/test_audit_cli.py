@@ -223,11 +223,12 @@ def test_history_without_a_ledger_says_no_events(project: Project) -> None:
 
 def test_list_json_has_exactly_the_documented_keys(project: Project) -> None:
     """`list --json`: {now, routines: [...], lock: {...}} with exactly the SPEC §8 keys (plus
-    §14's last_reason, §9.5's held, held_occurrences, last_missed and §13's retrying)."""
+    §14's last_reason and problems, §9.5's held, held_occurrences, last_missed and §13's
+    retrying)."""
     project.routine("rtn-a", "interval: 1h\naction: {kind: exec-resume}\n")
     doc = orjson.loads(project.cli("list", "--json").stdout)
     assert (
-        ["now", "routines", "lock"],
+        ["now", "routines", "lock", "problems"],
         ["id", "enabled", "schedule", "kinds", "status", "interrupted", "last_run",
          "last_result", "last_scheduled_for", "last_reason", "due", "next_occurrence", "held",
          "held_occurrences", "last_missed", "paused", "retrying"],

@@ -263,6 +263,32 @@ def test_a_note_with_control_characters_is_shown_as_one_escaped_line(project: Pr
     assert "disk full\\nsee \\x1b[2Jticket" in row
 
 
+def test_run_shows_notes_reasons_inputs_and_stderr_as_escaped_lines(project: Project) -> None:
+    """The same for what `run` prints: a paused occurrence's reason (it quotes the note), a
+    failed action's reason and the last lines of its stderr (a command may print escape
+    sequences), a dry run's Job inputs, and `list`'s line for the last failure. Anyone who may
+    pause a routine or run a command must not set the operator's terminal title or forge a
+    line of cron's mail. The command's output echoed live as it runs stays as the command
+    wrote it, as a terminal would show it."""
+    forged = "x\x1b]0;TITLE\x07\nFAKE: all healthy"
+    project.routine("rtn-a", HOURLY_ALL)
+    project.job("job-bad", period_job("bad", "printf 'boom\\033]0;HACKED\\007\\n' >&2; exit 1"))
+    project.routine("rtn-b", HOURLY_ALL.replace(
+        "{kind: specdojo, args: [work]}", '{kind: job, job: job-bad, inputs: {period: "p"}}'))
+    assert 0 == project.cli("pause", "rtn-a", "--note", forged).returncode
+    outputs = [project.cli("run", "--due", "--dry-run", "--now", "2026-08-07T08:00:30Z"),
+               project.cli("run", "--id", "rtn-b", "--dry-run", "--input", f"period={forged}"),
+               project.cli("run", "--due", "--now", "2026-08-07T08:00:30Z"),
+               project.cli("list", "--now", "2026-08-07T08:00:40Z")]
+    for done in outputs:  # the command's own output, echoed live as it runs, is left as is
+        text = "".join(line for line in (done.stdout + done.stderr).splitlines(keepends=True)
+                       if not line.startswith("[rtn-b] "))
+        assert "\x1b" not in text and "\x07" not in text, (done.args, text)
+        assert not any(line.startswith("FAKE") for line in text.splitlines()), (done.args, text)
+    assert "x\\x1b]0;TITLE\\x07\\nFAKE: all healthy" in outputs[0].stdout
+    assert "boom\\x1b]0;HACKED\\x07" in outputs[2].stdout
+
+
 def test_a_blank_by_names_nobody_and_is_refused(project: Project) -> None:
     """Every control records who acted (SPEC §13): ``--by " "`` would record nobody, so each
     command that takes ``--by`` refuses it as a usage error (exit 2, one line) before it

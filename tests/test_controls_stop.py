@@ -154,3 +154,17 @@ def test_a_second_stop_waits_for_the_first_and_keeps_its_note(project: Project) 
         ended["type"], ended["reason"])
     assert _group_gone(pgid), group_members(pgid)
     assert not list(request.glob("stop-*"))
+
+
+def test_the_stopped_runners_error_line_shows_the_note_escaped(project: Project) -> None:
+    """The runner's last line quotes who stopped it and why: one line, the note's control
+    characters escaped (an escape sequence in a note never reaches the terminal)."""
+    project.routine("rtn-long", "interval: 1h\naction: {kind: specdojo, args: [sleepy]}\n")
+    env = _cli_running(project, "sh -c 'sleep 60 & sleep 60'")
+    runner = project.popen("run", "--id", "rtn-long", env=env)
+    _pgid(project)
+    note = "maint \x1b]0;T\x07\nsecond line"
+    assert 0 == project.cli("stop", "rtn-long", "--note", note, env=env).returncode
+    _, err = runner.communicate(timeout=30)
+    [line] = [x for x in err.splitlines() if x.startswith("error:")]
+    assert "\x1b" not in err and "maint \\x1b]0;T\\x07\\nsecond line" in line, err

@@ -286,6 +286,20 @@ def test_an_explicit_run_before_the_cursor_leaves_it_where_it_was() -> None:
     assert "2026-08-07T08:00:00.001Z" == entry(state)["last_scheduled_for"]
 
 
+@pytest.mark.parametrize("schedule", ["cron", "interval"])
+def test_an_explicit_run_before_the_anchor_leaves_last_accounted_for(schedule: str) -> None:
+    """SPEC §9.5: ``last_accounted_for`` (the interval anchor) is the newest occurrence
+    accounted for: an explicit run for an earlier one leaves it, a later one moves it."""
+    base = folded(registered(), started(schedule=schedule), ended())  # 08:00
+    back = started(aid="a2", transition="T-06", trigger="id", schedule=schedule,
+                   scheduled_for="2026-08-07T07:12:00.500Z")
+    assert "2026-08-07T08:00:00.000Z" == entry(folded(back, state=base))["last_accounted_for"]
+    later = started(aid="a3", transition="T-06", trigger="id", schedule=schedule,
+                    scheduled_for="2026-08-07T08:00:00.001Z")
+    state = folded(later, state=folded(registered(), started(schedule=schedule), ended()))
+    assert "2026-08-07T08:00:00.001Z" == entry(state)["last_accounted_for"]
+
+
 @pytest.mark.parametrize("event", ["occurrence_held", "occurrence_missed"])
 def test_a_hold_or_a_miss_before_the_cursor_leaves_it_where_it_was(event: str) -> None:
     """Whatever records the cursor - a run, a hold, a miss - takes the later of the two."""

@@ -272,6 +272,23 @@ def test_interval_hold_records_one_occurrence_per_interval(project: Project) -> 
     assert ["2026-05-01T11:00:00.000Z", "2026-05-01T12:00:00.000Z"] == held
 
 
+def test_a_clock_gone_back_does_not_move_the_interval_anchor_back(project: Project) -> None:
+    """SPEC §4, §9.5: ``last_accounted_for`` is the newest occurrence accounted for. A held
+    interval routine held 11:30; an explicit run at 09:00 (a clock gone back) runs, but the
+    anchor stays at 11:30, so 11:45 is not a second interval and records no second hold."""
+    project.routine("rtn-i", "interval: 1h\npolicy: {on_failure: hold}\n"
+                             "action: {kind: specdojo, args: [work]}\n")
+    project.exit_codes({"work": 1})
+    project.cli("run", "--id", "rtn-i", "--now", "2026-05-01T10:00:00Z")
+    project.cli("run", "--due", "--now", "2026-05-01T11:30:00Z")
+    project.cli("run", "--id", "rtn-i", "--now", "2026-05-01T09:00:00Z")
+    assert "2026-05-01T11:30:00.000Z" == project.state()["routines"]["rtn-i"][
+        "last_accounted_for"]
+    project.cli("run", "--due", "--now", "2026-05-01T11:45:00Z")
+    held = [e["scheduled_for"] for e in project.events() if e["type"] == "occurrence_held"]
+    assert ["2026-05-01T11:30:00.000Z"] == held
+
+
 # --- backfill -----------------------------------------------------------------------------------
 
 

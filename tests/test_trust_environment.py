@@ -88,6 +88,27 @@ def test_a_directory_where_the_ledger_should_be_is_one_clear_line(project: Proje
     assert [] == project.calls()
 
 
+@pytest.mark.parametrize("key", ["routines_path", "jobs_path", "execution_path"])
+@pytest.mark.parametrize("value", ["notes.txt", "notes.txt/below"])
+@pytest.mark.parametrize("command", [("validate",), ("list",), ("run", "--due")])
+def test_a_configured_folder_that_is_a_file_is_a_configuration_error(
+    project: Project, key: str, value: str, command: tuple[str, ...],
+) -> None:
+    """A project folder the config points at a file (or below one): exit 2, one line naming
+    the config, the key and what to do. `validate` said `0 routine(s)` and passed; `list` and
+    `run` failed with exit 1 on a path below the file. Nothing is written."""
+    (project.root / "notes.txt").write_text("notes\n")
+    config = project.root / ".specdojo" / "specdojo.config.json"
+    data = orjson.loads(config.read_bytes())
+    data["projects"]["demo"][key] = value
+    config.write_bytes(orjson.dumps(data))
+    before = project.files()
+    done = project.cli(*command)
+    assert (2, [f'error: {config}: project "demo" "{key}" names {value}, which is not a '
+                "folder; point it at a folder"]) == (done.returncode, done.stderr.splitlines())
+    assert before == project.files()
+
+
 @pytest.mark.parametrize("key", ["routines_path", "jobs_path", "execution_path",
                                  "members_path", "run.worktree_base", "run.exec_defaults"])
 def test_a_nul_in_a_configured_path_is_one_clear_line(project: Project, key: str) -> None:

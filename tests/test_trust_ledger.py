@@ -315,6 +315,42 @@ def test_resolve_waits_for_an_action_that_outlived_its_runner(project: Project) 
     assert 0 == project.cli("fold", "--check").returncode
 
 
+def test_resolve_waits_for_a_job_runs_command_that_outlived_its_runner(project: Project) -> None:
+    """SPEC §6.5, §7.3: the same for a Job action. Its command's group is recorded with the
+    Job Run (``process.json``), not as the routine's action: resolve said `resolved` while
+    it still ran, and the run was left interrupted. Now it exits 75 and records nothing in
+    either ledger until the command has ended; then one decision resolves both."""
+    from tests.conftest import period_job
+
+    project.job("job-slow", period_job("slow", "sleep 20"))
+    project.routine("rtn-job", """\
+        trigger: {cron: "0 * * * *", timezone: UTC}
+        action: {kind: job, job: job-slow, inputs: {period: "{{scheduled_at}}"}}
+        """)
+    proc = project.popen("run", "--due", "--now", NOW)
+    evidence = project.root / "execution" / "exec" / "evidence"
+    _wait_for(lambda: any(evidence.glob("*/attempt-1/process.json")))
+    [record] = evidence.glob("*/attempt-1/process.json")
+    pgid: int = orjson.loads(record.read_bytes())["pgid"]
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert execute_runner.group_alive(pgid)
+    runs = project.root / "execution" / "jobs" / "runs"
+    before = project.ledger.read_bytes(), [p.read_bytes() for p in sorted(runs.glob("*.jsonl"))]
+    refused = project.cli("resolve", "rtn-job", "--result", "failure", "--note", "checked")
+    assert 75 == refused.returncode, refused.stdout + refused.stderr
+    assert f"Job Run {record.parent.parent.name} is still running (process group {pgid}" \
+        in refused.stderr
+    assert before == (project.ledger.read_bytes(),
+                      [p.read_bytes() for p in sorted(runs.glob("*.jsonl"))])
+    _end_group(pgid)
+    done = project.cli("resolve", "rtn-job", "--result", "failure", "--note", "checked")
+    assert 0 == done.returncode, done.stderr
+    shown = orjson.loads(project.cli("job", "show", record.parent.parent.name, "--json").stdout)
+    assert "failed" == shown["state"], shown
+    assert 0 == project.cli("fold", "--check").returncode
+
+
 def test_resume_is_a_busy_skip_while_the_action_lives(project: Project) -> None:
     """on_interrupted: resume closes an interrupted attempt and runs again - not while the
     interrupted action's process group lives: one execution at a time, even after a crash."""

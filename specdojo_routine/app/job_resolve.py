@@ -128,6 +128,17 @@ def runs_started_by(
     return found
 
 
+def live_command(paths: ProjectPaths, run_ids: Iterable[str]) -> tuple[str, int] | None:
+    """(run id, process group) of the first of the runs whose open attempt's command is still
+    running on this host (it outlived its runner), else None."""
+    for run_id in run_ids:
+        attempt = open_attempt(views.load_job_run(paths, run_id))
+        pgid = None if attempt is None else jobfiles.group_still_running(paths, run_id, attempt)
+        if pgid is not None:
+            return run_id, pgid
+    return None
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 

@@ -114,7 +114,7 @@ def _failed(exc: BaseException, err: TextIO) -> int:
     Ctrl-C, a time out of range, the environment, a missing dependency, a bug); its exit
     code."""
     if isinstance(exc, stop.Stopped):  # a stop signal, where the process entry made it one
-        err.write(f"error: {exc}\n")
+        err.write(f"error: {shown(str(exc))}\n")  # it quotes the operator's note
         return exc.exit_code
     if isinstance(exc, KeyboardInterrupt):  # Ctrl-C where main runs without the stop handlers
         err.write("error: interrupted; an attempt that was running stays open and is reported "

@@ -87,6 +87,8 @@ def listing(listing: Listing, out: TextIO, err: TextIO, *, as_json: bool) -> Non
             "routines": [row.to_json() for row in listing.rows],
             "lock": {"held": lock.held, "pid": lock.pid, "host": lock.host,
                      "acquired_at": lock.acquired_at, "suspicious": lock.suspicious},
+            # why an invalid definition makes it exit 1, as in status --json (SPEC §14)
+            "problems": listing.problems,
         }))
         return
     now = listing.now
@@ -100,8 +102,8 @@ def listing(listing: Listing, out: TextIO, err: TextIO, *, as_json: bool) -> Non
                       f"then `resolve {r.id} --result ... --note ...`\n")
         elif r.last_result not in (None, "success") and r.status != "running":
             mark = "!" if r.problems else " "
-            out.write(f"{mark} {r.id}: last {r.last_result}: {r.last_reason or 'no reason'}"
-                      "\n")
+            out.write(one_line(f"{mark} {r.id}: last {r.last_result}: "
+                               f"{r.last_reason or 'no reason'}") + "\n")
         _policy_lines(r, out)
     if listing.unhealthy:
         names = ", ".join(r.id for r in listing.unhealthy)
@@ -197,7 +199,7 @@ def _results_text(report: RunReport, out: TextIO) -> None:
     """Each attempt's result, the actions that did not succeed under it, and the tally."""
     for r in report.results:
         reason = f" - {r.reason}" if r.reason else ""
-        out.write(f"{r.routine_id}  {r.scheduled_for}  {r.result}{reason}\n")
+        out.write(one_line(f"{r.routine_id}  {r.scheduled_for}  {r.result}{reason}") + "\n")
         out.write(_action_lines(r))
     counts = {k: sum(1 for r in report.results if r.result == k)
               for k in ("success", "failure", "skipped", "partial")}
@@ -208,15 +210,16 @@ def _results_text(report: RunReport, out: TextIO) -> None:
 
 def _action_lines(report: AttemptReport) -> str:
     """Under an attempt that did not succeed: each failed or skipped action with its reason,
-    the last lines of its stderr and where its evidence is (SPEC §14)."""
+    the last lines of its stderr and where its evidence is (SPEC §14), each one line with its
+    control characters escaped (a command's stderr may hold escape sequences)."""
     lines: list[str] = []
     for a in report.actions:
         if a.result.value in ("success", "partial"):
             continue
         run = f" ({a.job_run_id})" if a.job_run_id else ""
-        lines.append(f"  action {a.index} ({a.kind}) {a.result.value}: "
-                     f"{a.reason or a.result.value}{run}\n")
-        lines += [f"    | {line}\n" for line in a.stderr_tail]
+        lines.append(one_line(f"  action {a.index} ({a.kind}) {a.result.value}: "
+                              f"{a.reason or a.result.value}{run}") + "\n")
+        lines += [f"    | {one_line(line)}\n" for line in a.stderr_tail]
         if a.evidence_ref and a.result.value == "failure":
             lines.append(f"    evidence: {a.evidence_ref}\n")
     return "".join(lines)
@@ -231,8 +234,9 @@ def _accounted_text(report: RunReport, out: TextIO) -> None:
         for d in decisions:
             since = d.occurrence.passed_over_since
             extra = f" (coalesces occurrences since {format_ms(since)})" if since else ""
-            out.write(f"{d.occurrence.routine_id}  {format_ms(d.occurrence.scheduled_for)}  "
-                      f"{would}{verdict}{extra} - {d.reason}\n")
+            out.write(one_line(f"{d.occurrence.routine_id}  "
+                               f"{format_ms(d.occurrence.scheduled_for)}  "
+                               f"{would}{verdict}{extra} - {d.reason}") + "\n")
 
 
 @functools.lru_cache(maxsize=1024)  # routines share their calls: 10,000 may be one command
@@ -257,8 +261,8 @@ def _dry_run_text(report: RunReport, out: TextIO) -> None:
                 lines.append(f"  {a.index}. {a.kind}: {_shell_words(prefix, tuple(a.argv))}\n")
             else:
                 inputs = ", ".join(f"{k}={redact(v)}" for k, v in (a.inputs or {}).items())
-                lines.append(f"  {a.index}. job {a.job}" + (f" ({inputs})" if inputs else "")
-                             + "\n")
+                lines.append(one_line(f"  {a.index}. job {a.job}"
+                                      + (f" ({inputs})" if inputs else "")) + "\n")
     out.write("".join(lines))
 
 

@@ -83,10 +83,7 @@ def _started(routines: dict[str, Raw], raw: Raw) -> None:
     entry["last_run"] = raw["last_run"]
     entry["attempt_id"] = raw["attempt_id"]
     if raw["trigger"] in ("due", "id"):  # due and explicit runs alike (SPEC §4, seed 000 T-02)
-        scheduled = raw["scheduled_for"]
-        if raw["schedule"] == "cron":  # the cursor never moves back
-            holdfold.advance_cursor(entry, scheduled)
-        entry["last_accounted_for"] = scheduled
+        holdfold.account_for(entry, raw["scheduled_for"], cron=raw["schedule"] == "cron")
     entry["open"] = raw
     entry["actions"] = {}
 

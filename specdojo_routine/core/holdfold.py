@@ -72,25 +72,44 @@ def advance_cursor(entry: Raw, scheduled: str) -> None:
     cursor (a clock that went back, ``--now`` in the past) leaves it where it was, and no
     occurrence after it is selected twice. A cursor that is missing or unreadable is
     replaced; one that already names ``scheduled`` (a retry, another attempt for the same
-    occurrence) stays without either being read. Two UTC instants (``...Z``, as the ledger
-    stores them) are read by ``datetime.fromisoformat`` alone - what
-    :func:`.timefmt.parse_instant` does for them, less its general handling of offsets and
-    spaces; anything else is parsed by it."""
+    occurrence) stays without either being read."""
     if not isinstance(scheduled, str):
         raise TypeError("scheduled_for must be a string")
-    current = entry.get("last_scheduled_for")
-    if not current or current == scheduled:  # none yet, or the occurrence it names already
+    if _moves(entry.get("last_scheduled_for"), scheduled):
         entry["last_scheduled_for"] = scheduled
-        return
+
+
+def account_for(entry: Raw, scheduled: str, *, cron: bool) -> None:
+    """An occurrence is accounted for (started, held, missed, paused): ``last_accounted_for``,
+    the newest such occurrence and the interval routines' anchor (SPEC §9.5), becomes the
+    later of the two, as the cron cursor does for a cron routine: neither moves back, so a
+    clock that went back does not make an interval routine due (or held) again early. Both
+    usually name the same occurrence, and are then compared once."""
+    if not isinstance(scheduled, str):
+        raise TypeError("scheduled_for must be a string")
+    accounted = entry["last_accounted_for"]
+    if cron and entry["last_scheduled_for"] != accounted:
+        advance_cursor(entry, scheduled)
+        cron = False
+    if _moves(accounted, scheduled):
+        entry["last_accounted_for"] = scheduled
+        if cron:
+            entry["last_scheduled_for"] = scheduled
+
+
+def _moves(current: Any, scheduled: str) -> bool:
+    """Whether a pointer at ``current`` moves to ``scheduled``: none yet, the same occurrence,
+    or a later one. Two UTC instants (``...Z``, as the ledger stores them) are read by
+    ``datetime.fromisoformat`` alone - what :func:`.timefmt.parse_instant` does for them,
+    less its general handling of offsets and spaces; anything else is parsed by it."""
+    if not current or current == scheduled:
+        return True
     if isinstance(current, str) and current[-1:] == "Z" == scheduled[-1:]:
         try:
-            later = datetime.fromisoformat(scheduled) > datetime.fromisoformat(current)
+            return datetime.fromisoformat(scheduled) > datetime.fromisoformat(current)
         except ValueError:  # not an instant
-            later = _later(current, scheduled)
-    else:
-        later = _later(current, scheduled)
-    if later:
-        entry["last_scheduled_for"] = scheduled
+            pass
+    return _later(current, scheduled)
 
 
 def _later(current: object, scheduled: str) -> bool:
@@ -102,9 +121,7 @@ def _later(current: object, scheduled: str) -> bool:
 
 def account(entry: Raw, event: str, scheduled: str, kind: str, reason: str) -> None:
     """A held, missed or paused occurrence: the cursor moves past it (SPEC §9.5), never back."""
-    if kind == "cron":
-        advance_cursor(entry, scheduled)
-    entry["last_accounted_for"] = scheduled
+    account_for(entry, scheduled, cron=kind == "cron")
     if event == "occurrence_held":
         entry["held_occurrences"] = [*entry["held_occurrences"], scheduled]
     elif event == "occurrence_missed":

@@ -328,7 +328,22 @@ def _project_dirs(
             raise ConfigError(f'{where}: project "{project_id}" needs "{key}" (a path)')
         _refuse_nul(value, where, project_id, key)
         dirs[key] = root / value
+        if not _folder_or_absent(dirs[key]):
+            raise ConfigError(f'{where}: project "{project_id}" "{key}" names {value}, which is '
+                              "not a folder; point it at a folder")
     return dirs
+
+
+def _folder_or_absent(path: Path) -> bool:
+    """Whether ``path`` is a directory (through a link) or nothing yet."""
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return True
+    except NotADirectoryError:  # a file above it
+        return False
+    except OSError:  # unreadable above it: the command that uses it says so
+        return True
 
 
 def _refuse_nul(value: str, where: Path, project_id: str, key: str) -> None:
