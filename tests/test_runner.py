@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
+import signal
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -196,6 +198,51 @@ def test_background_child_does_not_outlive_the_command(tmp_path: Path) -> None:
         _state(child) in (None, "Z"),
         time.monotonic() - start < 5,
     )
+
+
+#: A daemon as a command starts one: it forks twice (``setsid``, then a background subshell
+#: whose parent exits at once), so it is in neither the command's group nor its tree, ignores
+#: SIGTERM, and holds none of the command's pipes.
+_DAEMON = ("setsid sh -c '(exec sh -c \"trap \\\"\\\" TERM; echo \\$\\$ > daemon.pid; "
+           "exec sleep 100\") </dev/null >/dev/null 2>&1 &'; "
+           "while [ ! -s daemon.pid ]; do sleep 0.01; done; ")
+
+
+@pytest.mark.parametrize("ending", ["exit", "timeout"])
+def test_a_daemon_that_forked_twice_does_not_outlive_the_command(
+    ending: str, tmp_path: Path,
+) -> None:
+    """SPEC §6.5, §13: what a command started ends with it, also a daemon that left both its
+    process group and its tree (its parent is gone: the init process adopted it). It carries
+    the variable the runner gave the command, which is how it is found; it ignores SIGTERM,
+    so it gets SIGKILL after the grace."""
+    tail = "echo started" if ending == "exit" else "echo started; sleep 100"
+    outcome = run_shell(_DAEMON + tail, cwd=tmp_path, env=ENV,
+                        timeout_s=30 if ending == "exit" else 1)
+    daemon = int((tmp_path / "daemon.pid").read_text())
+    try:
+        assert ("started\n", ending == "timeout", True) == (
+            outcome.stdout, outcome.timed_out, _state(daemon) in (None, "Z"))
+    finally:
+        with contextlib.suppress(OSError):
+            os.kill(daemon, signal.SIGKILL)
+
+
+def test_interrupt_kills_a_daemon_that_forked_twice(tmp_path: Path) -> None:
+    """The same when the runner is interrupted (Ctrl-C) while the command runs."""
+    echo = _Interrupting()
+    with pytest.raises(KeyboardInterrupt):
+        run_shell(_DAEMON + "echo started; sleep 100", cwd=tmp_path, env=ENV, timeout_s=30,
+                  echo=echo)
+    daemon = int((tmp_path / "daemon.pid").read_text())
+    try:
+        deadline = time.monotonic() + 5
+        while _state(daemon) not in (None, "Z") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert _state(daemon) in (None, "Z")
+    finally:
+        with contextlib.suppress(OSError):
+            os.kill(daemon, signal.SIGKILL)
 
 
 class _Interrupting(io.StringIO):

@@ -1,7 +1,8 @@
 """The process tree on this host (Linux ``/proc``): whether a process group still has a live
-member, what a command started that left its process group (a child that called ``setsid``),
-so that ending the command ends it too (SPEC §6.5, §13), and whether a process is still the
-one seen before (its start time, as a pid may be reused).
+member, what a command started that left its process group (a child that called ``setsid``,
+or a daemon that forked twice and whose parent is gone), so that ending the command ends it
+too (SPEC §6.5, §13), and whether a process is still the one seen before (its start time, as
+a pid may be reused).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-__all__ = ["group_alive", "left_the_group", "start_of"]
+__all__ = ["carrying", "group_alive", "left_the_group", "start_of"]
 
 
 def _stats() -> dict[int, list[bytes]] | None:
@@ -61,4 +62,19 @@ def left_the_group(leader: int) -> dict[int, bytes]:
         fields = stats[pid]
         if int(fields[2]) != leader and fields[0] not in (b"Z", b"X"):
             found[pid] = fields[19]
+    return found
+
+
+def carrying(entry: bytes) -> dict[int, bytes]:
+    """The live processes whose environment holds ``entry`` (``NAME=value``), pid: start
+    time. A command's processes inherit the variable the runner gave it, wherever they went
+    (Jenkins finds a build's processes so): a daemon that forked twice and left both the group
+    and the tree is found by it. What another user owns cannot be read, and is not found."""
+    stats = _stats() or {}
+    found: dict[int, bytes] = {}
+    for pid, fields in stats.items():
+        if len(fields) > 19 and fields[0] not in (b"Z", b"X"):
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/environ", "rb") as handle:
+                if entry in handle.read().split(b"\0"):
+                    found[pid] = fields[19]
     return found

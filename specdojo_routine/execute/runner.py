@@ -5,8 +5,9 @@ when the runner dies (``PR_SET_PDEATHSIG``; the caller records the group id, so 
 whether anything of it still runs); stdout and stderr are captured
 (the first 4 MiB of each) and streamed live, line by line and redacted, to an optional ``echo``
 stream. When the command ends, or its timeout expires, the whole group is terminated (SIGTERM,
-then SIGKILL after 2 s, or the caller's ``kill_grace_s`` on a timeout), so no background child
-outlives its Job. An operator's stop (SIGINT or
+then SIGKILL after 2 s, or the caller's ``kill_grace_s`` on a timeout), and with it every
+process that carries the command's mark in its environment (a daemon that forked twice and
+left the group), so no background child outlives its Job. An operator's stop (SIGINT or
 SIGTERM to the runner, :mod:`.stop`) terminates the group the same way with a 10 s grace, and
 the outcome says ``stopped by SIG…``; once a stop is requested no command starts. How the
 group is watched and terminated is :mod:`.termination`.
@@ -220,7 +221,8 @@ def _run_deferred(
     started_at, t0 = datetime.now(UTC), time.monotonic()
     if stop.requested() is not None:  # a stop starts nothing more
         return _not_started(started_at, t0, stop.reason() or "stopped")
-    proc = _spawn(argv, cwd, env)
+    mark = termination.new_mark()
+    proc = _spawn(argv, cwd, {**env, termination.MARK: mark})
     if isinstance(proc, str):
         return _not_started(started_at, t0, proc)
     assert proc.stdout is not None and proc.stderr is not None
@@ -230,9 +232,9 @@ def _run_deferred(
     secrets = secret_values(env)
     streams = {pipe: Stream(echo, LineRedactor(secrets)) for pipe in (proc.stdout, proc.stderr)}
     try:
-        ending = _pump(proc, streams, timeout_s, kill_grace_s)
+        ending = _pump(proc, streams, timeout_s, kill_grace_s, mark)
     except BaseException:  # e.g. Ctrl-C: the command's own group does not get the signal
-        termination.kill_now(proc)
+        termination.kill_now(proc, mark)
         raise
     for pipe, stream in streams.items():
         pipe.close()
@@ -306,10 +308,11 @@ _Ending = Literal[None, "timeout", "stopped"]
 
 def _pump(
     proc: subprocess.Popen[bytes], streams: Mapping[IO[bytes], Stream], timeout_s: float | None,
-    kill_grace_s: float = KILL_GRACE_S,
+    kill_grace_s: float = KILL_GRACE_S, mark: str | None = None,
 ) -> _Ending:
     """Read both pipes until the command and its process group are gone; how we ended it:
-    None (it ended itself), "timeout", or "stopped" (an operator's stop, :mod:`.stop`)."""
+    None (it ended itself), "timeout", or "stopped" (an operator's stop, :mod:`.stop`).
+    ``mark``: the value of :data:`.termination.MARK` its processes carry."""
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     killer: termination.GroupKiller | None = None
     ending: _Ending = None
@@ -320,7 +323,7 @@ def _pump(
         while True:
             now, exited = time.monotonic(), termination.exited(proc.pid)
             ending, killer = _begin_ending(proc.pid, ending, killer, exited, now, deadline,
-                                           kill_grace_s)
+                                           kill_grace_s, mark)
             if (
                 killer is not None
                 and killer.step(now, exited)
@@ -352,18 +355,18 @@ def _watch(selector: selectors.BaseSelector, sources: Iterable[IO[bytes] | int |
 
 def _begin_ending(
     pid: int, ending: _Ending, killer: termination.GroupKiller | None, exited: bool,
-    now: float, deadline: float | None, kill_grace_s: float,
+    now: float, deadline: float | None, kill_grace_s: float, mark: str | None = None,
 ) -> tuple[_Ending, termination.GroupKiller | None]:
     """The ending and the killer of the command's group, started once the command exited,
     its deadline passed or a stop was asked (a second stop drops the grace); else as they
     were."""
     if killer is None:
         if not exited and stop.requested() is not None:
-            return "stopped", termination.GroupKiller(pid, grace_s=stop.GRACE_S)
+            return "stopped", termination.GroupKiller(pid, grace_s=stop.GRACE_S, mark=mark)
         if exited or (deadline is not None and now >= deadline):
             ending = None if exited else "timeout"
             return ending, termination.GroupKiller(
-                pid, grace_s=kill_grace_s if ending else KILL_GRACE_S)
+                pid, grace_s=kill_grace_s if ending else KILL_GRACE_S, mark=mark)
     elif ending == "stopped" and stop.count() > 1:
         killer.hurry()  # a second stop: no more grace
     return ending, killer

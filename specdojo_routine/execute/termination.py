@@ -1,7 +1,11 @@
 """How a command's process group ends: watching its leader exit without reaping it (so the
 group id stays reserved), killing the group at once when the runner is interrupted, and
-terminating it in order (SIGTERM, a grace, then SIGKILL), the leader's descendants that left
-the group included. :mod:`.runner` drives these while it reads the command's output.
+terminating it in order (SIGTERM, a grace, then SIGKILL), the processes that left the group
+included. :mod:`.runner` drives these while it reads the command's output.
+
+Each command is started with a variable of its own in its environment (:func:`new_mark`),
+which every process it starts inherits: a daemon that forked twice, whose parent is gone and
+which is no longer in the command's group or under its leader, is still found by it.
 """
 
 from __future__ import annotations
@@ -15,16 +19,28 @@ from collections.abc import Iterator
 
 from specdojo_routine.execute import proctree
 
-__all__ = ["KILL_GRACE_S", "KILL_POLL_S", "GroupKiller", "exit_fd", "exited", "kill_now"]
+__all__ = ["KILL_GRACE_S", "KILL_POLL_S", "MARK", "GroupKiller", "exit_fd", "exited", "kill_now",
+           "new_mark"]
 
 KILL_GRACE_S = 2.0  # SIGTERM -> SIGKILL
 KILL_POLL_S = 0.01  # while terminating, how often to look at the group
+#: The variable that marks a command's processes (its value is :func:`new_mark`'s).
+MARK = "SPECDOJO_ROUTINE_COMMAND"
 
 
-def kill_now(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the whole group, wait (up to the grace) until it is gone, reap the leader."""
+def new_mark() -> str:
+    """A value of :data:`MARK` that no other command has: the runner's pid and 64 random bits."""
+    return f"{os.getpid()}-{os.urandom(8).hex()}"
+
+
+def kill_now(proc: subprocess.Popen[bytes], mark: str | None = None) -> None:
+    """SIGKILL the whole group and the processes that carry ``mark``, wait (up to the grace)
+    until the group is gone, reap the leader."""
     with contextlib.suppress(OSError):
         os.killpg(proc.pid, signal.SIGKILL)
+    for pid in proctree.carrying(_entry(mark)) if mark else ():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
     give_up = time.monotonic() + KILL_GRACE_S
     while proctree.group_alive(proc.pid) and time.monotonic() < give_up:
         time.sleep(KILL_POLL_S)
@@ -56,14 +72,15 @@ def exited(pid: int) -> bool:
 class GroupKiller:
     """Terminates a process group: SIGTERM, then SIGKILL to whatever is left after a grace.
 
-    The leader's descendants that left the group (a child that called ``setsid``) are
-    signalled with it: they are found while the leader still lives (an orphan is the init
-    process's child, no longer ours to tell), and each is signalled again only while it is
-    still the same process (its start time)."""
+    The processes that left the group are signalled with it: the leader's descendants outside
+    it (a child that called ``setsid``), and those that carry the command's ``mark`` (an
+    orphan, the init process's child, is no longer under the leader). Each is signalled again
+    only while it is still the same process (its start time)."""
 
-    def __init__(self, pgid: int, grace_s: float = KILL_GRACE_S) -> None:
+    def __init__(self, pgid: int, grace_s: float = KILL_GRACE_S, mark: str | None = None) -> None:
         self.pgid = pgid
         self.grace_s = grace_s
+        self.mark = mark
         self.term_at: float | None = None
         self.kill_at: float | None = None
         self.done_at = 0.0
@@ -96,6 +113,8 @@ class GroupKiller:
 
     def _signal(self, signum: signal.Signals) -> None:
         self.strays.update(proctree.left_the_group(self.pgid))
+        if self.mark:
+            self.strays.update(proctree.carrying(_entry(self.mark)))
         try:
             os.killpg(self.pgid, signum)
         except ProcessLookupError:  # not a group leader after all: at least the process itself
@@ -107,3 +126,7 @@ class GroupKiller:
             if proctree.start_of(pid) == start:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signum)
+
+
+def _entry(mark: str) -> bytes:
+    return f"{MARK}={mark}".encode()
