@@ -5,7 +5,7 @@ closest run ids, or, for a Job's id, where its runs are. Writes nothing."""
 
 from __future__ import annotations
 
-from specdojo_routine.core.errors import UsageError
+from specdojo_routine.core.errors import JobError, UsageError
 from specdojo_routine.core.event_parts import RUN_ID
 from specdojo_routine.core.jobfold import JobRunDoc
 from specdojo_routine.core.suggest import unknown
@@ -31,8 +31,25 @@ def load(paths: ProjectPaths, run_id: str) -> JobRunDoc:
     check(paths, run_id)
     found = adopt.load_run(paths, run_id)
     if found is None:
+        _refuse_empty(paths, run_id)
         raise UsageError(unknown("Job Run", run_id, known_run_ids(paths), "job list"))
     return found
+
+
+def _refuse_empty(paths: ProjectPaths, run_id: str) -> None:
+    """A run whose ledger is there but empty is not a typo: the file was created and nothing
+    was recorded in it (a crash or a full disk as the run began). Say so (exit 1), not
+    "unknown", which would suggest the very id given."""
+    ledger = paths.run_ledger(run_id)
+    try:
+        empty = ledger.lstat().st_size == 0 and not paths.run_view(run_id).exists()
+    except OSError:
+        return
+    if empty:
+        raise JobError(f"{ledger}: the ledger of Job Run {run_id} is empty: it was created but "
+                       "nothing was recorded in it (a crash or a full disk as the run began); "
+                       "unless that run is starting now, remove the empty file, and run its "
+                       "Job again if it should run")
 
 
 def known_run_ids(paths: ProjectPaths) -> list[str]:

@@ -12,9 +12,11 @@ takes away:
 3. then the files.
 
 A crash between the two leaves the files and a record saying they were to go: the next prune
-finishes the removal and records nothing new (a run's fold knows the recorded paths; an
-attempt's evidence directory holds a marker naming where the routine ledger ended before its
-record, so only what was appended since is read to find it).
+finishes the removal and records nothing new (a run's fold knows the recorded paths; the
+routine ledger, read forward by :mod:`.prune_ledger`, holds an attempt's record). An
+attempt's evidence is only ever pruned for an attempt that ledger records, started and ended.
+Each owner's steps are one: a stop waits for them, and a file that fails keeps that owner for
+now (reported, exit 1) while the others go on.
 
 ``prune`` holds the routine lock and the exec lock, as every recording command that touches
 both ledgers does, and imports another tool's files first (SPEC §10). ``run --due`` prunes as
@@ -28,6 +30,7 @@ a bound of its own (a big worktree may take a while; a hung git must not hold th
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -40,13 +43,13 @@ import orjson
 
 from specdojo_routine.app import prune_facts
 from specdojo_routine.app.prune_facts import Facts
-from specdojo_routine.core import jobfold, retention
-from specdojo_routine.core.errors import CorruptLedgerError
+from specdojo_routine.core import errors, fold_table, jobfold, retention
+from specdojo_routine.core.errors import LedgerError
 from specdojo_routine.core.job_events import EvidencePruned
 from specdojo_routine.core.retention import Retention
 from specdojo_routine.core.routine_events import RoutineEvidencePruned
 from specdojo_routine.core.timefmt import format_s, to_utc, try_parse_instant
-from specdojo_routine.execute import prunefiles
+from specdojo_routine.execute import prunefiles, stop
 from specdojo_routine.store.config import ProjectPaths, read_regular
 from specdojo_routine.store.ledger import adopt, views
 from specdojo_routine.store.ledger import journal as ledger
@@ -85,6 +88,7 @@ class PruneReport:
     now: datetime
     removed: list[Removal] = attrs.field(factory=list)
     skipped: list[str] = attrs.field(factory=list)  # kept for now, and why
+    failed: list[str] = attrs.field(factory=list)  # kept for now: a file failed (what to do)
     complete: bool = True  # False: the deadline came first; the rest goes next time
 
     @property
@@ -104,7 +108,7 @@ class PruneReport:
         return {"dry_run": self.dry_run, "keep_days": self.keep_days,
                 "keep_runs": self.keep_runs, "now": format_s(self.now),
                 "removed": [r.to_json() for r in self.removed], "bytes": self.bytes,
-                "skipped": self.skipped, "complete": self.complete}
+                "skipped": self.skipped, "failed": self.failed, "complete": self.complete}
 
 
 def _size(count: int) -> str:
@@ -200,6 +204,7 @@ class _Open:
 
     attempts: frozenset[str]
     runs: frozenset[str]
+    routines: frozenset[str]  # those whose fold takes an evidence_pruned in their state now
 
     @classmethod
     def of(cls, view: views.RoutineView) -> _Open:
@@ -208,7 +213,13 @@ class _Open:
         return cls(attempts=frozenset(str(opened["attempt_id"]) for opened in found),
                    runs=frozenset(str(action["job_run_id"]) for opened in found
                                   for action in opened.get("actions") or ()
-                                  if action.get("job_run_id")))
+                                  if action.get("job_run_id")),
+                   routines=frozenset(routine_id for routine_id, e in view.routines.items()
+                                      if e.get("status") in _PRUNED_IN))
+
+
+#: The routine states the fold takes an ``evidence_pruned`` in (not ``never``: no attempt yet)
+_PRUNED_IN = frozenset(t.source for t in fold_table.TRANSITIONS if t.event == "evidence_pruned")
 
 
 def _prune(ctx: _Ctx, opened: _Open, *, exec_held: bool) -> None:
@@ -216,8 +227,9 @@ def _prune(ctx: _Ctx, opened: _Open, *, exec_held: bool) -> None:
     if not paths.execution_dir.is_dir():
         return
     recent = retention.cutoff(ctx.now, ctx.policy.keep_days) if ctx.budgeted else None
-    facts = prune_facts.gather(paths, open_attempts=opened.attempts, late=ctx.late,
-                               write=not report.dry_run, recent_after=recent)
+    facts = prune_facts.gather(paths, late=ctx.late, write=not report.dry_run,
+                               recent_after=recent)
+    report.failed.extend(f"{owner}: {why}" for owner, why in sorted(facts.failed.items()))
     if not facts.complete:
         report.complete = False
         return
@@ -225,7 +237,24 @@ def _prune(ctx: _Ctx, opened: _Open, *, exec_held: bool) -> None:
         _prune_runs(ctx, facts, opened.runs)
     else:
         report.skipped.append("Job Runs: the exec lock is held by another process")
-    _prune_attempts(ctx, facts, set(opened.attempts))
+    _prune_attempts(ctx, facts, opened)
+
+
+def _whole(ctx: _Ctx, owner: str, step: Callable[[], object]) -> None:
+    """One owner's record, view and removal as one step: a stop (SIGINT, SIGTERM) waits for
+    its end, so no record is left without its view nor a temporary file behind. A file that
+    cannot be read, written or removed (or a ledger that refuses) keeps this owner for now,
+    said in the report with what to do, and the other owners go on: the record already
+    appended lets the next prune finish it."""
+    removed = len(ctx.report.removed)
+    try:
+        with stop.deferred():
+            step()
+    except (OSError, LedgerError) as exc:
+        del ctx.report.removed[removed:]  # not pruned after all
+        why = errors.environment_error(exc) if isinstance(exc, OSError) else str(exc)
+        ctx.report.failed.append(f"{owner}: {why}; its files are kept for now, the next "
+                                 "prune tries again")
 
 
 # --- Job Runs ------------------------------------------------------------------------------
@@ -268,7 +297,8 @@ def _prune_runs(ctx: _Ctx, facts: Facts, started_by_open: frozenset[str]) -> Non
         if ctx.late():
             ctx.report.complete = False
             return
-        _prune_run(ctx, run_id, eligible=run_id in chosen)
+        _whole(ctx, run_id, functools.partial(_prune_run, ctx, run_id,
+                                              eligible=run_id in chosen))
 
 
 def _prune_run(ctx: _Ctx, run_id: str, *, eligible: bool) -> None:
@@ -326,41 +356,73 @@ def _run_files(
 # --- routine attempts ----------------------------------------------------------------------
 
 
-def _prune_attempts(ctx: _Ctx, facts: Facts, open_attempts: set[str]) -> None:
+def _prune_attempts(ctx: _Ctx, facts: Facts, opened: _Open) -> None:
+    """Each attempt retention chose, or whose removal was begun or recorded, is pruned or
+    finished; the routine view then covers what was appended, even when a step failed."""
     policy = ctx.policy
-    owners = {a: prune_facts.attempt_owner(a, f, open_attempts)
+    owners = {a: prune_facts.attempt_owner(a, f, opened.attempts)
               for a, f in facts.attempts.items()}
     chosen = set(retention.prunable(owners.values(), keep_days=policy.keep_days,
                                     keep_runs=policy.keep_runs, now=ctx.now))
-    marked = {a for a, f in facts.attempts.items() if f.marked}
-    recorded = False
-    for attempt_id in sorted(chosen | marked):
-        if ctx.late():
-            ctx.report.complete = False
-            break
-        facts_of = facts.attempts[attempt_id]
-        recorded |= _prune_attempt(ctx, attempt_id, facts_of.routine_id or "",
-                                   eligible=attempt_id in chosen)
-    if recorded:
-        views.refresh_routine_view(ctx.paths)  # the view covers the lines just appended
+    begun = {a for a, f in facts.attempts.items()
+             if f.routine_id is not None and (f.marked or f.pruned)}
+    _say_unknown(ctx, facts, opened.attempts)
+    appending = False
+    try:
+        for attempt_id in sorted(chosen | begun):
+            if ctx.late():
+                ctx.report.complete = False
+                break
+            of = facts.attempts[attempt_id]
+            appending |= not of.pruned
+            _whole(ctx, attempt_id, functools.partial(
+                _prune_attempt, ctx, attempt_id, of, eligible=attempt_id in chosen,
+                foldable=opened.routines))
+    finally:
+        if appending and not ctx.report.dry_run:
+            views.refresh_routine_view(ctx.paths)  # the view covers the lines just appended
 
 
-def _prune_attempt(ctx: _Ctx, attempt_id: str, routine_id: str, *, eligible: bool) -> bool:
-    """Record, remove one attempt's evidence (or finish a removal recorded earlier); True
-    when a record was appended."""
-    paths, report = ctx.paths, ctx.report
+def _say_unknown(ctx: _Ctx, facts: Facts, open_attempts: frozenset[str]) -> None:
+    """Report the evidence the routine ledger does not account for: kept, and why."""
+    for attempt_id, of in sorted(facts.attempts.items()):
+        if attempt_id in open_attempts:
+            continue
+        if of.routine_id is None:
+            ctx.report.skipped.append(
+                f"{attempt_id}: the routine ledger has no attempt_started for this attempt, "
+                "so nothing says whose evidence it is or that it ended (if it should know "
+                f"it, delete {ctx.paths.rel(prune_facts.cache_path(ctx.paths))} to have "
+                "prune read the whole routine ledger again)")
+        elif of.completed_at is None:
+            ctx.report.skipped.append(f"{attempt_id}: the routine ledger records no end of "
+                                      "this attempt (resolve it first)")
+
+
+def _prune_attempt(
+    ctx: _Ctx, attempt_id: str, facts: prune_facts.AttemptFacts, *, eligible: bool,
+    foldable: frozenset[str],
+) -> None:
+    """Record, remove one attempt's evidence (or finish a removal recorded earlier: the
+    routine ledger holds its ``evidence_pruned``). A record the routine fold would refuse
+    (its routine unknown to the view, or never run) is not appended: the evidence stays."""
+    paths, report, routine_id = ctx.paths, ctx.report, facts.routine_id or ""
     files = prunefiles.attempt_files(paths, attempt_id)
-    recorded = _recorded(paths, attempt_id)
+    recorded = facts.pruned
     if not files or not (recorded or eligible):
         if files and not report.dry_run:
             prunefiles.unmark_removal(paths, attempt_id)  # begun, never recorded: kept now
-        return False
+        return
+    if not recorded and routine_id not in foldable:
+        report.skipped.append(f"{attempt_id}: routine {routine_id!r} is not in the routine "
+                              "view in a state that can record pruned evidence")
+        return
     size = prunefiles.size(files)
     report.removed.append(Removal(kind="attempt", owner=attempt_id, group=routine_id,
                                   paths=tuple(paths.rel(f) for f in files), bytes=size,
                                   finishing=recorded))
     if report.dry_run:
-        return False
+        return
     if not recorded:
         tail = ledger.tail(paths.routine_ledger)
         prunefiles.mark_removal(paths, attempt_id, tail.end, tail.seq)
@@ -368,18 +430,3 @@ def _prune_attempt(ctx: _Ctx, attempt_id: str, routine_id: str, *, eligible: boo
             routine_id=routine_id, attempt_id=attempt_id,
             paths=[paths.rel(f) for f in files], bytes=size))
     prunefiles.remove(paths, files, ctx.env)
-    return not recorded
-
-
-def _recorded(paths: ProjectPaths, attempt_id: str) -> bool:
-    """Whether the routine ledger holds this attempt's ``evidence_pruned``: only the lines
-    appended since its removal was marked are read (none when it is not marked)."""
-    if not prunefiles.removal_marked(paths, attempt_id):
-        return False
-    mark = prunefiles.removal_mark(paths, attempt_id) or (0, 0)
-    try:
-        lines = list(ledger.read(paths.routine_ledger, mark[0], mark[1] + 1, torn="stop"))
-    except CorruptLedgerError:  # the marker does not fit this ledger: read all of it
-        lines = list(ledger.read(paths.routine_ledger, torn="stop"))
-    return any(line.raw.get("type") == "evidence_pruned"
-               and line.raw.get("attempt_id") == attempt_id for line in lines)

@@ -3,21 +3,22 @@
 Deciding what ``prune`` removes needs, for every Job Run and routine attempt that still has
 files, its group, when it began and ended, and for a run the paths a crash may have left
 recorded but not removed, and the checkpoints it holds. Reading that opens each run's ledger
-and view and each attempt's evidence: a cost that grows with what is kept. A private cache,
-``E/.cache/retention.json`` (git-ignored, machine-local, safe to delete), keyed by the stamps of
-the files the facts came from, lets the next prune read only what changed, and lets a prune
-stopped by its deadline (``retention.auto`` inside ``run --due``) go on where it stopped.
+and view, and reads the routine ledger: a cost that grows with what is kept and with age. A
+private cache, ``E/.cache/retention.json`` (git-ignored, machine-local, safe to delete), keyed
+by the stamps of the files the facts came from (and, for the routine ledger, by where it was
+read to), lets the next prune read only what changed, and lets a prune stopped by its
+deadline (``retention.auto`` inside ``run --due``) go on where it stopped.
 
 The cache records the fingerprint of the code that gathered its facts
 (:func:`~specdojo_routine.store.codeprint.fingerprint`, which covers retention's modules): after
 an upgrade every owner's files are read again once, as with no cache.
 
-An attempt's evidence that no ``evidence.json`` describes (a crash between an action's logs
-and that file) says neither its routine nor its end: those come from the routine ledger, read
-from its end back to when the attempt began, and are cached once the ledger shows it ended.
+A routine attempt's facts (its routine, when it began and ended, whether its removal is
+recorded) come from the routine ledger, never from its evidence's files, read forward from
+where the last prune stopped (:mod:`.prune_ledger`, whose position the cache keeps too).
 
 Facts that must be looked at again are never cached: a run whose view another tool wrote (it
-is imported when pruned) or that conflicts with its ledger (kept), an attempt still open.
+is imported when pruned) or that conflicts with its ledger (kept).
 """
 
 from __future__ import annotations
@@ -25,22 +26,23 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Collection, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import attrs
 import orjson
 
-from specdojo_routine.core import jobfold, retention
+from specdojo_routine.app import prune_ledger
+from specdojo_routine.core import errors, jobfold, retention
+from specdojo_routine.core.errors import LedgerError
 from specdojo_routine.core.retention import Owner
-from specdojo_routine.core.timefmt import try_parse_instant
 from specdojo_routine.execute import prunefiles
 from specdojo_routine.store import codeprint
 from specdojo_routine.store.config import ProjectPaths, read_private
-from specdojo_routine.store.ledger import adopt, backwards, stamps
+from specdojo_routine.store.ledger import adopt, stamps
 
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 
 
 @attrs.frozen(kw_only=True, repr=False)
@@ -55,11 +57,13 @@ class RunFacts:
 
 @attrs.frozen(kw_only=True, repr=False)
 class AttemptFacts:
-    """A routine attempt that has evidence: what its actions' ``evidence.json`` say."""
+    """A routine attempt that has evidence: what the routine ledger records of it (routine
+    None: the ledger has no ``attempt_started`` for it)."""
 
     routine_id: str | None
     started_at: str | None
-    completed_at: str | None
+    completed_at: str | None  # None: the ledger records no end
+    pruned: bool  # its evidence_pruned is in the ledger: a removal to finish, not to record
     marked: bool  # a removal was begun (see :mod:`.prune`)
 
 
@@ -68,6 +72,7 @@ class Facts:
     runs: dict[str, RunFacts]
     attempts: dict[str, AttemptFacts]
     complete: bool  # every owner with files is here (False: the deadline came first)
+    failed: dict[str, str]  # owner -> why its files could not be read: kept for now
 
 
 def cache_path(paths: ProjectPaths) -> Path:
@@ -75,8 +80,8 @@ def cache_path(paths: ProjectPaths) -> Path:
 
 
 def gather(
-    paths: ProjectPaths, *, open_attempts: Collection[str], late: Callable[[], bool],
-    write: bool, recent_after: datetime | None = None,
+    paths: ProjectPaths, *, late: Callable[[], bool], write: bool,
+    recent_after: datetime | None = None,
 ) -> Facts:
     """The facts of every owner with files, from the cache where its files' stamps match;
     reading stops once ``late()`` (the rest is read next time). ``write``: keep the cache.
@@ -86,22 +91,24 @@ def gather(
     leaves the window, and then its ledger is looked at again (a run the window still holds
     is most of what a project keeps)."""
     cached, before = _load(cache_path(paths))
-    keep: dict[str, dict[str, Any]] = {"runs": {}, "attempts": {}}
-    runs, complete = _runs(paths, cached.get("runs", {}), keep["runs"], late, recent_after)
-    attempts, done = _attempts(paths, cached.get("attempts", {}), keep["attempts"], late,
-                               open_attempts)
+    keep: dict[str, dict[str, Any]] = {"runs": {}}
+    failed: dict[str, str] = {}
+    runs, complete = _runs(paths, cached.get("runs", {}), keep["runs"], late, recent_after,
+                           failed)
+    attempts, keep["ledger"], done = _attempts(paths, cached.get("ledger"), late)
     if write:
         _save(cache_path(paths), keep, before)
-    return Facts(runs=runs, attempts=attempts, complete=complete and done)
+    return Facts(runs=runs, attempts=attempts, complete=complete and done, failed=failed)
 
 
 def _runs(
     paths: ProjectPaths, cached: Mapping[str, Any], keep: dict[str, Any],
-    late: Callable[[], bool], recent_after: datetime | None,
+    late: Callable[[], bool], recent_after: datetime | None, failed: dict[str, str],
 ) -> tuple[dict[str, RunFacts], bool]:
     """Every run with files. A run's facts come from its ledger (its view is checked again,
     and imported if another tool wrote it, when the run is pruned), so the ledger's stamp is
-    what the cached facts are keyed by: one ``stat`` a run."""
+    what the cached facts are keyed by: one ``stat`` a run. A run whose files cannot be read
+    is left out, and why is in ``failed``: one such run does not stop the others."""
     found: dict[str, RunFacts] = {}
     complete = True
     runs_dir = os.fspath(paths.runs_dir)
@@ -115,7 +122,12 @@ def _runs(
             if late():
                 complete = False
                 continue
-            facts, cacheable = _read_run(paths, run_id)
+            try:
+                facts, cacheable = _read_run(paths, run_id)
+            except (OSError, LedgerError) as exc:
+                failed[run_id] = errors.environment_error(exc) \
+                    if isinstance(exc, OSError) else str(exc)
+                continue
             if facts is None:
                 continue  # files with no record of a run: nobody says they may go
             entry = [digest, *_run_to_cache(facts)] if cacheable else None
@@ -162,109 +174,30 @@ def _read_run(paths: ProjectPaths, run_id: str) -> tuple[RunFacts | None, bool]:
 
 
 def _attempts(
-    paths: ProjectPaths, cached: Mapping[str, Any], keep: dict[str, Any],
-    late: Callable[[], bool], open_attempts: Collection[str],
-) -> tuple[dict[str, AttemptFacts], bool]:
-    found: dict[str, AttemptFacts] = {}
-    complete = True
-    orphans: dict[str, tuple[str, AttemptFacts]] = {}
-    for attempt_id in sorted(prunefiles.attempts_with_files(paths)):
-        digest = prunefiles.stamp(prunefiles.attempt_files(paths, attempt_id))
-        entry = cached.get(attempt_id)
-        if isinstance(entry, list) and len(entry) == 5 and _fresh(entry, digest):
-            facts = AttemptFacts(routine_id=entry[1], started_at=entry[2],
-                                 completed_at=entry[3], marked=bool(entry[4]))
-        elif late():
-            complete = False
-            continue
-        else:
-            read = prunefiles.attempt_facts(paths, attempt_id)
-            facts = AttemptFacts(routine_id=read["routine_id"], started_at=read["started_at"],
-                                 completed_at=read["completed_at"],
-                                 marked=prunefiles.removal_marked(paths, attempt_id))
-            if facts.routine_id is None and attempt_id not in open_attempts:
-                orphans[attempt_id] = digest, facts  # no evidence.json: the ledger says
-                continue
-            entry = _attempt_to_cache(digest, facts)
-        found[attempt_id] = facts
-        if attempt_id not in open_attempts:
-            keep[attempt_id] = entry
-    if orphans:
-        complete &= _orphans(paths, orphans, found, keep, late)
-    return found, complete
-
-
-def _attempt_to_cache(digest: str, facts: AttemptFacts) -> list[Any]:
-    return [digest, facts.routine_id, facts.started_at, facts.completed_at, facts.marked]
-
-
-def _orphans(
-    paths: ProjectPaths, orphans: Mapping[str, tuple[str, AttemptFacts]],
-    found: dict[str, AttemptFacts], keep: dict[str, Any], late: Callable[[], bool],
-) -> bool:
-    """The facts of attempts whose evidence no ``evidence.json`` describes (a crash or a
-    SIGKILL between an action's logs and its ``evidence.json``), from the routine ledger: its
-    routine, when it began and when it ended (``attempt_ended``, ``attempt_resolved``). One
-    the ledger shows ended, or does not know at all, is cached; one it shows still open is
-    kept, unknown, and looked at again next time. False when ``late()`` came first."""
-    ended = _ledger_attempts(paths, set(orphans), late)
-    if ended is None:
-        return False
-    for attempt_id, (digest, facts) in orphans.items():
-        known = ended.get(attempt_id)
-        if known is not None:
-            routine_id, began, completed = known
-            facts = attrs.evolve(facts, routine_id=routine_id if completed else None,
-                                 started_at=began, completed_at=completed)
-        found[attempt_id] = facts
-        if known is None or facts.completed_at is not None:
-            keep[attempt_id] = _attempt_to_cache(digest, facts)
-    return True
-
-
-#: How far before an attempt's id stamp its ``attempt_started`` may be (clock steps)
-_ORPHAN_SLACK = timedelta(days=1)
-
-
-def _ledger_attempts(
-    paths: ProjectPaths, wanted: set[str], late: Callable[[], bool],
-) -> dict[str, tuple[str, str | None, str | None]] | None:
-    """attempt id -> (routine, ``attempt_started``'s ``at``, when it ended or None) for the
-    ``wanted`` attempts the routine ledger holds, read from its end back to where the
-    earliest of them began (its id says when); None when ``late()`` came first."""
-    stamps_ = [retention.attempt_began(a) for a in wanted]
-    floor = None if None in stamps_ else min(
-        (t for s in stamps_ if (t := try_parse_instant(s)) is not None), default=None)
-    seen: dict[str, tuple[str, str | None, str | None]] = {}
-    ends: dict[str, str] = {}
-    for count, (_text, event) in enumerate(backwards.read_backwards(paths.routine_ledger)):
-        if count % 1024 == 1023 and late():
-            return None
-        attempt_id, kind = event.get("attempt_id"), event.get("type")
-        if attempt_id in wanted and kind in ("attempt_ended", "attempt_resolved"):
-            end = event.get("completed_at") if kind == "attempt_ended" else None
-            ends.setdefault(attempt_id, end if isinstance(end, str) else str(event.get("at")))
-        elif attempt_id in wanted and kind == "attempt_started" \
-                and isinstance(event.get("routine_id"), str):
-            at = event.get("at")
-            seen[attempt_id] = (event["routine_id"], at if isinstance(at, str) else None,
-                                ends.get(attempt_id))
-            if len(seen) == len(wanted):
-                break
-        at = try_parse_instant(event.get("at")) if floor is not None else None
-        if at is not None and floor is not None and at < floor - _ORPHAN_SLACK:
-            break
-    return seen
+    paths: ProjectPaths, cached: Any, late: Callable[[], bool],
+) -> tuple[dict[str, AttemptFacts], dict[str, Any], bool]:
+    """Every attempt with evidence, as the routine ledger records it; (facts, what the cache
+    keeps of the ledger's reading, whether the ledger was read to its end). With no
+    evidence, nothing is read and the cache keeps what it had."""
+    with_files = prunefiles.attempts_with_files(paths)
+    if not with_files:
+        return {}, cached if isinstance(cached, dict) else {}, True
+    known, kept, complete = prune_ledger.read(paths, cached, with_files, late)
+    found = {}
+    for attempt_id in sorted(with_files):
+        of = known.get(attempt_id)
+        found[attempt_id] = AttemptFacts(
+            routine_id=of.routine_id if of else None, started_at=of.started_at if of else None,
+            completed_at=of.ended_at if of else None, pruned=of.pruned if of else False,
+            marked=prunefiles.removal_marked(paths, attempt_id))
+    return found, kept, complete
 
 
 def attempt_owner(attempt_id: str, facts: AttemptFacts, open_attempts: Collection[str]) -> Owner:
-    """An attempt as an owner. Its end is its actions' latest end, else its start (an attempt
-    that is not open has ended, some time after it began); an attempt whose routine no file
-    names is kept."""
+    """An attempt as an owner: one the routine ledger does not show ended is kept."""
     began = facts.started_at or retention.attempt_began(attempt_id)
     owner = retention.attempt_owner(attempt_id, facts.routine_id or f"?{attempt_id}",
-                                    started_at=began,
-                                    completed_at=facts.completed_at or began,
+                                    started_at=began, completed_at=facts.completed_at,
                                     open_attempts=open_attempts)
     return owner if facts.routine_id else attrs.evolve(owner, ended_at=None)
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from specdojo_routine.cli import render
-from specdojo_routine.core.errors import EXIT_OK
+from specdojo_routine.core.errors import EXIT_FAILURE, EXIT_OK
 from specdojo_routine.store.config import ProjectPaths
 
 if TYPE_CHECKING:
@@ -50,16 +50,25 @@ def cmd_prune(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err: T
                          dry_run=args.dry_run, now=args.now)
     for reason in report.skipped:
         err.write(f"warning: kept for now: {reason}\n")
+    failed = _failures(report.failed, err)
     if args.json:
         out.write(render.dumps(report.to_json()))
-        return EXIT_OK
+        return failed
     if args.dry_run:
         for removal in report.removed:
             done = " (finishing an earlier prune)" if removal.finishing else ""
             out.write(f"would remove {removal.owner} ({removal.group}){done}: "
                       f"{', '.join(removal.paths)}\n")
     out.write(report.summary() + "\n")
-    return EXIT_OK
+    return failed
+
+
+def _failures(failed: list[str], err: TextIO) -> int:
+    """One ``error:`` line per owner whose files failed (the others were pruned); exit 1
+    when there is one."""
+    for line in failed:
+        err.write(f"error: {line}\n")
+    return EXIT_FAILURE if failed else EXIT_OK
 
 
 def run_footer(report: RunReport, out: TextIO, err: TextIO) -> None:
@@ -67,5 +76,7 @@ def run_footer(report: RunReport, out: TextIO, err: TextIO) -> None:
     if report.prune_error is not None:
         err.write(f"warning: prune: {report.prune_error}\n")
     pruned = report.pruned
+    for line in pruned.failed if pruned is not None else ():
+        err.write(f"warning: prune: kept for now: {line}\n")
     if pruned is not None and (pruned.removed or not pruned.complete):
         out.write(pruned.summary() + "\n")

@@ -15,7 +15,7 @@ def unknown(what: str, given: str, known: Iterable[str], see: str) -> str:
     share (``rtn-``), which would make any two of them look alike."""
     import difflib
 
-    names = sorted(set(known))
+    names = sorted(set(known) - {given})  # never the id given: it names nothing
     cut = len(_shared_prefix([given, *names])) if names else 0
     by_rest = {name[cut:]: name for name in names}
     close = [by_rest[rest] for rest in

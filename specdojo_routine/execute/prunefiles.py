@@ -7,8 +7,8 @@ Two kinds of owner have files around their record:
   ``exec/results/<run_id>-result.md``, ``-review-result.md``) and the review worktrees kept
   for it (``<worktree_base>/<run_id>`` and ``…-attempt-<n>``);
 - a routine attempt: the evidence of its delegated actions,
-  ``exec/evidence/routines/<attempt_id>/`` (``action-<n>/evidence.json`` says which routine,
-  when it started and ended).
+  ``exec/evidence/routines/<attempt_id>/`` (whose attempt it is, and whether it ended, the
+  routine ledger says: nothing in the folder is taken on its word).
 
 Each kind is a pair of small functions here (which owners have files, which files an owner
 has); the rule that decides and the record that comes first are elsewhere. A kept worktree is
@@ -39,16 +39,16 @@ from specdojo_routine.execute import runner
 from specdojo_routine.execute.worktree import GIT_TIMEOUT_S, common_git_dir
 from specdojo_routine.store.config import ProjectPaths, read_regular
 
-__all__ = ["REMOVAL_MARKER", "ROUTINE_EVIDENCE", "attempt_facts", "attempt_files",
-           "attempts_with_files", "mark_removal", "recorded_run_files", "removal_mark",
-           "removal_marked", "remove", "run_files", "runs_with_files", "size", "stamp",
-           "unmark_removal"]
+__all__ = ["REMOVAL_MARKER", "ROUTINE_EVIDENCE", "attempt_files", "attempts_with_files",
+           "mark_removal", "recorded_run_files", "removal_marked", "remove", "run_files",
+           "runs_with_files", "size", "stamp", "unmark_removal"]
 
 PLAN_SUFFIXES = ("-plan.md", "-review-plan.md", "-analysis-plan.md")
 RESULT_SUFFIXES = ("-result.md", "-review-result.md")
 ROUTINE_EVIDENCE = "routines"  # exec/evidence/routines/<attempt_id>/action-<n>/
-#: Written into an attempt's evidence directory before its removal is recorded: where the
-#: routine ledger ended then, so a later prune can tell whether the record was appended.
+#: Written into an attempt's evidence directory before its removal is recorded (it holds where
+#: the routine ledger ended then): a removal begun and never recorded is undone by the next
+#: prune; whether the record was appended, the routine ledger itself says.
 REMOVAL_MARKER = ".prune.json"
 _KEPT = re.compile(r"(?P<run>.+)-attempt-\d+")
 _ATTEMPT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -139,22 +139,6 @@ def attempt_files(paths: ProjectPaths, attempt_id: str) -> list[Path]:
     return [found] if os.path.lexists(found) else []
 
 
-def attempt_facts(paths: ProjectPaths, attempt_id: str) -> dict[str, str | None]:
-    """``routine_id``, ``started_at`` and ``completed_at`` of an attempt, from its actions'
-    ``evidence.json`` (the earliest start, the latest end; None where no file says)."""
-    routine, starts, ends = None, [], []
-    for name in sorted(_names(paths.evidence_dir / ROUTINE_EVIDENCE / attempt_id)):
-        doc = _json(paths.evidence_dir / ROUTINE_EVIDENCE / attempt_id / name / "evidence.json")
-        if not isinstance(doc, dict) or doc.get("attempt_id") not in (None, attempt_id):
-            continue
-        if isinstance(doc.get("routine_id"), str):
-            routine = routine or doc["routine_id"]
-        starts += [doc["started_at"]] if isinstance(doc.get("started_at"), str) else []
-        ends += [doc["completed_at"]] if isinstance(doc.get("completed_at"), str) else []
-    return {"routine_id": routine, "started_at": min(starts, default=None),
-            "completed_at": max(ends, default=None)}
-
-
 def removal_marked(paths: ProjectPaths, attempt_id: str) -> bool:
     """Whether the marker is there: a regular file (a symlink by its name is not ours)."""
     try:
@@ -162,15 +146,6 @@ def removal_marked(paths: ProjectPaths, attempt_id: str) -> bool:
     except OSError:
         return False
     return stat.S_ISREG(found.st_mode)
-
-
-def removal_mark(paths: ProjectPaths, attempt_id: str) -> tuple[int, int] | None:
-    """(offset, seq) where the routine ledger ended when the removal was begun, if marked."""
-    doc = _json(paths.evidence_dir / ROUTINE_EVIDENCE / attempt_id / REMOVAL_MARKER)
-    if isinstance(doc, dict) and type(doc.get("offset")) is int \
-            and type(doc.get("seq")) is int and doc["offset"] >= 0 and doc["seq"] >= 0:
-        return doc["offset"], doc["seq"]
-    return None
 
 
 def mark_removal(paths: ProjectPaths, attempt_id: str, offset: int, seq: int) -> None:
@@ -265,7 +240,9 @@ def remove(paths: ProjectPaths, files: Iterable[Path], env: Mapping[str, str], *
 
 def _rmtree_marker_last(path: Path) -> None:
     """Remove a directory, its removal marker (if any) last: a folder a crash left half
-    removed still says its removal was begun, so the next prune finishes it."""
+    removed still says its removal was begun. (What finishes it is the routine ledger's
+    record of the removal: a crash after the marker went, before the folder did, leaves an
+    empty folder the next prune removes without a second record.)"""
     marker = path / REMOVAL_MARKER
     for name in _names(path):
         child = path / name

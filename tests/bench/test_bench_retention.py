@@ -18,7 +18,9 @@ copied project whose views must be re-proven once.
 2. The one-time cost after a copy (new inodes: the routine view is proven from scratch once).
 3. A Job action with 300 Job Runs of its Job: files opened and time, with the stamp snapshot
    and without it (deleted before each action: the full check every action used to make).
-4. What ``retention.auto`` adds to a ``run --due`` when nothing has aged out (300+ runs).
+4. What ``retention.auto`` adds to a ``run --due`` when nothing has aged out (300+ runs);
+   and on the long history with routine evidence kept, what reading the routine ledger
+   forward costs: once (within the 1 s budget a call, over several calls), then per call.
 5. Disk use per year per routine frequency, with and without retention, from 50 real Job Runs
    (``run_job``, a one-line command) and the routine ledger's bytes per attempt; and the time
    ``prune`` takes per run.
@@ -312,8 +314,52 @@ def test_bench_auto_prune_with_nothing_to_prune(many_runs: Path) -> None:
     first = best_of(auto, 1)
     again = best_of(auto)
     runs = len(list(paths.runs_dir.glob("*.jsonl")))
-    gather = best_of(lambda: prune_facts.gather(paths, open_attempts=set(), late=lambda: False,
-                                                write=True, recent_after=now - timedelta(90)))
+    gather = best_of(lambda: prune_facts.gather(paths, late=lambda: False, write=True,
+                                                recent_after=now - timedelta(90)))
     print(f"\nretention.auto with nothing to prune, {runs} runs with files: first call "
           f"{first * 1000:.0f} ms (reads every run), then {again * 1000:.1f} ms (cached; the "
           f"facts alone {gather / runs * 1e6:.1f} us a run kept, the rest is the exec lock)")
+
+
+def test_bench_auto_prune_reads_the_routine_ledger_forward(histories: dict[str, Any],
+                                                           tmp_path: Path) -> None:
+    """Routine evidence kept for the newest attempts of the long history: an attempt's facts
+    come from the routine ledger, read once (each ``run --due`` call within its budget, on
+    from where the last stopped), then only what was appended since: nothing, when nothing
+    was. A copy of the project goes on from the copied position."""
+    paths = _copy(histories["long"].root, tmp_path / "p")
+    ids = _newest_attempts(paths, 300)
+    for attempt_id in ids:
+        folder = paths.evidence_dir / "routines" / attempt_id / "action-1"
+        folder.mkdir(parents=True)
+        (folder / "command.stdout.log").write_text("out\n")
+    view = views.load_routine_view(paths)
+    now = _quiet_now(histories["minutes"]["long"])
+
+    def auto() -> prune.PruneReport:
+        return prune.prune_during_run(paths, view, now=now, clock=lambda: now, env={})
+
+    prune_facts.cache_path(paths).unlink(missing_ok=True)
+    started, calls = time.perf_counter(), 1
+    while not auto().complete:
+        calls += 1
+    first = time.perf_counter() - started
+    again = best_of(auto)
+    mb = paths.routine_ledger.stat().st_size / 1e6
+    print(f"\nretention.auto, {len(ids)} attempts with evidence, {mb:.0f} MB routine ledger: "
+          f"read once in {first:.2f} s over {calls} call(s) of at most "
+          f"{prune.AUTO_BUDGET_S:.0f} s; then {again * 1000:.1f} ms a call")
+    assert again < prune.AUTO_BUDGET_S / 10
+
+
+def _newest_attempts(paths: ProjectPaths, count: int) -> list[str]:
+    """The ids of the newest ``count`` attempts, from the end of the routine ledger."""
+    from specdojo_routine.store.ledger import backwards
+
+    found: list[str] = []
+    for _text, event in backwards.read_backwards(paths.routine_ledger):
+        if event.get("type") == "attempt_started":
+            found.append(str(event["attempt_id"]))
+            if len(found) == count:
+                break
+    return found

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import operator
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -20,8 +20,8 @@ import orjson
 
 from specdojo_routine.core.errors import CorruptLedgerError
 
-__all__ = ["EMPTY_HEAD", "READ_BUFFER", "chain_error", "is_ours", "line_hash", "unchained_error",
-           "verified_chunks"]
+__all__ = ["EMPTY_HEAD", "READ_BUFFER", "chain_error", "is_ours", "line_hash",
+           "positioned_chunks", "unchained_error", "verified_chunks"]
 
 _READ_CHUNK = 1 << 16  # small enough that a chunk's parsed lines stay in the CPU cache
 #: The buffer size to open a ledger with for :func:`verified_chunks`: one read per chunk.
@@ -74,6 +74,20 @@ def verified_chunks(
     with ``buffering=READ_BUFFER``. A line begun at ``end`` or later (appended since) is not
     handed out. Errors name the file and line. The generator returns the chain head at
     ``end``: the hash of the last line."""
+    for raws, _end, reached in positioned_chunks(f, path, offset, end, line=line, head=head,
+                                                 started=started):
+        head = reached
+        yield raws
+    return head
+
+
+def positioned_chunks(
+    f: BinaryIO, path: Path | str, offset: int, end: int, *, line: int, head: str,
+    started: bool,
+) -> Iterator[tuple[list[Any], int, str]]:
+    """:func:`verified_chunks`, each chunk with where it stands after it: the byte offset
+    just past its last line and the chain head there (the hash of that line). A reader that
+    stops between chunks (a deadline) can go on later from there, as from any position."""
     path = Path(path)
     f.seek(offset)
     pos = offset
@@ -84,16 +98,15 @@ def verified_chunks(
         while pos > end and pos - len(lines[-1]) >= end:  # begun at end: appended since
             pos -= len(lines.pop())
         cut_short = pos > end or not lines or not lines[-1].endswith(b"\n")
-        if cut_short:  # end falls inside the last line, or the ledger ends before end
-            del lines[-1:]
+        if cut_short and lines:  # end falls inside the last line, or the ledger ends early
+            pos -= len(lines.pop())
         if lines:
             texts = list(map(_without_newline, lines))
             raws, head, started = _verified(path, texts, line, head, started)
             line += len(texts)
-            yield raws
+            yield raws, pos, head
         if cut_short:
             raise CorruptLedgerError(str(path), line, "line is cut short")
-    return head
 
 
 def _verified(

@@ -18,6 +18,7 @@ hang every command) and, for the snapshot, without following a symlink.
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -98,23 +99,37 @@ def replace(path: Path, data: bytes, *, follow: bool = True, mode: int = 0o644) 
     except OSError:  # none there, not a regular file, not readable: replaced all the same
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
-    import tempfile  # here: a command that writes no file never pays for it
-
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:  # read-only, full: say which file, not the temp name never made
-        raise OSError(exc.errno, exc.strerror, str(path)) from None
-    try:
+    made: list[str] = []  # the temp file's name, known before the file exists
+    try:  # so a stop (Ctrl-C) at any point, even as the file is made, removes it too
+        fd = _temp_file(path, made)
         with os.fdopen(fd, "wb") as out:
             os.fchmod(out.fileno(), mode)
             out.write(data)
-        os.replace(tmp, path)
+        os.replace(made[0], path)
     except BaseException as exc:
-        os.unlink(tmp)
+        for name in made:
+            Path(name).unlink(missing_ok=True)
         if isinstance(exc, OSError) and exc.filename is None:  # a write names no file
             raise OSError(exc.errno, exc.strerror, str(path)) from None
         raise
     return True
+
+
+def _temp_file(path: Path, made: list[str]) -> int:
+    """A new file beside ``path`` (``.<name>.<random>.tmp``, as ``tempfile.mkstemp`` names
+    it), open for writing; its name is in ``made`` before it exists. ``mkstemp`` says the
+    name only once it has made the file: a stop in between would leave it behind."""
+    for _ in range(100):
+        made[:] = [str(path.parent / f".{path.name}.{os.urandom(6).hex()}.tmp")]
+        try:
+            return os.open(made[0], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                           | os.O_CLOEXEC, 0o600)
+        except FileExistsError:  # another's file: not ours to remove
+            made.clear()
+        except OSError as exc:  # read-only, full: say which file, not the temp name
+            made.clear()
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
+    raise FileExistsError(errno.EEXIST, "no free name for a temporary file", str(path))
 
 
 def replace_private(path: Path, data: bytes) -> bool:
