@@ -68,6 +68,8 @@ ENVIRONMENT_READ: tuple[tuple[str, str], ...] = (
 ENVIRONMENT_SET: tuple[str, ...] = (
     "SPECDOJO_PROJECT", "SPECDOJO_ROUTINE_EXEC=1", "SPECDOJO_JOB_RUN_ID",
     "SPECDOJO_EXEC_RUN_LOCK_TOKEN", "SPECDOJO_JOB_REVIEW_WORKTREE_CHILD=1",
+    "SPECDOJO_ROUTINE_COMMAND (a value of its own for each command: what the command "
+    "starts inherits it, and ends with the command)",
     "and for agents SPECDOJO_AGENT_ROLE, SPECDOJO_PLAN_PATH, SPECDOJO_RESULT_PATH",
     "and for notification hooks SPECDOJO_NOTIFY_EVENT, SPECDOJO_ROUTINE_ID, "
     "SPECDOJO_ATTEMPT_ID, SPECDOJO_SCHEDULED_FOR, SPECDOJO_RESULT, SPECDOJO_REASON, "
