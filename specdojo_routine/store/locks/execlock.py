@@ -4,8 +4,9 @@ Atomic ``mkdir`` of ``exec-run.lock/`` plus ``owner.json``
 ``{actor, pid, token <pid>-<16 hex>, acquired_at_utc, host}`` (``host`` is ours;
 absent = this host). A heartbeat thread touches the directory mtime while ``owner.json`` holds our
 token. Stale = mtime older than ``stale_s``, or at once a dead pid on this host. Take-over and
-release rename the directory to a unique name before deleting it, under a brief flock on
-``exec-run.takeover.flock`` so that racing take-overs re-check one after the other (one winner).
+release rename the entry to a unique name before deleting it, under a brief flock on
+``exec-run.takeover.flock`` so that racing take-overs re-check one after the other (one winner);
+what was set aside is never opened or followed unless it is a real directory.
 A caller whose ``SPECDOJO_EXEC_RUN_LOCK_TOKEN`` is the owner's token shares the lock.
 No lock file is written through a symbolic link: ``owner.json`` is a new file renamed into
 place, and a link where the take-over flock file should be is refused.
@@ -173,7 +174,7 @@ def _try_create(lock_dir: Path, actor: str) -> str | None:
         os.replace(tmp, lock_dir / "owner.json")  # replaces a name, never follows a link
         os.utime(lock_dir)
     except BaseException:
-        shutil.rmtree(lock_dir, ignore_errors=True)
+        _discard(lock_dir)
         raise
     return token
 
@@ -209,14 +210,29 @@ _peek_stale = _exec_lock_stale
 
 
 def _remove_aside(lock_dir: Path) -> None:
-    """Rename the directory to a unique name, then delete it (``mkdir`` can never see it half
+    """Rename the entry to a unique name, then delete it (``mkdir`` can never see it half
     deleted, and nobody else's new lock is ever removed)."""
     aside = lock_dir.with_name(f"{lock_dir.name}.stale-{os.getpid()}-{secrets.token_hex(4)}")
     try:
-        os.rename(lock_dir, aside)
+        os.rename(lock_dir, aside)  # renames a link itself, never its target
     except FileNotFoundError:
         return
-    shutil.rmtree(aside, ignore_errors=True)
+    _discard(aside)
+
+
+def _discard(path: Path) -> None:
+    """Delete ``path``: a real directory with what it holds, anything else (a link, a file, a
+    FIFO) unlinked and never opened - opening a FIFO waits for a writer for ever, under the
+    take-over flock every other runner queues behind."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return
+    if stat.S_ISDIR(mode):
+        shutil.rmtree(path, ignore_errors=True)  # never follows a link inside
+    else:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def _release_exec(lock_dir: Path, token: str) -> None:
