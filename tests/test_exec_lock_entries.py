@@ -72,11 +72,74 @@ def test_a_stale_fifo_at_the_lock_is_taken_over_never_opened(project: Project) -
     _nothing_left(lock)
 
 
+def test_a_stale_dangling_link_at_the_lock_is_taken_over(project: Project) -> None:
+    """A dangling link three hours old made every `job run` a busy skip ("holder unknown",
+    exit 0) for ever. Now the Job runs, the link is gone and nothing is made at its target."""
+    _job(project)
+    lock = _lock(project)
+    target = project.root.parent / "nowhere"
+    lock.symlink_to(target)
+    _age(lock, 3 * 3600)
+    out = _job_run(project)
+    assert ("succeeded", False) == (out["state"], out["skipped"]), out
+    assert not os.path.lexists(target)
+    _nothing_left(lock)
+
+
+def test_a_stale_link_to_a_directory_is_removed_its_target_never_touched(
+    project: Project,
+) -> None:
+    """A link to a real directory (holding an owner file of this very process, alive): the
+    link is nobody's lock and is taken over by its age; the directory it names and what it
+    holds stay as they were."""
+    _job(project)
+    lock = _lock(project)
+    elsewhere = project.root.parent / "elsewhere"
+    elsewhere.mkdir()
+    owner = orjson.dumps({"actor": "x", "pid": os.getpid(), "token": "1-ab",
+                          "acquired_at_utc": "2026-01-01T00:00:00Z"})
+    (elsewhere / "owner.json").write_bytes(owner)
+    lock.symlink_to(elsewhere, target_is_directory=True)
+    _age(lock, 120)
+    out = _job_run(project)
+    assert ("succeeded", False) == (out["state"], out["skipped"]), out
+    assert owner == (elsewhere / "owner.json").read_bytes()
+    _nothing_left(lock)
+
+
 def test_a_stale_regular_file_at_the_lock_is_taken_over(project: Project) -> None:
     _job(project)
     lock = _lock(project)
     lock.write_text("not a lock\n")
     _age(lock, 120)
+    assert "succeeded" == _job_run(project)["state"]
+    _nothing_left(lock)
+
+
+def test_a_fresh_link_is_busy_until_it_is_stale(project: Project) -> None:
+    """Younger than the stale threshold, a link is busy like a fresh directory without an
+    owner (it might be a moment old); nothing is written, the link is left as it is."""
+    _job(project)
+    lock = _lock(project)
+    lock.symlink_to(project.root.parent / "nowhere")
+    out = _job_run(project)
+    assert (True, None) == (out["skipped"], out["attempt"]), out
+    assert "holder unknown" in str(out["reason"])
+    assert not (project.root / "marks").exists()
+    assert os.path.islink(lock)
+    _age(lock, 31)
+    assert "succeeded" == _job_run(project)["state"]
+    _nothing_left(lock)
+
+
+def test_a_stale_directory_without_an_owner_is_taken_over(project: Project) -> None:
+    """A directory whose owner cannot be read (a holder that died between mkdir and writing
+    it): liveness cannot be checked, the 30 s rule decides."""
+    _job(project)
+    lock = _lock(project)
+    lock.mkdir()
+    os.mkfifo(lock / "owner.json")  # not even readable: a FIFO is no owner
+    _age(lock, 31)
     assert "succeeded" == _job_run(project)["state"]
     _nothing_left(lock)
 
