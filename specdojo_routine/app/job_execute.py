@@ -97,7 +97,7 @@ def _execute(ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, attempt
     verdict = done.verdict
     if record.skipped:  # a rate-limited review agent: a skip, like busy (SPEC §11.4)
         verdict = Verdict(status="failed", reason=record.reason, busy=True)
-    elif record.error:
+    elif record.error or record.stopped:  # a git step failed, or a stop ended the review
         verdict = Verdict(status="failed", reason=record.reason)
     return attrs.evolve(done, verdict=verdict, review=record)
 
