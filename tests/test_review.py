@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -547,3 +548,43 @@ def test_a_previous_attempt_is_never_kept_inside_a_sibling_clones_worktree(
     assert "run.worktree_base" in str(raised.value)
     assert (sorted(p.name for p in theirs.iterdir()), ours.is_dir()) == ([".git", "docs"], True)
     assert jobhelper.git(repos[1], "branch", "--list", "exec/ours").strip(" *+") == "exec/ours"
+
+
+def test_a_stop_during_the_review_is_a_stop_not_a_verdict(ap: AgentProject) -> None:
+    """SPEC §6.5, §11.3: SIGTERM while the reviewer works ends its process group and the
+    attempt `failed`, reason `stopped by SIGTERM` (exit 143); `review_ended` has no verdict
+    and keeps the commit, worktree and branch. It was `review_ended verdict blocked, reason
+    "review failed: agent reviewer: stopped by SIGTERM"` and the run `waiting`, and the stop's
+    line said the attempt kept that result."""
+    review_job(ap, WRITE)
+    ap.behave({"reviewer:review-executor": {"sleep": 60, "child": True}})
+    proc = ap.popen("job", "run", "--job", "job-r")
+    child_file = Path(f"{ap.control}.child.pid")
+    try:
+        deadline = time.monotonic() + 30
+        while not (child_file.exists() and child_file.read_text().strip()):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.02)
+        child = int(child_file.read_text())
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    stderr = proc.stderr.read() if proc.stderr else ""
+    assert 143 == code, stderr
+    assert not alive(child)
+    [ledger] = (ap.root / "execution" / "jobs" / "runs").glob("*.jsonl")
+    run_id = ledger.stem
+    ended, reviewed = events(ap, run_id)[-2:]
+    assert ("attempt_ended", "failed", "stopped by SIGTERM") == (
+        ended["type"], ended["status"], ended["reason"])
+    assert ("review_ended", None, False, "stopped by SIGTERM") == (
+        reviewed["type"], reviewed["verdict"], reviewed["merged"], reviewed["reason"])
+    assert reviewed["commit"] and f"exec/demo-{run_id}" in branches(ap)
+    assert "failed" == ap.view(run_id)["state"]
+    assert f'attempt 1 of {run_id} was recorded as failed (reason "stopped by SIGTERM")' in (
+        stderr), stderr
+    ap.behave({"reviewer:review-executor": {"verdict": "complete"}})
+    again = run(ap, code=0)
+    assert (2, "succeeded") == (again["attempt"], again["state"]), again

@@ -11,6 +11,7 @@ Real runners in subprocesses, real sleeping children and grandchildren.
 from __future__ import annotations
 
 import os
+import time
 
 import orjson
 
@@ -126,3 +127,54 @@ def test_validate_locates_bad_timeouts(project: Project) -> None:
     path = os.path.join("routines", "rtn-bad.yaml")
     assert f"{path}:3:19: policy.timeout must be <n>s|m|h|d|w" in done.stdout + done.stderr
     assert f"{path}:5:42: action[0].timeout must be" in done.stdout + done.stderr
+
+
+def _stubborn_job(project: Project, timeout: str = "") -> None:
+    """job-stubborn: its shell ignores SIGTERM (and so does its sleep), records its group and
+    sleeps; ``timeout``: the Job's own task.timeout."""
+    command = f"trap '' TERM; echo $$ > \"{project.root}/pgid\"; sleep 60"
+    project.job("job-stubborn", f"""\
+        name: Stubborn
+        task:
+          mode: command
+          command: {orjson.dumps(command).decode()}
+          {f"timeout: {timeout}" if timeout else ""}
+        run:
+          idempotency_key: "{{{{job_id}}}}:{{{{scheduled_at}}}}"
+        """)
+
+
+def test_a_job_action_timeout_gives_the_command_the_10s_grace(project: Project) -> None:
+    """SPEC §13: on a routine action's timeout the Job's command gets SIGTERM, 10 s, then
+    SIGKILL - as a delegated call does - not the runner's 2 s (it ended about 4 s after
+    start with a 2 s timeout)."""
+    _stubborn_job(project)
+    project.routine("rtn-stubborn", """\
+        interval: 1h
+        action: {kind: job, job: job-stubborn, timeout: 1s}
+        """)
+    started = time.monotonic()
+    done = project.cli("run", "--due", "--now", T0, timeout=60)
+    took = time.monotonic() - started
+    assert 1 == done.returncode, done.stderr
+    assert 10.5 <= took < 30, took
+    assert not group_members(int((project.root / "pgid").read_text()))
+    ended = next(e for e in project.events() if e["type"] == "action_ended")
+    assert ("failure", "timed out after 1s") == (ended["result"], ended["reason"])
+
+
+def test_a_jobs_own_task_timeout_keeps_the_runners_grace(project: Project) -> None:
+    """SPEC §7.3: the Job's own `task.timeout` (smaller than the routine's) kills the group
+    with the runner's short grace, under a routine or by `job run`."""
+    _stubborn_job(project, timeout="1s")
+    project.routine("rtn-stubborn", """\
+        interval: 1h
+        action: {kind: job, job: job-stubborn, timeout: 1m}
+        """)
+    for args in (("run", "--due", "--now", T0), ("job", "run", "--job", "job-stubborn")):
+        started = time.monotonic()
+        done = project.cli(*args, timeout=60)
+        took = time.monotonic() - started
+        assert 1 == done.returncode, done.stdout + done.stderr
+        assert took < 9, (args, took)
+        assert not group_members(int((project.root / "pgid").read_text()))

@@ -18,7 +18,7 @@ from specdojo_routine.app.job_seam import JobActionRunner
 from specdojo_routine.core import decide, errors, tail
 from specdojo_routine.core.model import Result
 from specdojo_routine.core.redact import redact, secret_values
-from specdojo_routine.core.timeouts import Limit
+from specdojo_routine.core.timeouts import TIMEOUT_GRACE_S, Limit
 from specdojo_routine.execute import evidence, groups, runner
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions.load import Definitions
@@ -53,8 +53,6 @@ class ActionReport:
     stderr_tail: tuple[str, ...] = ()  # the last lines of its stderr, redacted (SPEC §14)
 
 
-#: SIGTERM -> SIGKILL when an action's timeout expires (SPEC §13: 10 s, as for a stop).
-TIMEOUT_GRACE_S = 10.0
 
 
 def job_run_id(ctx: Where, planned: decide.PlannedAction, scheduled_for: datetime) -> str | None:

@@ -16,11 +16,11 @@ from typing import TextIO
 import attrs
 
 from specdojo_routine.app import review as review_flow
-from specdojo_routine.core import jobplan, review_rules
+from specdojo_routine.core import jobplan, review_rules, timeouts
 from specdojo_routine.core.errors import environment_error
 from specdojo_routine.core.jobplan import Trigger, Verdict
 from specdojo_routine.core.redact import redact
-from specdojo_routine.execute import agentflow, evidence, jobfiles, runner
+from specdojo_routine.execute import agentflow, evidence, jobfiles, runner, termination
 from specdojo_routine.execute.agent import AgentExecutor, AgentRequest
 from specdojo_routine.execute.jobfiles import Prepared
 from specdojo_routine.store.config import ProjectPaths
@@ -97,7 +97,7 @@ def _execute(ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, attempt
     verdict = done.verdict
     if record.skipped:  # a rate-limited review agent: a skip, like busy (SPEC §11.4)
         verdict = Verdict(status="failed", reason=record.reason, busy=True)
-    elif record.error:
+    elif record.error or record.stopped:  # a git step failed, or a stop ended the review
         verdict = Verdict(status="failed", reason=record.reason)
     return attrs.evolve(done, verdict=verdict, review=record)
 
@@ -108,9 +108,10 @@ def _execute_here(
     task = prep.task
     if task.get("mode") != "command":
         return _execute_agent(ctx, prep, handle, attempt)
-    outcome = runner.run_shell(
-        task["command"], cwd=ctx.cwd or ctx.paths.root, env=ctx.child(prep.run_id, handle.token),
-        timeout_s=_remaining(ctx.deadline), echo=ctx.echo,
+    outcome = runner.run_argv(  # run_shell's argv, with the grace of whose bound it is
+        [*runner.SHELL, task["command"]], cwd=ctx.cwd or ctx.paths.root,
+        env=ctx.child(prep.run_id, handle.token), timeout_s=_remaining(ctx.deadline),
+        echo=ctx.echo, kill_grace_s=_kill_grace(ctx),
         on_start=lambda pgid: jobfiles.record_group(ctx.paths, prep.run_id, attempt, pgid))
     verdict = jobplan.command_verdict(task, exit_code=outcome.exit_code, error=outcome.error)
     message = verdict.status + (f": {verdict.reason}" if verdict.reason else "")
@@ -130,6 +131,15 @@ def _execute_here(
         return _Done(verdict=analysed.verdict, exit_code=outcome.exit_code, evidence_ref=ref,
                      result_written=analysed.result_written)
     return _Done(verdict=verdict, exit_code=outcome.exit_code, evidence_ref=ref)
+
+
+def _kill_grace(ctx: _Env) -> float:
+    """How long the command's group has between SIGTERM and SIGKILL when its time runs out:
+    the 10 s of SPEC §13 when the bound is the caller's (a routine action's or attempt's
+    timeout), the runner's own when it is the Job's ``task.timeout`` (SPEC §7.3)."""
+    if ctx.limit is not None and ctx.deadline == ctx.limit:
+        return timeouts.TIMEOUT_GRACE_S
+    return termination.KILL_GRACE_S
 
 
 def _remaining(deadline: float | None) -> float | None:

@@ -19,7 +19,7 @@ from typing import Any
 from specdojo_routine.app import named_run
 from specdojo_routine.app.who import operator_name
 from specdojo_routine.core import jobtask
-from specdojo_routine.core.errors import RoutineError, UsageError
+from specdojo_routine.core.errors import LockBusy, RoutineError, UsageError
 from specdojo_routine.core.job_events import CheckpointAdvanced, JobEvent, RunAttemptResolved
 from specdojo_routine.core.redact import redact, secret_values
 from specdojo_routine.core.templates import job_context
@@ -165,6 +165,7 @@ def _resolve_locked(
         attempt = open_attempt(view)
         if view is None or attempt is None or not interrupted(paths, run_id, view):
             if strict:
+                _refuse_while_it_works(paths, run_id, attempt)
                 shown = "running" if attempt is not None else view["state"] if view else None
                 raise RoutineError(f"Job Run {run_id} is not interrupted (state: {shown}); "
                                    "nothing was recorded")
@@ -186,3 +187,19 @@ def _resolve_locked(
         views.refresh_job_views(paths, [run_id])
         done[run_id] = attempt
     return done
+
+
+def _refuse_while_it_works(paths: ProjectPaths, run_id: str, attempt: int | None) -> None:
+    """Busy (exit 75, nothing recorded) when the attempt's runner is dead but its command's or
+    agent's process group still works: resolving it now would let a retry do that work a
+    second time beside it. The group is named, so the operator can wait for it or end it."""
+    if attempt is None:
+        return
+    owner = jobfiles.attempt_owner(paths, run_id, attempt) or {}
+    if locks.owner_alive(owner.get("pid"), owner.get("host"), owner.get("start")) is True:
+        return  # its runner lives: simply running
+    pgid = jobfiles.group_still_running(paths, run_id, attempt)
+    if pgid is not None:
+        raise LockBusy(f"Job Run {run_id} attempt {attempt} is still running (process group "
+                       f"{pgid} outlived its runner); wait for it to end or stop it "
+                       f"(kill -TERM -- -{pgid}), then resolve; nothing was recorded")

@@ -11,6 +11,9 @@
 6. merge ``--no-ff`` only by the rule of :func:`review_rules.may_merge`, then clean up; else
    keep both and say why. The caller records ``review_ended``.
 
+A stop signal (SPEC §6.5) that ends a review agent is no verdict: the review ends without one,
+the commit, worktree and branch are kept, and the attempt fails with the stop as its reason.
+
 Decisions are :mod:`specdojo_routine.core.review_rules`'; git is
 :mod:`specdojo_routine.execute.worktree`'s.
 """
@@ -29,7 +32,7 @@ from specdojo_routine.core.agent_rules import AgentConfigError, Pick
 from specdojo_routine.core.jobplan import RunIdentity, Verdict
 from specdojo_routine.core.redact import secret_values
 from specdojo_routine.core.review_rules import CHILD_ENV
-from specdojo_routine.execute import agents, worktree
+from specdojo_routine.execute import agents, stop, worktree
 from specdojo_routine.execute.agents import DocValues, Launch
 from specdojo_routine.execute.worktree import Git, GitError
 from specdojo_routine.store.config import ProjectPaths
@@ -83,6 +86,7 @@ class Record:
     branch: str | None = None  # kept branch
     skipped: bool = False  # a review agent was rate limited: the attempt is a skip
     error: bool = False  # a git step failed after the run: the attempt fails
+    stopped: bool = False  # a stop ended the review: no verdict, the attempt fails (§6.5)
 
     def payload(self) -> dict[str, Any]:
         out = {"verdict": self.verdict, "merged": self.merged, "commit": self.commit,
@@ -136,6 +140,9 @@ def _after_run(flow: Flow, verdict: Verdict) -> Record:
         why = f"run {state}" + (f": {verdict.reason}" if verdict.reason else "")
         return Record(verdict=None, merged=False, commit=sha, reason=why, **kept)
     review, reason, skipped = _review(flow, sha)
+    if review is None:  # an operator's stop, not a reviewer's verdict (SPEC §6.5, §11.3)
+        return Record(verdict=None, merged=False, commit=sha, reason=reason, stopped=True,
+                      **kept)
     if skipped:
         return Record(verdict=None, merged=False, commit=sha, reason=reason, skipped=True,
                       **kept)
@@ -161,8 +168,9 @@ def review_result_path(paths: ProjectPaths, run_id: str) -> Path:
     return paths.results_dir / f"{run_id}-review-result.md"
 
 
-def _review(flow: Flow, sha: str) -> tuple[str, str | None, bool]:
-    """(verdict, reason when the review itself did not come to one, rate limited?)."""
+def _review(flow: Flow, sha: str) -> tuple[str | None, str | None, bool]:
+    """(verdict, reason when the review itself did not come to one, rate limited?); no
+    verdict, with the stop as the reason, when a stop signal ended a review agent."""
     info = flow.info
     config = agentconfig.load_agent_config(info.paths)
     if config is None:
@@ -180,8 +188,10 @@ def _review(flow: Flow, sha: str) -> tuple[str, str | None, bool]:
     except AgentConfigError as exc:
         return "blocked", f"review: {exc}", False
     if failure is not None:
-        agents.stamp_result(result_path, "failed", failure.reason, secret_values(info.env))
-        return "blocked", failure.reason, failure.skipped
+        why = stop.reason()  # a stop ended the agent: that is no verdict of the reviewer
+        agents.stamp_result(result_path, "failed", why or failure.reason,
+                            secret_values(info.env))
+        return (None, why, False) if why else ("blocked", failure.reason, failure.skipped)
     if worktree.changed_files(flow.git, flow.path) or worktree.head(flow.git, flow.path) != sha:
         agents.stamp_result(result_path, "failed", review_rules.CHANGED_DURING_REVIEW,
                             secret_values(info.env))

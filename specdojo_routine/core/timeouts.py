@@ -19,6 +19,9 @@ from specdojo_routine.core.policy import span_text
 DELEGATED_DEFAULT = Duration(text="6h", seconds=6 * 3600)
 #: The reason of an action not started because the attempt's budget was used up.
 ATTEMPT_TIMED_OUT = "attempt timed out"
+#: SIGTERM -> SIGKILL when an action's timeout expires, a Job action's command included
+#: (SPEC §13: 10 s, as for a stop).
+TIMEOUT_GRACE_S = 10.0
 
 
 @attrs.frozen(kw_only=True, repr=False)

@@ -3,9 +3,12 @@
 One *stage* launches one member: its command (the roster's ``command``, or the provider's
 ``command_template`` expanded) runs as ``/bin/sh -c`` in the run's working tree, in its own
 process group, with its stdin text (the plan) on stdin and the environment of SPEC §7.3 plus
-``SPECDOJO_AGENT_ROLE``, ``SPECDOJO_PLAN_PATH`` and ``SPECDOJO_RESULT_PATH``. Its output is
-echoed live (redacted) and kept as ``attempt-<n>/agent-<role>.stdout.log`` / ``.stderr.log``
-(redacted, then bounded to 64 KiB).
+``SPECDOJO_AGENT_ROLE``, ``SPECDOJO_PLAN_PATH`` and ``SPECDOJO_RESULT_PATH``. Its process group
+is recorded with the attempt as soon as it runs, as a command's is (each stage replaces the
+record: the one running is the one that counts), so that an agent that outlives a killed
+runner keeps ``job resolve`` and a retry waiting. Its output is echoed live (redacted) and kept
+as ``attempt-<n>/agent-<role>.stdout.log`` / ``.stderr.log`` (redacted, then bounded to
+64 KiB).
 
 A *pipeline* is an executor stage and, when a reporter is named, a reporter stage that reads
 the plan plus the executor's output. :class:`RosterExecutor` runs the pipeline of an
@@ -32,7 +35,7 @@ from specdojo_routine.core.agent_rules import AgentConfigError, Member
 from specdojo_routine.core.redact import bound, redact, secret_values
 from specdojo_routine.core.redact_stream import LineRedactor
 from specdojo_routine.core.timefmt import format_ms
-from specdojo_routine.execute import evidence, runner
+from specdojo_routine.execute import evidence, jobfiles, runner
 from specdojo_routine.execute.agent import AgentRequest, AgentResult
 from specdojo_routine.store.config import ProjectPaths, read_regular
 from specdojo_routine.store.definitions.agentconfig import AgentConfig
@@ -108,9 +111,11 @@ def launch(how: Launch, member: Member, role: str, stdin_text: str) -> Stage:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(stdin_text)
-        outcome = runner.run_argv(["/bin/sh", "-c", _STDIN_SHELL, "sh", command, stdin_path],
-                                  cwd=how.cwd, env=env, timeout_s=how.remaining(),
-                                  echo=how.echo)
+        outcome = runner.run_argv(
+            ["/bin/sh", "-c", _STDIN_SHELL, "sh", command, stdin_path], cwd=how.cwd, env=env,
+            timeout_s=how.remaining(), echo=how.echo,
+            on_start=lambda pgid: jobfiles.record_group(how.paths, how.run_id, how.attempt,
+                                                        pgid))
     finally:
         with contextlib.suppress(OSError):
             os.unlink(stdin_path)

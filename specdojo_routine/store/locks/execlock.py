@@ -3,9 +3,12 @@
 Atomic ``mkdir`` of ``exec-run.lock/`` plus ``owner.json``
 ``{actor, pid, token <pid>-<16 hex>, acquired_at_utc, host}`` (``host`` is ours;
 absent = this host). A heartbeat thread touches the directory mtime while ``owner.json`` holds our
-token. Stale = mtime older than ``stale_s``, or at once a dead pid on this host. Take-over and
-release rename the directory to a unique name before deleting it, under a brief flock on
-``exec-run.takeover.flock`` so that racing take-overs re-check one after the other (one winner).
+token. Stale = mtime older than ``stale_s``, or at once a dead pid on this host; anything at the
+lock's name that is not a real directory (a link, a file, a FIFO: no holder of this protocol
+made it) is judged by its own age alone, so that a left-over one cannot keep the project busy
+for ever. Take-over and release rename the entry to a unique name before deleting it, under a
+brief flock on ``exec-run.takeover.flock`` so that racing take-overs re-check one after the
+other (one winner); what was set aside is never opened or followed unless it is a directory.
 A caller whose ``SPECDOJO_EXEC_RUN_LOCK_TOKEN`` is the owner's token shares the lock.
 No lock file is written through a symbolic link: ``owner.json`` is a new file renamed into
 place, and a link where the take-over flock file should be is refused.
@@ -141,7 +144,7 @@ def _acquire_exec(lock_dir: Path, actor: str, stale_s: float) -> str:
     if token is not None:
         return token
     if not _peek_stale(lock_dir, stale_s):  # a live holder: busy, and nothing written -
-        token = None if lock_dir.exists() else _try_create(lock_dir, actor)  # not even the
+        token = None if os.path.lexists(lock_dir) else _try_create(lock_dir, actor)  # not the
         if token is None:  # take-over mutex file (SPEC §7.7); a lock just released is retried
             raise ExecLockBusy(lock_dir, read_exec_owner(lock_dir))
         return token
@@ -173,7 +176,7 @@ def _try_create(lock_dir: Path, actor: str) -> str | None:
         os.replace(tmp, lock_dir / "owner.json")  # replaces a name, never follows a link
         os.utime(lock_dir)
     except BaseException:
-        shutil.rmtree(lock_dir, ignore_errors=True)
+        _discard(lock_dir)
         raise
     return token
 
@@ -190,10 +193,15 @@ def live_holder(exec_locks_dir: Path, stale_s: float = 30.0) -> ExecLockOwner | 
 
 
 def _exec_lock_stale(lock_dir: Path, stale_s: float) -> bool:
+    """Whether the entry at the lock's name may be taken over (SPEC §7.7). A link, file or
+    FIFO there is no holder's lock (``mkdir`` makes one): nobody's liveness can be checked,
+    so its own age decides, as for a directory without a readable owner."""
     try:
-        st = os.stat(lock_dir)
+        st = os.lstat(lock_dir)  # the entry itself: a link is never followed
     except FileNotFoundError:
         return False  # gone: the caller simply tries mkdir again
+    if not stat.S_ISDIR(st.st_mode):
+        return time.time() - st.st_mtime > stale_s
     owner = read_exec_owner(lock_dir)
     alive = None if owner is None else locks.owner_alive(owner.pid, owner.host, owner.start)
     if alive is True:
@@ -209,14 +217,29 @@ _peek_stale = _exec_lock_stale
 
 
 def _remove_aside(lock_dir: Path) -> None:
-    """Rename the directory to a unique name, then delete it (``mkdir`` can never see it half
+    """Rename the entry to a unique name, then delete it (``mkdir`` can never see it half
     deleted, and nobody else's new lock is ever removed)."""
     aside = lock_dir.with_name(f"{lock_dir.name}.stale-{os.getpid()}-{secrets.token_hex(4)}")
     try:
-        os.rename(lock_dir, aside)
+        os.rename(lock_dir, aside)  # renames a link itself, never its target
     except FileNotFoundError:
         return
-    shutil.rmtree(aside, ignore_errors=True)
+    _discard(aside)
+
+
+def _discard(path: Path) -> None:
+    """Delete ``path``: a real directory with what it holds, anything else (a link, a file, a
+    FIFO) unlinked and never opened - opening a FIFO waits for a writer for ever, under the
+    take-over flock every other runner queues behind."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return
+    if stat.S_ISDIR(mode):
+        shutil.rmtree(path, ignore_errors=True)  # never follows a link inside
+    else:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def _release_exec(lock_dir: Path, token: str) -> None:
