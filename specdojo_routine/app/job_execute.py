@@ -108,8 +108,8 @@ def _execute_here(
     task = prep.task
     if task.get("mode") != "command":
         return _execute_agent(ctx, prep, handle, attempt)
-    outcome = runner.run_argv(  # run_shell's argv, with the grace of whose bound it is
-        [*runner.SHELL, task["command"]], cwd=ctx.cwd or ctx.paths.root,
+    outcome = runner.run_shell(  # with the grace of whose bound it is
+        task["command"], cwd=ctx.cwd or ctx.paths.root,
         env=ctx.child(prep.run_id, handle.token), timeout_s=_remaining(ctx.deadline),
         echo=ctx.echo, kill_grace_s=_kill_grace(ctx),
         on_start=lambda pgid: jobfiles.record_group(ctx.paths, prep.run_id, attempt, pgid))

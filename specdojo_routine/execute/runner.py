@@ -145,11 +145,13 @@ def run_shell(
     timeout_s: float | None = None,
     echo: TextIO | None = None,
     on_start: Callable[[int], None] | None = None,
+    kill_grace_s: float = KILL_GRACE_S,
 ) -> CommandOutcome:
     """Run ``/bin/sh -eu -c command`` in ``cwd`` (see the module docstring); ``on_start``
-    is given the command's process group id as soon as it runs."""
+    is given the command's process group id as soon as it runs; ``kill_grace_s`` as for
+    :func:`run_argv`."""
     return _run([*SHELL, command], cwd=cwd, env=env, timeout_s=timeout_s, echo=echo,
-                on_start=on_start)
+                on_start=on_start, kill_grace_s=kill_grace_s)
 
 
 def run_argv(
