@@ -22,13 +22,16 @@ What is trusted, and why (trust only what we wrote and can verify):
   rules - every module of ``store/`` and ``core/`` -, croniter's and ruamel's code, Python's
   version); a cache with another of either is ignored (and replaced by the next recording
   command).
-- The document carries a checksum of its entries: a truncated, damaged or hand-edited cache
-  is ignored as a whole, and an entry that does not decode to exactly what this code writes
-  (field by field) is ignored alone - either way the file is read and checked afresh.
+- The document carries a checksum of its entries: a truncated or damaged cache (or one edited
+  without its checksum) is ignored as a whole, and an entry that does not decode to exactly
+  what this code writes (field by field) is ignored alone - either way the file is read and
+  checked afresh. The checksum has no key: it finds damage, not a forgery (see below).
 - Only a regular file is read: anything else at the cache's path (a FIFO would block every
   command) is ignored like a damaged cache, and the next recording command replaces the entry
   with a regular file (a rename over it: nothing is ever opened through it).
-- It lives beside the definitions and has their trust: whoever can write it can write them.
+- It lives beside the definitions and has their trust: whoever can write it can write them,
+  so a cache forged with its checksum recomputed is taken as the definitions it names (a
+  machine-local key would only move the trust to the key's file).
   A file whose text looks like it holds a secret (a token, a ``password:`` ...), or that
   passes one to an option in a list of words (``[--password, VALUE]``), is not cached, so no
   secret is copied out of the definitions.
