@@ -82,3 +82,29 @@ def test_a_killed_runners_agent_keeps_the_run_busy_until_it_ends(
     done = ap.cli("job", "resolve", run_id, "--status", "failed", "--note", "checked")
     assert 0 == done.returncode, done.stderr
     assert "failed" == ap.view(run_id)["state"]
+
+
+def test_a_stop_during_the_executor_stage_is_recorded_as_the_stop(ap: AgentProject) -> None:
+    """SPEC §6.5: SIGTERM while the agent works ends it and the attempt `failed` with the
+    stop's own reason, `stopped by SIGTERM` (exit 143), and the runner's last line says the
+    attempt was recorded as failed. The reason was `agent editor: stopped by SIGTERM`, which
+    the stop's line took for an attempt that had ended by itself and kept its result."""
+    ap.edit_job("job-e", agent="{executor: editor}")
+    ap.behave({"editor:executor": {"sleep": 60, "child": True}})
+    proc = ap.popen("job", "run", "--job", "job-e", "--input", "period=w1")
+    child_file = Path(f"{ap.control}.child.pid")
+    try:
+        _wait_for(lambda: child_file.exists() and child_file.read_text().strip())
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    stderr = proc.stderr.read() if proc.stderr else ""
+    assert 143 == code, stderr
+    [ledger] = (ap.root / "execution" / "jobs" / "runs").glob("*.jsonl")
+    ended = [json.loads(x) for x in ledger.read_bytes().splitlines()][-1]
+    assert ("attempt_ended", "failed", "stopped by SIGTERM") == (
+        ended["type"], ended["status"], ended["reason"])
+    assert f'attempt 1 of {ledger.stem} was recorded as failed (reason "stopped by SIGTERM")' \
+        in stderr, stderr

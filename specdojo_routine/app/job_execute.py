@@ -20,7 +20,7 @@ from specdojo_routine.core import jobplan, review_rules, timeouts
 from specdojo_routine.core.errors import environment_error
 from specdojo_routine.core.jobplan import Trigger, Verdict
 from specdojo_routine.core.redact import redact
-from specdojo_routine.execute import agentflow, evidence, jobfiles, runner, termination
+from specdojo_routine.execute import agentflow, evidence, jobfiles, runner, stop, termination
 from specdojo_routine.execute.agent import AgentExecutor, AgentRequest
 from specdojo_routine.execute.jobfiles import Prepared
 from specdojo_routine.store.config import ProjectPaths
@@ -178,6 +178,9 @@ def _execute_agent(
         reason = f"agent executor returned an unknown status {result.status!r}"
         return _Done(verdict=Verdict(status="failed", reason=reason))
     message = redact(result.final_message, ctx.secrets) if result.final_message else None
-    return _Done(verdict=Verdict(status=result.status, reason=result.reason,
+    reason, why = result.reason, stop.reason()
+    if why is not None and result.status == "failed" and why in (reason or ""):
+        reason = why  # a stop ended the agent: the attempt is recorded as stopped (§6.5)
+    return _Done(verdict=Verdict(status=result.status, reason=reason,
                                  busy=result.skipped),
                  final_message=message, result_written=result.result_written)
