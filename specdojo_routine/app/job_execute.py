@@ -178,7 +178,8 @@ def _execute_agent(
         reason = f"agent executor returned an unknown status {result.status!r}"
         return _Done(verdict=Verdict(status="failed", reason=reason))
     message = redact(result.final_message, ctx.secrets) if result.final_message else None
-    reason, why = result.reason, stop.reason()
+    reason: str | None = result.reason
+    why = stop.reason()
     if why is not None and result.status == "failed" and why in (reason or ""):
         reason = why  # a stop ended the agent: the attempt is recorded as stopped (§6.5)
     return _Done(verdict=Verdict(status=result.status, reason=reason,
