@@ -178,10 +178,9 @@ def _execute_agent(
         reason = f"agent executor returned an unknown status {result.status!r}"
         return _Done(verdict=Verdict(status="failed", reason=reason))
     message = redact(result.final_message, ctx.secrets) if result.final_message else None
-    reason: str | None = result.reason
     why = stop.reason()
-    if why is not None and result.status == "failed" and why in (reason or ""):
-        reason = why  # a stop ended the agent: the attempt is recorded as stopped (§6.5)
-    return _Done(verdict=Verdict(status=result.status, reason=reason,
+    stopped = why is not None and result.status == "failed" and why in (result.reason or "")
+    # a stop that ended the agent is the attempt's reason, as for a command (§6.5)
+    return _Done(verdict=Verdict(status=result.status, reason=why if stopped else result.reason,
                                  busy=result.skipped),
                  final_message=message, result_written=result.result_written)
