@@ -351,6 +351,37 @@ def test_resolve_waits_for_a_job_runs_command_that_outlived_its_runner(project: 
     assert 0 == project.cli("fold", "--check").returncode
 
 
+def test_resume_is_a_busy_skip_while_a_job_runs_command_lives(project: Project) -> None:
+    """on_interrupted: resume with a Job action: while the command of the Job Run the
+    interrupted attempt started still runs (its group is recorded with the run), the next
+    `run --due` closes nothing and starts nothing: it said it closed the attempt and started
+    a second one beside the first one's command."""
+    from tests.conftest import period_job
+
+    project.job("job-slow", period_job("slow", "sleep 20"))
+    project.routine("rtn-job", """\
+        trigger: {cron: "0 * * * *", timezone: UTC}
+        policy: {on_interrupted: resume}
+        action: {kind: job, job: job-slow, inputs: {period: "{{scheduled_at}}"}}
+        """)
+    proc = project.popen("run", "--due", "--now", NOW)
+    evidence = project.root / "execution" / "exec" / "evidence"
+    _wait_for(lambda: any(evidence.glob("*/attempt-1/process.json")))
+    [record] = evidence.glob("*/attempt-1/process.json")
+    pgid: int = orjson.loads(record.read_bytes())["pgid"]
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert execute_runner.group_alive(pgid)
+    events = len(project.events())
+    skipped = project.cli("run", "--due", "--now", LATER, "--json")
+    assert 0 == skipped.returncode, skipped.stderr
+    assert ["rtn-job"] == orjson.loads(skipped.stdout)["still_running"]
+    assert events == len(project.events())
+    _end_group(pgid)
+    closed = project.cli("run", "--due", "--now", LATER, "--json")
+    assert ["rtn-job"] == orjson.loads(closed.stdout)["closed_interrupted"], closed.stderr
+
+
 def test_resume_is_a_busy_skip_while_the_action_lives(project: Project) -> None:
     """on_interrupted: resume closes an interrupted attempt and runs again - not while the
     interrupted action's process group lives: one execution at a time, even after a crash."""

@@ -240,9 +240,10 @@ def _close_if_resumable(
                    attempt_id=state.get("attempt_id"), scheduled_for=opened.get("scheduled_for"),
                    reason="its runner died mid-attempt; waiting for resolve")
         return False
-    from specdojo_routine.execute import groups  # only for an attempt left open
+    from specdojo_routine.app import job_resolve  # only for an attempt left open
 
-    if groups.action_still_running(ctx.paths, state["attempt_id"]) is not None:
+    runs = job_resolve.attempt_runs(ctx.paths, routine, state)
+    if job_resolve.outlived(ctx.paths, str(state["attempt_id"]), runs) is not None:
         report.still_running.append(routine.id)  # a busy skip, not a second execution
         return False
     _close_interrupted(ctx, routine, state)

@@ -128,6 +128,32 @@ def runs_started_by(
     return found
 
 
+def attempt_runs(paths: ProjectPaths, routine: Any, state: Mapping[str, Any]) -> list[str]:
+    """The Job Runs a routine's open attempt started (``state`` its routine view entry,
+    ``routine`` its definition or None): those its action events name, and the open runs of
+    its Jobs that its runner owns (:func:`runs_started_by`)."""
+    from specdojo_routine.core.model import JobAction
+
+    opened = state.get("open_attempt") or {}
+    known = [a.get("job_run_id") for a in opened.get("actions") or []]
+    job_ids = [a.job for a in (routine.actions if routine else ()) if isinstance(a, JobAction)]
+    return runs_started_by(paths, job_ids, opened.get("owner") or {}, known)
+
+
+def outlived(paths: ProjectPaths, attempt_id: str, runs: Iterable[str]) -> tuple[str, int] | None:
+    """(what, process group) of what a routine attempt whose runner is gone started and that
+    still runs on this host (SPEC §6.5): a delegated call's group, or the command of a Job Run
+    it started (``runs``); None when nothing does. Closing the attempt meanwhile would let its
+    work be done twice."""
+    from specdojo_routine.execute import groups
+
+    pgid = groups.action_still_running(paths, attempt_id)
+    if pgid is not None:
+        return "its action", pgid
+    live = live_command(paths, runs)
+    return None if live is None else (f"the command of its Job Run {live[0]}", live[1])
+
+
 def live_command(paths: ProjectPaths, run_ids: Iterable[str]) -> tuple[str, int] | None:
     """(run id, process group) of the first of the runs whose open attempt's command is still
     running on this host (it outlived its runner), else None."""

@@ -47,56 +47,37 @@ def resolve(
         assert state is not None
         outcome = Result(result)
         attempt_id = str(state.get("attempt_id"))
-        runs = _its_job_runs(paths, routine_id, state)
+        from specdojo_routine.app import job_resolve
+        from specdojo_routine.store.definitions import load as definitions
+
+        routine = definitions.load_definitions(paths).routine(routine_id)
+        runs = job_resolve.attempt_runs(paths, routine, state)
         _refuse_if_action_lives(paths, routine_id, attempt_id, runs)
         log.append(routine_events.AttemptResolved(
             routine_id=routine_id, attempt_id=attempt_id,
             transition=decide.END_TRANSITIONS[outcome], result=outcome.value, note=note,
             resolved_by=who))
         views.refresh_routine_view(paths)
-        from specdojo_routine.app import job_resolve
-
         # one decision covers both (SPEC §7.3): its interrupted Job Runs get the same outcome
         job_resolve.resolve_started_by(paths, runs, result=outcome.value, note=note, who=who,
                                        clock=wall)
         return attempt_id
 
 
-def _its_job_runs(paths: ProjectPaths, routine_id: str, state: Any) -> list[str]:
-    """The Job Runs the open attempt started (those its action events name, and the open
-    runs of its Jobs that its runner owns)."""
-    from specdojo_routine.app import job_resolve
-    from specdojo_routine.core.model import JobAction
-    from specdojo_routine.store.definitions import load as definitions
-
-    opened = state.get("open_attempt") or {}
-    known = [a.get("job_run_id") for a in opened.get("actions") or []]
-    routine = definitions.load_definitions(paths).routine(routine_id)
-    job_ids = [a.job for a in (routine.actions if routine else ()) if isinstance(a, JobAction)]
-    return job_resolve.runs_started_by(paths, job_ids, opened.get("owner") or {}, known)
-
-
 def _refuse_if_action_lives(
     paths: ProjectPaths, routine_id: str, attempt_id: str, runs: list[str],
 ) -> None:
-    """The runner is gone, but what its action started may not be (SPEC §6.5): a delegated
-    call's process group, or the command of a Job Run the attempt started. Closing the
+    """The runner is gone, but what its attempt started may not be (SPEC §6.5): closing the
     attempt while that still runs would let its work be done twice."""
     from specdojo_routine.app import job_resolve
-    from specdojo_routine.execute import groups
 
-    pgid = groups.action_still_running(paths, attempt_id)
-    what = "its action"
-    if pgid is None and (live := job_resolve.live_command(paths, runs)) is not None:
-        run_id, pgid = live
-        what = f"the command of its Job Run {run_id}"
-    if pgid is not None:
+    live = job_resolve.outlived(paths, attempt_id, runs)
+    if live is not None:
+        what, pgid = live
         raise errors.LockBusy(
             f"attempt {attempt_id} of {routine_id}: {what} is still running (process "
             f"group {pgid} outlived its runner); wait for it to end or stop it "
             f"(kill -TERM -- -{pgid}), then resolve; nothing was recorded")
-
-
 
 
 def history(
