@@ -75,9 +75,21 @@ def main() -> NoReturn:
     except KeyboardInterrupt as exc:  # a stop before the command began (see above)
         _stopped_starting(exc)
     code = run_command()
-    stop.uninstall()  # the command is over: nothing to record
+    signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)  # over: a late stop cannot cut the exit
+    stop.uninstall()  # nothing more to record
     gc.freeze()  # nor anything left to collect (see above)
-    sys.exit(code)
+    sys.exit(_with_the_stop(code))
+
+
+def _with_the_stop(code: int) -> int:
+    """The exit code: 128 + the signal of a stop received (SPEC §6.5), also of one that
+    landed where Python could not raise it (a finalizer, the import machinery) and so did not
+    end the command; the command's own line says so, or one more line does."""
+    signum = stop.requested()
+    if signum is None or code == 128 + signum:
+        return code
+    sys.stderr.write(f"error: {stop.Stopped(signum)}\n")
+    return 128 + signum
 
 
 def _architecture_without_file() -> None:

@@ -375,3 +375,71 @@ def test_a_stop_that_lands_before_the_command_parses_is_one_line_not_a_traceback
     assert 143 == cli_main.main(["list"])
     err = capsys.readouterr().err
     assert (1, True) == (len(err.splitlines()), err.startswith("error: ")), err
+
+
+def test_a_stop_that_lands_while_an_error_is_reported_ends_with_its_code(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """SIGTERM while ``main`` writes the error a command ended with (a busy lock's exit 75,
+    here): exit 143 and the stop's line after the error, not a traceback and exit 1."""
+    import importlib
+
+    from specdojo_routine.core.errors import LockBusy
+    from specdojo_routine.execute import stop
+
+    cli_main = importlib.import_module("specdojo_routine.cli.main")  # the module, not main()
+
+    def busy(*_args: object) -> int:
+        raise LockBusy("routine lock held by pid 1")
+
+    calls: list[str] = []
+
+    def stopped_while_shown(text: str) -> str:  # the signal lands as the error line is made
+        calls.append(text)
+        if len(calls) == 1:
+            raise stop.Stopped(signal.SIGTERM)
+        return text
+
+    monkeypatch.setattr(cli_main, "_dispatch", lambda _args: busy)
+    monkeypatch.setattr(cli_main, "shown", stopped_while_shown)
+    monkeypatch.setattr(cli_main.parser, "parse", lambda *_args: object())
+    assert 143 == cli_main.main(["list"])
+    assert "routine lock held by pid 1" == calls[0]
+    assert "error: stopped by SIGTERM" in capsys.readouterr().err
+
+
+_LOST_STOP = """
+import os, signal, sys, weakref
+import specdojo_routine.__main__ as entry
+from specdojo_routine.execute import stop
+stop.install()
+signal.pthread_sigmask(signal.SIG_UNBLOCK, entry._STOPS)
+class Thing: pass
+def finalizer(_ref):  # the signal lands while Python runs a weakref callback
+    os.kill(os.getpid(), signal.SIGTERM)
+    for _ in range(1000): pass
+thing = Thing(); ref = weakref.ref(thing, finalizer)
+del thing
+print("requested", stop.requested(), flush=True)
+sys.exit(entry._with_the_stop(0))
+"""
+
+
+def test_a_stop_that_lands_in_a_finalizer_is_not_lost() -> None:
+    """A stop that lands where Python cannot raise it (a ``__del__``, a weakref callback, the
+    import machinery's module-lock callback) was printed as `Exception ignored` and lost: the
+    command went on and exited 0, and a second SIGTERM did nothing either. It stays requested
+    now, the process exits 143 with the stop's line, and a second signal raises again."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _LOST_STOP], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert (143, "requested 15\n") == (done.returncode, done.stdout), done.stderr
+    assert "Exception ignored" not in done.stderr and "Traceback" not in done.stderr
+    assert done.stderr.startswith("error: stopped by SIGTERM"), done.stderr
+    again = subprocess.run([sys.executable, "-c", _LOST_STOP.replace(
+        "sys.exit(entry._with_the_stop(0))",
+        "try:\n    os.kill(os.getpid(), signal.SIGTERM)\n    for _ in range(100000): pass\n"
+        "except stop.Stopped:\n    print('raised', flush=True)\n")],
+        capture_output=True, text=True, timeout=60, check=False)
+    assert "raised\n" in again.stdout, again.stdout + again.stderr

@@ -78,7 +78,16 @@ def _dispatch(args: argparse.Namespace) -> Command:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit code. Never raises for user mistakes, nor for a
-    stop, wherever it lands."""
+    stop, wherever it lands - also while an error is being reported (then its line follows
+    that error's)."""
+    try:
+        return _main(argv)
+    except stop.Stopped as exc:
+        sys.stderr.write(f"\nerror: {shown(str(exc))}\n")
+        return exc.exit_code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     out: TextIO = sys.stdout
     err: TextIO = sys.stderr
     args: argparse.Namespace | None = None

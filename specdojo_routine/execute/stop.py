@@ -31,8 +31,10 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 from collections.abc import Iterator
 from types import FrameType
+from typing import Any
 
 __all__ = ["GRACE_S", "Stopped", "attempt_ended", "count", "deferred", "drain", "install",
            "reason", "reason_for", "requested", "tell", "uninstall", "wakeup_fd"]
@@ -104,6 +106,9 @@ def install() -> None:
         if signum == signal.SIGHUP and signal.getsignal(signum) == signal.SIG_IGN:
             continue
         signal.signal(signum, _on_signal)
+    if sys.unraisablehook is not _unraisable:
+        _hooks.append(sys.unraisablehook)
+        sys.unraisablehook = _unraisable
     _installed = True
 
 
@@ -115,7 +120,25 @@ def uninstall() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if signal.getsignal(signal.SIGHUP) == _on_signal:
         signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    if sys.unraisablehook is _unraisable and _hooks:
+        sys.unraisablehook = _hooks.pop()
     _installed = False
+
+
+_hooks: list[Any] = []  # the unraisable hook :func:`install` replaced
+
+
+def _unraisable(unraisable: Any) -> None:
+    """A stop raised where Python cannot raise it (a ``__del__``, a weakref callback, the
+    import machinery's own) is not printed as ignored: it stays requested, so the outermost
+    deferred section that ends next raises it and the process exits with its code
+    (``__main__``), and the next stop signal raises again as a first one would. Anything else
+    goes to the hook it replaced."""
+    global _count
+    if isinstance(unraisable.exc_value, Stopped):
+        _count = 0
+        return
+    (_hooks[-1] if _hooks else sys.__unraisablehook__)(unraisable)
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
