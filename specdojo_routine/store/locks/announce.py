@@ -3,13 +3,17 @@
 The upstream SpecDojo CLI locks a routine run with ``mkdir R/.locks/routine-run.lock/`` and
 treats a directory older than one hour as stale (it takes it over). We honour that directory
 and, while we hold our flock, hold it too, with ``owner.json``
-``{"tool": "specdojo_routine", "pid", "host", "acquired_at"}`` inside, so the upstream CLI sees
-our run as busy instead of starting beside it.
+``{"tool": "specdojo_routine", "pid", "host", "acquired_at", "start"}`` inside, so the upstream
+CLI sees our run as busy instead of starting beside it. ``start`` is the process's start time:
+a pid is given to another process once its owner is dead, and a reused pid is another process.
 
 Claiming (:func:`claim`) is one ``mkdir``; only when the name exists do we look at it, and then:
 
-- ours, left by a crash: ``owner.json`` names our tool, this host and a dead pid (the flock is
-  free: the caller holds it now) -> removed, then ``mkdir`` again;
+- ours, left by a crash: ``owner.json`` names our tool, this host and a pid that is dead, was
+  reused (another start time) or is the judging process itself (which holds no directory yet)
+  -> removed, then ``mkdir`` again. The flock is free (the caller holds it now), so no live run
+  of ours can hold it. An ``owner.json`` without ``start`` (an older version of ours) is judged
+  by its pid alone: a live one is not proved dead, so it is busy;
 - anything else at most one hour old -> busy (the upstream CLI, or a live run of ours), and
   never touched: upstream may have made it a moment ago, between our looks;
 - older -> stale, whatever it holds: renamed aside to ``routine-run.lock.stale-<UTC stamp>``,
@@ -59,6 +63,9 @@ STALE_AFTER = timedelta(hours=1)
 REFRESH_S = 30.0
 HEARTBEAT_THREAD = "specdojo-routine-announce-heartbeat"
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+#: ``alive(pid, start)``: whether process ``pid`` lives on this host and, when ``start`` was
+#: recorded, started then (a reused pid is another process).
+Alive = Callable[[int, int | None], bool]
 
 
 @attrs.frozen(kw_only=True, repr=False)
@@ -90,10 +97,17 @@ def _owner(path: Path) -> dict[str, Any]:
     return raw if isinstance(raw, dict) else {}
 
 
-def _left_by_our_crash(owner: dict[str, Any], host: str, alive: Callable[[int], bool]) -> bool:
-    pid = owner.get("pid")
+def _left_by_our_crash(owner: dict[str, Any], host: str, alive: Alive) -> bool:
+    """Whether ``owner`` is ours (our tool, this host) and its process has ended: its pid is
+    not ``alive`` with the start time it recorded, or is this process, which judges before it
+    holds the directory and so is never another holder."""
+    pid, start = owner.get("pid"), owner.get("start")
     return (owner.get("tool") == TOOL and owner.get("host") == host and type(pid) is int
-            and pid > 0 and not alive(pid))
+            and pid > 0 and _ended(pid, start if type(start) is int else None, alive))
+
+
+def _ended(pid: int, start: int | None, alive: Alive) -> bool:
+    return pid == os.getpid() or not alive(pid, start)
 
 
 def _holder_of(owner: dict[str, Any], mtime: float) -> DirHolder:
@@ -105,7 +119,7 @@ def _holder_of(owner: dict[str, Any], mtime: float) -> DirHolder:
 
 
 def holder(
-    locks_dir: Path, *, now: datetime, host: str, alive: Callable[[int], bool]
+    locks_dir: Path, *, now: datetime, host: str, alive: Alive
 ) -> DirHolder | None:
     """The live holder of the directory, or None (absent, stale, or left by our crash)."""
     path = locks_dir / DIR_NAME
@@ -123,14 +137,17 @@ def holder(
 
 
 def claim(
-    locks_dir: Path, *, pid: int, host: str, acquired_at: str, now: datetime,
-    alive: Callable[[int], bool],
+    locks_dir: Path, *, pid: int, host: str, acquired_at: str, start: int | None,
+    now: datetime, alive: Alive,
 ) -> Path:
     """Create the directory with our ``owner.json`` (the caller holds the flock); one left by
     our crash is removed and a stale one renamed aside first. Raises :class:`Busy` when
-    someone else holds it, ``OSError`` when it cannot be made (nothing of ours is left)."""
+    someone else holds it, ``OSError`` when it cannot be made (nothing of ours is left).
+    ``start``: the start time of process ``pid``, recorded so that a process given the pid
+    later is not taken for it."""
     path = locks_dir / DIR_NAME
-    record = {"tool": TOOL, "pid": pid, "host": host, "acquired_at": acquired_at}
+    record = {"tool": TOOL, "pid": pid, "host": host, "acquired_at": acquired_at,
+              "start": start}
     for _ in range(3):
         try:
             os.mkdir(path)
@@ -163,7 +180,7 @@ def _finish(path: Path, record: dict[str, Any]) -> None:
         raise
 
 
-def _clear(path: Path, *, now: datetime, host: str, alive: Callable[[int], bool]) -> None:
+def _clear(path: Path, *, now: datetime, host: str, alive: Alive) -> None:
     """Make way for our ``mkdir`` where ``path`` exists, or raise :class:`Busy`."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
