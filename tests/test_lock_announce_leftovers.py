@@ -5,6 +5,7 @@ is never robbed. Real processes throughout: the runner, the process holding a re
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -144,3 +145,61 @@ def test_our_owner_json_records_the_start_of_the_run(project: Project) -> None:
     finally:
         out, err = proc.communicate(timeout=60)
     assert 0 == proc.returncode, out + err
+
+
+# --------------------------------------------------------------------------- owner.json unfinished
+
+
+def _unfinished(project: Project, pid: int, content: bytes) -> None:
+    """What a run of ours killed between its mkdir and the rename of owner.json leaves: the
+    directory holding only the temporary named with its pid."""
+    _lock_dir(project).mkdir(parents=True)
+    (_lock_dir(project) / f".owner.json.{pid}.tmp").write_bytes(content)
+
+
+def test_a_directory_our_run_left_unfinished_with_a_dead_pid_is_removed(
+    project: Project,
+) -> None:
+    """Only ``.owner.json.<pid>.tmp`` (empty: killed before it wrote), its pid dead: list does
+    not call the lock held and the next run removes the directory and runs (it was busy for an
+    hour)."""
+    _one(project)
+    _unfinished(project, _dead_pid(), b"")
+    assert not _held(project)
+    done = _run(project)
+    assert (0, 1, False) == (done.returncode, len(project.calls()),
+                             _lock_dir(project).exists()), done.stderr
+
+
+@pytest.mark.parametrize("content", ["empty", "record"])
+def test_a_directory_our_run_left_unfinished_is_ours_under_our_flock(
+    project: Project, live: subprocess.Popen[bytes], content: str
+) -> None:
+    """The temporary's pid is a live process now (an unrelated one; its record written in full
+    even names that process's start): the run holding the flock removes it all the same, as
+    the run that made it would hold the flock. Without the flock (list) a live pid counts."""
+    _one(project)
+    record = _owner(live.pid, start=locks.process_start(live.pid))
+    _unfinished(project, live.pid, b"" if content == "empty" else record)
+    assert _held(project)
+    done = _run(project)
+    assert (0, 1, False, None) == (done.returncode, len(project.calls()),
+                                   _lock_dir(project).exists(), live.poll()), done.stderr
+
+
+@pytest.mark.parametrize("names", [(".owner.json.{pid}.tmp", "notes.txt"),
+                                   (".owner.json.0{pid}.tmp",), ("owner.json.{pid}.tmp",)])
+def test_a_directory_holding_more_or_other_than_our_temporary_is_busy(
+    project: Project, names: tuple[str, ...]
+) -> None:
+    """A temporary of ours beside anything else, or alone a name ours would never have (its
+    pid a dead one): not proved ours, so a young directory is busy (75) and left as it is."""
+    _one(project)
+    lock = _lock_dir(project)
+    lock.mkdir(parents=True)
+    pid = _dead_pid()
+    for name in names:
+        (lock / name.format(pid=pid)).write_bytes(b"")
+    before = sorted(os.listdir(lock))
+    done = _run(project)
+    assert (75, [], before) == (done.returncode, project.calls(), sorted(os.listdir(lock)))

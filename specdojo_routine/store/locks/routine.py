@@ -121,7 +121,8 @@ def routine_lock(
         _lock_or_busy(fh, path)
         try:
             now = timefmt.to_utc(clock())
-            upstream = announce.holder(locks_dir, now=now, host=this_host(), alive=live_here)
+            upstream = announce.holder(locks_dir, now=now, host=this_host(), alive=live_here,
+                                       flocked=True)
             if upstream is not None:
                 raise _routine_busy(locks_dir / UPSTREAM_ROUTINE_LOCK_NAME, upstream.pid,
                                     upstream.host, upstream.since)
