@@ -51,7 +51,7 @@ def test_our_held_lock_is_the_upstream_directory_during_a_run(project: Project) 
     owner_file = _lock_dir(project) / "owner.json"
     _wait_for(owner_file, proc)
     owner = orjson.loads(owner_file.read_bytes())
-    assert ({"tool", "pid", "host", "acquired_at"}, "specdojo_routine", proc.pid,
+    assert ({"tool", "pid", "host", "acquired_at", "start"}, "specdojo_routine", proc.pid,
             socket.gethostname()) == (set(owner), owner["tool"], owner["pid"], owner["host"])
     try:
         os.mkdir(_lock_dir(project))  # what the upstream CLI does to take its lock
@@ -281,7 +281,7 @@ def test_the_announced_directory_is_kept_fresh_during_a_long_action(project: Pro
         time.sleep(0.05)
     age = time.time() - lock.stat().st_mtime
     busy = announce.holder(lock.parent, now=datetime.now(UTC), host="upstream.example",
-                           alive=lambda pid: True)
+                           alive=lambda pid, start: True)
     running = proc.poll() is None
     out, err = proc.communicate(timeout=60)
     assert (True, True, proc.pid) == (age < 60, running, busy and busy.pid), (age, out, err)

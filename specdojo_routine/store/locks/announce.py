@@ -3,13 +3,20 @@
 The upstream SpecDojo CLI locks a routine run with ``mkdir R/.locks/routine-run.lock/`` and
 treats a directory older than one hour as stale (it takes it over). We honour that directory
 and, while we hold our flock, hold it too, with ``owner.json``
-``{"tool": "specdojo_routine", "pid", "host", "acquired_at"}`` inside, so the upstream CLI sees
-our run as busy instead of starting beside it.
+``{"tool": "specdojo_routine", "pid", "host", "acquired_at", "start"}`` inside, so the upstream
+CLI sees our run as busy instead of starting beside it. ``start`` is the process's start time:
+a pid is given to another process once its owner is dead, and a reused pid is another process.
 
 Claiming (:func:`claim`) is one ``mkdir``; only when the name exists do we look at it, and then:
 
-- ours, left by a crash: ``owner.json`` names our tool, this host and a dead pid (the flock is
-  free: the caller holds it now) -> removed, then ``mkdir`` again;
+- ours, left by a crash: ``owner.json`` names our tool, this host and a pid that is dead, was
+  reused (another start time) or is the judging process itself (which holds no directory yet)
+  -> removed, then ``mkdir`` again. The flock is free (the caller holds it now), so no live run
+  of ours can hold it. An ``owner.json`` without ``start`` (an older version of ours) is judged
+  by its pid alone: a live one is not proved dead, so it is busy. A directory holding nothing
+  but our owner file's temporary ``.owner.json.<pid>.tmp`` was left by a run of ours killed
+  between its ``mkdir`` and the rename of ``owner.json``: under our flock it is ours (that run
+  would hold the flock), and otherwise judged by the pid in its name like ``owner.json``;
 - anything else at most one hour old -> busy (the upstream CLI, or a live run of ours), and
   never touched: upstream may have made it a moment ago, between our looks;
 - older -> stale, whatever it holds: renamed aside to ``routine-run.lock.stale-<UTC stamp>``,
@@ -35,6 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import shutil
 import stat
@@ -59,6 +67,9 @@ STALE_AFTER = timedelta(hours=1)
 REFRESH_S = 30.0
 HEARTBEAT_THREAD = "specdojo-routine-announce-heartbeat"
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+#: ``alive(pid, start)``: whether process ``pid`` lives on this host and, when ``start`` was
+#: recorded, started then (a reused pid is another process).
+Alive = Callable[[int, int | None], bool]
 
 
 @attrs.frozen(kw_only=True, repr=False)
@@ -80,20 +91,61 @@ class Busy(Exception):
         self.holder = holder
 
 
-def _owner(path: Path) -> dict[str, Any]:
+def _owner(path: Path, name: str = OWNER_NAME) -> dict[str, Any]:
     """The owner file of the lock directory ``path`` (whichever tool holds it wrote it): only
     a regular file is read - anything else is an owner that cannot be read, never a wait."""
     try:
-        raw = orjson.loads(read_regular(path / OWNER_NAME))
+        raw = orjson.loads(read_regular(path / name))
     except (OSError, orjson.JSONDecodeError):
         return {}
     return raw if isinstance(raw, dict) else {}
 
 
-def _left_by_our_crash(owner: dict[str, Any], host: str, alive: Callable[[int], bool]) -> bool:
-    pid = owner.get("pid")
+def _left_by_our_crash(owner: dict[str, Any], host: str, alive: Alive) -> bool:
+    """Whether ``owner`` is ours (our tool, this host) and its process has ended: its pid is
+    not ``alive`` with the start time it recorded, or is this process, which judges before it
+    holds the directory and so is never another holder."""
+    pid, start = owner.get("pid"), owner.get("start")
     return (owner.get("tool") == TOOL and owner.get("host") == host and type(pid) is int
-            and pid > 0 and not alive(pid))
+            and pid > 0 and _ended(pid, start if type(start) is int else None, alive))
+
+
+def _ended(pid: int, start: int | None, alive: Alive) -> bool:
+    return pid == os.getpid() or not alive(pid, start)
+
+
+def _left_unfinished(
+    names: list[str], read: Callable[[str], dict[str, Any]], *, host: str, alive: Alive,
+    flocked: bool,
+) -> bool:
+    """Whether a directory without ``owner.json`` (its entries ``names``) was left by a run of
+    ours killed before it renamed its owner file into place: all it holds is that file's
+    temporary, whose name carries the run's pid. The caller holding the flock (``flocked``)
+    proves it: the run that made it would hold the flock. Otherwise its pid must have ended
+    (the temporary's record, when it was written in full, gives its host and start)."""
+    pid = _temp_pid(names)
+    if pid is None:
+        return False
+    if flocked:
+        return True
+    record = read(names[0])
+    start = record.get("start")
+    return (record.get("host", host) == host
+            and _ended(pid, start if type(start) is int else None, alive))
+
+
+def _temp_name(pid: int) -> str:
+    return f".{OWNER_NAME}.{pid}.tmp"
+
+
+def _temp_pid(names: list[str]) -> int | None:
+    """The pid in the name of our owner file's temporary when it is the only entry."""
+    if len(names) != 1:
+        return None
+    middle = names[0].removeprefix(f".{OWNER_NAME}.").removesuffix(".tmp")
+    if not (middle.isascii() and middle.isdigit()) or names[0] != _temp_name(int(middle)):
+        return None
+    return int(middle)
 
 
 def _holder_of(owner: dict[str, Any], mtime: float) -> DirHolder:
@@ -105,9 +157,10 @@ def _holder_of(owner: dict[str, Any], mtime: float) -> DirHolder:
 
 
 def holder(
-    locks_dir: Path, *, now: datetime, host: str, alive: Callable[[int], bool]
+    locks_dir: Path, *, now: datetime, host: str, alive: Alive, flocked: bool = False
 ) -> DirHolder | None:
-    """The live holder of the directory, or None (absent, stale, or left by our crash)."""
+    """The live holder of the directory, or None (absent, stale, or left by our crash).
+    ``flocked``: the caller holds the routine flock, so no run of ours is making it."""
     path = locks_dir / DIR_NAME
     try:
         st = os.stat(path)
@@ -119,18 +172,33 @@ def holder(
     owner = _owner(path)
     if now - made > STALE_AFTER or _left_by_our_crash(owner, host, alive):
         return None
+    if not owner and _left_unfinished(_names(path), functools.partial(_owner, path),
+                                      host=host, alive=alive, flocked=flocked):
+        return None
     return _holder_of(owner, st.st_mtime)
 
 
+def _names(where: Path | int) -> list[str]:
+    """The entries of the directory ``where`` (a path or an open descriptor); none when it
+    cannot be listed."""
+    try:
+        return os.listdir(where)
+    except OSError:
+        return []
+
+
 def claim(
-    locks_dir: Path, *, pid: int, host: str, acquired_at: str, now: datetime,
-    alive: Callable[[int], bool],
+    locks_dir: Path, *, pid: int, host: str, acquired_at: str, start: int | None,
+    now: datetime, alive: Alive,
 ) -> Path:
     """Create the directory with our ``owner.json`` (the caller holds the flock); one left by
     our crash is removed and a stale one renamed aside first. Raises :class:`Busy` when
-    someone else holds it, ``OSError`` when it cannot be made (nothing of ours is left)."""
+    someone else holds it, ``OSError`` when it cannot be made (nothing of ours is left).
+    ``start``: the start time of process ``pid``, recorded so that a process given the pid
+    later is not taken for it."""
     path = locks_dir / DIR_NAME
-    record = {"tool": TOOL, "pid": pid, "host": host, "acquired_at": acquired_at}
+    record = {"tool": TOOL, "pid": pid, "host": host, "acquired_at": acquired_at,
+              "start": start}
     for _ in range(3):
         try:
             os.mkdir(path)
@@ -145,7 +213,7 @@ def claim(
 def _finish(path: Path, record: dict[str, Any]) -> None:
     """Write ``owner.json`` into the directory we just made; on failure remove it again (an
     owner-less directory would read as busy to everyone for an hour)."""
-    tmp = path / f".{OWNER_NAME}.{record['pid']}.tmp"
+    tmp = path / _temp_name(record["pid"])
     try:
         fd = os.open(tmp, _CREATE, 0o644)
         try:
@@ -163,7 +231,7 @@ def _finish(path: Path, record: dict[str, Any]) -> None:
         raise
 
 
-def _clear(path: Path, *, now: datetime, host: str, alive: Callable[[int], bool]) -> None:
+def _clear(path: Path, *, now: datetime, host: str, alive: Alive) -> None:
     """Make way for our ``mkdir`` where ``path`` exists, or raise :class:`Busy`."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -176,9 +244,12 @@ def _clear(path: Path, *, now: datetime, host: str, alive: Callable[[int], bool]
     try:
         seen = os.fstat(fd)
         owner = _read_owner(fd)
+        # our unfinished directory is ours outright: the caller holds the flock
+        ours = _left_by_our_crash(owner, host, alive) or (
+            not owner and _temp_pid(_names(fd)) is not None)
     finally:
         os.close(fd)
-    if _left_by_our_crash(owner, host, alive):
+    if ours:
         _take_aside(path, seen, now, keep_extra=False)
     elif now - datetime.fromtimestamp(seen.st_mtime, UTC) > STALE_AFTER:
         _take_aside(path, seen, now, keep_extra=True)

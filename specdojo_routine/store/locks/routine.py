@@ -6,7 +6,8 @@ the holder dies; a live holder is never robbed. The file is opened with ``O_NOFO
 symbolic link there is refused (one line), so the lock never truncates or writes the file a
 link points to. The upstream ``routine-run.lock/`` directory is honoured and, while we hold the
 flock, held by us too (``announce``; SPEC §6.2): a directory at most 1 hour old is busy unless
-our own crash left it (our tool, this host, a dead pid); if it cannot be announced, nothing runs.
+our own crash left it (our tool, this host, a pid dead or reused since); if it cannot be
+announced, nothing runs.
 
 ``routine_lock_status`` asks the kernel with a ``LOCK_SH|LOCK_NB`` probe of the lock file: it
 fails exactly while a holder has the exclusive flock, and when it succeeds the shared lock is
@@ -120,15 +121,17 @@ def routine_lock(
         _lock_or_busy(fh, path)
         try:
             now = timefmt.to_utc(clock())
-            upstream = announce.holder(locks_dir, now=now, host=this_host(), alive=pid_alive)
+            upstream = announce.holder(locks_dir, now=now, host=this_host(), alive=live_here,
+                                       flocked=True)
             if upstream is not None:
                 raise _routine_busy(locks_dir / UPSTREAM_ROUTINE_LOCK_NAME, upstream.pid,
                                     upstream.host, upstream.since)
+            start = process_start(os.getpid())
             record = {"pid": os.getpid(), "host": this_host(),
-                      "acquired_at": timefmt.format_s(now), "start": process_start(os.getpid())}
+                      "acquired_at": timefmt.format_s(now), "start": start}
             with _shared_lock(project, env, record) as shared:
                 _write_record(fh, orjson.dumps(record) + b"\n")
-                with _announced(locks_dir, now):  # released before the flock is
+                with _announced(locks_dir, now, start):  # released before the flock is
                     yield LockInfo(held=True, pid=os.getpid(), host=this_host(),
                                    acquired_at=timefmt.format_s(now), suspicious=False,
                                    lost=_not_lost if shared is None else shared.lost)
@@ -148,13 +151,14 @@ def _write_record(fh: IO[bytes], data: bytes) -> None:
 
 
 @contextlib.contextmanager
-def _announced(locks_dir: Path, now: datetime) -> Iterator[None]:
+def _announced(locks_dir: Path, now: datetime, start: int | None) -> Iterator[None]:
     """Hold the upstream directory (SPEC §6.2) for the ``with`` block; busy or impossible to
     announce -> raise, so that nothing runs unannounced."""
     where = locks_dir / UPSTREAM_ROUTINE_LOCK_NAME
     try:
         path = announce.claim(locks_dir, pid=os.getpid(), host=this_host(),
-                              acquired_at=timefmt.format_s(now), now=now, alive=pid_alive)
+                              acquired_at=timefmt.format_s(now), start=start, now=now,
+                              alive=live_here)
     except announce.Busy as busy:
         raise _routine_busy(where, busy.holder.pid, busy.holder.host,
                             busy.holder.since) from None
@@ -209,7 +213,7 @@ def _status(
     path = locks_dir / ROUTINE_FLOCK_NAME
     pid, host, acquired_at = _read_holder(path)
     flocked = _flock_held(path, pid, table)
-    upstream = announce.holder(locks_dir, now=now, host=this_host(), alive=pid_alive)
+    upstream = announce.holder(locks_dir, now=now, host=this_host(), alive=live_here)
 
     def answer() -> LockInfo:
         if flocked:
@@ -397,6 +401,12 @@ def owner_alive(pid: object, host: object, start: object = None) -> bool | None:
         return False
     now = process_start(pid)
     return start is None or now is None or now == start
+
+
+def live_here(pid: int, start: int | None) -> bool:
+    """Whether process ``pid`` lives on this host and, when ``start`` was recorded, is the
+    process that started then (a reused pid is another process)."""
+    return owner_alive(pid, None, start) is True
 
 
 def is_self(pid: object, host: object) -> bool:
