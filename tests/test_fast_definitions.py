@@ -229,6 +229,46 @@ def test_generated_mappings_read_alike_or_take_the_slow_path(text: str) -> None:
     assert agrees(text)
 
 
+@st.composite
+def commented(draw: st.DrawFn) -> str:
+    """Valid mappings with comments wherever YAML allows one: after a key whose value is on
+    the next line, on lines of their own before a value or a block scalar's header, after a
+    header, between entries."""
+    word = st.sampled_from(["a", "b c", "on", "12", "x: y", "'q'", '"d"', "- e"])
+    comment = st.sampled_from(["# c", "#", "# k: v", "# |"])
+    forms = [  # what follows the key's colon
+        lambda w, c: f" {_quoted(w)}  {c}\n",
+        lambda w, c: f"  {c}\n  {_quoted(w)}\n",
+        lambda w, c: f"\n  {c}\n\n  {_quoted(w)}\n",
+        lambda w, c: f"\n  {c}\n  |- {c}\n  {w}\n",
+        lambda w, c: f"  {c}\n  >\n  {w}\n  {c}\n",
+        lambda w, c: f" | {c}\n  {w}\n\n",
+    ]
+    keys = draw(st.lists(st.sampled_from(["id", "a", "b", "k-1", "x"]), min_size=1, max_size=4,
+                         unique=True))
+    text = ""
+    for key in keys:
+        form = draw(st.sampled_from(forms))
+        text += draw(st.sampled_from(["", "\n", "# between\n"]))
+        text += f"{key}:" + form(draw(word), draw(comment))
+    return text
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(commented())
+def test_comments_anywhere_are_read_alike_by_both_paths(text: str) -> None:
+    """The located path reads every such file without a problem, and as the fast path does
+    (which reads them all)."""
+    problems, data = slow(text)
+    fast = FAST.load(text)
+    assert ([], True) == (problems, fast is not None and agrees(text))
+    assert validation.plain(data) == fast
+
+
 def test_without_the_c_parser_everything_takes_the_slow_path(tmp_path: Path) -> None:
     """``SPECDOJO_ROUTINE_PURE_YAML=1`` (what a missing extension also gives) turns it off."""
     root = make_project(tmp_path / "project", VALID)

@@ -4,8 +4,11 @@ Every file with something to report is read here (and every file, with
 ``SPECDOJO_ROUTINE_PURE_YAML=1``): first the event stream is scanned for what must stop a load
 (non-core tags, duplicate keys, nesting deeper than ``MAX_DEPTH``, alias expansion beyond
 ``MAX_NODES``, recursive aliases, a YAML version other than 1.2), then ruamel's round-trip
-loader builds the data with line/column marks for the messages. The fast path is
-:mod:`.fastyaml`; :mod:`.load` chooses between them.
+constructor builds the data with line/column marks for the messages. Both read the text with
+ruamel's plain scanner and parser, which skip comments: the round-trip ones keep comments for
+writing a file back, which a definition never is, and they refuse some valid files (a comment
+after ``key:`` before its value on the next line, a comment line before a block scalar's
+header). The fast path is :mod:`.fastyaml`; :mod:`.load` chooses between them.
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ from ruamel.yaml.events import (
     ScalarEvent,
 )
 from ruamel.yaml.nodes import ScalarNode
+from ruamel.yaml.parser import Parser
 from ruamel.yaml.reader import ReaderError
+from ruamel.yaml.scanner import Scanner
 
 from specdojo_routine.core.validation import Report, got
 from specdojo_routine.store.definitions.deffile import MAX_DEPTH, MAX_NODES, read_text
@@ -55,7 +60,11 @@ _TYPED_SCALAR_TAGS = {  # explicit tag -> the implicit types its value may have
 
 
 def _yaml() -> YAML:
+    """Round-trip construction (positions on every mapping and list) from the plain scanner and
+    parser, which skip comments (see the module docstring)."""
     yaml = YAML(typ="rt", pure=True)
+    yaml.Scanner = Scanner
+    yaml.Parser = Parser
     yaml.Resolver = CoreResolver
     yaml.Constructor = _CoreConstructor
     return yaml
@@ -83,7 +92,9 @@ def _parse(source: str, rel: str, kind: str) -> tuple[Report, Any]:
         report.error(_mark_pos(exc), _yaml_message(exc))
         return report, None
     except Exception as exc:  # a constructor surprise is a problem of the file, not a crash
-        report.error((1, 1), f"YAML parse error: {type(exc).__name__}: {exc}")
+        detail = str(exc).strip().splitlines()[:1]  # never the class name: not the user's word
+        report.error((1, 1), "YAML parse error: the document cannot be read as plain data"
+                     + (f" ({detail[0]})" if detail else ""))
         return report, None
     if not isinstance(data, dict):
         found = "the file is empty" if data is None else f"found {got(data)}"
