@@ -104,11 +104,15 @@ def test_the_fast_path_refuses_what_it_is_not_sure_of() -> None:
         "%YAML 1.2\n---\na: 1\n", "a: 0x1f\n", "a: 017\n", "a: 1_000\n", "[1, 2]\n", "",
         "a: 1\n---\nb: 2\n", "? [a]\n: 1\n", "a: 1\na: 2\n", "1: x\n", "\ufeffa: 1\n",
         "a: ! x\n", "a: yes\nb: [" + "[" * 70 + "]" * 71 + "\n", "k: 1\n...\n...\n",
-        "k: \t1\n", "k: |#\n  x\n", "k: >x\n",
+        "k: \t1\n", "k: |#\n  x\n", "k: >x\n", "k:\n  |#\n  x\n", "k:\n  # c\n  >#\n  x\n",
+        "k:\n- - |#\n    x\n", "? k\n: |#\n  x\n", "k: |\n  \n    x\n", "k: >-\n \n  \n x\n",
+        "k: |\n   \n    \nz: 1\n",
     ]
     assert [] == [text for text in doubtful if FAST.load(text) is not None]
     assert {"a": "yes", "b": "on", "c": None, "d": True, "e": -12} == FAST.load(
         "a: yes\nb: on\nc: ~\nd: true\ne: -12\n")
+    assert {"a": "x\n", "b": "\n\ny", "c": "\nz"} == FAST.load(  # block scalars it is sure of
+        "a:\n  # c\n  | # c\n  x\nb: |-\n\n    \n    y\nc: >-\n  \n  z\n")
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -188,7 +192,7 @@ PIECES = [
     "\\", "[", "]", "{", "}", ",", "?", "? ", "|", ">", "|-", ">+", "&", "*", "!", "%", "@", "`",
     "~", "null", "true", "yes", "on", "0", "1", "-1", "07", "0x1", "1e3", ".5", "1_0", "12:30",
     "2026-08-07", "\r\n", "\r", "é", "\u00a0", "\u0085", "...", "---", "<<", "=", "\\n", "\\x41",
-    "\\u00e9", "\\/", "\\ ",
+    "\\u00e9", "\\/", "\\ ", "\n  |#", "\n  |", "\n    ", "|#",
 ]
 
 
@@ -215,6 +219,27 @@ def mappings(draw: st.DrawFn) -> str:
     keys = draw(st.lists(st.sampled_from(["id", "a", "b", "c d", "k-1", "x"]), min_size=1,
                          max_size=5, unique=True))
     return "".join(f"{key}: {draw(value)}\n" for key in keys)
+
+
+@st.composite
+def block_scalars(draw: st.DrawFn) -> str:
+    """Block scalars with every kind of header, on the key's line or a line of their own, and
+    leading empty lines of any width before content of any indentation."""
+    header = draw(st.sampled_from("|>")) + draw(st.sampled_from(
+        ["", "-", "+", "2", "-1", "+2", "2-", "#", "-#", " #c", "  # c", "x", " x", "0"]))
+    where = draw(st.sampled_from([" ", "\n  ", "\n  # c\n  ", "\n- ", "\n  - ", "  "]))
+    empty = draw(st.lists(st.sampled_from(["", " ", "  ", "   ", "    "]), max_size=3))
+    content = draw(st.lists(st.sampled_from(["  a", "   b", "    c", "  ", "", " d"]),
+                            max_size=3))
+    end = draw(st.sampled_from(["\n", "\nz: 1\n", "", "\r\n"]))
+    return "".join(["k:", where, header, "\n", *(e + "\n" for e in empty), "\n".join(content),
+                    end])
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(block_scalars())
+def test_generated_block_scalars_read_alike_or_take_the_slow_path(text: str) -> None:
+    assert agrees(text)
 
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
