@@ -106,7 +106,7 @@ def test_the_fast_path_refuses_what_it_is_not_sure_of() -> None:
         "a: ! x\n", "a: yes\nb: [" + "[" * 70 + "]" * 71 + "\n", "k: 1\n...\n...\n",
         "k: \t1\n", "k: |#\n  x\n", "k: >x\n", "k:\n  |#\n  x\n", "k:\n  # c\n  >#\n  x\n",
         "k:\n- - |#\n    x\n", "? k\n: |#\n  x\n", "k: |\n  \n    x\n", "k: >-\n \n  \n x\n",
-        "k: |\n   \n    \nz: 1\n",
+        "k: |\n   \n    \nz: 1\n", 'k: ["m":]\n', "k: [a, 'm':x]\n", 'k: {"m":x}\n',
     ]
     assert [] == [text for text in doubtful if FAST.load(text) is not None]
     assert {"a": "yes", "b": "on", "c": None, "d": True, "e": -12} == FAST.load(
@@ -192,7 +192,7 @@ PIECES = [
     "\\", "[", "]", "{", "}", ",", "?", "? ", "|", ">", "|-", ">+", "&", "*", "!", "%", "@", "`",
     "~", "null", "true", "yes", "on", "0", "1", "-1", "07", "0x1", "1e3", ".5", "1_0", "12:30",
     "2026-08-07", "\r\n", "\r", "é", "\u00a0", "\u0085", "...", "---", "<<", "=", "\\n", "\\x41",
-    "\\u00e9", "\\/", "\\ ", "\n  |#", "\n  |", "\n    ", "|#",
+    "\\u00e9", "\\/", "\\ ", "\n  |#", "\n  |", "\n    ", "|#", '"m":', "'m':",
 ]
 
 

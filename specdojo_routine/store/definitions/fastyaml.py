@@ -17,6 +17,8 @@ way:
 - a block scalar whose header, read from the text where its event starts, is other than
   ``|``/``>`` with chomping, indentation and a comment (libyaml takes ``|#``), or whose
   leading empty lines grow more indented after the first (ruamel refuses them, libyaml not);
+- a quoted scalar with ``:`` right after it and no space after that (``["m":]``, ``["m":x]``:
+  ruamel refuses the JSON-like key in a flow sequence, libyaml reads a mapping);
 - any error of the C parser; a top-level value that is not a mapping.
 
 A ``None`` sends the file down the slow path, which reports whatever there is to report, with
@@ -70,6 +72,7 @@ def _doubtful_character() -> re.Pattern[str]:
 _DOUBTFUL_ASCII = re.compile("[\x00-\x09\x0b\x0c\x0e-\x1f\x7f]")  # the same, for ASCII text
 _ESCAPED_SURROGATE = re.compile(r"\\(?:u|U0000)[dD][89abcdefABCDEF]")  # \ud800-\udfff
 _DOCUMENT_END = re.compile(r"^\.\.\.", re.M)  # libyaml skips a repeated `...`; ruamel refuses it
+_ADJACENT_VALUE = re.compile(r"[\"']:[^ \r\n]")  # `["m":]`: libyaml reads it, ruamel refuses it
 # a block scalar's header line (from its indicator) and what ruamel accepts after the indicator
 # (libyaml also takes `|#`); its leading empty lines, and the first one's indentation
 _HEADER_LINE = re.compile(r"[|>]([^\n\r]*)(?:\r\n|\r|\n)?")
@@ -118,6 +121,8 @@ class FastReader:
         if ("\\u" in source or "\\U" in source) and _ESCAPED_SURROGATE.search(source):
             return None  # not a character: the slow path reports where it is
         if "..." in source and _DOCUMENT_END.search(source):
+            return None
+        if ('":' in source or "':" in source) and _ADJACENT_VALUE.search(source):
             return None
         try:
             root = self._build(CParser(source), source)
