@@ -104,11 +104,15 @@ def test_the_fast_path_refuses_what_it_is_not_sure_of() -> None:
         "%YAML 1.2\n---\na: 1\n", "a: 0x1f\n", "a: 017\n", "a: 1_000\n", "[1, 2]\n", "",
         "a: 1\n---\nb: 2\n", "? [a]\n: 1\n", "a: 1\na: 2\n", "1: x\n", "\ufeffa: 1\n",
         "a: ! x\n", "a: yes\nb: [" + "[" * 70 + "]" * 71 + "\n", "k: 1\n...\n...\n",
-        "k: \t1\n", "k: |#\n  x\n", "k: >x\n",
+        "k: \t1\n", "k: |#\n  x\n", "k: >x\n", "k:\n  |#\n  x\n", "k:\n  # c\n  >#\n  x\n",
+        "k:\n- - |#\n    x\n", "? k\n: |#\n  x\n", "k: |\n  \n    x\n", "k: >-\n \n  \n x\n",
+        "k: |\n   \n    \nz: 1\n", 'k: ["m":]\n', "k: [a, 'm':x]\n", 'k: {"m":x}\n',
     ]
     assert [] == [text for text in doubtful if FAST.load(text) is not None]
     assert {"a": "yes", "b": "on", "c": None, "d": True, "e": -12} == FAST.load(
         "a: yes\nb: on\nc: ~\nd: true\ne: -12\n")
+    assert {"a": "x\n", "b": "\n\ny", "c": "\nz"} == FAST.load(  # block scalars it is sure of
+        "a:\n  # c\n  | # c\n  x\nb: |-\n\n    \n    y\nc: >-\n  \n  z\n")
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -188,7 +192,7 @@ PIECES = [
     "\\", "[", "]", "{", "}", ",", "?", "? ", "|", ">", "|-", ">+", "&", "*", "!", "%", "@", "`",
     "~", "null", "true", "yes", "on", "0", "1", "-1", "07", "0x1", "1e3", ".5", "1_0", "12:30",
     "2026-08-07", "\r\n", "\r", "é", "\u00a0", "\u0085", "...", "---", "<<", "=", "\\n", "\\x41",
-    "\\u00e9", "\\/", "\\ ",
+    "\\u00e9", "\\/", "\\ ", "\n  |#", "\n  |", "\n    ", "|#", '"m":', "'m':",
 ]
 
 
@@ -217,6 +221,27 @@ def mappings(draw: st.DrawFn) -> str:
     return "".join(f"{key}: {draw(value)}\n" for key in keys)
 
 
+@st.composite
+def block_scalars(draw: st.DrawFn) -> str:
+    """Block scalars with every kind of header, on the key's line or a line of their own, and
+    leading empty lines of any width before content of any indentation."""
+    header = draw(st.sampled_from("|>")) + draw(st.sampled_from(
+        ["", "-", "+", "2", "-1", "+2", "2-", "#", "-#", " #c", "  # c", "x", " x", "0"]))
+    where = draw(st.sampled_from([" ", "\n  ", "\n  # c\n  ", "\n- ", "\n  - ", "  "]))
+    empty = draw(st.lists(st.sampled_from(["", " ", "  ", "   ", "    "]), max_size=3))
+    content = draw(st.lists(st.sampled_from(["  a", "   b", "    c", "  ", "", " d"]),
+                            max_size=3))
+    end = draw(st.sampled_from(["\n", "\nz: 1\n", "", "\r\n"]))
+    return "".join(["k:", where, header, "\n", *(e + "\n" for e in empty), "\n".join(content),
+                    end])
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(block_scalars())
+def test_generated_block_scalars_read_alike_or_take_the_slow_path(text: str) -> None:
+    assert agrees(text)
+
+
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(documents())
 def test_generated_text_reads_alike_or_takes_the_slow_path(text: str) -> None:
@@ -227,6 +252,46 @@ def test_generated_text_reads_alike_or_takes_the_slow_path(text: str) -> None:
 @given(mappings())
 def test_generated_mappings_read_alike_or_take_the_slow_path(text: str) -> None:
     assert agrees(text)
+
+
+@st.composite
+def commented(draw: st.DrawFn) -> str:
+    """Valid mappings with comments wherever YAML allows one: after a key whose value is on
+    the next line, on lines of their own before a value or a block scalar's header, after a
+    header, between entries."""
+    word = st.sampled_from(["a", "b c", "on", "12", "x: y", "'q'", '"d"', "- e"])
+    comment = st.sampled_from(["# c", "#", "# k: v", "# |"])
+    forms = [  # what follows the key's colon
+        lambda w, c: f" {_quoted(w)}  {c}\n",
+        lambda w, c: f"  {c}\n  {_quoted(w)}\n",
+        lambda w, c: f"\n  {c}\n\n  {_quoted(w)}\n",
+        lambda w, c: f"\n  {c}\n  |- {c}\n  {w}\n",
+        lambda w, c: f"  {c}\n  >\n  {w}\n  {c}\n",
+        lambda w, c: f" | {c}\n  {w}\n\n",
+    ]
+    keys = draw(st.lists(st.sampled_from(["id", "a", "b", "k-1", "x"]), min_size=1, max_size=4,
+                         unique=True))
+    text = ""
+    for key in keys:
+        form = draw(st.sampled_from(forms))
+        text += draw(st.sampled_from(["", "\n", "# between\n"]))
+        text += f"{key}:" + form(draw(word), draw(comment))
+    return text
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(commented())
+def test_comments_anywhere_are_read_alike_by_both_paths(text: str) -> None:
+    """The located path reads every such file without a problem, and as the fast path does
+    (which reads them all)."""
+    problems, data = slow(text)
+    fast = FAST.load(text)
+    assert ([], True) == (problems, fast is not None and agrees(text))
+    assert validation.plain(data) == fast
 
 
 def test_without_the_c_parser_everything_takes_the_slow_path(tmp_path: Path) -> None:

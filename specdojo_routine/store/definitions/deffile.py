@@ -14,7 +14,8 @@ from pathlib import Path
 from specdojo_routine.core.validation import Report
 from specdojo_routine.store.config import file_kind
 
-__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_NODES", "PURE_YAML", "read_text"]
+__all__ = ["MAX_CHARS", "MAX_DEPTH", "MAX_FILE_BYTES", "MAX_NODES", "OUT_OF_MEMORY", "PURE_YAML",
+           "read_text"]
 
 #: Set to "1", every file is read by the located slow path (:mod:`.safeyaml`).
 PURE_YAML = "SPECDOJO_ROUTINE_PURE_YAML"
@@ -22,6 +23,12 @@ PURE_YAML = "SPECDOJO_ROUTINE_PURE_YAML"
 MAX_FILE_BYTES = 1 << 20  # definitions are small; anything bigger is a mistake or an attack
 MAX_DEPTH = 64  # nesting levels
 MAX_NODES = 100_000  # values after alias expansion (a "billion laughs" stops here)
+# characters of scalars after alias expansion: few aliases of one long scalar expand to as much
+# as many aliases of small values, and every later step (rules, digest) copies what they give
+MAX_CHARS = 4 * MAX_FILE_BYTES
+#: The problem of a file whose loading ran out of memory (located at 1:1: no node is to blame).
+OUT_OF_MEMORY = ("loading this file ran out of memory (an anchor/alias bomb?); a definition is a "
+                 "small YAML mapping")
 
 def read_text(path: Path | str, report: Report) -> str | None:
     """The file's text; only a regular file is read (a FIFO, socket, device or directory

@@ -13,9 +13,12 @@ way:
 - a key that is not a string, or a duplicate key; nesting deeper than the slow path allows;
 - a character that the slow path's reader refuses or that YAML 1.1 (libyaml) and 1.2 (ruamel)
   read differently (NEL, LINE/PARAGRAPH SEPARATOR, a BOM), and any tab (libyaml accepts tabs
-  where ruamel refuses them), a document end marker ``...`` (libyaml skips a repeated one),
-  a block scalar header other than ``|``/``>`` with chomping, indentation and a comment
-  (libyaml takes ``|#``);
+  where ruamel refuses them), a document end marker ``...`` (libyaml skips a repeated one);
+- a block scalar whose header, read from the text where its event starts, is other than
+  ``|``/``>`` with chomping, indentation and a comment (libyaml takes ``|#``), or whose
+  leading empty lines grow more indented after the first (ruamel refuses them, libyaml not);
+- a quoted scalar with ``:`` right after it and no space after that (``["m":]``, ``["m":x]``:
+  ruamel refuses the JSON-like key in a flow sequence, libyaml reads a mapping);
 - any error of the C parser; a top-level value that is not a mapping.
 
 A ``None`` sends the file down the slow path, which reports whatever there is to report, with
@@ -69,9 +72,14 @@ def _doubtful_character() -> re.Pattern[str]:
 _DOUBTFUL_ASCII = re.compile("[\x00-\x09\x0b\x0c\x0e-\x1f\x7f]")  # the same, for ASCII text
 _ESCAPED_SURROGATE = re.compile(r"\\(?:u|U0000)[dD][89abcdefABCDEF]")  # \ud800-\udfff
 _DOCUMENT_END = re.compile(r"^\.\.\.", re.M)  # libyaml skips a repeated `...`; ruamel refuses it
-# a block scalar's header: libyaml accepts some that ruamel refuses (`|#`)
-_BLOCK_HEADER = re.compile(r"(?:^ *- +|: +)[|>]([^\n\r]*)", re.M)
+_ADJACENT_VALUE = re.compile(r"[\"']:[^ \r\n]")  # `["m":]`: libyaml reads it, ruamel refuses it
+# a block scalar's header line (from its indicator) and what ruamel accepts after the indicator
+# (libyaml also takes `|#`); its leading empty lines, and the first one's indentation
+_HEADER_LINE = re.compile(r"[|>]([^\n\r]*)(?:\r\n|\r|\n)?")
 _GOOD_HEADER = re.compile(r"(?:[-+][1-9]?|[1-9][-+]?)?(?: +#.*)? *")
+_EMPTY_LINE = re.compile(r"( *)(?:\r\n|\r|\n)")
+_SPACES = re.compile(r" *")
+_BLOCK_STYLES = ("|", ">")
 _DECIMAL = re.compile(r"0|-?[1-9][0-9]{0,17}")
 _STR, _NULL, _BOOL, _INT = (
     f"tag:yaml.org,2002:{name}" for name in ("str", "null", "bool", "int")
@@ -114,18 +122,17 @@ class FastReader:
             return None  # not a character: the slow path reports where it is
         if "..." in source and _DOCUMENT_END.search(source):
             return None
-        if ("|" in source or ">" in source) and any(
-                not _GOOD_HEADER.fullmatch(m[1]) for m in _BLOCK_HEADER.finditer(source)):
+        if ('":' in source or "':" in source) and _ADJACENT_VALUE.search(source):
             return None
         try:
-            root = self._build(CParser(source))
+            root = self._build(CParser(source), source)
         except _Unsure:
             return None
         except Exception:  # any complaint of libyaml: the slow path words it
             return None
         return root if type(root) is dict else None
 
-    def _build(self, parser: Any) -> Any:
+    def _build(self, parser: Any, source: str) -> Any:
         """The document the events hold. An event's tag is read as ruamel keeps it (``ctag``,
         None without one): its ``tag`` property makes a string of it for every event."""
         stack: list[list[Any]] = []  # [container, pending key, key seen]
@@ -140,8 +147,11 @@ class FastReader:
                 plain, quoted = event.implicit
                 if plain:
                     value = typed(event.value)
-                elif quoted:
-                    value = event.value  # a quoted or block scalar without a tag: a string
+                elif quoted:  # a quoted or block scalar without a tag: a string
+                    if event.style in _BLOCK_STYLES and not _block_alike(
+                            source, event.start_mark.index):
+                        raise _Unsure
+                    value = event.value
                 else:
                     raise _Unsure
             elif kind is MappingStartEvent or kind is SequenceStartEvent:
@@ -188,6 +198,24 @@ class FastReader:
         if tag == _INT and _DECIMAL.fullmatch(value):
             return int(value)
         raise _Unsure
+
+
+def _block_alike(source: str, at: int) -> bool:
+    """Whether the block scalar whose indicator is at ``at`` reads alike on both paths: a
+    header ruamel accepts, and no leading empty line (nor the first content line) more indented
+    than the first empty line when that one has spaces: ruamel refuses that ("more indented
+    follow up line than first"), libyaml does not."""
+    header = _HEADER_LINE.match(source, at)
+    if header is None or not _GOOD_HEADER.fullmatch(header[1]):
+        return False
+    first, widest, pos = -1, 0, header.end()
+    while (empty := _EMPTY_LINE.match(source, pos)) is not None:
+        spaces = len(empty[1])
+        first = spaces if first < 0 else first
+        widest, pos = max(widest, spaces), empty.end()
+    content = _SPACES.match(source, pos)  # the first content line's indentation
+    widest = max(widest, content.end() - pos if content else 0)
+    return not (first > 0 and widest > first)
 
 
 def _add(frame: list[Any], value: Any) -> None:

@@ -41,6 +41,7 @@ from specdojo_routine.store.definitions.deffile import (  # the limits: re-expor
     MAX_DEPTH,
     MAX_FILE_BYTES,
     MAX_NODES,
+    OUT_OF_MEMORY,
     PURE_YAML,
     read_text,
 )
@@ -327,6 +328,20 @@ def _read_and_build(
 
 
 def _build(
+    source: str, rel: str, kind: str, build: Callable[[Report, Node, str | None], _T | None],
+    *, cache: DefinitionCache | None, key: str | None,
+) -> tuple[Report, Any, _T | None, str | None]:
+    """Build one file's text (:func:`_build_text`); a file that needs more memory than there is
+    is that file's problem, not the end of the load: the other files are still read."""
+    try:
+        return _build_text(source, rel, kind, build, cache=cache, key=key)
+    except MemoryError:
+        report = Report(rel)
+        report.error((1, 1), OUT_OF_MEMORY)
+        return report, None, None, None
+
+
+def _build_text(
     source: str, rel: str, kind: str, build: Callable[[Report, Node, str | None], _T | None],
     *, cache: DefinitionCache | None, key: str | None,
 ) -> tuple[Report, Any, _T | None, str | None]:

@@ -3,9 +3,13 @@
 Every file with something to report is read here (and every file, with
 ``SPECDOJO_ROUTINE_PURE_YAML=1``): first the event stream is scanned for what must stop a load
 (non-core tags, duplicate keys, nesting deeper than ``MAX_DEPTH``, alias expansion beyond
-``MAX_NODES``, recursive aliases, a YAML version other than 1.2), then ruamel's round-trip
-loader builds the data with line/column marks for the messages. The fast path is
-:mod:`.fastyaml`; :mod:`.load` chooses between them.
+``MAX_NODES`` values or ``MAX_CHARS`` characters, recursive aliases, a YAML version other than
+1.2), then ruamel's round-trip constructor builds the data with line/column marks for the
+messages. Both read the text with ruamel's plain scanner and parser, which skip comments: the
+round-trip ones keep comments for writing a file back, which a definition never is, and they
+refuse some valid files (a comment after ``key:`` before its value on the next line, a comment
+line before a block scalar's header). The fast path is :mod:`.fastyaml`; :mod:`.load` chooses
+between them.
 """
 
 from __future__ import annotations
@@ -28,10 +32,18 @@ from ruamel.yaml.events import (
     ScalarEvent,
 )
 from ruamel.yaml.nodes import ScalarNode
+from ruamel.yaml.parser import Parser
 from ruamel.yaml.reader import ReaderError
+from ruamel.yaml.scanner import Scanner
 
 from specdojo_routine.core.validation import Report, got
-from specdojo_routine.store.definitions.deffile import MAX_DEPTH, MAX_NODES, read_text
+from specdojo_routine.store.definitions.deffile import (
+    MAX_CHARS,
+    MAX_DEPTH,
+    MAX_NODES,
+    OUT_OF_MEMORY,
+    read_text,
+)
 from specdojo_routine.store.definitions.yamlcore import RESOLVER, CoreResolver
 
 _CORE_TAGS = frozenset(
@@ -55,7 +67,11 @@ _TYPED_SCALAR_TAGS = {  # explicit tag -> the implicit types its value may have
 
 
 def _yaml() -> YAML:
+    """Round-trip construction (positions on every mapping and list) from the plain scanner and
+    parser, which skip comments (see the module docstring)."""
     yaml = YAML(typ="rt", pure=True)
+    yaml.Scanner = Scanner
+    yaml.Parser = Parser
     yaml.Resolver = CoreResolver
     yaml.Constructor = _CoreConstructor
     return yaml
@@ -82,8 +98,13 @@ def _parse(source: str, rel: str, kind: str) -> tuple[Report, Any]:
     except MarkedYAMLError as exc:
         report.error(_mark_pos(exc), _yaml_message(exc))
         return report, None
+    except MemoryError:  # what the scan's bounds let through: still this file's problem
+        report.error((1, 1), OUT_OF_MEMORY)
+        return report, None
     except Exception as exc:  # a constructor surprise is a problem of the file, not a crash
-        report.error((1, 1), f"YAML parse error: {type(exc).__name__}: {exc}")
+        detail = str(exc).strip().splitlines()[:1]  # never the class name: not the user's word
+        report.error((1, 1), "YAML parse error: the document cannot be read as plain data"
+                     + (f" ({detail[0]})" if detail else ""))
         return report, None
     if not isinstance(data, dict):
         found = "the file is empty" if data is None else f"found {got(data)}"
@@ -100,6 +121,7 @@ class _Frame:
     mapping: bool
     anchor: str | None
     start: int  # values counted before this collection
+    start_chars: int  # characters counted before it
     children: int = 0
     keys: set[str] = attrs.field(factory=set)
 
@@ -115,12 +137,14 @@ class _Fatal(Exception):
 @attrs.define(repr=False)
 class _Scan:
     """Checks YAML events before anything is built: tags, duplicate keys, nesting depth, alias
-    expansion and recursion, the YAML version."""
+    expansion (in values and in characters) and recursion, the YAML version."""
 
     report: Report
     stack: list[_Frame] = attrs.field(factory=list)
-    sizes: dict[str, int] = attrs.field(factory=dict)  # anchor -> values it expands to
+    sizes: dict[str, tuple[int, int]] = attrs.field(factory=dict)  # anchor -> (values,
+    # characters) it expands to
     nodes: int = 0  # values so far, aliases expanded
+    chars: int = 0  # characters of scalars so far, aliases expanded
     blocking: bool = False  # a problem that must stop the load was found
 
     def event(self, event: Any) -> None:
@@ -143,9 +167,13 @@ class _Scan:
         if isinstance(event, CollectionEndEvent) and self.stack:
             frame = self.stack.pop()
             if frame.anchor is not None:
-                self.sizes[frame.anchor] = self.nodes - frame.start
+                self.sizes[frame.anchor] = (self.nodes - frame.start,
+                                            self.chars - frame.start_chars)
         if self.nodes > MAX_NODES:
             raise _Fatal(pos, f"the document expands to more than {MAX_NODES} values (an "
+                         "anchor/alias bomb?); a definition is small")
+        if self.chars > MAX_CHARS:
+            raise _Fatal(pos, f"the document expands to more than {MAX_CHARS} characters (an "
                          "anchor/alias bomb?); a definition is small")
 
     def _count(self, event: Any, pos: tuple[int, int]) -> None:
@@ -154,14 +182,18 @@ class _Scan:
             if any(frame.anchor == anchor for frame in self.stack):
                 raise _Fatal(pos, f"alias *{anchor} is inside its own anchor (recursive data "
                              "is not allowed)")
-            self.nodes += self.sizes.get(str(anchor), 1)
+            nodes, chars = self.sizes.get(str(anchor), (1, 0))
+            self.nodes += nodes
+            self.chars += chars
             return
         self.nodes += 1
         if isinstance(event, ScalarEvent):
+            self.chars += len(event.value)
             if anchor is not None:
-                self.sizes[anchor] = 1
+                self.sizes[anchor] = (1, len(event.value))
             return
-        self.stack.append(_Frame(isinstance(event, MappingStartEvent), anchor, self.nodes - 1))
+        self.stack.append(_Frame(isinstance(event, MappingStartEvent), anchor, self.nodes - 1,
+                                 self.chars))
         if len(self.stack) > MAX_DEPTH:
             raise _Fatal(pos, f"data is nested deeper than {MAX_DEPTH} levels")
 
