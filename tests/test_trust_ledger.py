@@ -315,18 +315,16 @@ def test_resolve_waits_for_an_action_that_outlived_its_runner(project: Project) 
     assert 0 == project.cli("fold", "--check").returncode
 
 
-def test_resolve_waits_for_a_job_runs_command_that_outlived_its_runner(project: Project) -> None:
-    """SPEC §6.5, §7.3: the same for a Job action. Its command's group is recorded with the
-    Job Run (``process.json``), not as the routine's action: resolve said `resolved` while
-    it still ran, and the run was left interrupted. Now it exits 75 and records nothing in
-    either ledger until the command has ended; then one decision resolves both."""
+def _killed_mid_job(project: Project, policy: str = "") -> tuple[Path, int]:
+    """rtn-job's runner is SIGKILLed while its Job action's command (`sleep 20`) runs; the
+    run's ``process.json`` and that command's process group, still alive."""
     from tests.conftest import period_job
 
     project.job("job-slow", period_job("slow", "sleep 20"))
-    project.routine("rtn-job", """\
-        trigger: {cron: "0 * * * *", timezone: UTC}
-        action: {kind: job, job: job-slow, inputs: {period: "{{scheduled_at}}"}}
-        """)
+    project.routine("rtn-job", f"""\
+        trigger: {{cron: "0 * * * *", timezone: UTC}}
+        action: {{kind: job, job: job-slow, inputs: {{period: "{{{{scheduled_at}}}}"}}}}
+        {policy}""")
     proc = project.popen("run", "--due", "--now", NOW)
     evidence = project.root / "execution" / "exec" / "evidence"
     _wait_for(lambda: any(evidence.glob("*/attempt-1/process.json")))
@@ -335,6 +333,15 @@ def test_resolve_waits_for_a_job_runs_command_that_outlived_its_runner(project: 
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
     assert execute_runner.group_alive(pgid)
+    return record, pgid
+
+
+def test_resolve_waits_for_a_job_runs_command_that_outlived_its_runner(project: Project) -> None:
+    """SPEC §6.5, §7.3: the same for a Job action. Its command's group is recorded with the
+    Job Run (``process.json``), not as the routine's action: resolve said `resolved` while
+    it still ran, and the run was left interrupted. Now it exits 75 and records nothing in
+    either ledger until the command has ended; then one decision resolves both."""
+    record, pgid = _killed_mid_job(project)
     runs = project.root / "execution" / "jobs" / "runs"
     before = project.ledger.read_bytes(), [p.read_bytes() for p in sorted(runs.glob("*.jsonl"))]
     refused = project.cli("resolve", "rtn-job", "--result", "failure", "--note", "checked")
@@ -356,22 +363,7 @@ def test_resume_is_a_busy_skip_while_a_job_runs_command_lives(project: Project) 
     interrupted attempt started still runs (its group is recorded with the run), the next
     `run --due` closes nothing and starts nothing: it said it closed the attempt and started
     a second one beside the first one's command."""
-    from tests.conftest import period_job
-
-    project.job("job-slow", period_job("slow", "sleep 20"))
-    project.routine("rtn-job", """\
-        trigger: {cron: "0 * * * *", timezone: UTC}
-        policy: {on_interrupted: resume}
-        action: {kind: job, job: job-slow, inputs: {period: "{{scheduled_at}}"}}
-        """)
-    proc = project.popen("run", "--due", "--now", NOW)
-    evidence = project.root / "execution" / "exec" / "evidence"
-    _wait_for(lambda: any(evidence.glob("*/attempt-1/process.json")))
-    [record] = evidence.glob("*/attempt-1/process.json")
-    pgid: int = orjson.loads(record.read_bytes())["pgid"]
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
-    assert execute_runner.group_alive(pgid)
+    _, pgid = _killed_mid_job(project, "policy: {on_interrupted: resume}\n")
     events = len(project.events())
     skipped = project.cli("run", "--due", "--now", LATER, "--json")
     assert 0 == skipped.returncode, skipped.stderr
