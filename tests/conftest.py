@@ -10,7 +10,7 @@ import sys
 import tarfile
 import textwrap
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -252,6 +252,16 @@ def tmpfs_at(target: Path, options: str) -> Iterator[Path]:
         yield target
     finally:
         subprocess.run(["umount", "-l", str(target)], check=False)
+
+
+def wait_for(predicate: Callable[[], object], timeout: float = 30.0) -> None:
+    """Return once ``predicate()`` is true (polled every 20 ms); fail after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError("condition not reached in time")
 
 
 def wait_for_text(path: Path, timeout: float = 20) -> str:

@@ -13,23 +13,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from specdojo_routine.execute import runner
 from tests.agenthelper import AgentProject
-
-
-def _wait_for(predicate: Any, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not reached in time")
+from tests.conftest import wait_for
 
 
 @pytest.fixture
@@ -55,7 +45,7 @@ def test_a_killed_runners_agent_keeps_the_run_busy_until_it_ends(
     proc = ap.popen("job", "run", "--job", "job-e", "--input", "period=w1")
     child_file = Path(f"{ap.control}.child.pid")
     try:
-        _wait_for(lambda: child_file.exists() and child_file.read_text().strip())
+        wait_for(lambda: child_file.exists() and child_file.read_text().strip())
     finally:  # the runner dies here, whatever the wait found
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
@@ -78,7 +68,7 @@ def test_a_killed_runners_agent_keeps_the_run_busy_until_it_ends(
         assert 1 == sum(1 for x in ap.launches() if f"{x['nickname']}:{x['role']}" == slow)
     finally:
         os.killpg(pgid, signal.SIGKILL)
-    _wait_for(lambda: not runner.group_alive(pgid))
+    wait_for(lambda: not runner.group_alive(pgid))
     done = ap.cli("job", "resolve", run_id, "--status", "failed", "--note", "checked")
     assert 0 == done.returncode, done.stderr
     assert "failed" == ap.view(run_id)["state"]
@@ -94,7 +84,7 @@ def test_a_stop_during_the_executor_stage_is_recorded_as_the_stop(ap: AgentProje
     proc = ap.popen("job", "run", "--job", "job-e", "--input", "period=w1")
     child_file = Path(f"{ap.control}.child.pid")
     try:
-        _wait_for(lambda: child_file.exists() and child_file.read_text().strip())
+        wait_for(lambda: child_file.exists() and child_file.read_text().strip())
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(timeout=60)
     finally:

@@ -10,16 +10,7 @@ import time
 import orjson
 import pytest
 
-from tests.conftest import Project, argv_of, children, descendants
-
-
-def _wait_for(predicate: object, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not reached in time")
+from tests.conftest import Project, argv_of, children, descendants, wait_for
 
 
 def test_four_concurrent_runs_attempt_each_occurrence_once(project: Project) -> None:
@@ -58,7 +49,7 @@ def _killed_mid_action(project: Project, policy: str = "") -> None:
           - {{kind: specdojo, args: [sleep-30]}}
         """)
     proc = project.popen("run", "--due", "--now", "2026-05-01T10:00:30Z")
-    _wait_for(lambda: len(project.calls()) == 2)
+    wait_for(lambda: len(project.calls()) == 2)
     sleepers = children(proc.pid)  # the delegated call, in its own process group
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
@@ -149,7 +140,7 @@ def test_sigterm_stops_the_running_command_and_records_the_stop(
         action: {kind: specdojo, args: [sleep-41]}
         """)
     proc = project.popen("run", "--due", "--now", "2026-05-01T10:00:30Z", script=script)
-    _wait_for(lambda: ["sleep", "41"] in map(argv_of, descendants(proc.pid)))
+    wait_for(lambda: ["sleep", "41"] in map(argv_of, descendants(proc.pid)))
     started = descendants(proc.pid)  # this test's command and its sleep, not another worker's
     proc.send_signal(signal.SIGTERM)
     assert 143 == proc.wait(timeout=30)

@@ -22,20 +22,13 @@ import orjson
 import pytest
 
 from specdojo_routine.store.locks.execlock import EXEC_LOCK_NAME
-from tests.conftest import Project, group_members
+from tests.conftest import Project, group_members, wait_for
 
 T0 = "2026-05-01T10:00:30Z"
 T1 = "2026-05-01T12:00:30Z"
 CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 
-def _wait_for(predicate: Any, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not reached in time")
 
 
 
@@ -60,9 +53,9 @@ def _cli_running(project: Project, body: str) -> dict[str, str]:
 
 def _pgid(project: Project) -> int:
     marker = project.root / "pgid"
-    _wait_for(lambda: marker.exists() and marker.read_text().strip())
+    wait_for(lambda: marker.exists() and marker.read_text().strip())
     pgid = int(marker.read_text())
-    _wait_for(lambda: len(group_members(pgid)) >= 3)  # the script, sh, and the sleeps it started
+    wait_for(lambda: len(group_members(pgid)) >= 3)  # the script, sh, and the sleeps it started
     return pgid
 
 
@@ -257,7 +250,7 @@ def test_sighup_is_a_stop_recorded_like_sigterm(project: Project) -> None:
     pgid = _pgid(project)
     code, stderr, _ = _stop(proc, signal.SIGHUP)
     assert 129 == code, stderr
-    _wait_for(lambda: _group_gone(pgid), timeout=10)
+    wait_for(lambda: _group_gone(pgid), timeout=10)
     ended = project.events()[-1]
     assert ("attempt_ended", "failure", "stopped by SIGHUP") == (
         ended["type"], ended["result"], ended["reason"])
@@ -293,12 +286,12 @@ def test_a_stop_ends_a_child_that_left_the_group_with_setsid(project: Project) -
                                 "sh -c 'sleep 60 & sleep 60'")
     proc = project.popen("run", "--due", "--now", T0, env=env)
     pgid = _pgid(project)
-    _wait_for(lambda: marker.exists() and marker.read_text().strip())
+    wait_for(lambda: marker.exists() and marker.read_text().strip())
     detached = int(marker.read_text())
     try:
         code, stderr, _ = _stop(proc, signal.SIGTERM)
         assert 143 == code, stderr
-        _wait_for(lambda: not _alive(detached), timeout=5)
+        wait_for(lambda: not _alive(detached), timeout=5)
         assert _group_gone(pgid), group_members(pgid)
     finally:
         with contextlib.suppress(OSError):
@@ -326,9 +319,9 @@ def test_a_stop_after_the_attempt_ended_says_it_keeps_its_result(
     project.exit_codes({})
     proc = project.popen("run", "--due", "--now", T1)
     marker = project.root / "hook.pgid"
-    _wait_for(lambda: marker.exists() and marker.read_text().strip())
+    wait_for(lambda: marker.exists() and marker.read_text().strip())
     pgid = int(marker.read_text())
-    _wait_for(lambda: len(group_members(pgid)) >= 2)  # the hook's shell and its sleep
+    wait_for(lambda: len(group_members(pgid)) >= 2)  # the hook's shell and its sleep
     code, stderr, _ = _stop(proc, signum)
     ended = [e for e in project.events() if e["type"] == "attempt_ended"][-1]
     assert (128 + signum, 1) == (code, len(stderr.splitlines())), stderr

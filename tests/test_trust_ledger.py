@@ -22,19 +22,12 @@ from specdojo_routine.store.ledger import chain, proven, views
 from specdojo_routine.store.ledger import journal as ledger
 from specdojo_routine.store.locks import execlock
 from specdojo_routine.store.locks import routine as locks
-from tests.conftest import Project
+from tests.conftest import Project, wait_for
 
 NOW = "2026-05-01T10:00:30Z"
 LATER = "2026-05-01T11:00:30Z"
 
 
-def _wait_for(predicate: Any, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not reached in time")
 
 
 def _interrupted(project: Project, rid: str = "rtn-crash", seconds: int = 3,
@@ -47,8 +40,8 @@ def _interrupted(project: Project, rid: str = "rtn-crash", seconds: int = 3,
         action: {{kind: specdojo, args: [sleep-{seconds}]}}
         {policy}""")
     proc = project.popen("run", "--due", "--now", NOW)
-    _wait_for(lambda: len(project.calls()) == 1)
-    _wait_for((project.root / "routines" / ".locks" / "action-group.json").exists)
+    wait_for(lambda: len(project.calls()) == 1)
+    wait_for((project.root / "routines" / ".locks" / "action-group.json").exists)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
 
@@ -262,7 +255,7 @@ def test_a_deleted_lock_file_does_not_rob_a_live_run(project: Project) -> None:
         action: {{kind: specdojo, args: [gate-{gate}]}}
         """)
     first = project.popen("run", "--due", "--now", NOW)
-    _wait_for(lambda: len(project.calls()) == 1)
+    wait_for(lambda: len(project.calls()) == 1)
     (project.root / "routines" / ".locks" / "routine-run.flock").unlink()
     before = project.ledger.read_bytes()
     second = project.cli("run", "--due", "--now", LATER)
@@ -297,7 +290,7 @@ def _killed_mid_action(project: Project, policy: str = "") -> int:
 
 def _end_group(pgid: int) -> None:
     os.killpg(pgid, signal.SIGKILL)
-    _wait_for(lambda: not execute_runner.group_alive(pgid))
+    wait_for(lambda: not execute_runner.group_alive(pgid))
 
 
 def test_resolve_waits_for_an_action_that_outlived_its_runner(project: Project) -> None:
@@ -327,7 +320,7 @@ def _killed_mid_job(project: Project, policy: str = "") -> tuple[Path, int]:
         {policy}""")
     proc = project.popen("run", "--due", "--now", NOW)
     evidence = project.root / "execution" / "exec" / "evidence"
-    _wait_for(lambda: any(evidence.glob("*/attempt-1/process.json")))
+    wait_for(lambda: any(evidence.glob("*/attempt-1/process.json")))
     [record] = evidence.glob("*/attempt-1/process.json")
     pgid: int = orjson.loads(record.read_bytes())["pgid"]
     os.kill(proc.pid, signal.SIGKILL)
