@@ -436,3 +436,28 @@ def test_a_stop_that_lands_in_a_finalizer_is_not_lost() -> None:
         "except stop.Stopped:\n    print('raised', flush=True)\n")],
         capture_output=True, text=True, timeout=60, check=False)
     assert "raised\n" in again.stdout, again.stdout + again.stderr
+
+
+_LATE_STOP = """
+import gc, os, signal
+import specdojo_routine.__main__ as entry
+entry.run_command = lambda: 3  # a command that is over, with its own exit code
+freeze = gc.freeze
+def late_stop():  # the signal lands once the command is over, on the way out
+    os.kill(os.getpid(), signal.SIGTERM)
+    freeze()
+gc.freeze = late_stop
+entry.main()
+"""
+
+
+def test_a_stop_after_the_command_is_over_does_not_cut_the_exit() -> None:
+    """Once the command is over, the stop signals are blocked until the process exits: a
+    SIGTERM then leaves the command's exit code and output whole, instead of killing the
+    process by the signal in the middle of its exit (the handlers were already Python's)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _LATE_STOP], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert (3, "") == (done.returncode, done.stderr)
