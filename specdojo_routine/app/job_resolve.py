@@ -14,7 +14,7 @@ import os
 import shlex
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from specdojo_routine.app import named_run
 from specdojo_routine.app.who import operator_name
@@ -30,6 +30,9 @@ from specdojo_routine.store.ledger import adopt, runcheck, views
 from specdojo_routine.store.ledger import journal as ledger
 from specdojo_routine.store.locks import execlock
 from specdojo_routine.store.locks import routine as locks
+
+if TYPE_CHECKING:
+    from specdojo_routine.core.model import Routine
 
 ACTOR = "specdojo_routine"
 STATUSES = ("succeeded", "failed", "noop")
@@ -128,7 +131,9 @@ def runs_started_by(
     return found
 
 
-def attempt_runs(paths: ProjectPaths, routine: Any, state: Mapping[str, Any]) -> list[str]:
+def attempt_runs(
+    paths: ProjectPaths, routine: Routine | None, state: Mapping[str, Any],
+) -> list[str]:
     """The Job Runs a routine's open attempt started (``state`` its routine view entry,
     ``routine`` its definition or None): those its action events name, and the open runs of
     its Jobs that its runner owns (:func:`runs_started_by`)."""
