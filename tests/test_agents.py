@@ -65,6 +65,23 @@ def test_plan_on_stdin_environment_template_and_evidence(ap: AgentProject) -> No
     assert "status: complete" in result and "Did the work." in result
 
 
+def test_the_stdin_file_lives_in_the_attempts_evidence_folder_while_the_stage_runs(
+    ap: AgentProject,
+) -> None:
+    """The plan reaches the agent from a private file in its attempt's evidence folder, gone
+    once the stage ends: a runner killed mid-stage leaves it where retention prunes it, not in
+    the system's temporary folder."""
+    ap.edit_job("job-e")
+    out = run_json(ap, code=0)
+    (launch,) = ap.launches()
+    attempt = ap.root / "execution" / "exec" / "evidence" / str(out["run_id"]) / "attempt-1"
+    stdin_from = Path(launch["stdin_from"])
+    assert stdin_from.parent == attempt
+    assert stdin_from.name.startswith(".agent-executor.stdin.")
+    assert not stdin_from.exists()
+    assert sorted(p.name for p in attempt.iterdir() if p.name.startswith(".")) == []
+
+
 def test_non_zero_exit_fails_the_attempt(ap: AgentProject) -> None:
     ap.edit_job("job-e")
     ap.behave({"editor": {"exit": 3}})
@@ -152,6 +169,27 @@ def test_timeout_kills_the_agents_process_group(ap: AgentProject) -> None:
     child = int(Path(f"{ap.control}.child.pid").read_text())
     assert not alive(child)
 
+
+
+@pytest.mark.parametrize(("routine_timeout", "task_timeout", "grace"), [
+    ("1s", "", True),  # the routine's bound: SIGTERM, 10 s, SIGKILL (SPEC §13)
+    ("1m", "1s", False),  # the Job's own task.timeout: the runner's short grace (SPEC §7.3)
+])
+def test_an_agent_stage_gets_the_grace_of_whose_timeout_it_is(
+        ap: AgentProject, routine_timeout: str, task_timeout: str, grace: bool) -> None:
+    """An agent that ignores SIGTERM is killed as a Job's command is: 10 s after a routine
+    action's timeout, the runner's 2 s after the Job's own."""
+    ap.edit_job("job-e", **({"timeout": task_timeout} if task_timeout else {}))
+    ap.behave({"editor": {"sleep": 60, "ignore_term": True}})
+    ap.routine("rtn-agent", "interval: 1h\naction: {kind: job, job: job-e, inputs: {period: w1}, "
+               f"timeout: {routine_timeout}}}\n")
+    started = time.monotonic()
+    done = ap.cli("run", "--due", timeout=60)
+    took = time.monotonic() - started
+    assert 1 == done.returncode, done.stdout + done.stderr
+    assert (10.5 <= took < 30) if grace else (took < 9), took
+    (launch,) = ap.launches()
+    assert launch["nickname"] == "editor"
 
 
 def test_task_timeout_is_one_budget_for_the_executor_and_its_reporter(

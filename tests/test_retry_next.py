@@ -7,6 +7,7 @@ never listed as something that runs, and a paused or held routine's retry is des
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
@@ -14,9 +15,27 @@ import orjson
 from tests.conftest import Project
 
 RAN = "2026-05-01T10:00:10Z"  # the hourly routine's 10:00 occurrence runs and fails
-LOOK = "2026-05-01T10:00:30Z"
-DUE = "2026-05-01T10:01:10Z"  # its first retry: 1m after the failed attempt ended
 OCCURRENCE = "2026-05-01T10:00:00.000Z"
+
+
+def _at(project: Project, after: timedelta) -> str:
+    """``after`` past the end of the failed attempt, as recorded: ``--now`` plus the real time
+    the attempt took, a second or more on a loaded machine, so the retry's due time is read
+    from the ledger, not assumed."""
+    (ended,) = [e for e in project.events()
+                if e["type"] == "attempt_ended" and e["result"] == "failure"]
+    at = datetime.fromisoformat(ended["completed_at"]) + after
+    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _due(project: Project) -> str:
+    """The first retry's due time: 1m after the failed attempt ended."""
+    return _at(project, timedelta(minutes=1))
+
+
+def _look(project: Project) -> str:
+    """When the tests look: 40 s before the retry is due."""
+    return _at(project, timedelta(seconds=20))
 
 
 def _failing(project: Project, rid: str = "rtn-retry", delay: str = "1m",
@@ -55,11 +74,11 @@ def test_the_agenda_lists_a_pending_retry_at_its_due_time(project: Project) -> N
     occurrence follows in its place."""
     _tokyo(project)
     _failing(project)
-    done = project.cli("next", "--now", LOOK)
+    done = project.cli("next", "--now", _look(project))
     assert (0, [
         "IN      UTC               LOCAL                 ROUTINE",
         "in 40s  2026-05-01 10:01  -                     rtn-retry",
-        f"  note: retry 2/3 of the occurrence of {OCCURRENCE}, due {DUE}",
+        f"  note: retry 2/3 of the occurrence of {OCCURRENCE}, due {_due(project)}",
         "in 29m  2026-05-01 10:30  2026-05-01 19:30 JST  rtn-tokyo",
         "in 59m  2026-05-01 11:00  -                     rtn-retry",
     ]) == (done.returncode, done.stdout.splitlines())
@@ -71,11 +90,12 @@ def test_the_agenda_json_gives_each_entry_a_retry_key(project: Project) -> None:
     `-n 2` still counts two occurrences per routine, plus the one retry."""
     _tokyo(project)
     failed = _failing(project)
-    doc = _json(project, "next", "-n", "2", "--now", LOOK)
+    doc = _json(project, "next", "-n", "2", "--now", _look(project))
     entries = doc["occurrences"]
+    due = _due(project)
     assert {
-        "routine_id": "rtn-retry", "timezone": "UTC", "local": "2026-05-01T10:01:10+00:00",
-        "utc": "2026-05-01T10:01:10.000Z", "note": None, "latest_start": None,
+        "routine_id": "rtn-retry", "timezone": "UTC", "local": due.replace("Z", "+00:00"),
+        "utc": due.replace("Z", ".000Z"), "note": None, "latest_start": None,
         "standing": None, "retry": {"number": 2, "of": 3, "scheduled_for": OCCURRENCE,
                                     "failed_attempt_id": failed},
         "supersedes": None,
@@ -90,16 +110,17 @@ def test_next_id_says_the_retry_runs_before_the_occurrences(project: Project) ->
     """`next ID`: a `note:` line before the table says when the retry runs, in the words
     `list` uses; `--json` has a top-level `retry` with `at` (and `superseded_by` null)."""
     failed = _failing(project)
-    lines = project.cli("next", "rtn-retry", "-n", "1", "--now", LOOK).stdout.splitlines()
+    due, look = _due(project), _look(project)
+    lines = project.cli("next", "rtn-retry", "-n", "1", "--now", look).stdout.splitlines()
     assert [
-        f"note: rtn-retry is retrying (2/3) at {DUE}: the occurrence of {OCCURRENCE} runs "
+        f"note: rtn-retry is retrying (2/3) at {due}: the occurrence of {OCCURRENCE} runs "
         "again at the first `run --due` from then, before these occurrences",
         "LOCAL (UTC)                UTC                       LATEST START  NOTE",
         "2026-05-01T11:00:00+00:00  2026-05-01T11:00:00.000Z  -",
     ] == [line.rstrip() for line in lines]
-    doc = _json(project, "next", "rtn-retry", "--now", LOOK)
+    doc = _json(project, "next", "rtn-retry", "--now", look)
     assert ({"number": 2, "of": 3, "scheduled_for": OCCURRENCE, "failed_attempt_id": failed,
-             "at": DUE, "superseded_by": None}, 5) == (doc["retry"], len(doc["occurrences"]))
+             "at": due, "superseded_by": None}, 5) == (doc["retry"], len(doc["occurrences"]))
     assert ["routine_id", "timezone", "occurrences", "retry"] == list(doc)
 
 
@@ -107,17 +128,18 @@ def test_list_status_and_next_name_the_same_due_time(project: Project) -> None:
     """The one due time of the retry, as `list`, `status ID`, `next ID` and the agenda say it,
     and the retry then starts at exactly that time, not before."""
     _failing(project)
-    label = f"retrying (2/3) at {DUE}"
-    listed = project.cli("list", "--now", LOOK).stdout
-    status = project.cli("status", "rtn-retry", "--now", LOOK).stdout
-    one = project.cli("next", "rtn-retry", "--now", LOOK).stdout
-    agenda = project.cli("next", "--now", LOOK).stdout
+    due, look = _due(project), _look(project)
+    label = f"retrying (2/3) at {due}"
+    listed = project.cli("list", "--now", look).stdout
+    status = project.cli("status", "rtn-retry", "--now", look).stdout
+    one = project.cli("next", "rtn-retry", "--now", look).stdout
+    agenda = project.cli("next", "--now", look).stdout
     assert (True, True, True, True) == (f"rtn-retry: {label}" in listed, label in status,
-                                        label in one, f", due {DUE}" in agenda)
-    assert _json(project, "next", "rtn-retry", "--now", LOOK)["retry"]["at"] == DUE
-    project.cli("run", "--due", "--now", "2026-05-01T10:01:09Z")
-    project.cli("run", "--due", "--now", DUE)
-    assert [("due", RAN), ("retry", DUE)] == [
+                                        label in one, f", due {due}" in agenda)
+    assert _json(project, "next", "rtn-retry", "--now", look)["retry"]["at"] == due
+    project.cli("run", "--due", "--now", _at(project, timedelta(seconds=59)))
+    project.cli("run", "--due", "--now", due)
+    assert [("due", RAN), ("retry", due)] == [
         (e["trigger"], e["last_run"]) for e in project.events()
         if e["type"] == "attempt_started"]
 
@@ -129,26 +151,27 @@ def test_a_retry_that_gives_way_is_not_listed_as_something_that_runs(
     the retry gives way to it; the agenda has no entry for the retry but a note under that
     occurrence (JSON: `supersedes`); and `run --due` at 11:00 records that `retry_superseded`."""
     failed = _failing(project, "rtn-slow", delay="2h")
-    one = project.cli("next", "rtn-slow", "-n", "1", "--now", LOOK).stdout.splitlines()
-    assert ("note: rtn-slow is retrying (2/3) at 2026-05-01T11:00:10Z, but the occurrence of "
+    at, look = _at(project, timedelta(hours=1)), _look(project)
+    one = project.cli("next", "rtn-slow", "-n", "1", "--now", look).stdout.splitlines()
+    assert (f"note: rtn-slow is retrying (2/3) at {at}, but the occurrence of "
             "2026-05-01T11:00:00.000Z becomes due first: the retry gives way to it (recorded "
             "as retry_superseded) and does not run") == one[0]
-    retry = _json(project, "next", "rtn-slow", "--now", LOOK)["retry"]
-    assert ("2026-05-01T11:00:10Z", "2026-05-01T11:00:00.000Z") == (retry["at"],
+    retry = _json(project, "next", "rtn-slow", "--now", look)["retry"]
+    assert (at, "2026-05-01T11:00:00.000Z") == (retry["at"],
                                                                     retry["superseded_by"])
-    agenda = project.cli("next", "-n", "2", "--now", LOOK).stdout.splitlines()
+    agenda = project.cli("next", "-n", "2", "--now", look).stdout.splitlines()
     assert [
         "IN      UTC               LOCAL  ROUTINE",
         "in 59m  2026-05-01 11:00  -      rtn-slow",
-        f"  note: retry 2/3 of the occurrence of {OCCURRENCE} (due 2026-05-01T11:00:10Z) "
+        f"  note: retry 2/3 of the occurrence of {OCCURRENCE} (due {at}) "
         "gives way to this occurrence: recorded as retry_superseded, not run",
         "in 1h   2026-05-01 12:00  -      rtn-slow",
     ] == [line.rstrip() for line in agenda]
-    entries = _json(project, "next", "-n", "2", "--now", LOOK)["occurrences"]
+    entries = _json(project, "next", "-n", "2", "--now", look)["occurrences"]
     assert [(None, {"number": 2, "of": 3, "scheduled_for": OCCURRENCE,
                     "failed_attempt_id": failed}), (None, None)] == [
         (e["retry"], e["supersedes"]) for e in entries]
-    project.cli("run", "--due", "--now", "2026-05-01T11:00:10Z")
+    project.cli("run", "--due", "--now", at)
     (dropped,) = [e for e in project.events() if e["type"] == "retry_superseded"]
     assert (failed, "2026-05-01T11:00:00.000Z") == (dropped["attempt_id"],
                                                    dropped["superseded_by"])
@@ -159,11 +182,12 @@ def test_a_paused_routines_retry_waits_for_resume(project: Project) -> None:
     waits for `resume` and then runs unless the next occurrence comes first, and the agenda
     marks its entry paused; after `resume` the next `run --due` starts it."""
     _failing(project, "rtn-p", delay="10m")
+    due = _at(project, timedelta(minutes=10))
     assert 0 == project.cli("pause", "rtn-p", "--by", "dave", "--now",
                             "2026-05-01T10:01:00Z").returncode
     at = "2026-05-01T10:15:00Z"
     one = project.cli("next", "rtn-p", "-n", "1", "--now", at).stdout.splitlines()
-    assert ("note: rtn-p is retrying (2/3) at 2026-05-01T10:10:10Z, but it is paused: the "
+    assert (f"note: rtn-p is retrying (2/3) at {due}, but it is paused: the "
             "retry waits for `resume rtn-p`, then runs at the first `run --due`, unless the "
             "occurrence of 2026-05-01T11:00:00.000Z becomes due first (then it gives way to "
             "it, recorded as retry_superseded)") == one[1]
@@ -172,7 +196,7 @@ def test_a_paused_routines_retry_waits_for_resume(project: Project) -> None:
     assert [
         "IN      UTC               LOCAL  ROUTINE",
         "4m ago  2026-05-01 10:10  -      rtn-p",
-        f"  note: retry 2/3 of the occurrence of {OCCURRENCE}, due 2026-05-01T10:10:10Z",
+        f"  note: retry 2/3 of the occurrence of {OCCURRENCE}, due {due}",
         "  note: paused: the retry waits for `resume rtn-p`",
         "in 45m  2026-05-01 11:00  -      rtn-p",
         "  note: paused: recorded as paused, not run, until `resume rtn-p`",
@@ -248,8 +272,8 @@ def test_routines_without_a_retry_policy_load_no_retry_code(project: Project) ->
     project.cli("run", "--due", "--now", RAN)
     unneeded = ("specdojo_routine.core.retry_rules",)
     for args in (("next",), ("next", "rtn-plain"), ("next", "--json")):
-        done = project.cli(*args, "--now", LOOK, env=project.env(PYTHONPROFILEIMPORTTIME="1"),
-                           process=True)
+        done = project.cli(*args, "--now", _look(project),
+                           env=project.env(PYTHONPROFILEIMPORTTIME="1"), process=True)
         imported = _imported(done.stderr)
         assert (0, True, []) == (done.returncode, "specdojo_routine.app.preview" in imported,
                                  [m for m in unneeded if m in imported]), args

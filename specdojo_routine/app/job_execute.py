@@ -83,7 +83,8 @@ def _execute(ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, attempt
         return _execute_here(ctx, prep, handle, attempt)
     info = review_flow.RunInfo(
         paths=ctx.paths, run=prep.identity, attempt=attempt, task=prep.task,
-        env=ctx.child(prep.run_id, handle.token), echo=ctx.echo, deadline=ctx.deadline)
+        env=ctx.child(prep.run_id, handle.token), echo=ctx.echo, deadline=ctx.deadline,
+        kill_grace_s=_kill_grace(ctx))
 
     def inner(path: Path, extra: Mapping[str, str]) -> _Done:
         here = attrs.evolve(ctx, cwd=path, extra_env={review_rules.CHILD_ENV: "1"})
@@ -134,7 +135,8 @@ def _execute_here(
 
 
 def _kill_grace(ctx: _Env) -> float:
-    """How long the command's group has between SIGTERM and SIGKILL when its time runs out:
+    """How long the command's (or agent's) group has between SIGTERM and SIGKILL when its
+    time runs out:
     the 10 s of SPEC §13 when the bound is the caller's (a routine action's or attempt's
     timeout), the runner's own when it is the Job's ``task.timeout`` (SPEC §7.3)."""
     if ctx.limit is not None and ctx.deadline == ctx.limit:
@@ -160,7 +162,7 @@ def _request(
         result_path=jobfiles.result_path(ctx.paths, prep.run_id),
         env=ctx.child(prep.run_id, handle.token), name=prep.job.name,
         scheduled_at=prep.scheduled_at, timeout_s=_remaining(ctx.deadline),
-        echo=ctx.echo, cwd=ctx.cwd)
+        kill_grace_s=_kill_grace(ctx), echo=ctx.echo, cwd=ctx.cwd)
 
 
 def _execute_agent(

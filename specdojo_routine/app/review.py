@@ -34,6 +34,7 @@ from specdojo_routine.core.redact import secret_values
 from specdojo_routine.core.review_rules import CHILD_ENV
 from specdojo_routine.execute import agents, stop, worktree
 from specdojo_routine.execute.agents import DocValues, Launch
+from specdojo_routine.execute.termination import KILL_GRACE_S
 from specdojo_routine.execute.worktree import Git, GitError
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import agentconfig
@@ -71,6 +72,7 @@ class RunInfo:
     env: Mapping[str, str]  # the child environment (SPEC §7.3) of the run
     echo: TextIO | None = None
     deadline: float | None = None
+    kill_grace_s: float = KILL_GRACE_S  # SIGTERM -> SIGKILL for an agent at the deadline
 
 
 @attrs.frozen(kw_only=True, repr=False)
@@ -223,7 +225,8 @@ def _launch_review(
                                        agent=str(executor.nickname))
     how = Launch(paths=info.paths, config=config, run_id=info.run.run_id, attempt=info.attempt,
                  cwd=flow.path, env={**info.env, CHILD_ENV: "1"}, plan_path=plan_path,
-                 result_path=result_path, deadline=info.deadline, echo=info.echo)
+                 result_path=result_path, deadline=info.deadline, echo=info.echo,
+                 kill_grace_s=info.kill_grace_s)
     first = agents.member_of(config, str(executor.nickname))
     second = agents.member_of(config, reporter.nickname) if reporter.nickname else None
     failed = agents.pipeline(how, first, second, plan_text,

@@ -28,6 +28,7 @@ from typing import Any, Literal, Protocol, TextIO
 import attrs
 
 from specdojo_routine.core.jobplan import RunIdentity
+from specdojo_routine.execute.termination import KILL_GRACE_S
 from specdojo_routine.store.config import ProjectPaths
 
 AgentStatus = Literal["succeeded", "partial", "failed", "noop"]
@@ -53,6 +54,8 @@ class AgentRequest:
     scheduled_at: str = ""
     cwd: Path | None = None  # the run's working tree (the root, or a review worktree)
     timeout_s: float | None = None  # what is left of task.timeout for this attempt
+    #: SIGTERM -> SIGKILL when ``timeout_s`` runs out: a routine's timeout gives 10 s (§13)
+    kill_grace_s: float = KILL_GRACE_S
     echo: TextIO | None = None  # the live console
 
 

@@ -76,7 +76,8 @@ def analyse(
                         attempt=request.attempt, cwd=request.cwd or paths.root, env=request.env,
                         plan_path=plan_path, result_path=request.result_path,
                         deadline=None if request.timeout_s is None
-                        else time.monotonic() + request.timeout_s, echo=request.echo)
+                        else time.monotonic() + request.timeout_s, echo=request.echo,
+                        kill_grace_s=request.kill_grace_s)
     try:
         stage = agents.launch(how, member, "analysis", plan_text)
     except AgentConfigError as exc:

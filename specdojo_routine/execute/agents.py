@@ -35,7 +35,7 @@ from specdojo_routine.core.agent_rules import AgentConfigError, Member
 from specdojo_routine.core.redact import bound, redact, secret_values
 from specdojo_routine.core.redact_stream import LineRedactor
 from specdojo_routine.core.timefmt import format_ms
-from specdojo_routine.execute import evidence, jobfiles, runner
+from specdojo_routine.execute import evidence, jobfiles, runner, termination
 from specdojo_routine.execute.agent import AgentRequest, AgentResult
 from specdojo_routine.store.config import ProjectPaths, read_regular
 from specdojo_routine.store.definitions.agentconfig import AgentConfig
@@ -82,6 +82,7 @@ class Launch:
     result_path: Path
     deadline: float | None = None  # time.monotonic() bound of the whole attempt
     echo: TextIO | None = None
+    kill_grace_s: float = termination.KILL_GRACE_S  # SIGTERM -> SIGKILL at the deadline
 
     def remaining(self) -> float | None:
         return None if self.deadline is None else max(0.1, self.deadline - time.monotonic())
@@ -107,13 +108,13 @@ def launch(how: Launch, member: Member, role: str, stdin_text: str) -> Stage:
             how.echo.write(LineRedactor(secrets).line(
                 f"agent {member.nickname} ({role}): {command}\n"))
             how.echo.flush()
-    fd, stdin_path = tempfile.mkstemp(prefix="specdojo-agent-", suffix=".md")
+    fd, stdin_path = _stdin_file(how, role)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(stdin_text)
         outcome = runner.run_argv(
             ["/bin/sh", "-c", _STDIN_SHELL, "sh", command, stdin_path], cwd=how.cwd, env=env,
-            timeout_s=how.remaining(), echo=how.echo,
+            timeout_s=how.remaining(), echo=how.echo, kill_grace_s=how.kill_grace_s,
             on_start=lambda pgid: jobfiles.record_group(how.paths, how.run_id, how.attempt,
                                                         pgid))
     finally:
@@ -127,6 +128,19 @@ def launch(how: Launch, member: Member, role: str, stdin_text: str) -> Stage:
                  stdout=stdout, stderr=stderr,
                  error=None if outcome.error is None else redact(outcome.error, secrets),
                  rate_limit=signal)
+
+
+def _stdin_file(how: Launch, role: str) -> tuple[int, str]:
+    """A private file for the stage's stdin text, in the attempt's evidence folder: removed
+    when the stage ends, and a runner killed before that leaves it where retention prunes it,
+    not in the system's temporary folder. That folder only when the evidence folder is refused
+    (a link where this tool makes folders)."""
+    try:
+        folder = evidence.made_dir(how.paths.evidence_dir, evidence.attempt_dir(
+            how.paths.evidence_dir, how.run_id, how.attempt))
+    except OSError:
+        folder = None
+    return tempfile.mkstemp(prefix=f".agent-{role}.stdin.", suffix=".md", dir=folder)
 
 
 def _keep(how: Launch, role: str, stdout: str, stderr: str, secrets: list[str]) -> tuple[str, str]:
@@ -327,7 +341,8 @@ class RosterExecutor:
                      attempt=request.attempt, cwd=cwd, env=request.env,
                      plan_path=request.plan_path, result_path=request.result_path,
                      deadline=None if request.timeout_s is None
-                     else time.monotonic() + request.timeout_s, echo=request.echo)
+                     else time.monotonic() + request.timeout_s, echo=request.echo,
+                     kill_grace_s=request.kill_grace_s)
         doc = self.doc(request, cwd)
         plan_text = write_documents(request.paths, doc, request.plan_path, request.result_path,
                                     review=False, agent=executor.nickname)

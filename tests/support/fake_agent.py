@@ -1,7 +1,8 @@
 """A stand-in agent CLI for tests: ``python fake_agent.py NICKNAME CONTROL_JSON``.
 
 It reads its whole stdin (the plan), appends what it got to ``CONTROL_JSON.record.jsonl`` (one
-JSON object per launch: nickname, role, stdin, cwd, the SPECDOJO_* environment) and behaves as
+JSON object per launch: nickname, role, stdin, the file it came from (``stdin_from``), cwd,
+the SPECDOJO_* environment) and behaves as
 the control file says. The control file maps ``"<nickname>:<role>"`` or ``"<nickname>"`` to:
 
 - ``stdout`` / ``stderr``: text to print (``{env:NAME}`` is replaced by ``$NAME``);
@@ -12,6 +13,7 @@ the control file says. The control file maps ``"<nickname>:<role>"`` or ``"<nick
 - ``recommendation``: what replaces ``recommendation: _TODO_`` (default ``approve``);
 - ``sleep``: seconds to sleep (after printing); ``child``: start a background ``sleep 60``
   first and write its pid to ``CONTROL_JSON.child.pid``;
+- ``ignore_term``: ignore SIGTERM (only SIGKILL ends it);
 - ``exit``: the exit code (default 0).
 """
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -31,11 +34,14 @@ def main() -> int:
     role = os.environ.get("SPECDOJO_AGENT_ROLE", "")
     control = json.loads(control_path.read_text()) if control_path.exists() else {}
     how = control.get(f"{nickname}:{role}", control.get(nickname, {}))
-    record = {"nickname": nickname, "role": role, "stdin": stdin, "cwd": os.getcwd(),
+    record = {"nickname": nickname, "role": role, "stdin": stdin,
+              "stdin_from": os.readlink("/proc/self/fd/0"), "cwd": os.getcwd(),
               "argv": sys.argv[3:],
               "env": {k: v for k, v in os.environ.items() if k.startswith("SPECDOJO_")}}
     with open(f"{control_path}.record.jsonl", "a", encoding="utf-8") as handle:
         handle.write(json.dumps(record) + "\n")
+    if how.get("ignore_term"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if how.get("child"):
         child = subprocess.Popen(["sleep", "60"], start_new_session=False)
         Path(f"{control_path}.child.pid").write_text(str(child.pid))
