@@ -277,3 +277,24 @@ def test_a_planted_link_in_the_evidence_folder_costs_the_evidence_not_the_outcom
                if e["type"] == "attempt_ended"]
     assert "evidence not written" in ended["reason"] and "symbolic link" in ended["reason"]
     assert (None, []) == (ended.get("evidence_ref"), os.listdir(outside))
+
+
+def test_inodes_used_up_are_named_as_such_not_as_a_full_disk(project: Project) -> None:
+    """ENOSPC while bytes are still free (every inode used, which `df -h` does not show):
+    the one line says there are no free inodes and points at `df -i`, not "free some
+    space"."""
+    target = project.root / "execution"
+    target.mkdir()
+    with tmpfs_at(target, "size=1m,nr_inodes=16"):
+        for n in range(64):  # use up every inode (some are the root's)
+            try:
+                (target / f"f{n}").write_bytes(b"")
+            except OSError:
+                break
+        project.job("job-x", SLOW_FILL.replace("cat /dev/zero > execution/fill", "true"))
+        done = project.cli("job", "run", "--job", "job-x", "--input", "period=W1")
+    assert 1 == done.returncode, done.stdout + done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("error: ") and "No space left on device" in line, line
+    assert "no free inodes on that file system (df -i)" in line and str(target) in line
+    assert "free some space" not in line

@@ -43,12 +43,13 @@ from specdojo_routine.app.run_select import (
     _routines_to_consider,
     plan_selection,
 )
-from specdojo_routine.core import errors, policy
+from specdojo_routine.core import policy
 from specdojo_routine.core.errors import RoutineError, UsageError
 from specdojo_routine.core.model import OnInterrupted, Routine
 from specdojo_routine.core.redact import secret_values
 from specdojo_routine.core.timefmt import format_ms, to_utc
 from specdojo_routine.execute import prefix
+from specdojo_routine.store import fsfacts
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import load as definitions
 from specdojo_routine.store.definitions.defcache import DefinitionCache
@@ -148,7 +149,7 @@ def _run_candidates(
                 break
             view = _run_routine(ctx, report, routine, view, explicit=explicit)
     except OSError as exc:
-        report.errors.append(f"error: run aborted: {errors.environment_error(exc)}")
+        report.errors.append(f"error: run aborted: {fsfacts.describe(exc)}")
     return view
 
 
@@ -173,7 +174,7 @@ def _prune_as_we_go(ctx: _Context, report: RunReport, wall: Callable[[], datetim
                                                now=ctx.now, clock=wall, env=ctx.env)
     except (RoutineError, OSError) as exc:
         report.prune_error = str(exc) if isinstance(exc, RoutineError) else \
-            errors.environment_error(exc)
+            fsfacts.describe(exc)
 
 
 def _dry_run(

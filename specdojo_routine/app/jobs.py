@@ -36,7 +36,7 @@ from specdojo_routine.app.job_attempt import RunLog, record_attempt
 from specdojo_routine.app.job_execute import REASON_LIMIT, Clock, _Env
 from specdojo_routine.app.job_seam import JobActionOutcome
 from specdojo_routine.core import jobplan, jobtask
-from specdojo_routine.core.errors import JobError, RoutineError, UsageError, environment_error
+from specdojo_routine.core.errors import JobError, RoutineError, UsageError
 from specdojo_routine.core.job_events import (
     CheckpointAdvanced,
     RunAttemptEnded,
@@ -53,6 +53,7 @@ from specdojo_routine.execute.agent import AgentExecutor
 from specdojo_routine.execute.jobfiles import GitCli, Prepared
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions.load import Definitions
+from specdojo_routine.store.fsfacts import describe as environment_error
 from specdojo_routine.store.ledger import adopt, runcheck, views
 from specdojo_routine.store.ledger import journal as ledger
 from specdojo_routine.store.locks import execlock

@@ -274,7 +274,7 @@ def _end_aborted(ctx: _Context, chosen: Selected, attempt_id: str, started: tupl
     stored and on the monotonic clock); None if the ledger itself refused the end: the
     attempt stays open and the next run finds it interrupted."""
     from specdojo_routine.core import routine_events
-    from specdojo_routine.core.errors import environment_error
+    from specdojo_routine.store.fsfacts import describe as environment_error
 
     reason = f"run aborted: {environment_error(exc)}"
     completed = ctx.now + timedelta(seconds=time.monotonic() - started[1])

@@ -45,6 +45,7 @@ import attrs
 import orjson
 
 from specdojo_routine.core import errors, timefmt
+from specdojo_routine.store import fsfacts
 from specdojo_routine.store.locks import announce, redislock
 
 ROUTINE_FLOCK_NAME = "routine-run.flock"
@@ -165,7 +166,7 @@ def _announced(locks_dir: Path, now: datetime, start: int | None) -> Iterator[No
     except OSError as exc:
         raise errors.RoutineError(
             f"cannot announce the run to the SpecDojo CLI in {where}: "
-            f"{errors.environment_error(exc)}; nothing was run") from None
+            f"{fsfacts.describe(exc)}; nothing was run") from None
     with announce.kept(path, pid=os.getpid()):
         yield
 
@@ -269,7 +270,7 @@ def _unusable(path: Path, exc: OSError) -> errors.RoutineError:
             f"cannot use the lock {exc.filename or path}: it is a symbolic link, and a lock "
             "file is never written through one (remove the link and run the command again)")
     return errors.RoutineError(
-        f"cannot use the lock {path}: {exc.strerror or exc} ({errors.remedy(exc)})")
+        f"cannot use the lock {path}: {exc.strerror or exc} ({fsfacts.remedy(exc)})")
 
 
 def holder_is_self(info: LockInfo) -> bool:
