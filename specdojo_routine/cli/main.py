@@ -226,11 +226,12 @@ def _run_job_action(
 
 def cmd_resolve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.attempt is not None:  # SPEC §13: an ended attempt's outcome
-        return int(_controlcli().cmd_override(args, _paths(args), out))
+        return int(_controlcli().cmd_override(args, _paths(args), out, err))
     from specdojo_routine.app import handlers
 
     attempt_id = handlers.resolve(_paths(args), args.routine_id, result=args.result,
-                                  note=args.note, by=args.resolved_by)
+                                  note=args.note, by=args.resolved_by,
+                                  warn=render.warner(err))
     if args.json:
         out.write(render.dumps({"routine_id": args.routine_id, "attempt_id": attempt_id,
                                 "result": args.result, "overrides": False}))
