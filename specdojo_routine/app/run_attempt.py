@@ -5,8 +5,9 @@ starts nothing more. The routine view is published after each of these events, s
 killed at any point leaves a view as current as its ledger - if it can be written: a view
 that cannot be is a warning and the attempt goes on (:meth:`_Context.refresh`). Any other
 environment error (a full or read-only disk) mid-attempt ends the attempt as a failure that
-says why: only a runner that died leaves an attempt open (interrupted). Also the closing of an interrupted attempt under
-``on_interrupted: resume``. :mod:`.handlers`, ``release`` and backfill start attempts here.
+says why: only a runner that died leaves an attempt open (interrupted). Also the closing of
+an interrupted attempt under ``on_interrupted: resume``. :mod:`.handlers`, ``release`` and
+backfill start attempts here.
 """
 
 from __future__ import annotations
