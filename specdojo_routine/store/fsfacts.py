@@ -14,13 +14,26 @@ from pathlib import Path
 
 from specdojo_routine.core import errors
 
+#: The attribute :func:`remember` sets on an error: the fact as it was when it happened.
+_FACT = "specdojo_no_free_inodes"
+
+
+def remember(exc: OSError) -> None:
+    """Look now, before what failed is cleaned up: removing a half-made file or folder frees
+    the very inode whose lack made it fail, and a later look would find one free."""
+    setattr(exc, _FACT, no_free_inodes(exc))
+
 
 def no_free_inodes(exc: OSError) -> bool:
     """True when ``exc`` is ENOSPC and the file system of the path it names (or of that path's
-    nearest existing folder) has no inode left for this user. A file system without an inode
-    limit (``f_files`` 0, as btrfs reports) never has them exhausted."""
+    nearest existing folder) has no inode left for this user (or had, when
+    :func:`remember` looked). A file system without an inode limit (``f_files`` 0, as btrfs
+    reports) never has them exhausted."""
     if exc.errno != errno.ENOSPC:
         return False
+    known = getattr(exc, _FACT, None)
+    if isinstance(known, bool):
+        return known
     for name in (exc.filename, exc.filename2):
         if not isinstance(name, str | bytes):
             continue

@@ -165,10 +165,20 @@ def _announced(locks_dir: Path, now: datetime, start: int | None) -> Iterator[No
                             busy.holder.since) from None
     except OSError as exc:
         raise errors.RoutineError(
-            f"cannot announce the run to the SpecDojo CLI in {where}: "
-            f"{fsfacts.describe(exc)}; nothing was run") from None
+            f"cannot announce this command to the SpecDojo CLI: {_inside(where, exc)}; "
+            "nothing was changed") from None
     with announce.kept(path, pid=os.getpid()):
         yield
+
+
+def _inside(where: Path, exc: OSError) -> str:
+    """``exc`` as one line naming ``where`` once: a file the claim made inside it (its
+    owner file's temp name) says nothing more to the operator than the directory."""
+    name = exc.filename
+    if name is not None and not (isinstance(name, str) and Path(name).is_relative_to(where)):
+        return f"{where}: {fsfacts.describe(exc)}"  # another file: both say something
+    return errors.environment_error(OSError(exc.errno, exc.strerror, str(where)),
+                                    no_inodes=fsfacts.no_free_inodes(exc))
 
 
 def routine_lock_status(
