@@ -133,7 +133,7 @@ def refresh_routine_view(paths: ProjectPaths, proof: proven.Proven | None = None
 class ViewNotWritten(OSError):
     """The routine ledger was folded but ``routine-state.json`` could not be written (a full
     disk, a folder this user may not write): the same ``OSError`` for a caller that treats
-    every one alike, with the folded :attr:`view`, so a caller whose work is already in the
+    every one alike, with the folded view (``.view``), so a caller whose work is already in the
     ledger can carry on from it and warn, instead of failing what was recorded."""
 
     def __init__(self, error: OSError, view: RoutineView) -> None:
