@@ -161,7 +161,7 @@ STORE = [p for p in MODULES if _layer(_dotted(p)) == LAYERS["store"]]
 
 
 #: The modules of store/ beside the wings, which every wing may import.
-SHARED = ("config", "codeprint")
+SHARED = ("config", "codeprint", "fsfacts")
 
 
 def test_store_is_three_wings_and_shared_modules() -> None:

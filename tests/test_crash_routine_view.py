@@ -5,8 +5,10 @@ ended by its runner (SPEC §5, §6.5).
   the view is published after each action's start and end too, so `fold --check` right after
   the crash finds no drift (the attempt is open, as the ledger says).
 - A full or read-only disk mid-attempt (here an `OSError` from a Job action, or from the
-  view's publish) ends the attempt as a failure whose reason names the error: the runner
-  lives, so it must not leave an attempt open for the next run to call interrupted.
+  refresh of the view that is not its write: the ledger cannot be read back) ends the
+  attempt as a failure whose reason names the error: the runner lives, so it must not leave
+  an attempt open for the next run to call interrupted. A view that only cannot be written
+  ends nothing (tests/test_view_unwritable.py).
 """
 
 from __future__ import annotations
@@ -117,7 +119,8 @@ def test_a_job_action_cut_short_by_the_environment_says_where_and_what_to_do(
 
 
 def _failing_publish(project: Project, monkeypatch: pytest.MonkeyPatch, after: str) -> None:
-    """The view's publish fails (ENOSPC) once, right after the ledger recorded ``after``."""
+    """The view's refresh fails once, right after the ledger recorded ``after``, with an
+    ``OSError`` raised before anything is written (not :class:`views.ViewNotWritten`)."""
     real, failed = views.refresh_routine_view, []
 
     def refresh(*args: object, **kw: object) -> object:

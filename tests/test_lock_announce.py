@@ -330,9 +330,11 @@ def test_a_run_that_cannot_announce_itself_runs_nothing_and_leaves_nothing(
     project: Project, locks_tmpfs: Path, what: str
 ) -> None:
     """Out of inodes (mkdir takes the last, owner.json cannot be created) or of space
-    (owner.json cannot be written): one `error:` line, exit 1, nothing run or recorded, and
-    the half-made directory is removed - so once there is room again, the next run runs at
-    once (nothing left looks busy, and the flock was released)."""
+    (owner.json cannot be written): one `error:` line naming the lock directory once (not
+    again as its owner file's temp name), with the advice that fits (inodes: `df -i`), exit
+    1, nothing run or recorded, and the half-made directory is removed - so once there is
+    room again, the next run runs at once (nothing left looks busy, and the flock was
+    released)."""
     project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [one]}\n")
     (locks_tmpfs / "routine-run.flock").write_bytes(b"{}\n")
     fillers = _exhaust(locks_tmpfs, what)
@@ -342,9 +344,29 @@ def test_a_run_that_cannot_announce_itself_runs_nothing_and_leaves_nothing(
     assert (1, 1, [], [], ["routine-run.flock"]) == (
         done.returncode, len(lines), project.calls(), project.events(), left), done.stderr
     assert lines[0].startswith(
-        f"error: cannot announce the run to the SpecDojo CLI in {_lock_dir(project)}: ")
-    assert "No space left on device" in lines[0] and lines[0].endswith("; nothing was run")
+        f"error: cannot announce this command to the SpecDojo CLI: {_lock_dir(project)}: ")
+    assert "No space left on device" in lines[0] and lines[0].endswith("; nothing was changed")
+    assert 1 == lines[0].count(str(_lock_dir(project))), lines[0]
+    assert ("df -i" in lines[0]) == (what == "inodes"), lines[0]
     for path in fillers:
         path.unlink()
     again = project.cli("run", "--due")
     assert (0, 1) == (again.returncode, len(project.calls())), again.stderr
+
+
+@pytest.mark.parametrize("locks_tmpfs", ["size=1m,nr_inodes=32"], indirect=True)
+@pytest.mark.parametrize("command", [("pause", "rtn-a"), ("fold",)])
+def test_a_command_that_is_not_a_run_is_not_told_nothing_was_run(
+    project: Project, locks_tmpfs: Path, command: tuple[str, ...],
+) -> None:
+    """`pause` and `fold` announce themselves too, but run nothing: the line says this
+    command could not be announced and that nothing was changed."""
+    project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [one]}\n")
+    (locks_tmpfs / "routine-run.flock").write_bytes(b"{}\n")
+    _exhaust(locks_tmpfs, "inodes")
+    done = project.cli(*command)
+    [line] = done.stderr.splitlines()
+    assert 1 == done.returncode
+    assert line.startswith("error: cannot announce this command to the SpecDojo CLI: "), line
+    assert line.endswith("; nothing was changed") and "nothing was run" not in line
+    assert [] == project.events()

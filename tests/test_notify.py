@@ -6,6 +6,7 @@ routine's result (a failing hook is a `warning:` line). Real hooks in real runs.
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
@@ -332,3 +333,37 @@ def test_a_paused_routine_starts_no_retry_and_sends_no_hook(project: Project) ->
     assert ["due"] == triggers, "no retry while paused"
     assert "occurrence_paused" in kinds
     assert [] == _sent(project), "a pause is not an alarm"
+
+
+@pytest.mark.parametrize(("err", "advice"), [
+    (errno.EMFILE, "raise its limit (ulimit -n)"), (errno.ENFILE, "fs.file-max"),
+    (errno.ENOMEM, "free memory"), (errno.EAGAIN, "raise ulimit -u")])
+def test_a_hook_that_cannot_start_for_lack_of_resources_blames_the_machine(
+    project: Project, monkeypatch: pytest.MonkeyPatch, err: int, advice: str,
+) -> None:
+    """Starting the hook's /bin/sh fails with EMFILE, ENFILE, ENOMEM or EAGAIN (the process
+    table, memory or file descriptors ran out): the warning says it is an environment limit
+    and what to do about it, and does not send the operator to fix the routine's YAML."""
+    from specdojo_routine.execute import runner
+
+    real = runner.subprocess.Popen
+
+    def popen(argv: list[str], *args: Any, **kw: Any) -> Any:
+        if argv[0] == "/bin/sh":
+            raise OSError(err, os.strerror(err))
+        return real(argv, *args, **kw)
+
+    monkeypatch.setattr(runner.subprocess, "Popen", popen)
+    project.routine("rtn-fail", """\
+        interval: 1h
+        policy: {notify: {on: [failure], command: "echo told"}}
+        action: {kind: specdojo, args: [go]}
+        """)
+    project.exit_codes({"go": 3})
+    done = project.cli("run", "--due", "--now", T0)
+    assert 1 == done.returncode, done.stderr
+    [warning] = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    assert f"the failure notification hook could not start /bin/sh: {os.strerror(err)}" \
+        in warning, warning
+    assert "an environment limit, not the command" in warning and advice in warning
+    assert "fix policy.notify.command" not in warning

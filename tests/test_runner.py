@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import os
 import signal
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from specdojo_routine.core.errors import ConfigError
+from specdojo_routine.execute import runner
 from specdojo_routine.execute.runner import (
     CAPTURE_LIMIT_BYTES,
     GIT_LOCAL_ENV,
@@ -339,3 +341,23 @@ def test_specdojo_prefix_bad_quoting_is_a_config_error() -> None:
     """An unbalanced quote in $SPECDOJO_CLI is a configuration error with a message."""
     with pytest.raises(ConfigError, match="SPECDOJO_CLI is not valid shell syntax"):
         specdojo_prefix({"SPECDOJO_CLI": "node 'unterminated"})
+
+
+def test_a_start_that_fails_for_lack_of_file_descriptors_is_not_the_commands_fault(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """EMFILE while starting a command: the error says it is an environment limit and to
+    raise the limit (``runner.environment_limit`` tells), while a missing executable still
+    says so and is not taken for one."""
+    def popen(*_args: object, **_kw: object) -> object:
+        raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+
+    missing = runner.run_argv(["/nowhere/tool"], cwd=tmp_path, env={}, timeout_s=5)
+    monkeypatch.setattr(runner.subprocess, "Popen", popen)
+    out = runner.run_argv(["/bin/true"], cwd=tmp_path, env={}, timeout_s=5)
+    assert out.exit_code is None and out.error is not None
+    assert out.error.startswith("could not start /bin/true: Too many open files (an "
+                                "environment limit, not the command: ")
+    assert "ulimit -n" in out.error and runner.environment_limit(out.error)
+    assert ("executable not found: /nowhere/tool", False) == (
+        missing.error, runner.environment_limit(missing.error))

@@ -277,3 +277,79 @@ def test_a_planted_link_in_the_evidence_folder_costs_the_evidence_not_the_outcom
                if e["type"] == "attempt_ended"]
     assert "evidence not written" in ended["reason"] and "symbolic link" in ended["reason"]
     assert (None, []) == (ended.get("evidence_ref"), os.listdir(outside))
+
+
+def test_inodes_used_up_are_named_as_such_not_as_a_full_disk(project: Project) -> None:
+    """ENOSPC while bytes are still free (every inode used, which `df -h` does not show):
+    the one line says there are no free inodes and points at `df -i`, not "free some
+    space"."""
+    target = project.root / "execution"
+    target.mkdir()
+    with tmpfs_at(target, "size=1m,nr_inodes=16"):
+        for n in range(64):  # use up every inode (some are the root's)
+            try:
+                (target / f"f{n}").write_bytes(b"")
+            except OSError:
+                break
+        project.job("job-x", SLOW_FILL.replace("cat /dev/zero > execution/fill", "true"))
+        done = project.cli("job", "run", "--job", "job-x", "--input", "period=W1")
+    assert 1 == done.returncode, done.stdout + done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("error: ") and "No space left on device" in line, line
+    assert "no free inodes on that file system (df -i)" in line and str(target) in line
+    assert "free some space" not in line
+
+
+def test_a_first_append_on_a_full_disk_leaves_no_empty_ledger(
+    project: Project, small_tmpfs: Path,
+) -> None:
+    """The disk is full (an inode is free, no byte): the first append raises ENOSPC and no
+    0-byte ledger is left behind (it would list as a Job Run that was never recorded); once
+    space is back the same handle creates and writes it."""
+    from specdojo_routine.core import routine_events as rev
+    from specdojo_routine.store.ledger import journal as ledger
+
+    path = small_tmpfs / "jobs" / "runs" / "JBR-x.jsonl"
+    path.parent.mkdir(parents=True)
+    subprocess.run(f"cat /dev/zero > {small_tmpfs / 'fill'}", shell=True, check=False,
+                   capture_output=True)
+    log = ledger.Ledger(path)
+    event = rev.RoutineRegistered(routine_id="rtn-a", digest="0" * 64, path="a.yaml")
+    with pytest.raises(OSError) as raised:
+        log.append(event)
+    assert (28, []) == (raised.value.errno, sorted(p.name for p in path.parent.iterdir()))
+    (small_tmpfs / "fill").unlink()
+    assert 1 == log.append(event)
+    assert 1 == len(path.read_bytes().splitlines())
+
+
+def test_a_job_run_whose_plan_or_creation_cannot_be_written_leaves_nothing(
+    project: Project, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The plan is written before `run_created` is appended: a plan that cannot be written
+    (ENOSPC) records nothing, and a `run_created` the ledger refuses takes its plan back -
+    never a run left `running` with no attempt and not interrupted. One `error:` line, exit
+    1, and the next `job run` (space back) creates the run as usual."""
+    from specdojo_routine.execute import jobfiles
+    from specdojo_routine.store.ledger import journal
+
+    project.job("job-x", SLOW_FILL.replace("cat /dev/zero > execution/fill", "true"))
+    args = ("job", "run", "--job", "job-x", "--input", "period=W1")
+    full = OSError(28, os.strerror(28), str(project.root / "execution" / "x"))
+
+    def no_space(*_args: object, **_kw: object) -> None:
+        raise full
+
+    for where, name in ((jobfiles, "write_plan"), (journal.Ledger, "append_many")):
+        with monkeypatch.context() as patched:
+            patched.setattr(where, name, no_space)
+            done = project.cli(*args)
+        [line] = done.stderr.splitlines()
+        assert (1, True) == (done.returncode, line.startswith("error: ")), done.stderr
+        runs = project.root / "execution" / "jobs" / "runs"
+        plans = project.root / "execution" / "exec" / "plans"
+        left = [p.name for d in (runs, plans) if d.is_dir() for p in d.iterdir()]
+        assert [] == left, name
+        assert "JBR-" not in project.cli("job", "list").stdout
+    done = project.cli(*args)
+    assert 0 == done.returncode, done.stderr

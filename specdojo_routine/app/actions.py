@@ -20,6 +20,7 @@ from specdojo_routine.core.model import Result
 from specdojo_routine.core.redact import redact, secret_values
 from specdojo_routine.core.timeouts import TIMEOUT_GRACE_S, Limit
 from specdojo_routine.execute import evidence, groups, runner
+from specdojo_routine.store import fsfacts
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions.load import Definitions
 
@@ -129,7 +130,7 @@ def _action_evidence(
             index=planned.index, kind=planned.kind, argv=argv, outcome=outcome,
             secrets=secrets, root=ctx.paths.root)
     except (OSError, errors.JobError) as exc:
-        why = errors.environment_error(exc) if isinstance(exc, OSError) else str(exc)
+        why = fsfacts.describe(exc) if isinstance(exc, OSError) else str(exc)
         ctx.warnings.append(redact(f"warning: {ctx.routine_id}: action {planned.index}'s "
                                    f"output was not kept as evidence: {why}", secrets))
         return None

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 from specdojo_routine.app import handlers, run_attempt, run_select
 from specdojo_routine.app.run_owner import _is_open
+from specdojo_routine.app.viewwarn import Warn, refresh_after
 from specdojo_routine.app.who import operator_name
 from specdojo_routine.core import decide, pausefold, routine_events
 from specdojo_routine.core.errors import RoutineError, UsageError
@@ -46,12 +47,14 @@ def _targets(defs: definitions.Definitions, routine_id: str | None) -> list[str]
 def set_paused(
     paths: ProjectPaths, routine_id: str | None, *, paused: bool, note: str | None = None,
     by: str | None = None, now: datetime | None = None, clock: Clock | None = None,
+    warn: Warn | None = None,
 ) -> list[str]:
     """``pause`` / ``resume`` one routine, or every routine when ``routine_id`` is None
     (``--all``: the ones not already in that state); returns the routines recorded.
 
     One routine already in the asked state, or ``--all`` with none to change, is refused
-    (exit 1) and nothing is recorded."""
+    (exit 1) and nothing is recorded. Once recorded it is done: a view that cannot be
+    written afterwards is a warning to ``warn`` (:mod:`.viewwarn`), not a failure."""
     wall = clock or (lambda: datetime.now(UTC))
     command = "pause" if paused else "resume"
     who, text = operator_name(by), _note(note, command)
@@ -78,7 +81,7 @@ def set_paused(
             else:
                 ctx.record(routine_events.RoutineResumed(routine_id=rid, note=text, resumed_by=who,
                                                  resumed_at=at))
-        views.refresh_routine_view(paths)
+        refresh_after(paths, done=f"the {command} of {', '.join(todo)}", warn=warn)
     return todo
 
 
@@ -99,10 +102,11 @@ def _ended_attempts(paths: ProjectPaths, routine_id: str) -> tuple[set[str], set
 
 def override(
     paths: ProjectPaths, routine_id: str, attempt_id: str, *, result: str, note: str,
-    by: str | None = None, clock: Clock | None = None,
+    by: str | None = None, clock: Clock | None = None, warn: Warn | None = None,
 ) -> str:
     """``resolve ID --attempt ATTEMPT_ID``: change an ended attempt's outcome (SPEC §13), as
-    ``attempt_resolved`` with ``overrides: true``; returns the attempt id."""
+    ``attempt_resolved`` with ``overrides: true``; returns the attempt id. A view that
+    cannot be written once it is recorded is a warning to ``warn`` (:mod:`.viewwarn`)."""
     wall = clock or (lambda: datetime.now(UTC))
     who = operator_name(by)
     if not note.strip():
@@ -130,7 +134,7 @@ def override(
             routine_id=routine_id, attempt_id=attempt_id,
             transition=decide.END_TRANSITIONS[outcome], result=outcome.value, note=note,
             resolved_by=who, overrides=True))
-        views.refresh_routine_view(paths)
+        refresh_after(paths, done=f"the override of attempt {attempt_id}", warn=warn)
     return attempt_id
 
 

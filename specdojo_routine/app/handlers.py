@@ -43,12 +43,13 @@ from specdojo_routine.app.run_select import (
     _routines_to_consider,
     plan_selection,
 )
-from specdojo_routine.core import errors, policy
+from specdojo_routine.core import policy
 from specdojo_routine.core.errors import RoutineError, UsageError
 from specdojo_routine.core.model import OnInterrupted, Routine
 from specdojo_routine.core.redact import secret_values
 from specdojo_routine.core.timefmt import format_ms, to_utc
 from specdojo_routine.execute import prefix
+from specdojo_routine.store import fsfacts
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import load as definitions
 from specdojo_routine.store.definitions.defcache import DefinitionCache
@@ -104,7 +105,7 @@ def run(
         ctx = _Context(paths=paths, defs=defs, now=the_now, env=env, echo=echo,
                        job_runner=job_runner, lock_lost=held.lost, warnings=report.warnings,
                        append=ledger.Ledger(paths.routine_ledger, clock=wall).append)
-        view = views.refresh_routine_view(paths, plan.proof)
+        view = ctx.refresh(plan.proof)
         refuse_if_owner_lives(view, paths)
         registered = _register(ctx, defs, view)
         view = _run_candidates(ctx, report, candidates, registered, explicit=routine_id is not None)
@@ -148,7 +149,7 @@ def _run_candidates(
                 break
             view = _run_routine(ctx, report, routine, view, explicit=explicit)
     except OSError as exc:
-        report.errors.append(f"error: run aborted: {errors.environment_error(exc)}")
+        report.errors.append(f"error: run aborted: {fsfacts.describe(exc)}")
     return view
 
 
@@ -173,7 +174,7 @@ def _prune_as_we_go(ctx: _Context, report: RunReport, wall: Callable[[], datetim
                                                now=ctx.now, clock=wall, env=ctx.env)
     except (RoutineError, OSError) as exc:
         report.prune_error = str(exc) if isinstance(exc, RoutineError) else \
-            errors.environment_error(exc)
+            fsfacts.describe(exc)
 
 
 def _dry_run(
@@ -204,11 +205,11 @@ def _run_routine(
     state = view.routines.get(routine.id)
     if _is_open(state):
         if not _close_if_resumable(ctx, report, routine, state or {}):
-            return views.refresh_routine_view(ctx.paths)  # what its notice recorded
-        view = views.refresh_routine_view(ctx.paths)
+            return ctx.refresh()  # what its notice recorded
+        view = ctx.refresh()
         state = view.routines.get(routine.id)
     if not explicit and _retry_or_supersede(ctx, report, routine, state):
-        return views.refresh_routine_view(ctx.paths)
+        return ctx.refresh()
     accounted = False
     for occ in _occurrences(report, routine, state, ctx.now, explicit, ctx.defs.cache):
         if _stop_if_lock_lost(ctx, report):
@@ -219,12 +220,12 @@ def _run_routine(
             accounted = True
             continue
         if accounted:
-            view, accounted = views.refresh_routine_view(ctx.paths), False
+            view, accounted = ctx.refresh(), False
             state = view.routines.get(routine.id)
         _attempt(ctx, chosen, state, report.results)
-        view = views.refresh_routine_view(ctx.paths)
+        view = ctx.refresh()
         state = view.routines.get(routine.id)  # a failure under hold holds the rest at once
-    return views.refresh_routine_view(ctx.paths) if accounted else view
+    return ctx.refresh() if accounted else view
 
 
 def _close_if_resumable(
@@ -300,4 +301,4 @@ def _register(ctx: _Context, defs: Definitions, view: views.RoutineView) -> view
     for routine in changed:
         ctx.record(routine_events.RoutineRegistered(
             routine_id=routine.id, digest=routine.digest, path=routine.path))
-    return views.refresh_routine_view(ctx.paths)
+    return ctx.refresh()

@@ -19,7 +19,7 @@ import attrs
 
 from specdojo_routine.app.job_execute import _Done, _Env, _execute
 from specdojo_routine.core import jobtask, review_rules
-from specdojo_routine.core.errors import JobError, environment_error
+from specdojo_routine.core.errors import JobError
 from specdojo_routine.core.events import redacted
 from specdojo_routine.core.job_events import (
     CheckpointAdvanced,
@@ -34,6 +34,7 @@ from specdojo_routine.execute import agentflow, jobfiles, stop
 from specdojo_routine.execute.agent import AttemptDoc
 from specdojo_routine.execute.jobfiles import Prepared
 from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.fsfacts import describe as environment_error
 from specdojo_routine.store.ledger import journal as ledger
 from specdojo_routine.store.ledger import views
 from specdojo_routine.store.locks import execlock

@@ -17,13 +17,13 @@ import attrs
 
 from specdojo_routine.app import review as review_flow
 from specdojo_routine.core import jobplan, review_rules, timeouts
-from specdojo_routine.core.errors import environment_error
 from specdojo_routine.core.jobplan import Trigger, Verdict
 from specdojo_routine.core.redact import redact
 from specdojo_routine.execute import agentflow, evidence, jobfiles, runner, stop, termination
 from specdojo_routine.execute.agent import AgentExecutor, AgentRequest
 from specdojo_routine.execute.jobfiles import Prepared
 from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.store.fsfacts import describe as environment_error
 from specdojo_routine.store.locks import execlock
 
 REASON_LIMIT = 500  # characters of a recorded reason

@@ -36,7 +36,7 @@ from specdojo_routine.app.job_attempt import RunLog, record_attempt
 from specdojo_routine.app.job_execute import REASON_LIMIT, Clock, _Env
 from specdojo_routine.app.job_seam import JobActionOutcome
 from specdojo_routine.core import jobplan, jobtask
-from specdojo_routine.core.errors import JobError, RoutineError, UsageError, environment_error
+from specdojo_routine.core.errors import JobError, RoutineError, UsageError
 from specdojo_routine.core.job_events import (
     CheckpointAdvanced,
     RunAttemptEnded,
@@ -53,6 +53,7 @@ from specdojo_routine.execute.agent import AgentExecutor
 from specdojo_routine.execute.jobfiles import GitCli, Prepared
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions.load import Definitions
+from specdojo_routine.store.fsfacts import describe as environment_error
 from specdojo_routine.store.ledger import adopt, runcheck, views
 from specdojo_routine.store.ledger import journal as ledger
 from specdojo_routine.store.locks import execlock
@@ -290,11 +291,24 @@ def _refused_retry(
 
 
 def _create(ctx: _Env, prep: Prepared, log: RunLog) -> None:
-    log.append(RunCreated(
-        run_id=prep.run_id, job_id=prep.job.id, idempotency_key=prep.recorded_key,
-        project_id=prep.project_id, trigger=prep.trigger, scheduled_at=prep.scheduled_at,
-        inputs=prep.inputs, task=prep.recorded_task, checkpoint_before=prep.checkpoint_before))
+    """Materialise the run: its plan, then ``run_created``. In that order, a full disk
+    leaves nothing half-made: a plan that cannot be written records nothing, and a
+    ``run_created`` that cannot be appended takes back the plan written for it - never a
+    run that is ``running`` with no attempt and no plan, which nothing would end."""
+    plan = jobfiles.plan_path(ctx.paths, prep.run_id)
+    made = not plan.exists()
     jobfiles.write_plan(ctx.paths, prep)
+    try:
+        log.append(RunCreated(
+            run_id=prep.run_id, job_id=prep.job.id, idempotency_key=prep.recorded_key,
+            project_id=prep.project_id, trigger=prep.trigger, scheduled_at=prep.scheduled_at,
+            inputs=prep.inputs, task=prep.recorded_task,
+            checkpoint_before=prep.checkpoint_before))
+    except BaseException:
+        if made:
+            with contextlib.suppress(OSError):
+                plan.unlink(missing_ok=True)
+        raise
 
 
 def _still_running(ctx: _Env, prep: Prepared, attempt: int) -> str | None:

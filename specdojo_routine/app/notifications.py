@@ -20,7 +20,7 @@ from specdojo_routine.core import routine_events
 from specdojo_routine.core.model import Notify, Routine
 from specdojo_routine.core.redact import redact
 from specdojo_routine.execute import notify as hooks
-from specdojo_routine.execute import stop
+from specdojo_routine.execute import runner, stop
 from specdojo_routine.store.config import CONFIG_RELPATH, ProjectPaths
 from specdojo_routine.store.definitions.notifyconfig import load_default_notify
 from specdojo_routine.store.ledger.backwards import attempt_events
@@ -64,8 +64,9 @@ def notify(
         why = outcome.error or f"exited with code {outcome.exit_code}"
         where = (f"policy.notify.command in {routine.path}" if routine.policy.notify is not None
                  else f"routine.notify in {CONFIG_RELPATH.as_posix()}")
+        fix = "" if runner.environment_limit(outcome.error) else f" (fix {where})"
         warnings.append(redact(f"warning: {routine.id}: the {kind} notification hook {why}; "
-                               f"the routine's result stands (fix {where})", list(secrets)))
+                               f"the routine's result stands{fix}", list(secrets)))
 
 
 def _already_told(paths: ProjectPaths, routine_id: str, attempt_id: str) -> bool:

@@ -43,13 +43,14 @@ import orjson
 
 from specdojo_routine.app import prune_facts
 from specdojo_routine.app.prune_facts import Facts
-from specdojo_routine.core import errors, fold_table, jobfold, retention
+from specdojo_routine.core import fold_table, jobfold, retention
 from specdojo_routine.core.errors import LedgerError
 from specdojo_routine.core.job_events import EvidencePruned
 from specdojo_routine.core.retention import Retention
 from specdojo_routine.core.routine_events import RoutineEvidencePruned
 from specdojo_routine.core.timefmt import format_s, to_utc, try_parse_instant
 from specdojo_routine.execute import prunefiles, stop
+from specdojo_routine.store import fsfacts
 from specdojo_routine.store.config import ProjectPaths, read_regular
 from specdojo_routine.store.ledger import adopt, views
 from specdojo_routine.store.ledger import journal as ledger
@@ -252,7 +253,7 @@ def _whole(ctx: _Ctx, owner: str, step: Callable[[], object]) -> None:
             step()
     except (OSError, LedgerError) as exc:
         del ctx.report.removed[removed:]  # not pruned after all
-        why = errors.environment_error(exc) if isinstance(exc, OSError) else str(exc)
+        why = fsfacts.describe(exc) if isinstance(exc, OSError) else str(exc)
         ctx.report.failed.append(f"{owner}: {why}; its files are kept for now, the next "
                                  "prune tries again")
 

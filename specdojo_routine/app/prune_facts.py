@@ -34,11 +34,11 @@ import attrs
 import orjson
 
 from specdojo_routine.app import prune_ledger
-from specdojo_routine.core import errors, jobfold, retention
+from specdojo_routine.core import jobfold, retention
 from specdojo_routine.core.errors import LedgerError
 from specdojo_routine.core.retention import Owner
 from specdojo_routine.execute import prunefiles
-from specdojo_routine.store import codeprint
+from specdojo_routine.store import codeprint, fsfacts
 from specdojo_routine.store.config import ProjectPaths, read_private
 from specdojo_routine.store.ledger import adopt, stamps
 
@@ -125,7 +125,7 @@ def _runs(
             try:
                 facts, cacheable = _read_run(paths, run_id)
             except (OSError, LedgerError) as exc:
-                failed[run_id] = errors.environment_error(exc) \
+                failed[run_id] = fsfacts.describe(exc) \
                     if isinstance(exc, OSError) else str(exc)
                 continue
             if facts is None:

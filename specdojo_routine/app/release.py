@@ -23,7 +23,7 @@ from specdojo_routine.core.timefmt import format_ms, parse_instant, to_utc
 from specdojo_routine.execute import runner
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import load as definitions
-from specdojo_routine.store.ledger import adopt, views
+from specdojo_routine.store.ledger import adopt
 from specdojo_routine.store.ledger import journal as ledger
 from specdojo_routine.store.locks import routine as locks
 
@@ -65,7 +65,7 @@ def release(
         ctx = run_attempt._Context(paths=paths, defs=defs, now=the_now, env=the_env, echo=echo,
                                 job_runner=job_runner, append=log.append, lock_lost=lk.lost,
                                 warnings=report.warnings)
-        view = handlers._register(ctx, defs, views.refresh_routine_view(paths, plan.proof))
+        view = handlers._register(ctx, defs, ctx.refresh(plan.proof))
         state = view.get(routine_id)
         if not policy.is_held(state):
             status = state["status"]
@@ -89,7 +89,7 @@ def _run_each(
     for at in times:
         if handlers._stop_if_lock_lost(ctx, report):
             break
-        view = views.refresh_routine_view(ctx.paths)
+        view = ctx.refresh()
         state = view.routines.get(routine.id)
         occ = schedule.Occurrence(routine_id=routine.id, scheduled_for=at, trigger=trigger)
         chosen = Selected(routine=routine, occurrence=occ,
@@ -97,7 +97,7 @@ def _run_each(
         report.selected.append(chosen)
         run_attempt._attempt(ctx, chosen, state, report.results)
     handlers._stop_if_lock_lost(ctx, report)
-    views.refresh_routine_view(ctx.paths)
+    ctx.refresh()
 
 
 def backfill_times(routine: Routine, start: datetime, end: datetime) -> list[datetime]:
@@ -142,7 +142,7 @@ def backfill(
         ctx = run_attempt._Context(paths=paths, defs=defs, now=the_now, env=the_env,
                                 echo=echo, job_runner=job_runner, append=log.append,
                                 lock_lost=lk.lost, warnings=report.warnings)
-        view = handlers._register(ctx, defs, views.refresh_routine_view(paths, plan.proof))
+        view = handlers._register(ctx, defs, ctx.refresh(plan.proof))
         if handlers._is_open(view.routines.get(routine_id)):
             report.interrupted.append(routine_id)
             return report

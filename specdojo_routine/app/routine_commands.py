@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from specdojo_routine.app.run_owner import _is_open, refuse_if_owner_lives
+from specdojo_routine.app.viewwarn import Warn, refresh_after
 from specdojo_routine.app.who import operator_name
 from specdojo_routine.core import decide, errors
 from specdojo_routine.core.errors import RoutineError, UsageError
@@ -22,9 +23,11 @@ from specdojo_routine.store.locks import routine as locks
 
 def resolve(
     paths: ProjectPaths, routine_id: str, *, result: str, note: str, by: str | None = None,
-    clock: Callable[[], datetime] | None = None,
+    clock: Callable[[], datetime] | None = None, warn: Warn | None = None,
 ) -> str:
-    """Record an operator's outcome for an interrupted attempt (SPEC §6.5); returns its id."""
+    """Record an operator's outcome for an interrupted attempt (SPEC §6.5); returns its id.
+    A view that cannot be written once it is recorded is a warning to ``warn``
+    (:mod:`.viewwarn`), not a failure."""
     from specdojo_routine.core import routine_events
 
     wall = clock or (lambda: datetime.now(UTC))
@@ -57,7 +60,7 @@ def resolve(
             routine_id=routine_id, attempt_id=attempt_id,
             transition=decide.END_TRANSITIONS[outcome], result=outcome.value, note=note,
             resolved_by=who))
-        views.refresh_routine_view(paths)
+        refresh_after(paths, done=f"the resolve of attempt {attempt_id}", warn=warn)
         # one decision covers both (SPEC §7.3): its interrupted Job Runs get the same outcome
         job_resolve.resolve_started_by(paths, runs, result=outcome.value, note=note, who=who,
                                        clock=wall)

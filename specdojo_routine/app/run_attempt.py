@@ -2,10 +2,12 @@
 delegation, each action's start and end, and ``attempt_ended`` with the aggregate result,
 every event redacted as it is appended (:class:`_Context`); a stop or a lost routine lock
 starts nothing more. The routine view is published after each of these events, so a runner
-killed at any point leaves a view as current as its ledger. An environment error (a full or
-read-only disk) mid-attempt ends the attempt as a failure that says why: only a runner that
-died leaves an attempt open (interrupted). Also the closing of an interrupted attempt under
-``on_interrupted: resume``. :mod:`.handlers`, ``release`` and backfill start attempts here.
+killed at any point leaves a view as current as its ledger - if it can be written: a view
+that cannot be is a warning and the attempt goes on (:meth:`_Context.refresh`). Any other
+environment error (a full or read-only disk) mid-attempt ends the attempt as a failure that
+says why: only a runner that died leaves an attempt open (interrupted). Also the closing of
+an interrupted attempt under ``on_interrupted: resume``. :mod:`.handlers`, ``release`` and
+backfill start attempts here.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from specdojo_routine.core.timefmt import format_ms, format_s
 from specdojo_routine.execute import prefix, stop
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions.load import Definitions
-from specdojo_routine.store.ledger import views
+from specdojo_routine.store.ledger import proven, views
 from specdojo_routine.store.locks import routine as locks
 from specdojo_routine.store.locks import stoprequest
 
@@ -71,6 +73,21 @@ class _Context:
                              secrets=self.secrets, record=self.record, warnings=self.warnings,
                              attempt_id=attempt_id, scheduled_for=scheduled_for,
                              result=result, reason=reason, cause=cause)
+
+    def refresh(self, proof: proven.Proven | None = None) -> views.RoutineView:
+        """Publish the routine view and return it. One that cannot be written does not end
+        the attempt nor the run: the ledger has every event (:mod:`.viewwarn`), so the run
+        goes on from the folded view and warns once. A ledger that cannot be read is raised."""
+        try:
+            return views.refresh_routine_view(self.paths, proof)
+        except views.ViewNotWritten as exc:
+            from specdojo_routine.app import viewwarn
+
+            text = viewwarn.not_refreshed(self.paths, exc, done="every event of this run")
+            shown = redact(f"warning: {text}", self.secrets)
+            if shown not in self.warnings:
+                self.warnings.append(shown)
+            return exc.view
 
     def record(self, event: _E) -> _E:
         """Append ``event`` to the routine ledger with its free text redacted; the event as
@@ -116,7 +133,7 @@ def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None,
         stop.attempt_ended(report.routine_id, report.attempt_id, report.result, report.reason)
         if aborted is None:  # (an aborted end was published if the disk let it)
             try:
-                views.refresh_routine_view(ctx.paths)
+                ctx.refresh()
             except OSError as exc:  # recorded, so still told (SPEC §13); then raised
                 aborted = exc
     try:
@@ -164,7 +181,7 @@ def _record_attempt(
     done: list[ActionReport] = []
     opened: list[ActionReport] = []  # the action started and not ended, if any
     try:
-        views.refresh_routine_view(ctx.paths)  # before delegating: readers see running (§6, §10)
+        ctx.refresh()  # before delegating: readers see running (§6, §10)
         _run_actions(attrs.evolve(ctx, echo=prefix.prefixed(ctx.echo, routine.id)), chosen,
                      attempt_id, t0, done, opened)  # prefixed: whose output it is
     except OSError as exc:  # a full or read-only disk: this runner lives, so it ends the
@@ -238,7 +255,7 @@ def _run_actions(ctx: _Context, chosen: Selected, attempt_id: str, t0: float,
             kind=planned.kind, job_run_id=actions.job_run_id(where, planned, occ.scheduled_for)))
         opened.append(actions.ActionReport(index=planned.index, kind=planned.kind,
                                            result=Result.FAILURE))
-        views.refresh_routine_view(ctx.paths)  # the view keeps up: a crash leaves it current
+        ctx.refresh()  # the view keeps up: a crash leaves it current
         action = actions.execute(where, planned, occ.scheduled_for, limit)
         ended = ctx.record(routine_events.ActionEnded(
             routine_id=routine.id, attempt_id=attempt_id, index=planned.index,
@@ -247,7 +264,7 @@ def _run_actions(ctx: _Context, chosen: Selected, attempt_id: str, t0: float,
             evidence_ref=action.evidence_ref))
         opened.clear()
         done.append(attrs.evolve(action, reason=ended.reason))  # as recorded: redacted
-        views.refresh_routine_view(ctx.paths)
+        ctx.refresh()
 
 
 def _skip(ctx: _Context, routine_id: str, attempt_id: str, planned: decide.PlannedAction,
@@ -274,7 +291,7 @@ def _end_aborted(ctx: _Context, chosen: Selected, attempt_id: str, started: tupl
     stored and on the monotonic clock); None if the ledger itself refused the end: the
     attempt stays open and the next run finds it interrupted."""
     from specdojo_routine.core import routine_events
-    from specdojo_routine.core.errors import environment_error
+    from specdojo_routine.store.fsfacts import describe as environment_error
 
     reason = f"run aborted: {environment_error(exc)}"
     completed = ctx.now + timedelta(seconds=time.monotonic() - started[1])

@@ -38,7 +38,8 @@ def cmd_pause(args: argparse.Namespace, paths: Callable[[], ProjectPaths], out: 
     if args.all == (args.routine_id is not None):
         raise UsageError(f"{name} takes either ID or --all")
     done = controls.set_paused(paths(), None if args.all else args.routine_id, paused=paused,
-                               note=args.note, by=args.by, now=args.now)
+                               note=args.note, by=args.by, now=args.now,
+                               warn=render.warner(err))
     if args.json:
         out.write(render.dumps({"paused" if paused else "resumed": list(done)}))
         return EXIT_OK
@@ -66,10 +67,12 @@ def cmd_stop(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err: Te
     return EXIT_OK
 
 
-def cmd_override(args: argparse.Namespace, paths: ProjectPaths, out: TextIO) -> int:
+def cmd_override(args: argparse.Namespace, paths: ProjectPaths, out: TextIO,
+                 err: TextIO) -> int:
     """``resolve ID --attempt ATTEMPT_ID``: change an ended attempt's outcome."""
     attempt_id = controls.override(paths, args.routine_id, args.attempt, result=args.result,
-                                   note=args.note, by=args.resolved_by)
+                                   note=args.note, by=args.resolved_by,
+                                   warn=render.warner(err))
     if args.json:
         out.write(render.dumps({"routine_id": args.routine_id, "attempt_id": attempt_id,
                                 "result": args.result, "overrides": True}))

@@ -25,12 +25,12 @@ from specdojo_routine.core.errors import (
     EXIT_OK,
     EXIT_USAGE,
     RoutineError,
-    environment_error,
     missing_dependency,
 )
 from specdojo_routine.core.redact import secret_values
 from specdojo_routine.core.validation import shown
 from specdojo_routine.execute import stop
+from specdojo_routine.store import fsfacts
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions.load import Definitions
 
@@ -134,7 +134,7 @@ def _failed(exc: BaseException, err: TextIO) -> int:
                   "1000 and 9998\n")
         return EXIT_USAGE
     if isinstance(exc, OSError):  # the environment, not a bug: say where, what and what to do
-        err.write(f"error: {shown(environment_error(exc))}\n")
+        err.write(f"error: {shown(fsfacts.describe(exc))}\n")
         return EXIT_FAILURE
     if isinstance(exc, ImportError):  # a dependency missing or broken: the environment again
         err.write(f"error: {shown(missing_dependency(exc))}\n")
@@ -226,11 +226,12 @@ def _run_job_action(
 
 def cmd_resolve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.attempt is not None:  # SPEC §13: an ended attempt's outcome
-        return int(_controlcli().cmd_override(args, _paths(args), out))
+        return int(_controlcli().cmd_override(args, _paths(args), out, err))
     from specdojo_routine.app import handlers
 
     attempt_id = handlers.resolve(_paths(args), args.routine_id, result=args.result,
-                                  note=args.note, by=args.resolved_by)
+                                  note=args.note, by=args.resolved_by,
+                                  warn=render.warner(err))
     if args.json:
         out.write(render.dumps({"routine_id": args.routine_id, "attempt_id": attempt_id,
                                 "result": args.result, "overrides": False}))

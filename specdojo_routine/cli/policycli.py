@@ -100,10 +100,14 @@ def cmd_release(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err:
         out.write(render.dumps({"routine_id": args.routine_id, "run": args.run,
                                 "held_occurrences": held,
                                 "results": [r.to_json() for r in report.results]}))
-        return report.exit_code
-    out.write(f"{args.routine_id}: released ({len(held)} held occurrence(s); --run {args.run})\n")
-    if report.results:
+    else:
+        out.write(f"{args.routine_id}: released ({len(held)} held occurrence(s); "
+                  f"--run {args.run})\n")
+    if report.results and not args.json:
         render.run_report(report, out, err, as_json=False)
+    else:  # the release is recorded; a view it could not write is said all the same
+        for warning in report.warnings:
+            err.write(f"{warning}\n")
     return report.exit_code
 
 

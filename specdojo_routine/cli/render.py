@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 import orjson
@@ -37,6 +37,15 @@ def torn_warnings(paths: ProjectPaths, err: TextIO, *, routine: bool = True,
 
     for line in torn.warnings(paths, routine=routine, run_ids=run_ids):
         err.write(f"{line}\n")
+
+
+def warner(err: TextIO) -> Callable[[str], None]:
+    """Where a command's warnings go: one ``warning:`` line each on ``err`` (stderr, so a
+    ``--json`` document stays whole)."""
+    def warn(text: str) -> None:
+        err.write(f"warning: {text}\n")
+
+    return warn
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

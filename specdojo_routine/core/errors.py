@@ -156,12 +156,17 @@ def _text(name: object) -> str:
     return str(name)
 
 
-def environment_error(exc: OSError) -> str:
-    """One line for an ``OSError``: the path, what failed, what to do."""
+def environment_error(exc: OSError, *, no_inodes: bool = False) -> str:
+    """One line for an ``OSError``: the path, what failed, what to do. ``no_inodes``: the
+    file system it names has no free inodes (the edge looked; this module does no I/O)."""
+    what = exc.strerror or str(exc) or type(exc).__name__
+    return f"{_where(exc)}{what} ({remedy(exc, no_inodes=no_inodes)})"
+
+
+def _where(exc: OSError) -> str:
     names = (exc.filename, exc.filename2)
     where = " -> ".join(_text(f) for f in names if f is not None)
-    what = exc.strerror or str(exc) or type(exc).__name__
-    return f"{where + ': ' if where else ''}{what} ({remedy(exc)})"
+    return f"{where}: " if where else ""
 
 
 def missing_dependency(exc: ImportError) -> str:
@@ -171,6 +176,35 @@ def missing_dependency(exc: ImportError) -> str:
             "(pip install -e . in its clone) and run the command again")
 
 
-def remedy(exc: OSError) -> str:
-    """What to do about an ``OSError``, by its errno."""
+#: ENOSPC with bytes still free: every inode is used, which `df -h` does not show.
+NO_INODES = ("no free inodes on that file system (df -i): remove files there or raise its "
+             "inode limit, and run the command again")
+
+
+def remedy(exc: OSError, *, no_inodes: bool = False) -> str:
+    """What to do about an ``OSError``, by its errno (``no_inodes``: see
+    :func:`environment_error`)."""
+    if no_inodes and exc.errno == errno.ENOSPC:
+        return NO_INODES
     return _REMEDIES.get(exc.errno or 0, "check the file system and run the command again")
+
+
+_ONCE_ALLOWED = {
+    errno.ENOSPC: "there is free space again",
+    errno.EDQUOT: "the disk quota allows it again",
+    errno.EACCES: "its folder is writable for this user",
+    errno.EPERM: "its folder is writable for this user",
+    errno.EROFS: "the file system is writable",
+}
+
+
+def view_not_refreshed(view: str, exc: OSError, *, done: str, no_inodes: bool = False) -> str:
+    """The ``warning:`` text for a derived view that could not be written after ``done``
+    was recorded: the ledger is the source of truth, so what was recorded stands, and
+    ``fold`` (or the next command) writes the view once the file system lets it."""
+    what = exc.strerror or str(exc) or type(exc).__name__
+    when = ("its file system has free inodes again (df -i)" if no_inodes
+            and exc.errno == errno.ENOSPC else
+            _ONCE_ALLOWED.get(exc.errno or 0, "the file system allows it"))
+    return (f"{view} was not refreshed ({_where(exc)}{what}); {done} is recorded in the "
+            f"ledger; run `fold` once {when} (the next command refreshes it too)")

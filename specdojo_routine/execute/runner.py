@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import errno
 import os
 import re
 import selectors
@@ -177,6 +178,25 @@ def executable_unusable(error: str, executable: str) -> bool:
     return error in (f"executable not found: {executable}", f"permission denied: {executable}")
 
 
+#: Start failures that say this machine or process is short of something, not that the
+#: command is wrong: what to do about each (no definition needs fixing).
+_LIMITS = {
+    errno.EMFILE: "this process has too many open files: raise its limit (ulimit -n)",
+    errno.ENFILE: "the system has too many open files: close programs or raise fs.file-max",
+    errno.ENOMEM: "the system is out of memory: free memory",
+    errno.EAGAIN: "the process or memory limit is reached: raise ulimit -u or free memory",
+}
+
+#: The words every such start error carries (:func:`environment_limit` looks for them).
+_LIMIT_WORDS = "an environment limit, not the command"
+
+
+def environment_limit(error: str | None) -> bool:
+    """Whether ``error`` (a :class:`CommandOutcome`'s) says the command could not start for
+    lack of file descriptors, processes or memory: advice to fix the command would mislead."""
+    return error is not None and f"({_LIMIT_WORDS}: " in error
+
+
 def _start_error(exc: Exception, argv: Sequence[str], cwd: Path) -> str:
     if not argv:
         return "empty command"
@@ -188,6 +208,10 @@ def _start_error(exc: Exception, argv: Sequence[str], cwd: Path) -> str:
         return f"executable not found: {argv[0]}"
     if isinstance(exc, PermissionError):
         return f"permission denied: {argv[0]}"
+    limit = _LIMITS.get(exc.errno or 0)
+    if limit is not None:
+        return (f"could not start {argv[0]}: {exc.strerror or exc} ({_LIMIT_WORDS}: "
+                f"{limit}, then run it again)")
     return f"could not start {argv[0]}: {exc.strerror or exc}"
 
 

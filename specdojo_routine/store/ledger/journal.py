@@ -152,37 +152,57 @@ class Ledger:
         return self.append_many([event])[0]
 
     def append_many(self, events: Iterable[Event]) -> list[int]:
-        """Append several events under one lock and one fsync; returns their seqs."""
+        """Append several events under one lock and one fsync; returns their seqs.
+
+        A first append that cannot write (a full disk) leaves no ledger behind: the empty
+        file it opened is removed under the lock, so no 0-byte ledger names a run that was
+        never recorded. An append that waited for the lock on such a file opens it again."""
         batch = list(events)
         if not batch:
             return []
-        flags = os.O_RDWR | os.O_APPEND | (
-            os.O_CREAT | os.O_NOFOLLOW if self._pinned is None else 0)
-        if self._pinned is None:
+        creating = self._pinned is None
+        flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT | os.O_NOFOLLOW if creating else 0)
+        if creating:
             refuse_dangling(self.path)  # never create a ledger where a link points
-        with contextlib.ExitStack() as held:
-            try:
-                fd = held.enter_context(locked(self.path, flags, lock_exclusive))
-            except FileNotFoundError:
-                if self._pinned is None:
-                    raise
-                raise ReplacedLedgerError(str(self.path), gone=True) from None
-            tail = _scan_tail(fd, self.path)
-            if self._pinned is None:
-                self._pinned = (tail.dev, tail.ino)
-            elif self._pinned != (tail.dev, tail.ino):
-                raise ReplacedLedgerError(str(self.path), gone=False)
-            if tail.torn:
-                durable.move_fragment(fd, self.path, start=tail.end, end=tail.size,
-                                      seq=tail.seq + 1)
-            at, prev, lines = self.clock(), tail.head, []
-            for i, event in enumerate(batch, 1):
-                lines.append(encode(event, tail.seq + i, at, prev))
-                prev = chain.line_hash(lines[-1][:-1])
+        for _ in range(3):
+            with contextlib.ExitStack() as held:
+                try:
+                    fd = held.enter_context(locked(self.path, flags, lock_exclusive))
+                except FileNotFoundError:
+                    if creating:
+                        raise
+                    raise ReplacedLedgerError(str(self.path), gone=True) from None
+                if creating and not _names(self.path, fd):
+                    continue  # removed by a first append that failed while we waited
+                return self._write(fd, batch, creating=creating)
+        raise ReplacedLedgerError(str(self.path), gone=True)
+
+    def _write(self, fd: int, batch: list[Event], *, creating: bool) -> list[int]:
+        """Under the exclusive lock: check the file is still ours, repair a torn tail, write
+        ``batch`` after the last complete line; their seqs."""
+        tail = _scan_tail(fd, self.path)
+        if self._pinned is None:
+            self._pinned = (tail.dev, tail.ino)
+        elif self._pinned != (tail.dev, tail.ino):
+            raise ReplacedLedgerError(str(self.path), gone=False)
+        if tail.torn:
+            durable.move_fragment(fd, self.path, start=tail.end, end=tail.size,
+                                  seq=tail.seq + 1)
+        at, prev, lines = self.clock(), tail.head, []
+        for i, event in enumerate(batch, 1):
+            lines.append(encode(event, tail.seq + i, at, prev))
+            prev = chain.line_hash(lines[-1][:-1])
+        try:
             durable.write_lines(fd, self.path, b"".join(lines), tail.end)
-            if tail.end == 0:
-                durable.fsync_dir(self.path.parent)
-            remember(tail.stamp, Stamp.of(fd))
+        except OSError:
+            if creating and os.fstat(fd).st_size == 0 and _names(self.path, fd):  # empty:
+                with contextlib.suppress(OSError):  # as if it was never made
+                    os.unlink(self.path)
+                self._pinned = None
+            raise
+        if tail.end == 0:
+            durable.fsync_dir(self.path.parent)
+        remember(tail.stamp, Stamp.of(fd))
         return list(range(tail.seq + 1, tail.seq + 1 + len(batch)))
 
     def tail(self) -> Tail:
@@ -198,6 +218,16 @@ class Ledger:
     def repair(self) -> Path | None:
         """See :func:`repair`."""
         return repair(self.path)
+
+
+def _names(path: Path, fd: int) -> bool:
+    """Whether ``path`` still names the file open as ``fd``."""
+    try:
+        named = os.stat(path)
+    except FileNotFoundError:
+        return False
+    opened = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (opened.st_dev, opened.st_ino)
 
 
 def _identity(path: Path) -> tuple[int, int] | None:

@@ -50,6 +50,7 @@ if TYPE_CHECKING:  # the event classes are created where an event is replayed
 __all__ = [
     "ROUTINE_LEDGER_NAME",
     "RoutineView",
+    "ViewNotWritten",
     "content",
     "fold_all",
     "fold_run",
@@ -121,8 +122,23 @@ def refresh_routine_view(paths: ProjectPaths, proof: proven.Proven | None = None
             return RoutineView(document=found.document(), torn_line=found.tail.torn_line)
         if imported:
             found = _proven(paths, incremental=True)
-    document = found.publish(paths.routine_state, paths.routine_snapshot)
+    try:
+        document = found.publish(paths.routine_state, paths.routine_snapshot)
+    except OSError as exc:
+        view = RoutineView(document=found.document(), torn_line=found.tail.torn_line)
+        raise ViewNotWritten(exc, view) from exc
     return RoutineView(document=document, torn_line=found.tail.torn_line)
+
+
+class ViewNotWritten(OSError):
+    """The routine ledger was folded but ``routine-state.json`` could not be written (a full
+    disk, a folder this user may not write): the same ``OSError`` for a caller that treats
+    every one alike, with the folded view (``.view``), so a caller whose work is already in the
+    ledger can carry on from it and warn, instead of failing what was recorded."""
+
+    def __init__(self, error: OSError, view: RoutineView) -> None:
+        super().__init__(error.errno, error.strerror, error.filename, None, error.filename2)
+        self.view = view
 
 
 def _foreign(path: Path, found: proven.Proven) -> bool:

@@ -56,6 +56,7 @@ import attrs
 import orjson
 
 from specdojo_routine.core import timefmt
+from specdojo_routine.store import fsfacts
 from specdojo_routine.store.config import read_regular
 
 DIR_NAME = "routine-run.lock"
@@ -223,7 +224,9 @@ def _finish(path: Path, record: dict[str, Any]) -> None:
         finally:
             os.close(fd)
         os.rename(tmp, path / OWNER_NAME)  # replaces a name, never follows a link
-    except BaseException:
+    except BaseException as exc:
+        if isinstance(exc, OSError):  # the inode our directory took is freed below
+            fsfacts.remember(exc)
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         with contextlib.suppress(OSError):

@@ -45,6 +45,7 @@ import attrs
 import orjson
 
 from specdojo_routine.core import errors, timefmt
+from specdojo_routine.store import fsfacts
 from specdojo_routine.store.locks import announce, redislock
 
 ROUTINE_FLOCK_NAME = "routine-run.flock"
@@ -164,10 +165,20 @@ def _announced(locks_dir: Path, now: datetime, start: int | None) -> Iterator[No
                             busy.holder.since) from None
     except OSError as exc:
         raise errors.RoutineError(
-            f"cannot announce the run to the SpecDojo CLI in {where}: "
-            f"{errors.environment_error(exc)}; nothing was run") from None
+            f"cannot announce this command to the SpecDojo CLI: {_inside(where, exc)}; "
+            "nothing was changed") from None
     with announce.kept(path, pid=os.getpid()):
         yield
+
+
+def _inside(where: Path, exc: OSError) -> str:
+    """``exc`` as one line naming ``where`` once: a file the claim made inside it (its
+    owner file's temp name) says nothing more to the operator than the directory."""
+    name = exc.filename
+    if name is not None and not (isinstance(name, str) and Path(name).is_relative_to(where)):
+        return f"{where}: {fsfacts.describe(exc)}"  # another file: both say something
+    return errors.environment_error(OSError(exc.errno, exc.strerror, str(where)),
+                                    no_inodes=fsfacts.no_free_inodes(exc))
 
 
 def routine_lock_status(
@@ -269,7 +280,7 @@ def _unusable(path: Path, exc: OSError) -> errors.RoutineError:
             f"cannot use the lock {exc.filename or path}: it is a symbolic link, and a lock "
             "file is never written through one (remove the link and run the command again)")
     return errors.RoutineError(
-        f"cannot use the lock {path}: {exc.strerror or exc} ({errors.remedy(exc)})")
+        f"cannot use the lock {path}: {exc.strerror or exc} ({fsfacts.remedy(exc)})")
 
 
 def holder_is_self(info: LockInfo) -> bool:
