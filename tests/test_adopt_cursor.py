@@ -1,0 +1,153 @@
+"""SPEC §4 and §10 together: what another tool wrote never moves our cursors back.
+
+Upstream appends a run line, or rewrites routine-state.json, naming an occurrence older than
+the one we completed: the routine takes its last run and result (the newest record's), but
+``last_scheduled_for`` and ``last_accounted_for`` keep the later value, so nothing we
+completed is selected again, and a file whose only difference is that older cursor is neither
+a fact to import again and again nor drift.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from conftest import Project
+
+from specdojo_routine.core import adopt as rules
+
+NOW = "2026-12-01T07:00:30Z"
+LATER = "2026-12-01T07:30:00Z"
+
+
+def _write(path: Path, doc: Any) -> None:
+    path.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+
+
+def _line(rid: str, started: str, scheduled: str, result: Any = "success") -> bytes:
+    """A run record line as newer upstream versions append it (no type, no seq)."""
+    return orjson.dumps({"version": 1, "routine_id": rid, "scheduled_for": scheduled,
+                         "started_at": started, "completed_at": started, "result": result,
+                         "job_run_ids": []}) + b"\n"
+
+
+def _append(project: Project, *lines: bytes) -> None:
+    with project.ledger.open("ab") as f:
+        f.write(b"".join(lines))
+
+
+def _row(project: Project, now: str) -> dict[str, Any]:
+    proc = project.cli("list", "--json", "--now", now)  # exit 1 after a failure
+    assert "" == proc.stderr
+    row: dict[str, Any] = orjson.loads(proc.stdout)["routines"][0]
+    return row
+
+
+@pytest.fixture
+def cron(project: Project) -> Project:
+    project.routine("rtn-hourly", 'trigger: {cron: "0 * * * *", timezone: UTC}\n'
+                                  "action: {kind: specdojo, args: [index, build]}\n")
+    assert 0 == project.cli("run", "--due", "--now", NOW).returncode  # runs 07:00
+    return project
+
+
+@pytest.fixture
+def interval(project: Project) -> Project:
+    project.routine("rtn-sweep", "interval: 1h\naction: {kind: specdojo, args: [index, build]}\n")
+    assert 0 == project.cli("run", "--due", "--now", NOW).returncode
+    return project
+
+
+def test_an_older_upstream_run_line_leaves_the_cron_cursor_where_it_is(cron: Project) -> None:
+    """Upstream's line for 06:00, written after we ran 07:00: the routine shows upstream's
+    run and result, but 07:00 is not selected again and fold --check is clean."""
+    _append(cron, _line("rtn-hourly", "2026-12-01T07:10:00Z", "2026-12-01T06:00:00.000Z",
+                        "failure"))
+    row = _row(cron, LATER)
+    assert ("2026-12-01T07:10:00Z", "failure", "2026-12-01T07:00:00.000Z", False) == (
+        row["last_run"], row["last_result"], row["last_scheduled_for"], row["due"])
+    dry = cron.cli("run", "--due", "--dry-run", "--now", LATER)
+    assert (0, "no due routines\n") == (dry.returncode, dry.stdout), dry.stderr
+    assert 0 == cron.cli("fold").returncode
+    entry = cron.state()["routines"]["rtn-hourly"]
+    assert ("2026-12-01T07:00:00.000Z", "2026-12-01T07:00:00.000Z") == (
+        entry["last_scheduled_for"], entry["last_accounted_for"])
+    assert 0 == cron.cli("fold", "--check").returncode
+
+
+def test_an_older_upstream_run_line_leaves_the_interval_anchor(interval: Project) -> None:
+    """last_accounted_for, the interval routines' anchor, does not move back either: the
+    sweep that ran at 07:00:30 is not due again at 07:30 because upstream's line (started
+    06:00) set last_run back."""
+    _append(interval, _line("rtn-sweep", "2026-12-01T06:00:00Z", "2026-12-01T06:00:00.000Z"))
+    row = _row(interval, LATER)
+    assert ("2026-12-01T06:00:00Z", False) == (row["last_run"], row["due"])
+    dry = interval.cli("run", "--due", "--dry-run", "--now", LATER)
+    assert (0, "no due routines\n") == (dry.returncode, dry.stdout), dry.stderr
+
+
+def _merge(project: Project, **facts: str) -> bytes:
+    """Upstream's shallow merge of the entry (every other key kept)."""
+    doc = orjson.loads(project.state_path.read_bytes())
+    doc["routines"]["rtn-hourly"] = {**doc["routines"]["rtn-hourly"], **facts}
+    _write(project.state_path, doc)
+    return project.state_path.read_bytes()
+
+
+def test_an_imported_entry_with_an_older_cursor_keeps_ours(cron: Project) -> None:
+    """An entry upstream rewrote with its own later run but an older occurrence: imported
+    once (last_run, last_result are its), the cursor stays at 07:00, a second import
+    appends nothing and fold --check is clean."""
+    data = _merge(cron, last_run="2026-12-01T07:10:00Z", last_result="failure",
+                  last_scheduled_for="2026-12-01T05:00:00.000Z")
+    assert "would import 1 routine state," in cron.cli("import", "--dry-run").stdout
+    assert 0 == cron.cli("fold", "--check").returncode
+    assert "imported 1 routine state," in cron.cli("import").stdout
+    [event] = [e for e in cron.events() if e["type"] == "routine_state_imported"]
+    assert orjson.loads(data)["routines"]["rtn-hourly"] == event["record"]
+    entry = cron.state()["routines"]["rtn-hourly"]
+    assert ("2026-12-01T07:10:00Z", "failure", "2026-12-01T07:00:00.000Z",
+            "2026-12-01T07:00:00.000Z") == (entry["last_run"], entry["last_result"],
+                                            entry["last_scheduled_for"],
+                                            entry["last_accounted_for"])
+    dry = cron.cli("run", "--due", "--dry-run", "--now", LATER)
+    assert (0, "no due routines\n") == (dry.returncode, dry.stdout), dry.stderr
+    assert "imported 0 routine states," in cron.cli("import").stdout
+    assert 0 == cron.cli("fold", "--check").returncode
+
+
+def test_a_file_that_differs_only_by_an_older_cursor_is_neither_imported_nor_drift(
+    cron: Project,
+) -> None:
+    """After we ran 07:00, a copy of the entry with the cursor at 06:00 holds nothing to
+    import (applying it would change nothing): import says so, fold --check is clean, and
+    the next recording command replaces it without an import event."""
+    _merge(cron, last_scheduled_for="2026-12-01T06:00:00.000Z")
+    assert "would import 0 routine states, 0 Job Runs, 0 checkpoints; 0 conflicts\n" == \
+        cron.cli("import", "--dry-run").stdout
+    check = cron.cli("fold", "--check")
+    assert (0, "") == (check.returncode, check.stderr)
+    assert 0 == cron.cli("run", "--due", "--now", LATER).returncode
+    assert not [e for e in cron.events() if e["type"] == "routine_state_imported"]
+    assert "2026-12-01T07:00:00.000Z" == cron.state()["routines"]["rtn-hourly"][
+        "last_scheduled_for"]
+
+
+@pytest.mark.parametrize(("theirs", "verdict"), [
+    ("2026-12-01T06:00:00.000Z", "same"),
+    (None, "same"),
+    ("2026-12-01T07:00:00.000Z", "same"),
+    ("2026-12-01T08:00:00.000Z", "import"),
+], ids=["older", "none", "equal", "newer"])
+def test_a_cursor_that_would_not_move_is_no_fact(theirs: Any, verdict: str) -> None:
+    """The verdict on an entry whose only difference from ours is its cursor."""
+    ours = {"last_run": "2026-12-01T07:00:01Z", "last_result": "success", "status": "success",
+            "last_scheduled_for": "2026-12-01T07:00:00.000Z"}
+    record = {"last_run": ours["last_run"], "last_result": "success",
+              "last_scheduled_for": theirs}
+    assert verdict == rules.routine_entry_verdict(record, ours)
+    doc = {"routines": {"rtn-a": {**ours, "last_scheduled_for": theirs}}}
+    assert (verdict == "same") == rules.holds_nothing_new(doc, {"routines": {"rtn-a": ours}},
+                                                          "routines")
