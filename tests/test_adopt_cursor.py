@@ -151,3 +151,48 @@ def test_a_cursor_that_would_not_move_is_no_fact(theirs: Any, verdict: str) -> N
     doc = {"routines": {"rtn-a": {**ours, "last_scheduled_for": theirs}}}
     assert (verdict == "same") == rules.holds_nothing_new(doc, {"routines": {"rtn-a": ours}},
                                                           "routines")
+
+
+# --- a cron routine whose view has no cursor ----------------------------------------------
+
+
+def _no_cursor_yet(project: Project, how: str) -> None:
+    """A cron routine with a last_run but no last_scheduled_for: it ran as an interval
+    routine before, or its only attempt was a backfill (which never moves the cursor)."""
+    cron = 'trigger: {cron: "*/5 * * * *", timezone: UTC}\n'
+    action = "action: {kind: specdojo, args: [index, build]}\n"
+    if how == "was-interval":
+        project.routine("rtn-five", "interval: 1m\n" + action)
+        assert 0 == project.cli("run", "--due", "--now", "2026-12-01T22:00:00Z").returncode
+        project.routine("rtn-five", cron + action)
+    else:
+        project.routine("rtn-five", cron + action)
+        assert 0 == project.cli("run", "--id", "rtn-five", "--from", "2026-12-01T20:00:00Z",
+                                "--to", "2026-12-01T20:00:00Z",
+                                "--now", "2026-12-01T22:00:00Z").returncode
+    entry = project.state()["routines"]["rtn-five"]
+    assert entry["last_run"] is not None and "last_scheduled_for" not in entry
+
+
+@pytest.mark.parametrize("how", ["was-interval", "backfill-only"])
+def test_upstreams_occurrence_does_not_run_again_without_a_cursor(
+    project: Project, how: str,
+) -> None:
+    """Upstream ran the 23:00 occurrence and appended its line. The fold cannot tell this
+    routine from an interval one (the view keeps no last_scheduled_for, SPEC §5), but the
+    line's occurrence is accounted for: run --due at 23:02 selects nothing, list says not
+    due, and next lists 23:05 first even when asked from before 23:00."""
+    _no_cursor_yet(project, how)
+    _append(project, _line("rtn-five", "2026-12-01T23:00:01Z", "2026-12-01T23:00:00.000Z"))
+    dry = project.cli("run", "--due", "--dry-run", "--now", "2026-12-01T23:02:00Z")
+    assert (0, "no due routines\n") == (dry.returncode, dry.stdout), dry.stderr
+    row = _row(project, "2026-12-01T23:02:00Z")
+    assert (None, False) == (row["last_scheduled_for"], row["due"])
+    upcoming = orjson.loads(project.cli("next", "rtn-five", "--json", "--now",
+                                        "2026-12-01T22:58:00Z").stdout)
+    assert "2026-12-01T23:05:00.000Z" == upcoming["occurrences"][0]["utc"]
+    proc = project.cli("run", "--due", "--now", "2026-12-01T23:05:10Z")
+    assert 0 == proc.returncode, proc.stderr
+    started = [e["scheduled_for"] for e in project.events() if e.get("type") == "attempt_started"
+               and e["trigger"] == "due" and e["routine_id"] == "rtn-five"]
+    assert "2026-12-01T23:05:00.000Z" == started[-1]
