@@ -196,3 +196,48 @@ def test_upstreams_occurrence_does_not_run_again_without_a_cursor(
     started = [e["scheduled_for"] for e in project.events() if e.get("type") == "attempt_started"
                and e["trigger"] == "due" and e["routine_id"] == "rtn-five"]
     assert "2026-12-01T23:05:00.000Z" == started[-1]
+
+
+# --- an upstream run line without a result the fold can take -------------------------------
+
+
+def _bad_line(result: str) -> bytes:
+    record: dict[str, Any] = {"version": 1, "routine_id": "rtn-hourly",
+                              "scheduled_for": "2026-12-01T08:00:00.000Z",
+                              "started_at": "2026-12-01T08:00:05Z",
+                              "completed_at": "2026-12-01T08:00:09Z", "job_run_ids": []}
+    if result != "missing":
+        record["result"] = None if result == "null" else result
+    return orjson.dumps(record) + b"\n"
+
+
+@pytest.mark.parametrize("result", ["null", "missing", "partial"])
+def test_a_run_line_without_a_usable_result_accounts_for_its_occurrence_only(
+    cron: Project, result: str,
+) -> None:
+    """SPEC §10 rule 4: the result is not guessed and one foreign line stops nothing. The
+    line accounts for 08:00 (not run again), the routine keeps our last run and result, and
+    import and fold (--check) name the line in a warning without failing."""
+    before = cron.state()["routines"]["rtn-hourly"]
+    _append(cron, _bad_line(result))
+    line = len(cron.events())
+    row = _row(cron, "2026-12-01T08:30:00Z")
+    assert (before["last_run"], "success", "2026-12-01T08:00:00.000Z", False) == (
+        row["last_run"], row["last_result"], row["last_scheduled_for"], row["due"])
+    dry = cron.cli("run", "--due", "--dry-run", "--now", "2026-12-01T08:30:00Z")
+    assert (0, "no due routines\n") == (dry.returncode, dry.stdout), dry.stderr
+    why = {"null": "result null", "missing": "no result", "partial": 'result "partial"'}[result]
+    warning = (f"warning: routines/generated/routine-runs.jsonl:{line}: upstream run line of "
+               f"rtn-hourly has {why}: it accounts for its scheduled_for only; last_run and "
+               "last_result stay as they were\n")
+    for args in (("import", "--dry-run"), ("import",), ("fold", "--check"), ("fold",)):
+        proc = cron.cli(*args)
+        assert (0, warning) == (proc.returncode, proc.stderr), args
+    assert [warning.rstrip("\n")] == orjson.loads(cron.cli("import", "--json").stdout)["warnings"]
+    assert [warning.rstrip("\n")] == orjson.loads(
+        cron.cli("fold", "--check", "--json").stdout)["warnings"]
+    done = cron.cli("run", "--due", "--now", "2026-12-01T09:00:30Z")
+    assert 0 == done.returncode, done.stderr
+    entry = cron.state()["routines"]["rtn-hourly"]
+    assert ("success", "2026-12-01T09:00:00.000Z") == (entry["last_result"],
+                                                      entry["last_scheduled_for"])

@@ -18,6 +18,7 @@ or, for a Job Run record that does not extend ours, a conflict.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -52,6 +53,16 @@ def upstream_event(raw: Raw, seq: int) -> Raw:
     at = raw.get("completed_at") or raw.get("started_at") or "1970-01-01T00:00:00.000Z"
     return {"version": 1, "seq": seq, "type": UPSTREAM_EVENT, "at": at,
             "routine_id": raw["routine_id"], "record": raw}
+
+
+def upstream_line_problem(raw: Raw) -> str | None:
+    """Why the fold takes no result from the upstream line ``raw`` (None: it takes one). A
+    ``result`` that is null, missing or one upstream never records (``partial``) is not
+    guessed (SPEC §10 rule 4): the line accounts for its ``scheduled_for`` and nothing else."""
+    if "result" not in raw:
+        return "no result"
+    result = raw["result"]
+    return None if result in _RESULTS else f"result {json.dumps(result)}"
 
 
 # --- routine-state.json entries --------------------------------------------------------------
