@@ -216,7 +216,7 @@ def test_import_dry_run_reports_without_writing(up: Upstream) -> None:
     """import --dry-run --json counts what a real import would append."""
     report = orjson.loads(up.ok("import", "--dry-run", "--json"))
     assert {"dry_run": True, "routine_states": 3, "job_runs": 5, "checkpoints": 0,
-            "conflicts": []} == report
+            "conflicts": [], "warnings": []} == report
     assert up.original == up.files()
 
 

@@ -132,7 +132,8 @@ def test_validate_where_and_fold_take_json(week: Week) -> None:
     fold = week.json("fold", "--check", "--json")
     assert ({"valid": True, "routines": 4, "jobs": 2, "errors": [], "warnings": []},
             (str(week.root), "demo"),
-            {"check": True, "drifted": [], "repaired": [], "conflicts": []}) == (
+            {"check": True, "drifted": [], "repaired": [], "conflicts": [],
+             "warnings": []}) == (
         valid, (where["root"], where["project"]), fold)
 
 

@@ -22,7 +22,7 @@ from specdojo_routine.core import adopt as rules
 from specdojo_routine.core.job_events import CheckpointImported, RunImported
 from specdojo_routine.core.jobfold import job_state_document
 from specdojo_routine.store.config import ProjectPaths, read_regular
-from specdojo_routine.store.ledger import adopt, documents, views
+from specdojo_routine.store.ledger import adopt, documents, foreign, views
 from specdojo_routine.store.ledger import journal as ledger
 from specdojo_routine.store.locks import execlock
 from specdojo_routine.store.locks import routine as locks
@@ -45,6 +45,8 @@ class ImportReport:
     job_runs: int
     checkpoints: int
     conflicts: list[str]
+    #: upstream run lines whose result the fold does not take (shown; not conflicts)
+    warnings: list[str] = attrs.field(factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -63,7 +65,7 @@ class ImportReport:
     def to_json(self) -> dict[str, Any]:
         return {"dry_run": self.dry_run, "routine_states": self.routine_states,
                 "job_runs": self.job_runs, "checkpoints": self.checkpoints,
-                "conflicts": self.conflicts}
+                "conflicts": self.conflicts, "warnings": self.warnings}
 
 
 @contextlib.contextmanager
@@ -78,12 +80,13 @@ def _locks(paths: ProjectPaths, actor: str, clock: Clock) -> Iterator[None]:
 
 
 def _report(
-    routine: adopt.RoutineImports, jobs: adopt.JobImports, *, dry_run: bool
+    paths: ProjectPaths, routine: adopt.RoutineImports, jobs: adopt.JobImports, *, dry_run: bool
 ) -> ImportReport:
     return ImportReport(dry_run=dry_run, routine_states=len(routine.events),
                         job_runs=jobs.count(RunImported),
                         checkpoints=jobs.count(CheckpointImported),
-                        conflicts=[*routine.conflicts, *jobs.conflicts.values()])
+                        conflicts=[*routine.conflicts, *jobs.conflicts.values()],
+                        warnings=foreign.upstream_line_warnings(paths))
 
 
 def import_project(
@@ -92,11 +95,11 @@ def import_project(
     """``import [--dry-run]``: import every foreign file; dry-run reads without any lock."""
     wall = clock or _utc_now
     if dry_run:
-        return _report(adopt.plan_routine_imports(paths), adopt.plan_job_imports(paths),
+        return _report(paths, adopt.plan_routine_imports(paths), adopt.plan_job_imports(paths),
                        dry_run=True)
     with _locks(paths, IMPORT_ACTOR, wall):
         routine, jobs = _import_all(paths, wall)
-    return _report(routine, jobs, dry_run=False)
+    return _report(paths, routine, jobs, dry_run=False)
 
 
 def _import_all(paths: ProjectPaths, clock: Clock) -> tuple[adopt.RoutineImports,
@@ -113,6 +116,7 @@ class FoldReport:
     drifted: list[str]  # fold: the views rewritten (by the import or the fold); --check: differ
     moved: list[str]
     conflicts: list[str]
+    warnings: list[str] = attrs.field(factory=list)  # as ImportReport's
 
 
 def fold(
@@ -135,7 +139,8 @@ def fold(
         drifted = views.fold_all(paths, keep=keep, scratch=routine.proof)
     conflicts = [*routine.conflicts, *jobs.conflicts.values()]
     rewritten = imported + [d for d in drifted if d not in imported]
-    return FoldReport(drifted=rewritten, moved=moved, conflicts=conflicts)
+    return FoldReport(drifted=rewritten, moved=moved, conflicts=conflicts,
+                      warnings=foreign.upstream_line_warnings(paths))
 
 
 def _view_stamps(paths: ProjectPaths) -> dict[Path, tuple[int, int, int, int]]:
@@ -184,7 +189,8 @@ def _check(paths: ProjectPaths) -> FoldReport:
         clean.add(paths.rel(paths.job_state))
     drifted = [d for d in views.fold_all(paths, check=True) if d not in clean]
     return FoldReport(drifted=drifted, moved=[],
-                      conflicts=[*routine.conflicts, *jobs.conflicts.values()])
+                      conflicts=[*routine.conflicts, *jobs.conflicts.values()],
+                      warnings=foreign.upstream_line_warnings(paths))
 
 
 def _document(path: Path) -> Any:

@@ -35,7 +35,7 @@ def validation(defs: Definitions) -> dict[str, Any]:
 def fold(report: FoldReport, *, check: bool) -> dict[str, Any]:
     """What ``fold`` rewrote (``--check``: would rewrite), moved aside and could not import."""
     return {"check": check, "drifted": list(report.drifted), "repaired": list(report.moved),
-            "conflicts": list(report.conflicts)}
+            "conflicts": list(report.conflicts), "warnings": list(report.warnings)}
 
 
 def fold_damaged(

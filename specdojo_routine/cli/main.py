@@ -257,8 +257,8 @@ def cmd_fold(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_FAILURE if failed else EXIT_OK
     report = adoption.fold(paths, check=args.check, repair=args.repair)
     drifted, moved = report.drifted, report.moved
-    for conflict in report.conflicts:
-        err.write(conflict + "\n")
+    for line in (*report.warnings, *report.conflicts):
+        err.write(line + "\n")
     if report.conflicts and not args.check:
         out.write(f"folded: {len(drifted)} view(s) rewritten; {len(report.conflicts)} "
                   "conflict(s) kept as they are\n")
@@ -285,8 +285,8 @@ def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.json:
         out.write(render.dumps(report.to_json()))
     else:
-        for conflict in report.conflicts:
-            err.write(conflict + "\n")
+        for line in (*report.warnings, *report.conflicts):
+            err.write(line + "\n")
         out.write(report.summary() + "\n")
     return report.exit_code
 

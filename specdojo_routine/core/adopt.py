@@ -18,10 +18,12 @@ or, for a Job Run record that does not extend ours, a conflict.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from specdojo_routine.core import holdfold
 from specdojo_routine.core.timefmt import try_parse_instant
 
 Verdict = Literal["same", "import", "stale", "conflict"]
@@ -51,6 +53,16 @@ def upstream_event(raw: Raw, seq: int) -> Raw:
     at = raw.get("completed_at") or raw.get("started_at") or "1970-01-01T00:00:00.000Z"
     return {"version": 1, "seq": seq, "type": UPSTREAM_EVENT, "at": at,
             "routine_id": raw["routine_id"], "record": raw}
+
+
+def upstream_line_problem(raw: Raw) -> str | None:
+    """Why the fold takes no result from the upstream line ``raw`` (None: it takes one). A
+    ``result`` that is null, missing or one upstream never records (``partial``) is not
+    guessed (SPEC §10 rule 4): the line accounts for its ``scheduled_for`` and nothing else."""
+    if "result" not in raw:
+        return "no result"
+    result = raw["result"]
+    return None if result in _RESULTS else f"result {json.dumps(result)}"
 
 
 # --- routine-state.json entries --------------------------------------------------------------
@@ -100,11 +112,15 @@ def routine_entry_verdict(
     """An entry that differs from our fold is imported (another tool ran the routine, or an
     operator edited it), unless it is exactly an entry our fold gave before (``earlier``: a
     view of ours not republished yet, or a copy of it upstream wrote back): that is stale. An
-    entry the fold cannot apply is a conflict."""
+    entry the fold cannot apply is a conflict. One that differs only by an older (or no)
+    ``last_scheduled_for`` is the same: the cursor never moves back (SPEC §4), so importing
+    it would change nothing, and would be asked for again by every command."""
     if not isinstance(record, dict):
         return "conflict"
-    if routine_facts(record) == routine_facts(ours):
-        return "same"
+    theirs, mine = routine_facts(record), routine_facts(ours)
+    if theirs == mine or (theirs[:2] == mine[:2] and theirs[3] == mine[3]
+                          and holdfold.stays(mine[2], theirs[2])):
+        return "same"  # an older (or no) cursor imports nothing: it never moves back
     if any(published_entry(record, e) for e in earlier):
         return "stale"
     return "import" if routine_entry_usable(record, ours) else "conflict"
@@ -114,7 +130,9 @@ def holds_nothing_new(theirs: Any, ours: Mapping[str, Any], member: str) -> bool
     """A foreign view document that says nothing our fold does not say: every top-level key
     it has holds our value, and every entry of its ``member`` (``routines`` / ``jobs``) is an
     entry of ours with, key for key, our values - upstream's shape of our view, which leaves
-    out our own keys and entries it cannot read (SPEC §10 rule 3: not drift)."""
+    out our own keys and entries it cannot read (SPEC §10 rule 3: not drift). A routine's
+    ``last_scheduled_for`` that is older than ours counts as ours: importing it would leave
+    our cursor where it is (it never moves back, SPEC §4)."""
     if not isinstance(theirs, dict) or not isinstance(theirs.get(member), dict):
         return False
     entries = ours.get(member)
@@ -122,11 +140,14 @@ def holds_nothing_new(theirs: Any, ours: Mapping[str, Any], member: str) -> bool
         return False
     if any(k != member and (k not in ours or v != ours[k]) for k, v in theirs.items()):
         return False
+    cursor = "last_scheduled_for" if member == "routines" else None
     for key, entry in theirs[member].items():
         mine = entries.get(key)
         if not isinstance(entry, dict) or not isinstance(mine, Mapping):
             return False
-        if any(k not in mine or v != mine[k] for k, v in entry.items()):
+        if any((k not in mine or v != mine[k])
+               and not (k == cursor and holdfold.stays(mine.get(k), v))
+               for k, v in entry.items()):
             return False
     return True
 

@@ -256,38 +256,49 @@ def _imported_facts(
     rows: dict[Any, Transition], facts: Callable[[Raw], tuple[Any, Any, Any, Any]]
 ) -> _Handler:
     """SPEC §10: a routine entry or run record another tool wrote sets the upstream facts
-    (``last_run``, ``last_result``, ``last_scheduled_for``, ``last_action_results``)."""
+    (``last_run``, ``last_result``, ``last_action_results``) as the newest record says, and
+    moves the cursors (``last_scheduled_for``, ``last_accounted_for``) only forward (SPEC §4:
+    whatever records the cursor keeps the later value), so nothing we completed is selected
+    again because another tool wrote an older occurrence after it. A run line without a
+    result upstream records (null, missing, ``partial``) sets no fact: it only accounts for
+    the occurrence it names, and ``import`` / ``fold`` report it (rule 4: not guessed)."""
 
     def apply(routines: dict[str, Raw], raw: Raw) -> None:
         record = raw["record"]
         if not isinstance(record, dict):
             raise TypeError("record must be an object")
         entry = routines.get(raw["routine_id"]) or _create(routines, raw["routine_id"])
-        last_run, result, accounted, results = facts(record)
-        scheduled = accounted
-        if facts is _upstream_line_facts and entry["last_scheduled_for"] is None \
-                and entry["last_run"] is not None:
-            # a run line names its occurrence for every routine, but last_scheduled_for is
-            # kept for cron routines only (SPEC §5): a routine on record without one is an
-            # interval routine, and stays without one
-            scheduled = None
-        target = result if result in _UPSTREAM_RESULTS else "never"
-        if entry["status"] == "running":
-            target = "running"
-        row = rows.get((entry["status"], target))
-        if row is None:
-            raise _illegal(raw, entry, f"result {result!r}")
-        if results is not None and not _results_ok(results):
-            raise TypeError("last_action_results must be a list of {index, kind, result}")
-        entry["status"] = row.target
-        entry["last_run"], entry["last_result"] = last_run, result
-        entry["last_scheduled_for"], entry["last_action_results"] = scheduled, results
-        if isinstance(accounted, str):  # the other tool's run accounted for it (SPEC §9.5)
-            entry["last_accounted_for"] = accounted
-        if row.target != "running":
-            entry["last_reason"] = entry["attempt_id"] = None
+        last_run, result, scheduled, results = facts(record)
+        line = facts is _upstream_line_facts
+        # a run line names its occurrence for every routine, but last_scheduled_for is kept
+        # for cron routines only (SPEC §5): a routine on record without one is taken for an
+        # interval routine, and stays without one (its last_accounted_for still moves)
+        cron = not (line and entry["last_scheduled_for"] is None and entry["last_run"] is not None)
+        if not line or result in _UPSTREAM_RESULTS:
+            _take_facts(rows, raw, entry, (last_run, result, results))
+        if isinstance(scheduled, str):  # the other tool's run accounted for it (SPEC §9.5)
+            holdfold.account_for(entry, scheduled, cron=cron)
 
     return apply
+
+
+def _take_facts(rows: dict[Any, Transition], raw: Raw, entry: Raw, facts: tuple[Any, ...]) -> None:
+    """An imported record's ``last_run``, ``last_result`` and ``last_action_results``, and the
+    status its result leads to (a routine with an open attempt of ours stays running)."""
+    last_run, result, results = facts
+    target = result if result in _UPSTREAM_RESULTS else "never"
+    if entry["status"] == "running":
+        target = "running"
+    row = rows.get((entry["status"], target))
+    if row is None:
+        raise _illegal(raw, entry, f"result {result!r}")
+    if results is not None and not _results_ok(results):
+        raise TypeError("last_action_results must be a list of {index, kind, result}")
+    entry["status"] = row.target
+    entry["last_run"], entry["last_result"] = last_run, result
+    entry["last_action_results"] = results
+    if row.target != "running":
+        entry["last_reason"] = entry["attempt_id"] = None
 
 
 def _state_record_facts(record: Raw) -> tuple[Any, Any, Any, Any]:

@@ -97,6 +97,15 @@ def account_for(entry: Raw, scheduled: str, *, cron: bool) -> None:
             entry["last_scheduled_for"] = scheduled
 
 
+def stays(current: Any, scheduled: Any) -> bool:
+    """Whether recording ``scheduled`` leaves a pointer at ``current`` as it is: none to
+    record, the same occurrence, or an earlier one (SPEC §4: it never moves back). What an
+    import that changes nothing else looks like, so it is not taken for a new fact."""
+    if scheduled is None or scheduled == current:
+        return True
+    return isinstance(scheduled, str) and bool(current) and not _moves(current, scheduled)
+
+
 def _moves(current: Any, scheduled: str) -> bool:
     """Whether a pointer at ``current`` moves to ``scheduled``: none yet, the same occurrence,
     or a later one. Two UTC instants (``...Z``, as the ledger stores them) are read by

@@ -15,8 +15,8 @@ from zoneinfo import ZoneInfo
 import attrs
 
 from specdojo_routine.core.model import Duration, Routine
-from specdojo_routine.core.schedule import SlotEffect, interval_anchor, slots_after
-from specdojo_routine.core.timefmt import format_ms, format_s, to_utc, try_parse_instant
+from specdojo_routine.core.schedule import SlotEffect, cron_cursor, interval_anchor, slots_after
+from specdojo_routine.core.timefmt import format_ms, format_s, to_utc
 
 
 @attrs.frozen(kw_only=True, repr=False)
@@ -98,7 +98,7 @@ def routine_upcoming(
     state, now = state or {}, to_utc(now)
     deadline = routine.policy.starting_deadline
     if routine.trigger is not None:
-        cursor = try_parse_instant(state.get("last_scheduled_for"))
+        cursor = cron_cursor(state.get("last_scheduled_for"), state.get("last_accounted_for"))
         after = max(now, cursor) if cursor is not None else now
         return cron_upcoming(routine.trigger.cron, routine.trigger.timezone, after=after,
                              count=count, deadline=deadline)

@@ -204,14 +204,16 @@ def due_occurrences(
     """The occurrences of ``routine`` to run at ``now`` (SPEC §4), oldest first.
 
     An interval routine's anchor is the later of ``last_run`` and ``last_accounted_for`` (a
-    held or missed occurrence anchors the next interval, SPEC §9.5).
+    held or missed occurrence anchors the next interval, SPEC §9.5); a cron routine's
+    candidates come after :func:`cron_cursor`.
 
     Raises :class:`errors.TooManyMissedOccurrences` for ``missed_run: all`` with more than
     :data:`MAX_MISSED` candidates.
     """
     now = timefmt.to_utc(now)
     if explicit:
-        since = _explicit_passed_over(routine, timefmt.try_parse_instant(last_scheduled_for), now)
+        since = _explicit_passed_over(routine, cron_cursor(last_scheduled_for,
+                                                           last_accounted_for), now)
         return [Occurrence(routine_id=routine.id, scheduled_for=now, trigger="id",
                            passed_over_since=since)]
     if not routine.enabled:
@@ -225,7 +227,7 @@ def due_occurrences(
                                due_at=due_at)]
         return []
     try:
-        return _cron_due(routine, timefmt.try_parse_instant(last_scheduled_for), now)
+        return _cron_due(routine, cron_cursor(last_scheduled_for, last_accounted_for), now)
     except OverflowError:  # `now` within a day of year 1 or 9999: outside what we can compute
         return []
 
@@ -291,14 +293,29 @@ def none_due(next_at: datetime | None, now: datetime) -> bool:
     its ``last_scheduled_for``) has nothing due at ``now``: every occurrence
     :func:`due_occurrences` could select lies after the cursor and at or before ``now``'s
     minute, whatever the policy, so none exists when the next one comes later. This lets a
-    remembered ``next_at`` answer a run with nothing due without iterating the schedule."""
+    remembered ``next_at`` answer a run with nothing due without iterating the schedule. It
+    holds for :func:`cron_cursor` too, which is never earlier than ``last_scheduled_for``."""
     return next_at is None or next_at > timefmt.to_utc(now).replace(second=0, microsecond=0)
 
 
 def interval_anchor(last_run: str | None, last_accounted_for: str | None) -> datetime | None:
     """The later of ``last_run`` and ``last_accounted_for`` (unparsable ones ignored)."""
-    stamps = [t for t in map(timefmt.try_parse_instant, (last_run, last_accounted_for)) if t]
-    return max(stamps) if stamps else None
+    return _later_of(last_run, last_accounted_for)
+
+
+def cron_cursor(last_scheduled_for: str | None, last_accounted_for: str | None) -> datetime | None:
+    """The instant a cron routine's occurrences start after (due, explicit, ``next``): the
+    later of ``last_scheduled_for`` and ``last_accounted_for`` (unparsable ones ignored; None:
+    the first run). Both name the same occurrence for a routine that was always cron; the
+    second alone is known when the view has no cursor for a routine that has run - it was an
+    interval routine before, its only attempt was a backfill - and another tool's run line
+    then names the occurrence it ran (SPEC §10 rule 2), which must not run again."""
+    return _later_of(last_scheduled_for, last_accounted_for)
+
+
+def _later_of(*stamps: str | None) -> datetime | None:
+    found = [t for t in map(timefmt.try_parse_instant, stamps) if t]
+    return max(found) if found else None
 
 
 def _plus(instant: datetime, span: timedelta) -> datetime:

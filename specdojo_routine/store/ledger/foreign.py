@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # the event classes are created where an import event is made
     from specdojo_routine.core import routine_events
 
 __all__ = ["IN_MEMORY_AT", "RoutineImports", "import_before_publishing", "look", "move_aside",
-           "plan_routine_imports", "raw_event", "sha256_hex"]
+           "plan_routine_imports", "raw_event", "sha256_hex", "upstream_line_warnings"]
 
 #: The ``at`` of an event folded in memory before it is appended (import plans).
 IN_MEMORY_AT = "1970-01-01T00:00:00.000Z"
@@ -242,3 +242,31 @@ def import_before_publishing(
     return True
 
 
+
+
+#: How every line we append begins (compact JSON, SPEC §5): such a line is never upstream's.
+_OUR_LINE = b'{"version":1,"seq":'
+
+
+def upstream_line_warnings(paths: ProjectPaths) -> list[str]:
+    """One ``warning:`` line per upstream run line in the routine ledger whose result the
+    fold does not take (:func:`specdojo_routine.core.adopt.upstream_line_problem`), naming
+    file and line. Only ``import`` and ``fold`` ask (the lines stay in an append-only ledger,
+    so they are shown, not conflicts that would refuse every command for good); our lines
+    are passed over by their first bytes, unparsed."""
+    where, found = paths.rel(paths.routine_ledger), []
+    try:
+        f = open(paths.routine_ledger, "rb", buffering=chain.READ_BUFFER)  # noqa: SIM115
+    except FileNotFoundError:
+        return []
+    with f:
+        for number, line in enumerate(f, 1):
+            if line.startswith(_OUR_LINE):
+                continue
+            raw = documents.parse(line)
+            why = rules.upstream_line_problem(raw) if rules.is_upstream_line(raw) else None
+            if why is not None:
+                found.append(f"warning: {where}:{number}: upstream run line of "
+                             f"{raw['routine_id']} has {why}: it accounts for its "
+                             "scheduled_for only; last_run and last_result stay as they were")
+    return found
