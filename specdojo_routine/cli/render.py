@@ -122,8 +122,8 @@ def _policy_lines(r: RoutineRow, out: TextIO) -> None:
     one line, control characters escaped (reasons and operators' notes are quoted)."""
     lines = []
     if r.retrying:
-        lines.append(f"  {r.id}: {r.retrying} (policy.retry; the next `run --due` after it "
-                     "starts it)")
+        lines.append(f"  {r.id}: {r.retrying}" + ("" if r.retry_gives_way else (
+            " (policy.retry; the next `run --due` after it starts it)")))
     if r.held:
         lines.append(f"! {r.id}: on hold ({r.hold_reason}); {r.held_occurrences} held "
                      f"occurrence(s); fix the cause, then `release {r.id} --run none|latest|all`")
