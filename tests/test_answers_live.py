@@ -92,6 +92,9 @@ def test_next_of_a_disabled_paused_or_held_routine_says_it_will_not_run(
                                                   "failure of att-"),
                                held[0].endswith("recorded as held, not run, until "
                                                 "`release rtn-held`"), len(held))
+    standing = {rid: orjson.loads(project.cli("next", rid, "--json").stdout)["standing"]
+                for rid in ("rtn-off", "rtn-paused", "rtn-held")}
+    assert {"rtn-off": None, "rtn-paused": "paused", "rtn-held": "held"} == standing
 
 
 def test_status_of_an_interrupted_routine_calls_its_open_attempt_interrupted(

@@ -389,3 +389,10 @@ def test_missed_held_and_paused_occurrences_have_their_own_colours_over_14_days(
     assert len(spec) == len({found.group(1) for found in colours.values() if found})
     for name in spec:  # each in the legend, drawn in its own class
         assert f'<span class="cell o-{name}"></span>{name}</li>' in text
+    upcoming = {rid: note for rid, note in re.findall(
+        r'<tr><td class="id">([^<]+)</td>.*?<td>([^<]*)</td></tr>',
+        text.split('<table class="next">')[1].split("</table>")[0])}
+    assert {"rtn-hold": "held: recorded as held, not run, until `release rtn-hold`",
+            "rtn-late": "",
+            "rtn-rest": "paused: recorded as paused, not run, until `resume rtn-rest`"} == \
+        upcoming  # as the agenda of `next` notes them

@@ -121,7 +121,7 @@ def test_next_id_says_the_retry_runs_before_the_occurrences(project: Project) ->
     doc = _json(project, "next", "rtn-retry", "--now", look)
     assert ({"number": 2, "of": 3, "scheduled_for": OCCURRENCE, "failed_attempt_id": failed,
              "at": due, "superseded_by": None}, 5) == (doc["retry"], len(doc["occurrences"]))
-    assert ["routine_id", "timezone", "occurrences", "retry"] == list(doc)
+    assert ["routine_id", "timezone", "standing", "occurrences", "retry"] == list(doc)
 
 
 def test_list_status_and_next_name_the_same_due_time(project: Project) -> None:

@@ -254,11 +254,12 @@ def _agenda(report: Report) -> str:
         local = try_parse_instant(up.local)
         local_text = (f"{local.astimezone(ZoneInfo(entry.timezone)):%Y-%m-%d %H:%M %Z}"
                       if local and entry.timezone != "UTC" else "-")
+        note = "; ".join(n for n in (up.note, entry.standing_note) if n)
         rows.append(
             f"<tr><td class=\"id\">{_e(entry.routine_id)}</td>"
             f"<td>{_e(relative(up.utc, report.now))}</td>"
             f"<td class=\"mono\">{_e(f'{when:%Y-%m-%d %H:%M}' if when else up.utc)}</td>"
-            f"<td class=\"mono\">{_e(local_text)}</td><td>{_e(up.note or '')}</td></tr>\n")
+            f"<td class=\"mono\">{_e(local_text)}</td><td>{_e(note)}</td></tr>\n")
     if not rows:
         return "<h2>Next runs</h2>\n<p>No enabled routine has a next occurrence.</p>\n"
     return ("<h2>Next runs</h2>\n<table class=\"next\">\n<thead><tr><th>routine</th><th>in</th>"
