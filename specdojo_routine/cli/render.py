@@ -144,7 +144,7 @@ def run_report(report: RunReport, out: TextIO, err: TextIO, *, as_json: bool) ->
         out.write(dumps(_run_json(report)))
         return
     if not (report.selected or report.held or report.missed or report.paused):
-        out.write("no due routines\n")
+        out.write(_nothing_run(report))
         return
     if report.dry_run:
         out.write("dry run - nothing is recorded or executed\n")
@@ -154,6 +154,16 @@ def run_report(report: RunReport, out: TextIO, err: TextIO, *, as_json: bool) ->
     _accounted_text(report, out)
     if report.selected:
         _results_text(report, out)
+
+
+def _nothing_run(report: RunReport) -> str:
+    """What a run that started nothing says: why each routine it had to leave was not run
+    (an interrupted attempt waits for ``resolve``), else that nothing was due."""
+    lines = [f"not run: {rid} has an interrupted attempt; check it, then `resolve {rid} "
+             "--result success|failure|skipped --note TEXT`\n" for rid in report.interrupted]
+    lines += [f"not run: {rid} has an interrupted attempt whose action still runs; run it "
+              "again once that ends\n" for rid in report.still_running]
+    return "".join(lines) or "no due routines\n"
 
 
 def _run_problems(report: RunReport, err: TextIO) -> None:
