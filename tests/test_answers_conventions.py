@@ -11,6 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tests.conftest import Project
 from tests.ledgergen import write_ledger
 from tests.weekhistory import AFTER, Week, write_project
 
@@ -146,3 +147,20 @@ def test_validate_json_locates_each_problem(week_copy: Week) -> None:
     problem = doc["errors"][0]
     assert (1, False, "", ["path", "line", "col", "message"], 2) == (
         done.returncode, doc["valid"], done.stderr, list(problem), problem["line"])
+
+
+def test_quiet_still_prints_a_failing_hooks_warning_when_the_run_succeeds(
+    project: Project,
+) -> None:
+    """`run --due --quiet` (for cron) whose routine succeeds after a failure: the `recovered`
+    hook fails, so its `warning:` line reaches stderr (cron's mail) while the run's progress
+    and summary stay quiet; exit 0."""
+    project.routine("rtn-h", "interval: 1h\naction: {kind: specdojo, args: [go]}\n"
+                    "policy: {notify: {on: [failure, recovered], command: 'exit 7'}}\n")
+    project.exit_codes({"go": 1})
+    project.cli("run", "--due", "--quiet", "--now", "2026-01-01T00:00:10Z")
+    project.exit_codes({})
+    done = project.cli("run", "--due", "--quiet", "--now", "2026-01-01T01:00:10Z")
+    assert (0, "") == (done.returncode, done.stdout), done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("warning: rtn-h: the recovered notification hook exited with code 7")

@@ -92,6 +92,9 @@ def test_next_of_a_disabled_paused_or_held_routine_says_it_will_not_run(
                                                   "failure of att-"),
                                held[0].endswith("recorded as held, not run, until "
                                                 "`release rtn-held`"), len(held))
+    standing = {rid: orjson.loads(project.cli("next", rid, "--json").stdout)["standing"]
+                for rid in ("rtn-off", "rtn-paused", "rtn-held")}
+    assert {"rtn-off": None, "rtn-paused": "paused", "rtn-held": "held"} == standing
 
 
 def test_status_of_an_interrupted_routine_calls_its_open_attempt_interrupted(
@@ -180,3 +183,51 @@ def test_logs_of_an_interrupted_attempt_calls_its_open_action_interrupted(
         text.stdout.splitlines()[0][:16], *text.stdout.splitlines()[1:]]
     assert ("action 1 (specdojo): interrupted", None) == (
         doc["outputs"][0]["title"], doc["result"])
+
+
+def _evidence_result(project: Project, rid: str) -> str:
+    """The result cell of ``rid``'s row in the report's "Job Runs and evidence" table."""
+    target = project.root / "report.html"
+    assert 0 == project.cli("report", "--html", str(target)).returncode
+    table = target.read_text().split("<table class=\"evidence\">")[1]
+    row = next(r for r in table.split("<tr>") if f"<td class=\"id\">{rid}</td>" in r)
+    return row.split("<td>")[2].split("</td>")[0]
+
+
+def test_logs_and_report_of_a_job_action_whose_runner_died_agree_with_the_ledger(
+    project: Project,
+) -> None:
+    """A runner SIGKILLed during a Job action: its action is interrupted in `logs` and in the
+    report's evidence table (as the grid says), never running; once `resolve` records the
+    attempt's outcome, both give that outcome, as `history --attempts` does."""
+    started, gate = project.root / "started", project.root / "gate"
+    project.job("job-gate", f"""\
+        name: Gate
+        task:
+          mode: command
+          command: touch {started}; while [ ! -e {gate} ]; do sleep 0.05; done
+          timeout: 60s
+        run:
+          idempotency_key: "{{{{job_id}}}}:{{{{scheduled_at}}}}"
+        """)
+    project.routine("rtn-j", "interval: 1h\naction: {kind: job, job: job-gate}\n")
+    try:
+        dead = project.popen("run", "--id", "rtn-j")
+        _wait_for(started.exists, dead)
+        dead.send_signal(signal.SIGKILL)
+        dead.wait(timeout=30)
+        before = project.cli("logs", "rtn-j")
+        before_row = _evidence_result(project, "rtn-j")
+    finally:
+        gate.touch()
+    assert ": interrupted" in before.stdout.splitlines()[1], before.stdout
+    assert "interrupted" == before_row
+    assert 0 == project.cli("resolve", "rtn-j", "--result", "failure", "--note", "x").returncode
+    text = project.cli("logs", "rtn-j")
+    doc = orjson.loads(project.cli("logs", "rtn-j", "--json").stdout)
+    title = text.stdout.splitlines()[1]
+    assert title.startswith("== action 1 (job) JBR-") and title.endswith(": failure"), title
+    assert "still running" not in text.stdout
+    assert (title[3:], "failure") == (doc["outputs"][0]["title"], doc["result"])
+    assert "still running" not in str(doc["outputs"][0]["missing"])
+    assert "failure" == _evidence_result(project, "rtn-j")

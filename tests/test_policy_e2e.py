@@ -468,16 +468,17 @@ def test_next_lists_at_most_1000_occurrences(project: Project) -> None:
 
 def test_next_json_for_a_routine_has_the_documented_keys(project: Project) -> None:
     """SPEC §9.5: `next ID --json` is {"routine_id", "timezone", "occurrences": [{"local",
-    "utc", "note", "latest_start"}]}, naming the routine and its zone, plus the pending
-    `retry` (SPEC §13; null: none)."""
+    "utc", "note", "latest_start"}]}, naming the routine and its zone, plus its `standing`
+    (paused, held or null, as the agenda's entries) and the pending `retry` (SPEC §13; null:
+    none)."""
     project.routine("rtn-n", 'trigger: {cron: "0 17 * * 5", timezone: Asia/Tokyo}\n'
                              "action: {kind: exec-resume}\n")
     doc = _json(project.cli("next", "rtn-n", "--now", "2026-08-01T00:00:00Z", "-n", "1",
                             "--json"))
-    assert (["routine_id", "timezone", "occurrences", "retry"], "rtn-n", "Asia/Tokyo",
-            [["local", "utc", "note", "latest_start"]], None) == (
+    assert (["routine_id", "timezone", "standing", "occurrences", "retry"], "rtn-n",
+            "Asia/Tokyo", [["local", "utc", "note", "latest_start"]], None, None) == (
         list(doc), doc.get("routine_id"), doc.get("timezone"),
-        [list(o) for o in doc["occurrences"]], doc["retry"])
+        [list(o) for o in doc["occurrences"]], doc["retry"], doc["standing"])
 
 
 def test_next_defaults_to_five_occurrences_strictly_after_now(project: Project) -> None:

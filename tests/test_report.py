@@ -153,6 +153,27 @@ def test_the_environments_secret_values_never_reach_the_page(project: Project,
     assert [] == [s for s in (plain, marked, "pa&amp;ss&lt;w0rd&gt;") if s in text]
 
 
+def test_a_secret_that_is_an_everyday_word_leaves_the_pages_markup_alone(
+    project: Project, tmp_path: Path,
+) -> None:
+    """Secrets whose values are the words the page draws by (`success`, `legend`): the data
+    that quotes them is redacted, the class names, `data-outcome`, the CSS rules and the
+    state badge are not, so the cells keep their colours."""
+    project.routine("rtn-w", "name: nightly success check\ninterval: 1h\n"
+                             "action: {kind: specdojo, args: [index]}\n")
+    env = project.env(MY_SECRET="success", MY_TOKEN="legend")
+    assert 0 == project.cli("run", "--due", env=env).returncode
+    target = tmp_path / "r.html"
+    assert 0 == project.cli("report", "--html", str(target), env=env).returncode
+    text = target.read_text(encoding="utf-8")
+    assert '<div class="name">nightly [REDACTED] check</div>' in text
+    assert ('class="cell o-success" data-outcome="success"' in text
+            and ".o-success{background:#2e7d32}" in text and '<ul class="legend">' in text
+            and ".legend{display:flex" in text and '#2e7d32">success</span>' in text), text
+    cells = [c for c in _parse(text).cells if c.get("data-outcome") == "success"]
+    assert 1 == len(cells) and "result: [REDACTED]" in str(cells[0]["title"])
+
+
 def test_a_missing_directory_is_refused_and_a_link_is_replaced(week: Week,
                                                               tmp_path: Path) -> None:
     """FILE in a missing directory: one line, exit 2, nothing created; FILE a symlink: the link
@@ -282,6 +303,28 @@ def test_a_real_browser_draws_the_grid(week: Week, tmp_path: Path) -> None:
     assert {"success", "failure"} <= shown, shown
 
 
+@pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK),
+                    reason=f"no headless browser: {CHROMIUM} is not installed")
+def test_a_long_name_without_spaces_wraps_inside_the_window(
+    project: Project, tmp_path: Path,
+) -> None:
+    """A routine name of 3000 characters and no space wraps in its cell: in Chromium at
+    1200 px the page is no wider than the window, so the state and every day stay on screen
+    (a probe script, added to a copy of the page only, measures the layout)."""
+    project.routine("rtn-long", f"name: {'x' * 3000}\ninterval: 1h\n"
+                                "action: {kind: specdojo, args: [index]}\n")
+    assert 0 == project.cli("run", "--due").returncode
+    target = tmp_path / "r.html"
+    assert 0 == project.cli("report", "--html", str(target)).returncode
+    probe = tmp_path / "probe.html"
+    probe.write_text(target.read_text(encoding="utf-8").replace("</body>", (
+        "<script>document.body.setAttribute('data-fits', String("
+        "document.documentElement.scrollWidth <= window.innerWidth))</script></body>")),
+        encoding="utf-8")
+    dom = _chromium(tmp_path, "--dump-dom", probe.as_uri())
+    assert 'data-fits="true"' in dom.stdout, (dom.stderr, dom.stdout[:300])
+
+
 def test_coalesced_occurrences_are_drawn_and_a_held_lock_does_not_block(tmp_path: Path) -> None:
     """On the demo, four days without a run: `rtn-nightly` runs the newest occurrence and its
     three passed-over ones are `coalesced` cells naming the attempt; the report is written
@@ -389,3 +432,10 @@ def test_missed_held_and_paused_occurrences_have_their_own_colours_over_14_days(
     assert len(spec) == len({found.group(1) for found in colours.values() if found})
     for name in spec:  # each in the legend, drawn in its own class
         assert f'<span class="cell o-{name}"></span>{name}</li>' in text
+    upcoming = {rid: note for rid, note in re.findall(
+        r'<tr><td class="id">([^<]+)</td>.*?<td>([^<]*)</td></tr>',
+        text.split('<table class="next">')[1].split("</table>")[0])}
+    assert {"rtn-hold": "held: recorded as held, not run, until `release rtn-hold`",
+            "rtn-late": "",
+            "rtn-rest": "paused: recorded as paused, not run, until `resume rtn-rest`"} == \
+        upcoming  # as the agenda of `next` notes them

@@ -121,7 +121,7 @@ def test_next_id_says_the_retry_runs_before_the_occurrences(project: Project) ->
     doc = _json(project, "next", "rtn-retry", "--now", look)
     assert ({"number": 2, "of": 3, "scheduled_for": OCCURRENCE, "failed_attempt_id": failed,
              "at": due, "superseded_by": None}, 5) == (doc["retry"], len(doc["occurrences"]))
-    assert ["routine_id", "timezone", "occurrences", "retry"] == list(doc)
+    assert ["routine_id", "timezone", "standing", "occurrences", "retry"] == list(doc)
 
 
 def test_list_status_and_next_name_the_same_due_time(project: Project) -> None:
@@ -175,6 +175,30 @@ def test_a_retry_that_gives_way_is_not_listed_as_something_that_runs(
     (dropped,) = [e for e in project.events() if e["type"] == "retry_superseded"]
     assert (failed, "2026-05-01T11:00:00.000Z") == (dropped["attempt_id"],
                                                    dropped["superseded_by"])
+
+
+def test_list_and_status_say_a_retry_gives_way_as_next_does(project: Project) -> None:
+    """`list` and `status` tell the retry of the 2h-delay routine by `next`'s rule: it gives
+    way to the 11:00 occurrence and does not run, so the routine is not `retrying` but failed
+    (unhealthy, exit 1), and no line tells the operator to wait for the retry."""
+    _failing(project, "rtn-slow", delay="2h")
+    look = _look(project)
+    said = ("retry (2/3) gives way to the occurrence of 2026-05-01T11:00:00.000Z (recorded as "
+            "retry_superseded) and does not run")
+    listed = project.cli("list", "--now", look)
+    assert f"  rtn-slow: {said}" in listed.stdout.splitlines(), listed.stdout
+    assert "retrying (" not in listed.stdout and 1 == listed.returncode
+    status = project.cli("status", "rtn-slow", "--now", look)
+    state = next(line for line in status.stdout.splitlines() if "state" in line.lower())
+    assert "failure" in state and said in state and "retrying (" not in status.stdout, state
+    (row,) = _json_rows(project, look)
+    assert ("failure", said) == (row["state"], row["retrying"])
+
+
+def _json_rows(project: Project, look: str) -> list[dict[str, Any]]:
+    done = project.cli("status", "--json", "--now", look)
+    rows: list[dict[str, Any]] = orjson.loads(done.stdout)["routines"]
+    return rows
 
 
 def test_a_paused_routines_retry_waits_for_resume(project: Project) -> None:

@@ -64,6 +64,11 @@ def test_a_run_killed_mid_action_leaves_an_interrupted_routine(project: Project)
     again = project.cli("run", "--due", "--now", "2026-05-01T11:00:30Z")
     assert 1 == again.returncode
     assert "rtn-crash: interrupted" in again.stderr
+    explicit = project.cli("run", "--id", "rtn-crash", "--now", "2026-05-01T11:00:30Z")
+    assert (1, "not run: rtn-crash has an interrupted attempt; check it, then `resolve "
+               "rtn-crash --result success|failure|skipped --note TEXT`\n") == (
+        explicit.returncode, explicit.stdout)  # not "no due routines": it was asked for
+    assert again.stdout == explicit.stdout
     assert calls_before == len(project.calls())
     assert 1 == sum(e["type"] == "attempt_started" for e in project.events())
     listed = project.cli("list", "--json", "--now", "2026-05-01T11:00:30Z")

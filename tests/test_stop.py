@@ -308,10 +308,11 @@ def test_a_stop_after_the_attempt_ended_says_it_keeps_its_result(
     says so - the attempt had already ended (success) and keeps that result - instead of
     claiming that what was running was recorded as failed; the hook is ended (its
     `notification_sent` recorded), exit 128 + the signal, the lock is free."""
-    hook = orjson.dumps(f'echo $$ > "{project.root}/hook.pgid"; sleep 60').decode()
+    hook = orjson.dumps(f'[ "$SPECDOJO_NOTIFY_EVENT" = recovered ] || exit 0; '
+                        f'echo $$ > "{project.root}/hook.pgid"; sleep 60').decode()
     project.routine("rtn-late", f"""\
         interval: 1h
-        policy: {{notify: {{on: [recovered], command: {hook}}}}}
+        policy: {{notify: {{on: [failure, recovered], command: {hook}}}}}
         action: {{kind: specdojo, args: [work]}}
         """)
     project.exit_codes({"work": 1})

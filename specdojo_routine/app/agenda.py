@@ -38,6 +38,16 @@ class Entry:
     #: the pending retry this occurrence drops (recorded ``retry_superseded``), or None
     supersedes: PendingRetry | None = None
 
+    @property
+    def standing_note(self) -> str | None:
+        """Why this occurrence will not run, in the words ``next`` and ``report`` show, or
+        None (a retry's standing is told with the retry)."""
+        if self.standing is None or self.retry is not None:
+            return None
+        undo = "resume" if self.standing == "paused" else "release"
+        return (f"{self.standing}: recorded as {self.standing}, not run, until "
+                f"`{undo} {self.routine_id}`")
+
 
 def agenda(
     paths: ProjectPaths, *, count: int = 1, now: datetime | None = None,

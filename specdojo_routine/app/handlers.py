@@ -208,8 +208,12 @@ def _run_routine(
             return ctx.refresh()  # what its notice recorded
         view = ctx.refresh()
         state = view.routines.get(routine.id)
-    if not explicit and _retry_or_supersede(ctx, report, routine, state):
-        return ctx.refresh()
+    if not explicit:
+        ran, dropped = _retry_or_supersede(ctx, report, routine, state)
+        if ran:
+            return ctx.refresh()
+        if dropped is not None:  # with what it recorded
+            view, state = dropped, dropped.routines.get(routine.id)
     accounted = False
     for occ in _occurrences(report, routine, state, ctx.now, explicit, ctx.defs.cache):
         if _stop_if_lock_lost(ctx, report):
@@ -269,10 +273,12 @@ def _record_decision(ctx: _Context, routine: Routine, chosen: policy.Decision) -
 
 def _retry_or_supersede(
     ctx: _Context, report: RunReport, routine: Routine, state: Mapping[str, Any] | None,
-) -> bool:
+) -> tuple[bool, views.RoutineView | None]:
     """SPEC §13: start the retry the routine's failed last attempt waits for once its delay
     has passed (True), or drop it for the next occurrence that became due first (recorded
-    ``retry_superseded``; False: that occurrence is selected as usual)."""
+    ``retry_superseded``; False: that occurrence is selected as usual). A dropped retry makes
+    the failure it would have retried final, so that failure is notified then, as if its
+    attempt had ended without a retry; then with the view that records both."""
     pending, superseded_by, chosen = _retry_selection(ctx.paths, routine, state, ctx.now)
     if pending is not None and superseded_by is not None:
         # only when there is one to record
@@ -283,12 +289,15 @@ def _retry_or_supersede(
             routine_id=routine.id, attempt_id=pending.failed_attempt_id,
             retry_of=pending.first_attempt_id, scheduled_for=pending.scheduled_for,
             superseded_by=when, reason=retry_rules.superseded_reason(when)))
-        return False
+        ctx.notify(routine, "failure", cause="retry_superseded",
+                   attempt_id=pending.failed_attempt_id, scheduled_for=pending.scheduled_for,
+                   result="failure", reason=(state or {}).get("last_reason"))
+        return False, ctx.refresh()
     if chosen is None:
-        return False
+        return False, None
     report.selected.append(chosen)
     _attempt(ctx, chosen, state, report.results)
-    return True
+    return True, None
 
 
 def _register(ctx: _Context, defs: Definitions, view: views.RoutineView) -> views.RoutineView:

@@ -42,10 +42,12 @@ class RoutineRow:
     paused: dict[str, Any] | None = None
     #: SPEC §13: ``retrying (2/3) at <time>`` while a failed attempt waits for its retry
     retrying: str | None = None
+    #: the pending retry gives way to the next occurrence (``retrying`` says so): not retrying
+    retry_gives_way: bool = False
 
     def to_json(self) -> dict[str, Any]:
         data = attrs.asdict(self)
-        del data["hold_reason"]
+        del data["hold_reason"], data["retry_gives_way"]
         return data
 
     @property
@@ -54,7 +56,8 @@ class RoutineRow:
         return health.Facts(enabled=self.enabled, status=self.status,
                             last_result=self.last_result, interrupted=self.interrupted,
                             held=self.held, missed=self.last_missed is not None,
-                            paused=self.paused is not None, retrying=self.retrying is not None)
+                            paused=self.paused is not None,
+                            retrying=self.retrying is not None and not self.retry_gives_way)
 
     @property
     def problems(self) -> list[str]:
@@ -104,21 +107,24 @@ def list_routines(
     lock = lock_status()
     rows = [_row(r, state, the_now, lock.held, *due_next)
             for r, state, due_next in zip(defs.routines, states, when, strict=True)]
-    rows = [_with_retry(paths, r, state, row)
+    rows = [_with_retry(paths, r, state, row, the_now)
             for r, state, row in zip(defs.routines, states, rows, strict=True)]
     return Listing(now=the_now, rows=rows, lock=lock, problems=[str(p) for p in defs.errors])
 
 
 def _with_retry(
     paths: ProjectPaths, routine: Routine, state: Mapping[str, Any], row: RoutineRow,
+    now: datetime,
 ) -> RoutineRow:
-    """The row with the retry its failed last attempt waits for (SPEC §13), if any."""
+    """The row with the retry its failed last attempt waits for (SPEC §13), if any, told as
+    ``next`` tells it: one that gives way to the next occurrence never runs."""
     if routine.policy.retry is None:
         return row
     from specdojo_routine.app import retry  # only for routines with policy.retry
 
-    pending = retry.pending_retry(paths, routine, state)
-    return row if pending is None else attrs.evolve(row, retrying=pending.label)
+    outlook = retry.outlook(paths, routine, state, now)
+    return row if outlook is None else attrs.evolve(
+        row, retrying=outlook.label, retry_gives_way=outlook.gives_way)
 
 
 def _routine_states(paths: ProjectPaths) -> Mapping[str, Any]:

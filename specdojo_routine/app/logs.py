@@ -57,12 +57,13 @@ def routine_logs(
     recent.check_routine_id(paths, routine_id, see="list")
     found = _find_attempt(paths, routine_id, attempt_id)
     gone = found.result is None and recent.RunnerCheck(paths).gone(routine_id, found.attempt_id)
-    outputs = [_action_output(paths, a, routine_id, gone, found.attempt_id)
+    found = attrs.evolve(found, interrupted=gone)
+    outputs = [_action_output(paths, a, found)
                for a in found.actions if action is None or a.index == action]
     if action is not None and not outputs:
-        outputs = [_not_started(paths, found, action, running=found.result is None and not gone)]
-    state = attrs.evolve(found, interrupted=gone).state
-    heading = f"{routine_id} attempt {found.attempt_id} (scheduled {found.scheduled_for}, {state})"
+        outputs = [_not_started(paths, found, action, running=found.state == "running")]
+    heading = (f"{routine_id} attempt {found.attempt_id} (scheduled {found.scheduled_for}, "
+               f"{found.state})")
     return Logs(heading=heading, outputs=outputs,
                 subject={"routine_id": routine_id, "attempt_id": found.attempt_id,
                          "scheduled_for": found.scheduled_for, "result": found.result})
@@ -107,15 +108,16 @@ def _find_attempt(paths: ProjectPaths, routine_id: str, attempt_id: str | None) 
                              f"history {routine_id} --attempts"))
 
 
-def _action_output(paths: ProjectPaths, action: ActionRecord, routine_id: str,
-                   gone: bool, attempt_id: str | None) -> Output:
-    """The output of one action; ``gone``: its attempt's runner died (SPEC §6.5), so an action
-    it never ended is interrupted, like the attempt, and will record no output."""
+def _action_output(paths: ProjectPaths, action: ActionRecord, attempt: Attempt) -> Output:
+    """The output of one action of ``attempt`` (marked interrupted when its runner died,
+    SPEC §6.5): an action it never ended is interrupted, like the attempt, or has the
+    outcome an operator resolved the attempt to, and will record no output."""
+    routine_id = attempt.routine_id
     run = f" {action.job_run_id}" if action.job_run_id else ""
     exit_code = f", exit {action.exit_code}" if action.exit_code is not None else ""
-    word = action.result or ("interrupted" if gone else "running")
-    title = f"action {action.index} ({action.kind}){run}: {word}{exit_code}"
-    if action.result is None and gone and action.job_run_id is None:
+    title = f"action {action.index} ({action.kind}){run}: {attempt.action_state(action)}{exit_code}"
+    running = action.result is None and attempt.state == "running"
+    if action.result is None and not running and action.job_run_id is None:
         return Output(title=title, evidence_ref=None, streams={},
                       missing=f"its runner died before it recorded any; see `status "
                               f"{routine_id}`")
@@ -124,14 +126,14 @@ def _action_output(paths: ProjectPaths, action: ActionRecord, routine_id: str,
         view: dict[str, Any] = dict(adopt.load_run(paths, action.job_run_id) or {})
         attempts = view.get("attempts") or [{}]
         ref = attempts[-1].get("evidence_ref")
-    if ref is None and action.result is None and not gone:  # kept when it ends
+    if ref is None and running:  # kept when it ends
         return Output(title=title, evidence_ref=None, streams={},
                       missing="it is still running; its output is kept when it ends")
     if ref is None:
         return Output(title=title, evidence_ref=None, streams={},
                       missing=action.reason or "no output was kept for this action")
     shown = _evidence_output(paths, title, ref, pruned=lambda: pruned_at(
-        paths, ref, routine_id=routine_id, attempt_id=attempt_id,
+        paths, ref, routine_id=routine_id, attempt_id=attempt.attempt_id,
         job_run_id=action.job_run_id))
     if action.result not in (None, "success") and action.reason:  # a stop, a timeout, ...
         shown = attrs.evolve(shown, reason=action.reason)

@@ -36,6 +36,9 @@ class Preview:
     items: list[Upcoming]
     notes: list[str]
     retry: Outlook | None = None
+    #: "paused" or "held" when the occurrences will be recorded as such instead of run, as
+    #: the agenda's entries say (None: they run, or there are none)
+    standing: str | None = None
 
 
 def _now(now: datetime | None, clock: Callable[[], datetime] | None) -> datetime:
@@ -69,14 +72,15 @@ def preview_with_notes(
     the_now = _now(now, clock)
     items = routine_upcoming(routine, dict(state) if state else None, now=the_now, count=count)
     notes = [n for n in [_standing(routine_id, state)] if n is not None]
+    standing = policy.standing(state)
     if routine.policy.retry is None:
-        return Preview(zone=zone, items=items, notes=notes)
+        return Preview(zone=zone, items=items, notes=notes, standing=standing)
     from specdojo_routine.app import retry  # only for routines with policy.retry
 
     outlook = retry.outlook(paths, routine, state, the_now)
     if outlook is not None:
         notes.append(_retry_note(routine_id, outlook, the_now))
-    return Preview(zone=zone, items=items, notes=notes, retry=outlook)
+    return Preview(zone=zone, items=items, notes=notes, retry=outlook, standing=standing)
 
 
 def _retry_note(routine_id: str, outlook: Outlook, now: datetime) -> str:

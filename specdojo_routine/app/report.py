@@ -87,7 +87,8 @@ def collect(
     _, entries = agenda.agenda(paths, count=NEXT_COUNT, now=the_now)
     return Report(project_id=paths.project_id, now=the_now, days=columns,
                   rows=tuple(r for r in rows if r.cells or r.routine_id in defs),
-                  upcoming=tuple(entries), evidence=tuple(_evidence(paths, attempts)),
+                  upcoming=tuple(entries),
+                  evidence=tuple(_evidence(paths, attempts, interrupted)),
                   problems=tuple(shown.problems))
 
 
@@ -212,10 +213,16 @@ def _merge(group: list[Cell]) -> Cell:
     return attrs.evolve(main, details=(*main.details, ("before", also)))
 
 
-def _evidence(paths: ProjectPaths, attempts: list[Attempt]) -> list[EvidenceLine]:
+def _evidence(paths: ProjectPaths, attempts: list[Attempt],
+              interrupted: set[str]) -> list[EvidenceLine]:
+    """The actions of the window that left a Job Run or evidence, newest first, each with
+    the word ``logs`` gives it (``interrupted``: the routines whose open attempt's runner
+    died)."""
     found: list[EvidenceLine] = []
     states: dict[str, str | None] = {}
     for attempt in reversed(attempts):
+        if attempt.result is None and attempt.routine_id in interrupted:
+            attempt = attrs.evolve(attempt, interrupted=True)
         for action in attempt.actions:
             if action.job_run_id is None and action.evidence_ref is None:
                 continue
@@ -226,7 +233,7 @@ def _evidence(paths: ProjectPaths, attempts: list[Attempt]) -> list[EvidenceLine
             found.append(EvidenceLine(
                 routine_id=attempt.routine_id, scheduled_for=attempt.scheduled_for,
                 attempt_id=attempt.attempt_id, action=f"{action.index} ({action.kind})",
-                result=action.result, job_run_id=run_id,
+                result=attempt.action_state(action), job_run_id=run_id,
                 job_state=states.get(run_id) if run_id else None,
                 evidence_ref=action.evidence_ref))
             if len(found) >= MAX_EVIDENCE_ROWS:

@@ -4,7 +4,10 @@
 into one self-contained HTML document (inline CSS, no script, no external asset, no I/O): per
 routine a row of cells, one per occurrence and coloured by its outcome, with the details on
 hover (the ``title`` attribute); then the next runs and the Job Runs and evidence of the window.
-Everything shown that came from a file is escaped here. An outcome with no colour of its own
+Everything shown that came from a file is escaped here, and redacted: a secret value of the
+environment (SPEC §7.5) never reaches the page, while the page's own markup (its class
+names, its CSS, the outcome words it draws by) is never touched, whatever word a secret is.
+An outcome with no colour of its own
 is drawn in a neutral grey and named in the legend, so a new kind of event shows without a
 change here.
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from contextvars import ContextVar
 from datetime import date, datetime
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
@@ -25,8 +29,9 @@ from specdojo_routine.core.timefmt import relative, try_parse_instant
 if TYPE_CHECKING:
     from specdojo_routine.app import agenda
 
-#: Cells drawn per routine and day; past it, the others are counted in one "+N" cell (the
-#: ones that did not succeed are drawn first, so a failure is never among the hidden).
+#: Cells drawn per routine and day; past it, one fewer are drawn and the others are counted,
+#: by outcome, in the title of one "+N" cell. The ones that did not succeed are drawn first
+#: (newest first), so a failure is hidden only on a day with more non-successes than that.
 MAX_PER_DAY = 24
 #: A start this late (seconds after the scheduled time) is marked on its cell.
 LATE_S = 60
@@ -103,8 +108,22 @@ class Report:
 # --- the page -------------------------------------------------------------------------------------
 
 
+#: The secret values :func:`page` keeps out of what it is drawing (``()``: none).
+_SECRETS: ContextVar[tuple[str, ...]] = ContextVar("report_secrets", default=())
+
+
 def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
+    """``value``, which came from the project's files, as HTML text or an attribute value:
+    escaped, with the secret values being kept out replaced by ``[REDACTED]``."""
+    secrets = _SECRETS.get()
+    text = redact_values(str(value), secrets, whole=True) if secrets else str(value)
+    return html.escape(text, quote=True)
+
+
+def _word(value: str) -> str:
+    """One of the page's own words (an outcome, a state), escaped and never redacted: the
+    markup and the CSS draw by it."""
+    return html.escape(value, quote=True)
 
 
 def _css_class(outcome: str) -> str:
@@ -129,7 +148,8 @@ position:relative;vertical-align:middle}
 border-radius:2px;background:#fff}
 .more{display:inline-block;font-size:11px;color:#424242;margin:1px;vertical-align:middle}
 .id{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;white-space:nowrap}
-.name{color:#616161;font-size:12px;font-weight:400}
+.name{color:#616161;font-size:12px;font-weight:400;overflow-wrap:anywhere;
+word-break:break-word}
 .sched{color:#616161;font-size:12px;font-weight:400;white-space:nowrap}
 .state{display:inline-block;padding:0 6px;border-radius:8px;color:#fff;font-size:12px;
 white-space:nowrap}
@@ -149,7 +169,15 @@ _COLOUR_RULES = "".join(f".o-{name}{{background:{colour}}}" for name, colour, _ 
 
 def page(report: Report, secrets: Sequence[str] = ()) -> str:
     """The whole HTML document for ``report``: inline CSS, no script, no external asset, and
-    none of the ``secrets`` (the environment's secret values, SPEC §7.5)."""
+    none of the ``secrets`` (the environment's secret values, SPEC §7.5) in what it shows."""
+    token = _SECRETS.set(tuple(secrets))
+    try:
+        return _document(report)
+    finally:
+        _SECRETS.reset(token)
+
+
+def _document(report: Report) -> str:
     seen = {c.outcome for r in report.rows for c in r.cells}
     unknown = sorted(seen - set(COLOURS))
     unhealthy = [r.routine_id for r in report.rows if r.unhealthy]
@@ -169,16 +197,7 @@ def page(report: Report, secrets: Sequence[str] = ()) -> str:
             f"<li>{_e(p)}</li>" for p in report.problems) + "</ul>\n")
     parts += [_grid(report), _legend(unknown), _agenda(report), _evidence_table(report),
               "</body>\n</html>\n"]
-    return _without("".join(parts), secrets)
-
-
-def _without(text: str, secrets: Sequence[str]) -> str:
-    """``text`` with each secret value, as written and as :func:`_e` escapes it, replaced by
-    ``[REDACTED]`` - the filter of the console's output, on the whole page at once (a
-    definition's text reaches it in many places). The replacement holds none of ``<>&"'``, so
-    the page stays balanced."""
-    return redact_values(text, [*secrets, *(_e(s) for s in secrets)], whole=True) if secrets \
-        else text
+    return "".join(parts)
 
 
 def _grid(report: Report) -> str:
@@ -206,7 +225,7 @@ def _grid(report: Report) -> str:
 def _state(state: str) -> str:
     colour = STATE_COLOURS.get(state, NEUTRAL)
     light = " light" if colour in ("#e0e0e0", "#fbc02d", "#9ccc65", "#ffb74d", "#bcaaa4") else ""
-    return f"<span class=\"state{light}\" style=\"background:{colour}\">{_e(state)}</span>"
+    return f"<span class=\"state{light}\" style=\"background:{colour}\">{_word(state)}</span>"
 
 
 def _day_cells(cells: list[Cell]) -> str:
@@ -233,13 +252,14 @@ def _cell(cell: Cell) -> str:
         title += "\nstarted late"
     late = " late" if cell.late else ""
     return (f"<span class=\"cell {_css_class(cell.outcome)}{late}\" "
-            f"data-outcome=\"{_e(cell.outcome)}\" title=\"{_e(title)}\"></span>")
+            f"data-outcome=\"{_word(cell.outcome)}\" title=\"{_e(title)}\"></span>")
 
 
 def _legend(unknown: list[str]) -> str:
     items = [(f"o-{name}", name, meaning) for name, _, meaning in OUTCOMES]
     items += [("o-other", name, "recorded by a newer event") for name in unknown]
-    lis = "".join(f"<li title=\"{_e(meaning)}\"><span class=\"cell {cls}\"></span>{_e(name)}</li>"
+    lis = "".join(f"<li title=\"{_word(meaning)}\"><span class=\"cell {cls}\"></span>"
+                  f"{_word(name)}</li>"
                   for cls, name, meaning in items)
     lis += (f"<li title=\"started at least {LATE_S} s after its scheduled time\">"
             "<span class=\"cell o-success late\"></span>late start</li>")
@@ -254,11 +274,12 @@ def _agenda(report: Report) -> str:
         local = try_parse_instant(up.local)
         local_text = (f"{local.astimezone(ZoneInfo(entry.timezone)):%Y-%m-%d %H:%M %Z}"
                       if local and entry.timezone != "UTC" else "-")
+        note = "; ".join(n for n in (up.note, entry.standing_note) if n)
         rows.append(
             f"<tr><td class=\"id\">{_e(entry.routine_id)}</td>"
             f"<td>{_e(relative(up.utc, report.now))}</td>"
             f"<td class=\"mono\">{_e(f'{when:%Y-%m-%d %H:%M}' if when else up.utc)}</td>"
-            f"<td class=\"mono\">{_e(local_text)}</td><td>{_e(up.note or '')}</td></tr>\n")
+            f"<td class=\"mono\">{_e(local_text)}</td><td>{_e(note)}</td></tr>\n")
     if not rows:
         return "<h2>Next runs</h2>\n<p>No enabled routine has a next occurrence.</p>\n"
     return ("<h2>Next runs</h2>\n<table class=\"next\">\n<thead><tr><th>routine</th><th>in</th>"

@@ -44,6 +44,15 @@ class Outlook:
         """``utc`` of the occurrence the retry gives way to, or None when the retry runs."""
         return self.following if self.gives_way else None
 
+    @property
+    def label(self) -> str:
+        """What ``list`` and ``status`` say of the retry, by the rule ``next`` uses:
+        ``retrying (2/3) at <time>``, or that it gives way to the next occurrence."""
+        if self.superseded_by is None:
+            return self.pending.label
+        return (f"retry ({self.pending.number}/{self.pending.of}) gives way to the occurrence "
+                f"of {self.superseded_by} (recorded as retry_superseded) and does not run")
+
     def to_json(self) -> dict[str, Any]:
         """``next ID --json``'s ``retry``: the agenda's retry object, when and whether it runs."""
         return {**self.pending.to_json(), "at": format_s(self.pending.due_at),

@@ -151,15 +151,16 @@ def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None,
 
 def _notify_end(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None,
                 report: AttemptReport) -> None:
-    """Run the hook for a final failure, or for a success after a failure (SPEC §13)."""
+    """Run the hook for a final failure, or for a success while an alarm the hook sent is
+    unanswered (SPEC §13: ``recovered`` answers a failure, held or interrupted notification,
+    so a failure that was retried, or a stop, which are not announced, are not answered)."""
     from specdojo_routine.core import retry_rules  # loaded where an attempt starts
 
-    before = (state or {}).get("status")
     retried = retry_rules.retries_after(chosen.routine.policy.retry, chosen.occurrence.trigger,
                                         chosen.retry_number or 1) and not (
         report.reason or "").startswith("stopped by ")
     kind = ("failure" if report.result == Result.FAILURE.value and not retried else
-            "recovered" if report.result == Result.SUCCESS.value and before == "failure"
+            "recovered" if report.result == Result.SUCCESS.value and (state or {}).get("alarm")
             else None)
     if kind is not None:
         ctx.notify(chosen.routine, kind, cause="attempt_ended", attempt_id=report.attempt_id,

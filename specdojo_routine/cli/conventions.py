@@ -2,7 +2,9 @@
 
 - ``--quiet`` (or ``SPECDOJO_ROUTINE_QUIET=1``) keeps everything a command prints until it
   ends, and prints it only when it failed (chronic-style): cron's MAILTO then mails only
-  failures. A busy lock (exit 75) is not a failure: the run that holds it reports.
+  failures. A busy lock (exit 75) is not a failure: the run that holds it reports. Its
+  ``warning:`` lines are printed whatever the outcome (a failing notification hook: an alarm
+  channel that is broken must reach cron's mail even when the routines succeed).
 - A reader that goes away (``history | head -1``) is not an error: output stops, and the
   command ends with the status it would have had anyway.
 - Nothing a command prints carries a secret value the environment holds (SPEC §7.5).
@@ -90,20 +92,34 @@ def quiet_requested(args: Any, env: Mapping[str, str] | None = None) -> bool:
 
 
 def run_quietly(command: Callable[[TextIO, TextIO], int], out: TextIO, err: TextIO) -> int:
-    """Run ``command`` with its output held back; print it only if the command failed."""
+    """Run ``command`` with its output held back; print it only if the command failed, and
+    its ``warning:`` lines in any case."""
     held_out, held_err = io.StringIO(), io.StringIO()
     try:
         code = command(held_out, held_err)
     except RoutineError as exc:
         if exc.exit_code not in _QUIET_EXIT:
             _release(held_out, held_err, out, err)
+        else:
+            _warnings(held_err, err)
         raise
     except BaseException:
         _release(held_out, held_err, out, err)
         raise
     if code not in _QUIET_EXIT:
         _release(held_out, held_err, out, err)
+    else:
+        _warnings(held_err, err)
     return code
+
+
+def _warnings(held_err: io.StringIO, err: TextIO) -> None:
+    """The ``warning:`` lines of what a quiet command held back on stderr."""
+    lines = [line for line in held_err.getvalue().splitlines(keepends=True)
+             if line.startswith("warning:")]
+    if lines:
+        err.writelines(lines)
+        err.flush()
 
 
 def _release(held_out: io.StringIO, held_err: io.StringIO, out: TextIO, err: TextIO) -> None:

@@ -102,7 +102,8 @@ def _add_validate(sub: Subparsers, common: _Parser) -> None:
                    help="print one JSON document with every problem (nothing on stderr)")
 
 
-_QUIET_HELP = "print nothing unless it failed (for cron; also SPECDOJO_ROUTINE_QUIET=1)"
+_QUIET_HELP = ("print nothing unless it failed, but warning: lines (for cron; also "
+               "SPECDOJO_ROUTINE_QUIET=1)")
 
 
 def _add_list(sub: Subparsers, common: _Parser) -> None:

@@ -133,17 +133,20 @@ def cmd_next(args: argparse.Namespace, paths: Callable[[], ProjectPaths], out: T
         out.writelines(f"note: {note}\n" for note in found.notes)
     if found.items or not found.notes or args.json:
         retry = found.retry.to_json() if found.retry is not None else None
-        _print_next(args, args.routine_id, found.zone, found.items, out, retry=retry)
+        _print_next(args, args.routine_id, found.zone, found.items, out, retry=retry,
+                    standing=found.standing)
     render.torn_warnings(project, err)  # "after last run" read the routine ledger's fold
     return EXIT_OK
 
 
 def _print_next(args: argparse.Namespace, routine_id: str | None, zone: str,
                 items: list[Upcoming], out: TextIO, *, retry: dict[str, Any] | None = None,
-                ) -> None:
-    """The occurrences as a table, or ``--json`` with the pending ``retry`` (null: none)."""
+                standing: str | None = None) -> None:
+    """The occurrences as a table, or ``--json`` with the routine's ``standing`` (paused,
+    held or null, as the agenda's) and the pending ``retry`` (null: none)."""
     if args.json:
         out.write(render.dumps({"routine_id": routine_id, "timezone": zone,
+                                "standing": standing,
                                 "occurrences": [i.to_json() for i in items], "retry": retry}))
     else:
         out.write(_preview_text(zone, items))

@@ -131,8 +131,8 @@ def _policy_lines(r: RoutineRow, out: TextIO) -> None:
     one line, control characters escaped (reasons and operators' notes are quoted)."""
     lines = []
     if r.retrying:
-        lines.append(f"  {r.id}: {r.retrying} (policy.retry; the next `run --due` after it "
-                     "starts it)")
+        lines.append(f"  {r.id}: {r.retrying}" + ("" if r.retry_gives_way else (
+            " (policy.retry; the next `run --due` after it starts it)")))
     if r.held:
         lines.append(f"! {r.id}: on hold ({r.hold_reason}); {r.held_occurrences} held "
                      f"occurrence(s); fix the cause, then `release {r.id} --run none|latest|all`")
@@ -153,7 +153,7 @@ def run_report(report: RunReport, out: TextIO, err: TextIO, *, as_json: bool) ->
         out.write(dumps(_run_json(report)))
         return
     if not (report.selected or report.held or report.missed or report.paused):
-        out.write("no due routines\n")
+        out.write(_nothing_run(report))
         return
     if report.dry_run:
         out.write("dry run - nothing is recorded or executed\n")
@@ -163,6 +163,16 @@ def run_report(report: RunReport, out: TextIO, err: TextIO, *, as_json: bool) ->
     _accounted_text(report, out)
     if report.selected:
         _results_text(report, out)
+
+
+def _nothing_run(report: RunReport) -> str:
+    """What a run that started nothing says: why each routine it had to leave was not run
+    (an interrupted attempt waits for ``resolve``), else that nothing was due."""
+    lines = [f"not run: {rid} has an interrupted attempt; check it, then `resolve {rid} "
+             "--result success|failure|skipped --note TEXT`\n" for rid in report.interrupted]
+    lines += [f"not run: {rid} has an interrupted attempt whose action still runs; run it "
+              "again once that ends\n" for rid in report.still_running]
+    return "".join(lines) or "no due routines\n"
 
 
 def _run_problems(report: RunReport, err: TextIO) -> None:

@@ -318,8 +318,6 @@ def _agenda_notes(e: Any) -> list[str]:
                      "gives way to this occurrence: recorded as retry_superseded, not run")
     if e.standing is not None and e.retry is not None:
         notes.append(f"{e.standing}: the retry waits for `resume {e.routine_id}`")
-    elif e.standing is not None:
-        undo = "resume" if e.standing == "paused" else "release"
-        notes.append(f"{e.standing}: recorded as {e.standing}, not run, until "
-                     f"`{undo} {e.routine_id}`")
+    elif e.standing_note is not None:
+        notes.append(e.standing_note)
     return notes

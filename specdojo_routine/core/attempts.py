@@ -63,6 +63,13 @@ class Attempt:
         ``list``, ``status`` and ``logs`` use for it."""
         return self.result or ("interrupted" if self.interrupted else "running")
 
+    def action_state(self, action: ActionRecord) -> str:
+        """The word for one of its actions: the action's result; for one it never ended,
+        the attempt's as recorded (an operator's ``resolve``) or, while it is open, what
+        :attr:`state` says (``interrupted`` or ``running``): the word ``logs`` and
+        ``report`` use, so they agree with ``history`` and ``job show``."""
+        return action.result or self.state
+
     @property
     def duration_s(self) -> int | None:
         """Whole seconds from start to end (None while open or unknown)."""
