@@ -245,6 +245,30 @@ def test_run_id_ignores_the_deadline(project: Project) -> None:
     assert ([], 1) == (doc["missed"], len(doc["results"]))
 
 
+def test_the_deadline_is_checked_when_the_occurrence_really_starts(project: Project) -> None:
+    """SPEC §9.2, seed 004: rtn-a's action takes 3 s, so rtn-u's 10:00 occurrence is about to
+    start at 10:00:03 - late for its 2 s deadline, so missed, not a success reported as the
+    on-time run; rtn-v (no deadline) runs and records when it really started."""
+    project.routine("rtn-a", 'trigger: {cron: "0 * * * *", timezone: UTC}\n'
+                             "action: {kind: specdojo, args: [sleep-3]}\n")
+    _deadline_routine(project, 'trigger: {cron: "0 * * * *", timezone: UTC}',
+                      "{starting_deadline: 2s}")
+    project.routine("rtn-v", 'trigger: {cron: "0 * * * *", timezone: UTC}\n'
+                             "action: {kind: specdojo, args: [work]}\n")
+    doc = _json(project.cli("run", "--due", "--now", "2026-05-01T10:00:00Z", "--json"))
+    assert (["rtn-d"], ["rtn-a", "rtn-v"]) == (
+        [m["routine_id"] for m in doc["missed"]], [r["routine_id"] for r in doc["results"]])
+    missed = next(e for e in project.events() if e["type"] == "occurrence_missed")
+    assert missed["late_by_s"] >= 3 and missed["reason"].startswith("started 3s late")
+    started = {e["routine_id"]: e for e in project.events() if e["type"] == "attempt_started"}
+    ended = {e["routine_id"]: e for e in project.events() if e["type"] == "attempt_ended"}
+    assert "2026-05-01T10:00:00Z" == started["rtn-a"]["last_run"]
+    assert "2026-05-01T10:00:03Z" <= started["rtn-v"]["last_run"] < "2026-05-01T10:00:09Z"
+    assert started["rtn-v"]["last_run"] == ended["rtn-v"]["started_at"]
+    assert ended["rtn-v"]["started_at"] <= ended["rtn-v"]["completed_at"]
+    assert started["rtn-v"]["last_run"] == project.state()["routines"]["rtn-v"]["last_run"]
+
+
 def test_interval_deadline_counts_from_when_the_interval_elapsed(project: Project) -> None:
     """1h + 2m: never run → no deadline; 60 s late runs; 8m 50s late is missed with
     scheduled_for = now and anchors the next interval."""
