@@ -124,7 +124,8 @@ def _with_retry(
 
     outlook = retry.outlook(paths, routine, state, now)
     return row if outlook is None else attrs.evolve(
-        row, retrying=outlook.label, retry_gives_way=outlook.gives_way)
+        row, retrying=outlook.label, retry_gives_way=outlook.gives_way,
+        due=row.due or outlook.starts_now(now))  # run --due starts a due retry too
 
 
 def _routine_states(paths: ProjectPaths) -> Mapping[str, Any]:
@@ -172,12 +173,10 @@ def _remembered(
 
 
 def _when(routine: Routine, state: Mapping[str, Any], now: datetime) -> tuple[bool, str | None]:
-    """(due now by the schedule, the next occurrence) of a routine."""
-    try:
-        due = bool(schedule.due_occurrences(
-            routine, last_run=state.get("last_run"),
-            last_scheduled_for=state.get("last_scheduled_for"), now=now,
-            last_accounted_for=state.get("last_accounted_for")))
+    """(whether ``run --due`` would start one of its occurrences now, the next occurrence) of
+    a routine."""
+    try:  # the run's own decision: not only recorded as paused, held or missed
+        due = policy.starts_now(routine, state, now)
     except TooManyMissedOccurrences:
         due = True
     if not routine.enabled:
