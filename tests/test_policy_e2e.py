@@ -477,6 +477,51 @@ def test_next_for_a_routine_shows_the_latest_start_and_follows_the_cursor(
     assert "LOCAL (Asia/Tokyo)" in text and "2026-08-07T10:00:00Z" in text
 
 
+def test_next_of_an_overdue_interval_routine_counts_its_deadline_from_when_it_was_due(
+        project: Project) -> None:
+    """SPEC §9.2/§9.4: due since 11:00 with a 5m deadline, asked at 11:30: its latest start is
+    11:05 (not 11:35), and a note says run --due will record it missed; the next entry is
+    one interval after; run --due then misses it as the preview said."""
+    _deadline_routine(project, "interval: 1h", "{starting_deadline: 5m}")
+    assert 0 == project.cli("run", "--due", "--now", "2026-05-01T10:00:00Z").returncode
+    items = _next(project, "rtn-d", "--now", "2026-05-01T11:30:00Z", "-n", "2")
+    assert [("2026-05-01T11:30:00.000Z", "2026-05-01T11:05:00Z"),
+            ("2026-05-01T12:30:00.000Z", "2026-05-01T12:35:00Z")] == [
+        (i["utc"], i["latest_start"]) for i in items]
+    text = project.cli("next", "rtn-d", "--now", "2026-05-01T11:30:00Z").stdout
+    assert text.startswith("note: rtn-d is overdue past its starting deadline (latest start "
+                           "2026-05-01T11:05:00Z): the next `run --due` records it as missed")
+    on_time = _next(project, "rtn-d", "--now", "2026-05-01T11:03:00Z", "-n", "1")
+    assert "2026-05-01T11:05:00Z" == on_time[0]["latest_start"]
+    ran = _json(project.cli("run", "--due", "--now", "2026-05-01T11:30:00Z", "--json"))
+    assert ([], 1) == (ran["results"], len(ran["missed"]))
+
+
+def test_next_and_list_of_an_interval_routine_after_resume_follow_the_run(
+        project: Project) -> None:
+    """SPEC §13: due since 11:00, paused over it, resumed at 12:30: the next run --due only
+    records it as paused and anchors the interval there, so next, list (DUE no, NEXT in 1h)
+    and the agenda show 13:30, not "now"; and 13:30 is when it really runs."""
+    project.routine("rtn-i", "interval: 1h\naction: {kind: specdojo, args: [work]}\n")
+    assert 0 == project.cli("run", "--due", "--now", "2026-05-01T10:00:00Z").returncode
+    assert 0 == project.cli("pause", "rtn-i", "--now", "2026-05-01T10:30:00Z").returncode
+    assert 0 == project.cli("resume", "rtn-i", "--now", "2026-05-01T12:30:00Z").returncode
+    now = ("--now", "2026-05-01T12:30:00Z")
+    assert ["2026-05-01T13:30:00.000Z", "2026-05-01T14:30:00.000Z"] == [
+        i["utc"] for i in _next(project, "rtn-i", *now, "-n", "2")]
+    row = _json(project.cli("list", "--json", *now))["routines"][0]
+    assert (False, "2026-05-01T13:30:00Z") == (row["due"], row["next_occurrence"])
+    agenda = _json(project.cli("next", "--json", *now))
+    assert "2026-05-01T13:30:00.000Z" == agenda["occurrences"][0]["utc"], agenda
+    ran = _json(project.cli("run", "--due", *now, "--json"))
+    assert ([], ["2026-05-01T12:30:00.000Z"]) == (
+        ran["results"], [p["scheduled_for"] for p in ran["paused"]])
+    assert [] == _json(project.cli("run", "--due", "--now", "2026-05-01T13:29:00Z",
+                                   "--json"))["results"]
+    assert 1 == len(_json(project.cli("run", "--due", "--now", "2026-05-01T13:30:00Z",
+                                      "--json"))["results"])
+
+
 def test_next_lists_at_most_1000_occurrences(project: Project) -> None:
     """`-n` above 1000 (a mistyped 100000000 held every occurrence in memory before printing
     one, until the machine ran out of it): exit 2, one line saying the range; 1000 is listed."""

@@ -187,11 +187,9 @@ def _when(routine: Routine, state: Mapping[str, Any], now: datetime) -> tuple[bo
         last = try_parse_instant(state.get("last_scheduled_for"))
         nxt = schedule.next_occurrence(routine, now=max(now, last) if last else now)
         next_text = format_ms(nxt) if nxt else None
-    else:
-        anchor = schedule.interval_anchor(state.get("last_run"), state.get("last_accounted_for"))
-        due_at = schedule.next_interval_due(
-            routine, last_run=format_s(anchor) if anchor else None, now=now)
-        next_text = format_s(max(due_at, now))  # an overdue interval routine is due now
+    else:  # an overdue interval routine is due now (unless the run will record it paused)
+        nxt = policy.interval_next(routine, state, now)
+        next_text = format_s(nxt) if nxt is not None else None
     return due, next_text
 
 

@@ -11,7 +11,7 @@ occurrences, so a 300-day gap costs what :func:`schedule.due_occurrences` costs.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
@@ -145,6 +145,30 @@ def starts_now(routine: Routine, state: Mapping[str, Any] | None, now: datetime)
     :class:`TooManyMissedOccurrences` as :func:`due_occurrences` does."""
     return any(classify(routine, state, occ, now).verdict == "run"
                for occ in due_occurrences(routine, state, now))
+
+
+def interval_next(
+    routine: Routine, state: Mapping[str, Any] | None, now: datetime,
+) -> datetime | None:
+    """When an interval routine's next occurrence comes (SPEC §9.5): ``now`` if it never ran,
+    else the later of ``now`` and its anchor plus the interval - except that one due by a
+    resume is only recorded as paused by the next ``run --due`` (§13), which anchors the
+    interval there, so the next one comes an interval after ``now``. None after year 9999."""
+    assert routine.interval is not None
+    entry, span = state or {}, timedelta(seconds=routine.interval.seconds)
+    anchor = schedule.interval_anchor(entry.get("last_run"), entry.get("last_accounted_for"))
+    due = _plus(anchor, span) if anchor is not None else now
+    if due is None or due > now:
+        return due
+    resumed = (entry.get("pause") or {}).get("resumed_at") is not None
+    return _plus(now, span) if resumed and pausefold.pause_reason(entry, due) else now
+
+
+def _plus(at: datetime, span: timedelta) -> datetime | None:
+    try:
+        return at + span
+    except OverflowError:  # beyond year 9999
+        return None
 
 
 def record(
