@@ -401,7 +401,11 @@ def test_backfill_ignores_the_366_day_window(project: Project) -> None:
     (("--id", "rtn-c", "--from", "2026-04-01T00:00:00Z", "--to", "2026-04-01T16:40:00Z"),
      "error: backfill of rtn-c from 2026-04-01T00:00:00.000Z to 2026-04-01T16:40:00.000Z "
      "covers more than 1000 occurrences; split the range"),
-], ids=["interval", "reversed", "without-id", "over-1000"])
+    (("--id", "rtn-c", "--from", "2026-05-01T00:00:00Z", "--to", "2026-05-03T00:00:00Z",
+      "--now", "2026-05-02T00:00:00Z"),
+     "error: --to 2026-05-03T00:00:00.000Z is after now (2026-05-02T00:00:00.000Z): a "
+     "backfill runs past occurrences only; end the range at or before now"),
+], ids=["interval", "reversed", "without-id", "over-1000", "future"])
 @pytest.mark.parametrize("dry", [(), ("--dry-run",)], ids=["run", "dry-run"])
 def test_backfill_refusals(project: Project, args: tuple[str, ...], message: str,
                            dry: tuple[str, ...]) -> None:
@@ -412,6 +416,18 @@ def test_backfill_refusals(project: Project, args: tuple[str, ...], message: str
     proc = project.cli("run", *args, *dry)
     assert (2, [], []) == (proc.returncode, project.calls(), project.events())
     assert [message] == [line[:len(message)] for line in proc.stderr.splitlines()]
+
+
+def test_a_backfill_of_a_range_without_occurrences_says_so(project: Project) -> None:
+    """An empty range is not "no due routines": it says the range holds no occurrence."""
+    project.routine("rtn-c", 'trigger: {cron: "0 12 * * *", timezone: UTC}\n'
+                             "action: {kind: specdojo, args: [work]}\n")
+    for dry in ((), ("--dry-run",)):
+        proc = project.cli("run", "--id", "rtn-c", "--from", "2026-05-01T13:00:00Z", "--to",
+                           "2026-05-01T14:00:00Z", "--now", "2026-05-02T00:00:00Z", *dry)
+        assert (0, "no occurrence of rtn-c from 2026-05-01T13:00:00.000Z to "
+                   "2026-05-01T14:00:00.000Z: nothing to backfill\n") == (
+            proc.returncode, proc.stdout), proc.stderr
 
 
 def test_backfill_of_exactly_1000_runs(project: Project) -> None:
