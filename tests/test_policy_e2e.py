@@ -538,6 +538,24 @@ def test_next_and_list_of_an_interval_routine_after_resume_follow_the_run(
                                       "--json"))["results"])
 
 
+def test_next_ends_the_listing_at_year_9999_with_a_note(project: Project) -> None:
+    """Near year 9999 a schedule simply ends (croniter and dateutil raise ValueError there,
+    which was an internal error): the listing stops at the last occurrence a date can hold
+    and a note says so; exit 0."""
+    one = project.cli("next", "--cron", "0 0 1 1 *", "--timezone", "UTC", "--now",
+                      "9998-06-01T00:00:00Z")
+    assert (0, "note: dates end with year 9999: no occurrence after 9999-01-01T00:00:00.000Z "
+               "can be listed (1 of 5)") == (one.returncode, one.stdout.splitlines()[0]), one.stderr
+    many = project.cli("next", "--cron", "0 0 29 2 1", "--timezone", "UTC", "-n", "1000",
+                       "--json")
+    assert 0 == many.returncode, many.stderr
+    assert _json(many)["occurrences"][-1]["utc"].startswith("99")
+    project.routine("rtn-y", 'trigger: {cron: "0 0 1 1 *", timezone: UTC}\n'
+                             "action: {kind: exec-resume}\n")
+    text = project.cli("next", "rtn-y", "--now", "9998-06-01T00:00:00Z").stdout
+    assert text.startswith("note: dates end with year 9999"), text
+
+
 def test_next_lists_at_most_1000_occurrences(project: Project) -> None:
     """`-n` above 1000 (a mistyped 100000000 held every occurrence in memory before printing
     one, until the machine ran out of it): exit 2, one line saying the range; 1000 is listed."""

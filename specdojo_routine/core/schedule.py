@@ -134,6 +134,8 @@ def _slots(cron: _Cron, start: datetime, *, backwards: bool) -> Iterator[datetim
             yield step(datetime)
     except CroniterBadDateError:  # nothing within croniter's search horizon (50 years)
         return
+    except (ValueError, OverflowError):  # past year 9999 (dateutil, datetime): it ends there
+        return
 
 
 def _start_after(cron: _Cron, low: datetime) -> datetime:
