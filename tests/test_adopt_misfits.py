@@ -6,6 +6,7 @@ overwritten."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import orjson
@@ -84,3 +85,102 @@ def test_a_record_is_usable_only_for_the_run_its_file_name_names() -> None:
     assert (True, True, False) == (rules.run_record_usable(record),
                                    rules.run_record_usable(record, RUNS[3]),
                                    rules.run_record_usable(record, COPY))
+
+
+# --- routine-state.json in conflict: read-only commands say so ---------------------------------
+
+STATE = "projects/prj-demo/routines/generated/routine-state.json"
+CONFLICT = f"conflict: {STATE} entry 'rtn-nightly-translate' cannot be imported"
+
+
+def _edit_entry(up: Upstream, rid: str, **facts: str) -> None:
+    doc = orjson.loads(up.path(STATE).read_bytes())
+    doc["routines"][rid].update(facts)
+    up.path(STATE).write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+
+
+@pytest.fixture
+def partial(up: Upstream) -> Upstream:
+    """An entry whose last_result no fold of ours can take (`partial`)."""
+    _edit_entry(up, "rtn-nightly-translate", last_result="partial")
+    up.original = up.files()
+    return up
+
+
+def test_list_names_a_routine_state_conflict_and_exits_1(partial: Upstream) -> None:
+    """list shows the rest of the file imported in memory and a line naming the conflict;
+    list --json has it in problems; both exit 1 and write nothing."""
+    proc = partial.cli("list")
+    assert 1 == proc.returncode, proc.stdout + proc.stderr
+    assert f"! {CONFLICT}" in proc.stdout
+    assert "(until then `run` refuses)" in proc.stdout
+    listing = partial.cli("list", "--json")
+    assert 1 == listing.returncode
+    doc = orjson.loads(listing.stdout)
+    assert [CONFLICT] == [p[:len(CONFLICT)] for p in doc["problems"]]
+    rows = {r["id"]: r for r in doc["routines"]}
+    assert "success" == rows["rtn-weekly-report"]["last_result"]  # the rest is imported
+    assert partial.original == partial.files()
+
+
+def test_status_is_unhealthy_with_the_conflict_as_the_reason(partial: Upstream) -> None:
+    """status says unhealthy because of the conflict and what to do, not healthy; so does
+    status --json and status of one routine."""
+    proc = partial.cli("status")
+    assert 1 == proc.returncode, proc.stdout
+    assert f"unhealthy: {CONFLICT}" in proc.stdout
+    assert "fix or remove the entry" in proc.stdout
+    assert not any(x.startswith("healthy: ") for x in proc.stdout.splitlines())
+    doc = orjson.loads(partial.cli("status", "--json").stdout)
+    assert (False, True) == (doc["healthy"], any(p.startswith(CONFLICT) for p in doc["problems"]))
+    one = partial.cli("status", "rtn-weekly-report")
+    assert (1, True) == (one.returncode, f"unhealthy: {CONFLICT}" in one.stdout), one.stdout
+
+
+def test_run_dry_run_prints_the_conflict_and_exits_1_as_the_run_does(partial: Upstream) -> None:
+    """The run refuses (exit 1, `error: conflict: …`); its dry run says so too and exits 1."""
+    dry = partial.cli("run", "--due", "--dry-run")
+    assert 1 == dry.returncode, dry.stdout + dry.stderr
+    assert f"error: {CONFLICT}" in dry.stderr
+    assert partial.original == partial.files()
+    real = partial.cli("run", "--due")
+    assert (1, True) == (real.returncode, f"error: {CONFLICT}" in real.stderr), real.stderr
+
+
+def test_a_fifo_for_the_routine_state_is_named_by_list_and_status(up: Upstream) -> None:
+    """A FIFO where upstream's routine-state.json was (no ledger of ours yet): list and
+    status name the conflict and exit 1 at once instead of showing the routines never run
+    and healthy."""
+    up.path(STATE).unlink()
+    os.mkfifo(up.path(STATE))
+    for args in (["list"], ["status"]):
+        proc = up.cli(*args)
+        assert 1 == proc.returncode, (args, proc.stdout, proc.stderr)
+        assert f"conflict: {STATE} is not a routine state document" in proc.stdout, proc.stdout
+
+
+# --- a cron cursor in the future ------------------------------------------------------------
+
+FUTURE = "2030-01-01T00:00:00.000Z"
+
+
+def test_a_cron_cursor_later_than_now_is_a_problem_of_status_and_list(up: Upstream) -> None:
+    """An imported last_scheduled_for in 2030: status is unhealthy naming the routine, the
+    instant and what to do; list --json has it in problems; a replay in the past still
+    flags it, a --now after it does not."""
+    _edit_entry(up, "rtn-nightly-translate", last_scheduled_for=FUTURE)
+    proc = up.cli("status")
+    assert 1 == proc.returncode, proc.stdout
+    line = [x for x in proc.stdout.splitlines() if "cron cursor" in x]
+    assert 1 == len(line), proc.stdout
+    assert line[0].startswith(f"unhealthy: rtn-nightly-translate: its cron cursor "
+                              f"(last_scheduled_for) {FUTURE} is later than now")
+    assert "`run --id rtn-nightly-translate`" in line[0] and "no command moves" in line[0]
+    for now in ([], ["--now", "2026-12-01T07:02:20Z"]):
+        doc = orjson.loads(up.cli("list", "--json", *now).stdout)
+        assert any(p.startswith("rtn-nightly-translate: its cron cursor")
+                   for p in doc["problems"]), doc["problems"]
+    later = orjson.loads(up.cli("list", "--json", "--now", "2030-06-01T00:00:00Z").stdout)
+    assert not any("cron cursor" in p for p in later["problems"])
+    other = orjson.loads(up.cli("status", "rtn-weekly-report", "--json").stdout)
+    assert not any("cron cursor" in p for p in other["problems"])
