@@ -281,7 +281,7 @@ def test_the_announced_directory_is_kept_fresh_during_a_long_action(project: Pro
         time.sleep(0.05)
     age = time.time() - lock.stat().st_mtime
     busy = announce.holder(lock.parent, now=datetime.now(UTC), host="upstream.example",
-                           alive=lambda pid, start: True)
+                           alive=lambda pid, start, acquired_at: True)
     running = proc.poll() is None
     out, err = proc.communicate(timeout=60)
     assert (True, True, proc.pid) == (age < 60, running, busy and busy.pid), (age, out, err)

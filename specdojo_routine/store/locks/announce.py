@@ -13,7 +13,9 @@ Claiming (:func:`claim`) is one ``mkdir``; only when the name exists do we look 
   reused (another start time) or is the judging process itself (which holds no directory yet)
   -> removed, then ``mkdir`` again. The flock is free (the caller holds it now), so no live run
   of ours can hold it. An ``owner.json`` without ``start`` (an older version of ours) is judged
-  by its pid alone: a live one is not proved dead, so it is busy. A directory holding nothing
+  as the exec lock judges upstream's owner (``liveness.holder_alive``): a live pid whose
+  process started by ``acquired_at`` may be the holder, and one that started later proves
+  nothing either way, so both are busy until the hour is up. A directory holding nothing
   but our owner file's temporary ``.owner.json.<pid>.tmp`` was left by a run of ours killed
   between its ``mkdir`` and the rename of ``owner.json``: under our flock it is ours (that run
   would hold the flock), and otherwise judged by the pid in its name like ``owner.json``;
@@ -68,9 +70,10 @@ STALE_AFTER = timedelta(hours=1)
 REFRESH_S = 30.0
 HEARTBEAT_THREAD = "specdojo-routine-announce-heartbeat"
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-#: ``alive(pid, start)``: whether process ``pid`` lives on this host and, when ``start`` was
-#: recorded, started then (a reused pid is another process).
-Alive = Callable[[int, int | None], bool]
+#: ``alive(pid, start, acquired_at)``: whether process ``pid`` lives on this host as the
+#: holder that recorded ``start`` (or, without it, acquired the lock at ``acquired_at``):
+#: ``False`` only when it has ended, ``None`` when that cannot be told.
+Alive = Callable[[int, int | None, object], bool | None]
 
 
 @attrs.frozen(kw_only=True, repr=False)
@@ -106,13 +109,17 @@ def _left_by_our_crash(owner: dict[str, Any], host: str, alive: Alive) -> bool:
     """Whether ``owner`` is ours (our tool, this host) and its process has ended: its pid is
     not ``alive`` with the start time it recorded, or is this process, which judges before it
     holds the directory and so is never another holder."""
-    pid, start = owner.get("pid"), owner.get("start")
+    pid = owner.get("pid")
     return (owner.get("tool") == TOOL and owner.get("host") == host and type(pid) is int
-            and pid > 0 and _ended(pid, start if type(start) is int else None, alive))
+            and pid > 0 and _ended(pid, owner, alive))
 
 
-def _ended(pid: int, start: int | None, alive: Alive) -> bool:
-    return pid == os.getpid() or not alive(pid, start)
+def _ended(pid: int, record: dict[str, Any], alive: Alive) -> bool:
+    """Whether the holder ``record`` names (process ``pid``) has ended: it is this process,
+    or its pid is proved not to be the holder any more."""
+    start = record.get("start")
+    return pid == os.getpid() or alive(
+        pid, start if type(start) is int else None, record.get("acquired_at")) is False
 
 
 def _left_unfinished(
@@ -130,9 +137,7 @@ def _left_unfinished(
     if flocked:
         return True
     record = read(names[0])
-    start = record.get("start")
-    return (record.get("host", host) == host
-            and _ended(pid, start if type(start) is int else None, alive))
+    return record.get("host", host) == host and _ended(pid, record, alive)
 
 
 def _temp_name(pid: int) -> str:
