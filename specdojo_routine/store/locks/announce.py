@@ -36,6 +36,9 @@ While held (:func:`kept`), a heartbeat thread refreshes the directory's mtime ev
 hour must not look stale. A thread, because an action may run for hours in one blocking call;
 it only touches the directory while ``owner.json`` is still ours.
 
+Releasing (:func:`release`) renames the directory away first and removes it there, so the
+name is never left empty (an empty directory is busy to everyone for an hour).
+
 Lock files are never written through a symbolic link: ``owner.json`` is written to a new file
 (``O_EXCL | O_NOFOLLOW``) and renamed into place.
 """
@@ -64,6 +67,8 @@ from specdojo_routine.store.config import read_regular
 DIR_NAME = "routine-run.lock"
 OWNER_NAME = "owner.json"
 TOOL = "specdojo_routine"
+#: What a released directory is renamed to (then removed): ``routine-run.lock.released-<pid>``.
+RELEASED = ".released-"
 STALE_AFTER = timedelta(hours=1)
 #: How often the held directory's mtime is refreshed: half the most a refresh may be late
 #: (SPEC §6.2: at least every 60 s), so a late wake-up of the thread still keeps it.
@@ -205,6 +210,7 @@ def claim(
     path = locks_dir / DIR_NAME
     record = {"tool": TOOL, "pid": pid, "host": host, "acquired_at": acquired_at,
               "start": start}
+    _sweep_released(locks_dir)
     for _ in range(3):
         try:
             os.mkdir(path)
@@ -319,20 +325,38 @@ def _aside_name(path: Path, now: datetime) -> Path:
 
 
 def release(path: Path | None, *, pid: int) -> None:
-    """Remove our directory (only if its ``owner.json`` is still ours)."""
-    if path is None:
+    """Give the directory up (only if its ``owner.json`` is still ours) in one step: it is
+    renamed to ``<name>.released-<pid>`` and then removed there. Removing ``owner.json`` and
+    then the directory in place left, to a runner killed between the two, an empty directory
+    that every tool must read as busy for an hour (upstream may be between its ``mkdir`` and
+    its owner file); a rename frees the name at once. What moved is checked to be ours and
+    put back otherwise; a runner killed before removing it leaves only that other name, which
+    the next claim sweeps."""
+    if path is None or not _ours(_owner(path), pid):
         return
-    owner = _owner(path)
-    if owner.get("pid") != pid or owner.get("tool") != TOOL:
-        return
-    with contextlib.suppress(FileNotFoundError):
-        (path / OWNER_NAME).unlink()
+    aside = path.with_name(f"{path.name}{RELEASED}{pid}")
+    shutil.rmtree(aside, ignore_errors=True)  # a killed release of a process given our pid
     try:
-        path.rmdir()
+        os.rename(path, aside)
     except FileNotFoundError:
-        pass
-    except OSError:  # something was put inside our directory: it goes with it
-        shutil.rmtree(path, ignore_errors=True)
+        return
+    if not _ours(_owner(aside), pid):  # replaced between our look and the rename: theirs
+        with contextlib.suppress(OSError):
+            os.rename(aside, path)
+        return
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _ours(owner: dict[str, Any], pid: int) -> bool:
+    return owner.get("pid") == pid and owner.get("tool") == TOOL
+
+
+def _sweep_released(locks_dir: Path) -> None:
+    """Remove what releases of ours killed midway left (``<name>.released-<pid>``): the
+    caller holds the flock, so no release of ours is running."""
+    for name in _names(locks_dir):
+        if name.startswith(DIR_NAME + RELEASED):
+            shutil.rmtree(locks_dir / name, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -354,8 +378,7 @@ def kept(path: Path, *, pid: int) -> Iterator[None]:
 
 def _heartbeat(path: Path, pid: int, interval_s: float, stop: threading.Event) -> None:
     while not stop.wait(interval_s):
-        owner = _owner(path)
-        if owner.get("pid") != pid or owner.get("tool") != TOOL:
+        if not _ours(_owner(path), pid):
             return  # no longer ours: never keep someone else's directory fresh
         try:
             os.utime(path, follow_symlinks=False)
