@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import orjson
 
-from tests.conftest import Project
+from tests.conftest import Project, wait_for
 
 
 def _wait_for(predicate: Callable[[], bool], proc: subprocess.Popen[str]) -> None:
@@ -222,7 +222,15 @@ def test_logs_and_report_of_a_job_action_whose_runner_died_agree_with_the_ledger
         gate.touch()
     assert ": interrupted" in before.stdout.splitlines()[1], before.stdout
     assert "interrupted" == before_row
-    assert 0 == project.cli("resolve", "rtn-j", "--result", "failure", "--note", "x").returncode
+    codes: list[int] = []  # resolve waits (75) until the freed command has ended
+
+    def resolved() -> bool:
+        codes.append(project.cli("resolve", "rtn-j", "--result", "failure",
+                                 "--note", "x").returncode)
+        return codes[-1] != 75
+
+    wait_for(resolved)
+    assert 0 == codes[-1], codes
     text = project.cli("logs", "rtn-j")
     doc = orjson.loads(project.cli("logs", "rtn-j", "--json").stdout)
     title = text.stdout.splitlines()[1]

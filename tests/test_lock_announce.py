@@ -281,7 +281,7 @@ def test_the_announced_directory_is_kept_fresh_during_a_long_action(project: Pro
         time.sleep(0.05)
     age = time.time() - lock.stat().st_mtime
     busy = announce.holder(lock.parent, now=datetime.now(UTC), host="upstream.example",
-                           alive=lambda pid, start: True)
+                           alive=lambda pid, start, acquired_at: True)
     running = proc.poll() is None
     out, err = proc.communicate(timeout=60)
     assert (True, True, proc.pid) == (age < 60, running, busy and busy.pid), (age, out, err)
@@ -370,3 +370,44 @@ def test_a_command_that_is_not_a_run_is_not_told_nothing_was_run(
     assert line.startswith("error: cannot announce this command to the SpecDojo CLI: "), line
     assert line.endswith("; nothing was changed") and "nothing was run" not in line
     assert [] == project.events()
+
+
+def test_a_release_killed_midway_leaves_the_name_free_not_an_empty_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Releasing frees the name in one step (a rename), so a runner killed at any point of
+    it leaves no empty `routine-run.lock/` that every tool reads as busy for an hour; what the
+    killed release left under another name is swept by the next claim."""
+    now = datetime(2026, 8, 7, 8, tzinfo=UTC)
+    claim = {"pid": os.getpid(), "host": socket.gethostname(), "acquired_at": "x",
+             "start": None, "now": now, "alive": lambda *_: True}
+    path = announce.claim(tmp_path, **claim)  # type: ignore[arg-type]
+    removed: list[str] = []
+
+    def killed(target: object, **_: object) -> None:
+        if Path(str(target)).exists():  # the removal after the rename: the runner dies here
+            removed.append(str(target))
+            raise SystemExit("killed")
+
+    monkeypatch.setattr(announce.shutil, "rmtree", killed)
+    with pytest.raises(SystemExit):
+        announce.release(path, pid=os.getpid())
+    monkeypatch.undo()
+    assert [str(tmp_path / f"routine-run.lock.released-{os.getpid()}")] == removed
+    assert not path.exists()
+    assert announce.holder(tmp_path, now=now, host=socket.gethostname(),
+                           alive=lambda *_: True) is None
+    again = announce.claim(tmp_path, **claim)  # type: ignore[arg-type]
+    assert ["routine-run.lock"] == sorted(os.listdir(tmp_path))
+    announce.release(again, pid=os.getpid())
+    assert [] == os.listdir(tmp_path)
+
+
+def test_a_release_leaves_a_directory_that_is_no_longer_ours(tmp_path: Path) -> None:
+    """A directory whose owner.json names another holder (upstream took it over) is left as
+    it is, under its name."""
+    path = tmp_path / "routine-run.lock"
+    path.mkdir()
+    (path / "owner.json").write_text('{"pid": 1, "host": "elsewhere"}')
+    announce.release(path, pid=os.getpid())
+    assert ["owner.json"] == os.listdir(path)

@@ -375,12 +375,13 @@ def owner_of(lock_dir: Path) -> dict[str, object]:
     return data
 
 
-def make_lock(locks_dir: Path, *, pid: int, host: str | None = HOST, token: str = "1-ab") -> Path:
+def make_lock(locks_dir: Path, *, pid: int, host: str | None = HOST, token: str = "1-ab",
+              acquired_at: str = AT) -> Path:
     """A lock directory as another process (or upstream, with host=None) would leave it."""
     lock_dir = locks_dir / "exec-run.lock"
     lock_dir.mkdir(parents=True)
     owner: dict[str, object] = {"actor": "other", "pid": pid, "token": token,
-                                "acquired_at_utc": AT}
+                                "acquired_at_utc": acquired_at}
     if host is not None:
         owner["host"] = host
     (lock_dir / "owner.json").write_text(json.dumps(owner, indent=2) + "\n")
@@ -729,11 +730,12 @@ def test_only_a_holder_whose_liveness_cannot_be_checked_ages_out(
 ) -> None:
     """A real live process holds the exec lock and its heartbeat is old (mtime set back with
     os.utime): on another host the 30 s rule is all there is, so it is taken over after 30 s;
-    on this host it is alive, and a live holder is never robbed, whatever the heartbeat's age
-    (SPEC §7.7)."""
+    on this host it is alive (it started before the lock was acquired, so it may hold it),
+    and a live holder is never robbed, whatever the heartbeat's age (SPEC §7.7)."""
     live = subprocess.Popen(["sleep", "60"])
+    acquired = (datetime.now(UTC) + timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     try:
-        lock_dir = make_lock(tmp_path, pid=live.pid,
+        lock_dir = make_lock(tmp_path, pid=live.pid, acquired_at=acquired,
                              host="elsewhere.example" if where == "another host" else HOST)
         set_mtime(lock_dir, time.time() - age_s)
         try:

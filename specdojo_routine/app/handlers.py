@@ -185,8 +185,13 @@ def _dry_run(
     defs_cache: DefinitionCache | None = None,
 ) -> RunReport:
     """``run --dry-run``: what a run would select, from the imported view in memory (SPEC
-    §10); reads the routine lock's state without taking it and writes nothing."""
-    view = adopt.plan_routine_imports(paths).view
+    §10); reads the routine lock's state without taking it and writes nothing. A conflict
+    in ``routine-state.json`` is an error, as in the run it previews, which refuses (SPEC
+    §10 rule 4): the selection from the rest of the file is still shown, as for an invalid
+    definition (SPEC §8)."""
+    plan = adopt.plan_routine_imports(paths)
+    report.errors.extend(f"error: {c} (`run` refuses until then)" for c in plan.conflicts)
+    view = plan.view
     # The lock is read right after the view: an attempt the view shows open while the lock
     # is free is interrupted.
     lock = locks.status_soon(paths.routine_locks_dir, now=to_utc(wall()),

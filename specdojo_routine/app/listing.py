@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -71,11 +71,22 @@ class RoutineRow:
 
 
 @attrs.frozen(kw_only=True)
+class StateProblem:
+    """What is wrong with the routine state itself, not with a routine's last attempts: a
+    ``routine-state.json`` in conflict with our ledger (every run refuses until it is
+    resolved: SPEC §10 rule 4), or a cron cursor later than now."""
+
+    routine_id: str | None  # None: the whole project
+    message: str  # one line: what is wrong, where, and what to do
+
+
+@attrs.frozen(kw_only=True)
 class Listing:
     now: datetime
     rows: list[RoutineRow]
     lock: locks.LockInfo
-    problems: list[str]
+    problems: list[str]  # invalid definitions
+    state_problems: list[StateProblem] = attrs.field(factory=list)
 
     @property
     def unhealthy(self) -> list[RoutineRow]:
@@ -84,9 +95,10 @@ class Listing:
 
     @property
     def exit_code(self) -> int:
-        """1 when a definition is invalid or any enabled routine is unhealthy, else 0: the
-        health check ``list`` and ``status`` share."""
-        return EXIT_FAILURE if self.problems or self.unhealthy else EXIT_OK
+        """1 when a definition is invalid, the routine state has a problem or any enabled
+        routine is unhealthy, else 0: the health check ``list`` and ``status`` share."""
+        bad = self.problems or self.state_problems or self.unhealthy
+        return EXIT_FAILURE if bad else EXIT_OK
 
 
 def list_routines(
@@ -96,7 +108,7 @@ def list_routines(
     """Every valid routine with its status, due-ness and next occurrence; writes nothing."""
     wall = to_utc((clock or (lambda: datetime.now(UTC)))())
     the_now = to_utc(now) if now is not None else wall
-    routines = _routine_states(paths)
+    routines, conflicts = _routine_states(paths)
     # The lock is read right after the view, as a run would see them: an attempt the view
     # shows open while the lock is free is interrupted.
     lock_status = locks.status_soon(paths.routine_locks_dir, now=wall, project=paths.project_id)
@@ -109,7 +121,30 @@ def list_routines(
             for r, state, due_next in zip(defs.routines, states, when, strict=True)]
     rows = [_with_retry(paths, r, state, row, the_now)
             for r, state, row in zip(defs.routines, states, rows, strict=True)]
-    return Listing(now=the_now, rows=rows, lock=lock, problems=[str(p) for p in defs.errors])
+    state_problems = [StateProblem(routine_id=None, message=f"{c} (until then `run` refuses)")
+                      for c in conflicts]
+    state_problems += _future_cursors(defs.routines, rows, max(the_now, wall))
+    return Listing(now=the_now, rows=rows, lock=lock, problems=[str(p) for p in defs.errors],
+                   state_problems=state_problems)
+
+
+def _future_cursors(
+    routines: Sequence[Routine], rows: list[RoutineRow], now: datetime,
+) -> list[StateProblem]:
+    """Cron routines whose cursor (``last_scheduled_for``) is later than ``now`` (the later of
+    the clock and the time asked about, so a replay of the past flags nothing): no occurrence
+    up to it is due, and none is ever selected twice, so the cursor never moves back."""
+    found = []
+    for routine, row in zip(routines, rows, strict=True):
+        cursor = try_parse_instant(row.last_scheduled_for)
+        if routine.trigger is None or cursor is None or cursor <= now:
+            continue
+        found.append(StateProblem(routine_id=routine.id, message=(
+            f"{routine.id}: its cron cursor (last_scheduled_for) {row.last_scheduled_for} is "
+            f"later than now ({format_s(now)}): no occurrence runs until after it, and no "
+            f"command moves a cursor back; `run --id {routine.id}` runs it now (the cursor "
+            "stays), or leave it to resume after that instant")))
+    return found
 
 
 def _with_retry(
@@ -128,15 +163,17 @@ def _with_retry(
         due=row.due or outlook.starts_now(now))  # run --due starts a due retry too
 
 
-def _routine_states(paths: ProjectPaths) -> Mapping[str, Any]:
+def _routine_states(paths: ProjectPaths) -> tuple[Mapping[str, Any], list[str]]:
     """The entries of the routine view, with what another tool wrote there imported in memory
-    (writes nothing). A project that never ran, by us or by another tool, has neither the
-    ledger nor the view: nothing to fold or import, and the ledger's code is not loaded."""
+    (writes nothing), and the conflicts that keep the rest out (SPEC §10 rules 3, 4). A
+    project that never ran, by us or by another tool, has neither the ledger nor the view:
+    nothing to fold or import, and the ledger's code is not loaded."""
     if _absent(paths.routine_ledger) and _absent(paths.routine_state):
-        return {}
+        return {}, []
     from specdojo_routine.store.ledger import adopt
 
-    return adopt.plan_routine_imports(paths).view.routines
+    plan = adopt.plan_routine_imports(paths)
+    return plan.view.routines, list(plan.conflicts)
 
 
 def _absent(path: Path) -> bool:

@@ -27,10 +27,14 @@ def check(paths: ProjectPaths, run_id: str) -> None:
 
 def load(paths: ProjectPaths, run_id: str) -> JobRunDoc:
     """The run's view as it is after an import (in memory, SPEC §10); an unknown id is a
-    usage error naming the closest run ids."""
+    usage error naming the closest run ids. A run known only from a file in conflict (SPEC
+    §10 rule 4) is refused with that conflict, not called unknown."""
     check(paths, run_id)
-    found = adopt.load_run(paths, run_id)
+    plan = adopt.plan_run(paths, run_id)
+    found = plan.document(run_id)
     if found is None:
+        if run_id in plan.conflicts:
+            raise adopt.ImportConflict(plan.conflicts[run_id])
         _refuse_empty(paths, run_id)
         raise UsageError(unknown("Job Run", run_id, known_run_ids(paths), "job list"))
     return found

@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 
 from specdojo_routine.app import listing, logs, recent
-from specdojo_routine.app.listing import Listing, RoutineRow
+from specdojo_routine.app.listing import Listing, RoutineRow, StateProblem
 from specdojo_routine.core import health
 from specdojo_routine.core.attempts import ActionRecord, Attempt
 from specdojo_routine.core.errors import EXIT_FAILURE, EXIT_OK, RoutineError
@@ -64,12 +64,21 @@ class Status:
         return [d.row for d in self.details if d.row.problems]
 
     @property
+    def state_problems(self) -> list[StateProblem]:
+        """What is wrong with the routine state of the routines shown, or of the project (a
+        conflict refuses every run)."""
+        shown = {d.row.id for d in self.details}
+        return [p for p in self.listing.state_problems
+                if not shown or p.routine_id is None or p.routine_id in shown]
+
+    @property
     def exit_code(self) -> int:
         """The health rule of ``list`` (:attr:`Listing.exit_code`) applied to the routines
-        shown: 1 when one is unhealthy (or, in the overview, a definition is invalid)."""
+        shown: 1 when one is unhealthy or its state has a problem (or, in the overview, a
+        definition is invalid)."""
         if not self.details:
             return self.listing.exit_code
-        return EXIT_FAILURE if self.unhealthy else EXIT_OK
+        return EXIT_FAILURE if self.unhealthy or self.state_problems else EXIT_OK
 
 
 def status(

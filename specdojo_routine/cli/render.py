@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 import orjson
@@ -86,6 +86,14 @@ def validation(defs: Definitions, out: TextIO, err: TextIO, *, jobs_only: bool =
 INVALID = "unhealthy: invalid definitions (see stderr; run `validate`)"
 
 
+def problem_texts(listing: Listing, routine_ids: Collection[str] = ()) -> list[str]:
+    """The ``problems`` of ``list --json`` and ``status --json``: invalid definitions, then
+    what is wrong with the routine state (of ``routine_ids`` only, when given, and of the
+    whole project)."""
+    return [*listing.problems, *(p.message for p in listing.state_problems
+                                 if not routine_ids or p.routine_id in (None, *routine_ids))]
+
+
 def listing(listing: Listing, out: TextIO, err: TextIO, *, as_json: bool) -> None:
     for problem in listing.problems:
         err.write(f"{problem}\n")
@@ -96,8 +104,9 @@ def listing(listing: Listing, out: TextIO, err: TextIO, *, as_json: bool) -> Non
             "routines": [row.to_json() for row in listing.rows],
             "lock": {"held": lock.held, "pid": lock.pid, "host": lock.host,
                      "acquired_at": lock.acquired_at, "suspicious": lock.suspicious},
-            # why an invalid definition makes it exit 1, as in status --json (SPEC §14)
-            "problems": listing.problems,
+            # why it exits 1 besides an unhealthy routine: an invalid definition, a conflict
+            # in the routine state, a cron cursor later than now (as in status --json, §14)
+            "problems": problem_texts(listing),
         }))
         return
     now = listing.now
@@ -119,6 +128,7 @@ def listing(listing: Listing, out: TextIO, err: TextIO, *, as_json: bool) -> Non
         out.write(f"unhealthy: {names} (see `status ID`)\n")
     if listing.problems:  # exit 1 as well (the health rule): say why on stdout too
         out.write(f"{INVALID}\n")
+    out.writelines(one_line(f"! {p.message}") + "\n" for p in listing.state_problems)
     if lock.held:
         flag = " - SUSPICIOUS: held for over 1 hour" if lock.suspicious else ""
         holder = (f"pid {lock.pid} on {lock.host}" if lock.pid is not None else

@@ -46,6 +46,7 @@ def cmd_status(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err: 
         out.write(render.dumps(_json(shown)))
     elif shown.details:
         out.write("\n".join(_block(d, shown.listing.now) for d in shown.details))
+        out.writelines(one_line(f"unhealthy: {p.message}") + "\n" for p in shown.state_problems)
     else:
         out.write(_overview(shown))
     render.torn_warnings(paths, err)
@@ -94,7 +95,9 @@ def _overview(shown: status_app.Status) -> str:
                  f"{', '.join(r.id for r in bad)}\n")
     if shown.listing.problems:  # with unhealthy routines too: each is a reason for exit 1
         text += f"{render.INVALID}\n"
-    if not bad and not shown.listing.problems:  # a disabled routine is not checked: say so
+    text += "".join(one_line(f"unhealthy: {p.message}") + "\n" for p in shown.state_problems)
+    if not bad and not shown.listing.problems and not shown.state_problems:  # a disabled
+        # routine is not checked: say so
         off = sum(1 for r in shown.rows if not r.enabled)
         text += (f"healthy: {len(shown.rows) - off} routine(s)"
                  + (f" ({off} disabled, not checked)" if off else "") + "\n")
@@ -260,7 +263,8 @@ def _json(shown: status_app.Status) -> dict[str, Any]:
                 else [_row_json(r) for r in shown.rows])
     return {"now": format_s(shown.listing.now), "healthy": shown.exit_code == 0,
             "unhealthy": [r.id for r in shown.unhealthy],
-            "problems": shown.listing.problems, "routines": routines,
+            "problems": render.problem_texts(shown.listing, [d.row.id for d in shown.details]),
+            "routines": routines,
             "lock": {"held": lock.held, "pid": lock.pid, "host": lock.host,
                      "acquired_at": lock.acquired_at, "suspicious": lock.suspicious}}
 

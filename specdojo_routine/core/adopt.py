@@ -180,13 +180,17 @@ def _prefix(short: Sequence[Any], long: Sequence[Any]) -> bool:
     return len(short) <= len(long) and all(map(_same_attempt, short, long))
 
 
-def run_record_usable(record: Any) -> bool:
+def run_record_usable(record: Any, run_id: str | None = None) -> bool:
     """A Job Run record the fold can continue from: identity strings, a state, attempts
-    numbered 1..n with a status each."""
+    numbered 1..n with a status each - and, when ``run_id`` (the run its file name names) is
+    given, that run's record: a copy of another run's record under this name is no fact
+    about this run, so importing it would put another run's record in this run's ledger."""
     if not isinstance(record, dict) or not isinstance(record.get("attempts"), list):
         return False
     keys = ("run_id", "job_id", "idempotency_key", "state", "updated_at")
     if not all(isinstance(record.get(k), str) for k in keys):
+        return False
+    if run_id is not None and record["run_id"] != run_id:
         return False
     return all(isinstance(a, dict) and a.get("attempt") == n and isinstance(a.get("status"), str)
                for n, a in enumerate(record["attempts"], 1))

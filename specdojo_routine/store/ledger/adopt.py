@@ -249,6 +249,9 @@ def _plan_run(paths: ProjectPaths, plan: JobImports, run_id: str, fold: jobfold.
             plan.stale.add(run_id)
         return
     record = documents.parse(data)
+    if rules.run_record_usable(record) and not rules.run_record_usable(record, run_id):
+        plan.conflicts[run_id] = _misnamed(paths, run_id, record)
+        return
     verdict = rules.run_record_verdict(record, ours)
     if verdict in ("import", "conflict") and ours is not None:  # unless ours gave it earlier
         verdict = rules.run_record_verdict(record, ours, _run_history(paths, run_id))
@@ -278,6 +281,15 @@ def _run_conflict(paths: ProjectPaths, run_id: str, record: Any,
                   ours: jobfold.JobRunDoc | None) -> str:
     return rules.conflict_message(paths.rel(paths.run_view(run_id)), record,
                                   paths.rel(paths.run_ledger(run_id)), ours)
+
+
+def _misnamed(paths: ProjectPaths, run_id: str, record: Mapping[str, Any]) -> str:
+    """The conflict of a record another run's id sits in (a copy under another name, say):
+    it is no fact about ``run_id``, and it is kept where it is."""
+    view = paths.rel(paths.run_view(run_id))
+    return (f"conflict: {view} {rules.run_summary(record)} holds run_id {record['run_id']!r}, "
+            f"not {run_id!r} as its file name says; nothing is imported from it: move it out "
+            f"of {paths.rel(paths.runs_dir)}/ or give it the name of the run it holds")
 
 
 def _add(plan: JobImports, run_id: str, event: job_events.JobEvent) -> None:

@@ -13,7 +13,9 @@ Claiming (:func:`claim`) is one ``mkdir``; only when the name exists do we look 
   reused (another start time) or is the judging process itself (which holds no directory yet)
   -> removed, then ``mkdir`` again. The flock is free (the caller holds it now), so no live run
   of ours can hold it. An ``owner.json`` without ``start`` (an older version of ours) is judged
-  by its pid alone: a live one is not proved dead, so it is busy. A directory holding nothing
+  as the exec lock judges upstream's owner (``liveness.holder_alive``): a live pid whose
+  process started by ``acquired_at`` may be the holder, and one that started later proves
+  nothing either way, so both are busy until the hour is up. A directory holding nothing
   but our owner file's temporary ``.owner.json.<pid>.tmp`` was left by a run of ours killed
   between its ``mkdir`` and the rename of ``owner.json``: under our flock it is ours (that run
   would hold the flock), and otherwise judged by the pid in its name like ``owner.json``;
@@ -33,6 +35,9 @@ While held (:func:`kept`), a heartbeat thread refreshes the directory's mtime ev
 ``REFRESH_S``: upstream judges staleness by that mtime, and a run (or one action) longer than an
 hour must not look stale. A thread, because an action may run for hours in one blocking call;
 it only touches the directory while ``owner.json`` is still ours.
+
+Releasing (:func:`release`) renames the directory away first and removes it there, so the
+name is never left empty (an empty directory is busy to everyone for an hour).
 
 Lock files are never written through a symbolic link: ``owner.json`` is written to a new file
 (``O_EXCL | O_NOFOLLOW``) and renamed into place.
@@ -62,15 +67,18 @@ from specdojo_routine.store.config import read_regular
 DIR_NAME = "routine-run.lock"
 OWNER_NAME = "owner.json"
 TOOL = "specdojo_routine"
+#: What a released directory is renamed to (then removed): ``routine-run.lock.released-<pid>``.
+RELEASED = ".released-"
 STALE_AFTER = timedelta(hours=1)
 #: How often the held directory's mtime is refreshed: half the most a refresh may be late
 #: (SPEC §6.2: at least every 60 s), so a late wake-up of the thread still keeps it.
 REFRESH_S = 30.0
 HEARTBEAT_THREAD = "specdojo-routine-announce-heartbeat"
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-#: ``alive(pid, start)``: whether process ``pid`` lives on this host and, when ``start`` was
-#: recorded, started then (a reused pid is another process).
-Alive = Callable[[int, int | None], bool]
+#: ``alive(pid, start, acquired_at)``: whether process ``pid`` lives on this host as the
+#: holder that recorded ``start`` (or, without it, acquired the lock at ``acquired_at``):
+#: ``False`` only when it has ended, ``None`` when that cannot be told.
+Alive = Callable[[int, int | None, object], bool | None]
 
 
 @attrs.frozen(kw_only=True, repr=False)
@@ -106,13 +114,17 @@ def _left_by_our_crash(owner: dict[str, Any], host: str, alive: Alive) -> bool:
     """Whether ``owner`` is ours (our tool, this host) and its process has ended: its pid is
     not ``alive`` with the start time it recorded, or is this process, which judges before it
     holds the directory and so is never another holder."""
-    pid, start = owner.get("pid"), owner.get("start")
+    pid = owner.get("pid")
     return (owner.get("tool") == TOOL and owner.get("host") == host and type(pid) is int
-            and pid > 0 and _ended(pid, start if type(start) is int else None, alive))
+            and pid > 0 and _ended(pid, owner, alive))
 
 
-def _ended(pid: int, start: int | None, alive: Alive) -> bool:
-    return pid == os.getpid() or not alive(pid, start)
+def _ended(pid: int, record: dict[str, Any], alive: Alive) -> bool:
+    """Whether the holder ``record`` names (process ``pid``) has ended: it is this process,
+    or its pid is proved not to be the holder any more."""
+    start = record.get("start")
+    return pid == os.getpid() or alive(
+        pid, start if type(start) is int else None, record.get("acquired_at")) is False
 
 
 def _left_unfinished(
@@ -130,9 +142,7 @@ def _left_unfinished(
     if flocked:
         return True
     record = read(names[0])
-    start = record.get("start")
-    return (record.get("host", host) == host
-            and _ended(pid, start if type(start) is int else None, alive))
+    return record.get("host", host) == host and _ended(pid, record, alive)
 
 
 def _temp_name(pid: int) -> str:
@@ -200,6 +210,7 @@ def claim(
     path = locks_dir / DIR_NAME
     record = {"tool": TOOL, "pid": pid, "host": host, "acquired_at": acquired_at,
               "start": start}
+    _sweep_released(locks_dir)
     for _ in range(3):
         try:
             os.mkdir(path)
@@ -314,20 +325,38 @@ def _aside_name(path: Path, now: datetime) -> Path:
 
 
 def release(path: Path | None, *, pid: int) -> None:
-    """Remove our directory (only if its ``owner.json`` is still ours)."""
-    if path is None:
+    """Give the directory up (only if its ``owner.json`` is still ours) in one step: it is
+    renamed to ``<name>.released-<pid>`` and then removed there. Removing ``owner.json`` and
+    then the directory in place left, to a runner killed between the two, an empty directory
+    that every tool must read as busy for an hour (upstream may be between its ``mkdir`` and
+    its owner file); a rename frees the name at once. What moved is checked to be ours and
+    put back otherwise; a runner killed before removing it leaves only that other name, which
+    the next claim sweeps."""
+    if path is None or not _ours(_owner(path), pid):
         return
-    owner = _owner(path)
-    if owner.get("pid") != pid or owner.get("tool") != TOOL:
-        return
-    with contextlib.suppress(FileNotFoundError):
-        (path / OWNER_NAME).unlink()
+    aside = path.with_name(f"{path.name}{RELEASED}{pid}")
+    shutil.rmtree(aside, ignore_errors=True)  # a killed release of a process given our pid
     try:
-        path.rmdir()
+        os.rename(path, aside)
     except FileNotFoundError:
-        pass
-    except OSError:  # something was put inside our directory: it goes with it
-        shutil.rmtree(path, ignore_errors=True)
+        return
+    if not _ours(_owner(aside), pid):  # replaced between our look and the rename: theirs
+        with contextlib.suppress(OSError):
+            os.rename(aside, path)
+        return
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _ours(owner: dict[str, Any], pid: int) -> bool:
+    return owner.get("pid") == pid and owner.get("tool") == TOOL
+
+
+def _sweep_released(locks_dir: Path) -> None:
+    """Remove what releases of ours killed midway left (``<name>.released-<pid>``): the
+    caller holds the flock, so no release of ours is running."""
+    for name in _names(locks_dir):
+        if name.startswith(DIR_NAME + RELEASED):
+            shutil.rmtree(locks_dir / name, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -349,8 +378,7 @@ def kept(path: Path, *, pid: int) -> Iterator[None]:
 
 def _heartbeat(path: Path, pid: int, interval_s: float, stop: threading.Event) -> None:
     while not stop.wait(interval_s):
-        owner = _owner(path)
-        if owner.get("pid") != pid or owner.get("tool") != TOOL:
+        if not _ours(_owner(path), pid):
             return  # no longer ours: never keep someone else's directory fresh
         try:
             os.utime(path, follow_symlinks=False)

@@ -195,7 +195,10 @@ def live_holder(exec_locks_dir: Path, stale_s: float = 30.0) -> ExecLockOwner | 
 def _exec_lock_stale(lock_dir: Path, stale_s: float) -> bool:
     """Whether the entry at the lock's name may be taken over (SPEC §7.7). A link, file or
     FIFO there is no holder's lock (``mkdir`` makes one): nobody's liveness can be checked,
-    so its own age decides, as for a directory without a readable owner."""
+    so its own age decides, as for a directory without a readable owner. An owner without a
+    start time (upstream's) is live only while its pid's process started by the lock's
+    ``acquired_at_utc`` (``liveness.holder_alive``); a later one is not the holder, and the
+    heartbeat's age decides as upstream's own CLI does."""
     try:
         st = os.lstat(lock_dir)  # the entry itself: a link is never followed
     except FileNotFoundError:
@@ -203,12 +206,14 @@ def _exec_lock_stale(lock_dir: Path, stale_s: float) -> bool:
     if not stat.S_ISDIR(st.st_mode):
         return time.time() - st.st_mtime > stale_s
     owner = read_exec_owner(lock_dir)
-    alive = None if owner is None else locks.owner_alive(owner.pid, owner.host, owner.start)
+    alive = None if owner is None else locks.holder_alive(
+        owner.pid, owner.host, owner.start, owner.acquired_at_utc)
     if alive is True:
         return False  # a live owner on this host is never robbed, whatever the heartbeat says
     if alive is False:
         return True
-    return time.time() - st.st_mtime > stale_s  # another host (or no owner): the timeout
+    return time.time() - st.st_mtime > stale_s  # unknowable (another host, no owner, a pid
+    # reused since the lock was taken): the timeout
 
 
 #: The unlocked first look (a live holder means busy without creating the take-over mutex

@@ -47,6 +47,13 @@ import orjson
 from specdojo_routine.core import errors, timefmt
 from specdojo_routine.store import fsfacts
 from specdojo_routine.store.locks import announce, redislock
+from specdojo_routine.store.locks.liveness import holder_alive as holder_alive
+from specdojo_routine.store.locks.liveness import is_self as is_self
+from specdojo_routine.store.locks.liveness import live_here as live_here
+from specdojo_routine.store.locks.liveness import owner_alive as owner_alive
+from specdojo_routine.store.locks.liveness import pid_alive as pid_alive
+from specdojo_routine.store.locks.liveness import process_start as process_start
+from specdojo_routine.store.locks.liveness import this_host as this_host
 
 ROUTINE_FLOCK_NAME = "routine-run.flock"
 UPSTREAM_ROUTINE_LOCK_NAME = "routine-run.lock"
@@ -67,13 +74,6 @@ _BUSY_ERRNOS = (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK)  # flock's "held 
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-def this_host() -> str:
-    """The host name written into lock owner records: the kernel's node name, what
-    ``socket.gethostname()`` and upstream's ``os.hostname()`` give (without importing
-    ``socket``, which every ``list`` would pay for)."""
-    return os.uname().nodename
 
 
 def _not_lost() -> str | None:
@@ -381,62 +381,3 @@ def _probe_held(path: Path) -> bool | None:
         return False
     finally:
         os.close(fd)
-
-
-
-def process_start(pid: int) -> int | None:
-    """When process ``pid`` started (Linux ``/proc/<pid>/stat`` field 22, clock ticks since
-    boot), or ``None`` where that cannot be read."""
-    try:
-        data = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return None
-    fields = data.rpartition(b")")[2].split()  # fields 3.. (the name may hold spaces)
-    try:
-        return int(fields[19])
-    except (IndexError, ValueError):
-        return None
-
-
-def owner_alive(pid: object, host: object, start: object = None) -> bool | None:
-    """Whether the recorded owner ``(pid, host, start)`` is a live process.
-
-    ``None``: it is on another host, which cannot be checked (trust documented timeouts only).
-    On this host (or no host recorded): alive when the pid exists, is not a zombie and - when
-    a start time was recorded - started at that time (a reused pid is another process). An
-    unknown owner (pid 0, from an old record) is not alive.
-    """
-    if host is not None and host != this_host():
-        return None
-    if type(pid) is not int or pid <= 0 or not pid_alive(pid):
-        return False
-    now = process_start(pid)
-    return start is None or now is None or now == start
-
-
-def live_here(pid: int, start: int | None) -> bool:
-    """Whether process ``pid`` lives on this host and, when ``start`` was recorded, is the
-    process that started then (a reused pid is another process)."""
-    return owner_alive(pid, None, start) is True
-
-
-def is_self(pid: object, host: object) -> bool:
-    """Whether a recorded owner is this very process."""
-    return pid == os.getpid() and host in (None, this_host())
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` exists on this host (zombies count as dead; pid <= 0 as alive)."""
-    if pid <= 0:
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        proc_stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return True
-    return proc_stat.rpartition(")")[2].split()[:1] not in (["Z"], ["X"])
