@@ -94,6 +94,58 @@ def test_latest_is_cut_at_the_resume(project: Project) -> None:
         == (paused["passed_over_since"], started["scheduled_for"], started["passed_over_since"])
 
 
+def test_a_pause_longer_than_the_cap_under_all_is_one_paused_occurrence(project: Project) -> None:
+    """`all` every 5 minutes, paused for 4 days (over 1000 occurrences no run saw): while
+    paused, run --due records the span as one occurrence_paused (coalescing the rest) and
+    exits 0; after the resume, the span up to it likewise, then only the occurrences after
+    the resume run - the routine is not wedged on "Too many missed cron occurrences"."""
+    project.routine("rtn-f", HOURLY_ALL.replace('"0 * * * *"', '"*/5 * * * *"'))
+    assert 0 == project.cli("run", "--due", "--now", "2026-05-01T10:00:10Z").returncode
+    assert 0 == project.cli("pause", "rtn-f", "--now", "2026-05-01T10:01:00Z").returncode
+    while_paused = project.cli("run", "--due", "--now", "2026-05-05T09:00:00Z", "--json")
+    assert (0, [], []) == (while_paused.returncode, _json(while_paused)["errors"],
+                           _json(while_paused)["results"]), while_paused.stderr
+    assert 0 == project.cli("resume", "rtn-f", "--now", "2026-05-09T10:00:00Z").returncode
+    ran = project.cli("run", "--due", "--now", "2026-05-09T10:12:00Z", "--json")
+    doc = _json(ran)
+    assert (0, [], ["2026-05-09T10:00:00.000Z"],
+            ["2026-05-09T10:05:00.000Z", "2026-05-09T10:10:00.000Z"]) == (
+        ran.returncode, doc["errors"], [p["scheduled_for"] for p in doc["paused"]],
+        [r["scheduled_for"] for r in doc["results"]]), ran.stderr
+    paused = [(e["scheduled_for"], e["passed_over_since"]) for e in project.events()
+              if e["type"] == "occurrence_paused"]
+    assert [("2026-05-05T09:00:00.000Z", "2026-05-01T10:05:00.000Z"),
+            ("2026-05-09T10:00:00.000Z", "2026-05-05T09:05:00.000Z")] == paused
+    assert 0 == project.cli("fold", "--check").returncode
+
+
+def test_list_due_says_what_run_due_would_start(project: Project) -> None:
+    """DUE is "would `run --due` start it now": no for an occurrence the run only records as
+    paused (after a resume) or missed (past its deadline); yes for a retry that is due."""
+    project.routine("rtn-p", HOURLY_ALL)
+    project.routine("rtn-m", HOURLY_ALL.replace("missed_run: all", "starting_deadline: 5m"))
+    project.routine("rtn-r", HOURLY_ALL.replace("missed_run: all",
+                                                "retry: {attempts: 3, delay: 5m}"))
+    project.exit_codes({"work": 1})
+    project.cli("run", "--due", "--now", "2026-05-01T10:00:00Z")
+    project.exit_codes({})
+    rows = {r["id"]: r["due"] for r in _json(project.cli(
+        "list", "--json", "--now", "2026-05-01T10:10:00Z"))["routines"]}
+    assert {"rtn-p": False, "rtn-m": False, "rtn-r": True} == rows  # the retry is due
+    assert 0 == project.cli("pause", "rtn-p", "--now", "2026-05-01T10:20:00Z").returncode
+    assert 0 == project.cli("resume", "rtn-p", "--now", "2026-05-01T11:10:00Z").returncode
+    rows = {r["id"]: r["due"] for r in _json(project.cli(
+        "list", "--json", "--now", "2026-05-01T11:30:00Z"))["routines"]}
+    assert {"rtn-p": False, "rtn-m": False, "rtn-r": True} == rows
+    doc = _json(project.cli("run", "--due", "--dry-run", "--now", "2026-05-01T11:30:00Z",
+                            "--json"))
+    assert (["rtn-r"], ["rtn-p"], ["rtn-m"]) == (
+        [s["routine_id"] for s in doc["selected"]], [p["routine_id"] for p in doc["paused"]],
+        [m["routine_id"] for m in doc["missed"]])
+    table = project.cli("list", "--now", "2026-05-01T12:02:00Z").stdout
+    assert all(" yes " in line for line in table.splitlines()[1:4]), table
+
+
 def _user(project: Project) -> str:
     return next(e for e in project.events() if e["type"] == "routine_paused")["paused_by"]
 

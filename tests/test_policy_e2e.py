@@ -245,6 +245,30 @@ def test_run_id_ignores_the_deadline(project: Project) -> None:
     assert ([], 1) == (doc["missed"], len(doc["results"]))
 
 
+def test_the_deadline_is_checked_when_the_occurrence_really_starts(project: Project) -> None:
+    """SPEC §9.2, seed 004: rtn-a's action takes 3 s, so rtn-u's 10:00 occurrence is about to
+    start at 10:00:03 - late for its 2 s deadline, so missed, not a success reported as the
+    on-time run; rtn-v (no deadline) runs and records when it really started."""
+    project.routine("rtn-a", 'trigger: {cron: "0 * * * *", timezone: UTC}\n'
+                             "action: {kind: specdojo, args: [sleep-3]}\n")
+    _deadline_routine(project, 'trigger: {cron: "0 * * * *", timezone: UTC}',
+                      "{starting_deadline: 2s}")
+    project.routine("rtn-v", 'trigger: {cron: "0 * * * *", timezone: UTC}\n'
+                             "action: {kind: specdojo, args: [work]}\n")
+    doc = _json(project.cli("run", "--due", "--now", "2026-05-01T10:00:00Z", "--json"))
+    assert (["rtn-d"], ["rtn-a", "rtn-v"]) == (
+        [m["routine_id"] for m in doc["missed"]], [r["routine_id"] for r in doc["results"]])
+    missed = next(e for e in project.events() if e["type"] == "occurrence_missed")
+    assert missed["late_by_s"] >= 3 and missed["reason"].startswith("started 3s late")
+    started = {e["routine_id"]: e for e in project.events() if e["type"] == "attempt_started"}
+    ended = {e["routine_id"]: e for e in project.events() if e["type"] == "attempt_ended"}
+    assert "2026-05-01T10:00:00Z" == started["rtn-a"]["last_run"]
+    assert "2026-05-01T10:00:03Z" <= started["rtn-v"]["last_run"] < "2026-05-01T10:00:09Z"
+    assert started["rtn-v"]["last_run"] == ended["rtn-v"]["started_at"]
+    assert ended["rtn-v"]["started_at"] <= ended["rtn-v"]["completed_at"]
+    assert started["rtn-v"]["last_run"] == project.state()["routines"]["rtn-v"]["last_run"]
+
+
 def test_interval_deadline_counts_from_when_the_interval_elapsed(project: Project) -> None:
     """1h + 2m: never run → no deadline; 60 s late runs; 8m 50s late is missed with
     scheduled_for = now and anchors the next interval."""
@@ -377,7 +401,11 @@ def test_backfill_ignores_the_366_day_window(project: Project) -> None:
     (("--id", "rtn-c", "--from", "2026-04-01T00:00:00Z", "--to", "2026-04-01T16:40:00Z"),
      "error: backfill of rtn-c from 2026-04-01T00:00:00.000Z to 2026-04-01T16:40:00.000Z "
      "covers more than 1000 occurrences; split the range"),
-], ids=["interval", "reversed", "without-id", "over-1000"])
+    (("--id", "rtn-c", "--from", "2026-05-01T00:00:00Z", "--to", "2026-05-03T00:00:00Z",
+      "--now", "2026-05-02T00:00:00Z"),
+     "error: --to 2026-05-03T00:00:00.000Z is after now (2026-05-02T00:00:00.000Z): a "
+     "backfill runs past occurrences only; end the range at or before now"),
+], ids=["interval", "reversed", "without-id", "over-1000", "future"])
 @pytest.mark.parametrize("dry", [(), ("--dry-run",)], ids=["run", "dry-run"])
 def test_backfill_refusals(project: Project, args: tuple[str, ...], message: str,
                            dry: tuple[str, ...]) -> None:
@@ -388,6 +416,18 @@ def test_backfill_refusals(project: Project, args: tuple[str, ...], message: str
     proc = project.cli("run", *args, *dry)
     assert (2, [], []) == (proc.returncode, project.calls(), project.events())
     assert [message] == [line[:len(message)] for line in proc.stderr.splitlines()]
+
+
+def test_a_backfill_of_a_range_without_occurrences_says_so(project: Project) -> None:
+    """An empty range is not "no due routines": it says the range holds no occurrence."""
+    project.routine("rtn-c", 'trigger: {cron: "0 12 * * *", timezone: UTC}\n'
+                             "action: {kind: specdojo, args: [work]}\n")
+    for dry in ((), ("--dry-run",)):
+        proc = project.cli("run", "--id", "rtn-c", "--from", "2026-05-01T13:00:00Z", "--to",
+                           "2026-05-01T14:00:00Z", "--now", "2026-05-02T00:00:00Z", *dry)
+        assert (0, "no occurrence of rtn-c from 2026-05-01T13:00:00.000Z to "
+                   "2026-05-01T14:00:00.000Z: nothing to backfill\n") == (
+            proc.returncode, proc.stdout), proc.stderr
 
 
 def test_backfill_of_exactly_1000_runs(project: Project) -> None:
@@ -451,6 +491,69 @@ def test_next_for_a_routine_shows_the_latest_start_and_follows_the_cursor(
                                           for i in items]
     text = project.cli("next", "rtn-n", "--now", "2026-08-01T00:00:00Z", "-n", "1").stdout
     assert "LOCAL (Asia/Tokyo)" in text and "2026-08-07T10:00:00Z" in text
+
+
+def test_next_of_an_overdue_interval_routine_counts_its_deadline_from_when_it_was_due(
+        project: Project) -> None:
+    """SPEC §9.2/§9.4: due since 11:00 with a 5m deadline, asked at 11:30: its latest start is
+    11:05 (not 11:35), and a note says run --due will record it missed; the next entry is
+    one interval after; run --due then misses it as the preview said."""
+    _deadline_routine(project, "interval: 1h", "{starting_deadline: 5m}")
+    assert 0 == project.cli("run", "--due", "--now", "2026-05-01T10:00:00Z").returncode
+    items = _next(project, "rtn-d", "--now", "2026-05-01T11:30:00Z", "-n", "2")
+    assert [("2026-05-01T11:30:00.000Z", "2026-05-01T11:05:00Z"),
+            ("2026-05-01T12:30:00.000Z", "2026-05-01T12:35:00Z")] == [
+        (i["utc"], i["latest_start"]) for i in items]
+    text = project.cli("next", "rtn-d", "--now", "2026-05-01T11:30:00Z").stdout
+    assert text.startswith("note: rtn-d is overdue past its starting deadline (latest start "
+                           "2026-05-01T11:05:00Z): the next `run --due` records it as missed")
+    on_time = _next(project, "rtn-d", "--now", "2026-05-01T11:03:00Z", "-n", "1")
+    assert "2026-05-01T11:05:00Z" == on_time[0]["latest_start"]
+    ran = _json(project.cli("run", "--due", "--now", "2026-05-01T11:30:00Z", "--json"))
+    assert ([], 1) == (ran["results"], len(ran["missed"]))
+
+
+def test_next_and_list_of_an_interval_routine_after_resume_follow_the_run(
+        project: Project) -> None:
+    """SPEC §13: due since 11:00, paused over it, resumed at 12:30: the next run --due only
+    records it as paused and anchors the interval there, so next, list (DUE no, NEXT in 1h)
+    and the agenda show 13:30, not "now"; and 13:30 is when it really runs."""
+    project.routine("rtn-i", "interval: 1h\naction: {kind: specdojo, args: [work]}\n")
+    assert 0 == project.cli("run", "--due", "--now", "2026-05-01T10:00:00Z").returncode
+    assert 0 == project.cli("pause", "rtn-i", "--now", "2026-05-01T10:30:00Z").returncode
+    assert 0 == project.cli("resume", "rtn-i", "--now", "2026-05-01T12:30:00Z").returncode
+    now = ("--now", "2026-05-01T12:30:00Z")
+    assert ["2026-05-01T13:30:00.000Z", "2026-05-01T14:30:00.000Z"] == [
+        i["utc"] for i in _next(project, "rtn-i", *now, "-n", "2")]
+    row = _json(project.cli("list", "--json", *now))["routines"][0]
+    assert (False, "2026-05-01T13:30:00Z") == (row["due"], row["next_occurrence"])
+    agenda = _json(project.cli("next", "--json", *now))
+    assert "2026-05-01T13:30:00.000Z" == agenda["occurrences"][0]["utc"], agenda
+    ran = _json(project.cli("run", "--due", *now, "--json"))
+    assert ([], ["2026-05-01T12:30:00.000Z"]) == (
+        ran["results"], [p["scheduled_for"] for p in ran["paused"]])
+    assert [] == _json(project.cli("run", "--due", "--now", "2026-05-01T13:29:00Z",
+                                   "--json"))["results"]
+    assert 1 == len(_json(project.cli("run", "--due", "--now", "2026-05-01T13:30:00Z",
+                                      "--json"))["results"])
+
+
+def test_next_ends_the_listing_at_year_9999_with_a_note(project: Project) -> None:
+    """Near year 9999 a schedule simply ends (croniter and dateutil raise ValueError there,
+    which was an internal error): the listing stops at the last occurrence a date can hold
+    and a note says so; exit 0."""
+    one = project.cli("next", "--cron", "0 0 1 1 *", "--timezone", "UTC", "--now",
+                      "9998-06-01T00:00:00Z")
+    assert (0, "note: dates end with year 9999: no occurrence after 9999-01-01T00:00:00.000Z "
+               "can be listed (1 of 5)") == (one.returncode, one.stdout.splitlines()[0]), one.stderr
+    many = project.cli("next", "--cron", "0 0 29 2 1", "--timezone", "UTC", "-n", "1000",
+                       "--json")
+    assert 0 == many.returncode, many.stderr
+    assert _json(many)["occurrences"][-1]["utc"].startswith("99")
+    project.routine("rtn-y", 'trigger: {cron: "0 0 1 1 *", timezone: UTC}\n'
+                             "action: {kind: exec-resume}\n")
+    text = project.cli("next", "rtn-y", "--now", "9998-06-01T00:00:00Z").stdout
+    assert text.startswith("note: dates end with year 9999"), text
 
 
 def test_next_lists_at_most_1000_occurrences(project: Project) -> None:

@@ -349,6 +349,17 @@ def test_too_many_missed_fails_only_that_routine(project: Project) -> None:
     assert ["rtn-flood", "rtn-other", "rtn-other"] == started
 
 
+def test_too_many_missed_alone_does_not_say_no_due_routines(project: Project) -> None:
+    """A run whose only due routine failed with too many missed occurrences says that nothing
+    was run because of the error, not "no due routines"."""
+    project.routine("rtn-flood", 'trigger: {cron: "* * * * *", timezone: UTC}\n'
+                                 "policy: {missed_run: all}\naction: {kind: exec-resume}\n")
+    assert 0 == project.cli("run", "--due", "--now", "2026-05-01T00:00:00Z").returncode
+    proc = project.cli("run", "--due", "--now", "2026-05-02T00:00:00Z")
+    assert (1, "nothing was run: see the error(s) above\n") == (proc.returncode, proc.stdout)
+    assert proc.stderr.startswith("Too many missed cron occurrences for rtn-flood\n")
+
+
 def test_list_json_shows_an_overdue_interval_routine_as_due_now(project: Project) -> None:
     """list --json: an interval routine past its interval is due, next occurrence = now."""
     project.routine("rtn-hourly", "interval: 1h\naction: {kind: exec-cycle}\n")

@@ -286,12 +286,13 @@ def test_dom_and_dow_are_anded() -> None:
     )
 
 
-@pytest.mark.parametrize("dow", ["7", "0", "sun", "SUN", "6-7"])
+@pytest.mark.parametrize("dow", ["7", "0", "sun", "SUN", "6-7", "sat-sun", "6-0"])
 def test_weekday_seven_is_sunday(dow: str) -> None:
     """Weekday 7 (like 0 and `sun`) is Sunday; 2026-08-09 is a Sunday."""
     routine = cron_routine(f"0 12 * * {dow}")
     first = schedule.next_occurrence(routine, now=utc("2026-08-07T00:00:00Z"))
-    expected = "2026-08-08T12:00:00+00:00" if dow == "6-7" else "2026-08-09T12:00:00+00:00"
+    expected = ("2026-08-08T12:00:00+00:00" if dow in ("6-7", "sat-sun", "6-0")
+                else "2026-08-09T12:00:00+00:00")
     assert utc(expected) == first
 
 

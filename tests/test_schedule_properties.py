@@ -316,6 +316,22 @@ def test_day_fields_match_reference_over_a_leap_year(days: tuple[str, str, str])
     assert expected == due(expr, "UTC", "all", last, now)
 
 
+@settings(max_examples=60, deadline=None)
+@given(start=st.integers(1, 6), end=st.sampled_from(["sun", "0"]), named=st.booleans(),
+       step=st.one_of(st.none(), st.integers(1, 3)))
+def test_a_weekday_range_ending_in_sunday_is_monday_to_sunday(
+    start: int, end: str, named: bool, step: int | None,
+) -> None:
+    """In day-of-week, `sun` (or 0) at the end of a range is 7, as `1-7` is: `mon-sun` is
+    accepted and fires on the same days as `1-7` (Monday..Sunday), steps included."""
+    first = DAYS[start] if named else str(start)
+    tail = f"/{step}" if step else ""
+    expr, same = f"0 0 * * {first}-{end}{tail}", f"0 0 * * {start}-7{tail}"
+    assert None is cron_syntax.cron_syntax_error(expr)
+    last, now = datetime(2027, 3, 1, tzinfo=UTC), datetime(2027, 3, 29, tzinfo=UTC)
+    assert due(same, "UTC", "all", last, now) == due(expr, "UTC", "all", last, now)
+
+
 @SETTINGS
 @given(expr=EXPRESSIONS, moment=moments(), span=SPANS,
        policy=st.sampled_from(["all", "latest", "skip"]))

@@ -14,6 +14,7 @@ records what is held, missed or paused, and starts the rest. What it selects is
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
@@ -97,12 +98,13 @@ def run(
     if inputs:  # checked before anything is recorded (exit 2), as `job run --input` is
         report.inputs_override = _input_overrides(candidates, defs, routine_id, inputs, env)
     the_now = to_utc(now) if now is not None else to_utc(wall())
+    began = time.monotonic()  # the run began at the_now: its attempts start later (instant)
     if dry_run:
         return _dry_run(report, candidates, paths, routine_id, the_now, env, wall, defs.cache)
     with locks.routine_lock(paths.routine_locks_dir, clock=wall, project=paths.project_id,
                             env=env) as held:
         plan = adopt.import_routine_state(paths, wall)  # import first, under the lock (SPEC §10)
-        ctx = _Context(paths=paths, defs=defs, now=the_now, env=env, echo=echo,
+        ctx = _Context(paths=paths, defs=defs, now=the_now, env=env, echo=echo, began=began,
                        job_runner=job_runner, lock_lost=held.lost, warnings=report.warnings,
                        append=ledger.Ledger(paths.routine_ledger, clock=wall).append)
         view = ctx.refresh(plan.proof)
@@ -223,7 +225,8 @@ def _run_routine(
     for occ in _occurrences(report, routine, state, ctx.now, explicit, ctx.defs.cache):
         if _stop_if_lock_lost(ctx, report):
             break
-        chosen = _choose(report, routine, state, occ, ctx.now, ctx.paths.project_id)
+        # selected at the run's now, started (or missed) at the instant it is about to start
+        chosen = _choose(report, routine, state, occ, ctx.instant(), ctx.paths.project_id)
         if isinstance(chosen, policy.Decision):  # paused, held or missed: the cursor moves on
             _record_decision(ctx, routine, chosen)
             accounted = True

@@ -159,7 +159,8 @@ def _with_retry(
 
     outlook = retry.outlook(paths, routine, state, now)
     return row if outlook is None else attrs.evolve(
-        row, retrying=outlook.label, retry_gives_way=outlook.gives_way)
+        row, retrying=outlook.label, retry_gives_way=outlook.gives_way,
+        due=row.due or outlook.starts_now(now))  # run --due starts a due retry too
 
 
 def _routine_states(paths: ProjectPaths) -> tuple[Mapping[str, Any], list[str]]:
@@ -209,12 +210,10 @@ def _remembered(
 
 
 def _when(routine: Routine, state: Mapping[str, Any], now: datetime) -> tuple[bool, str | None]:
-    """(due now by the schedule, the next occurrence) of a routine."""
-    try:
-        due = bool(schedule.due_occurrences(
-            routine, last_run=state.get("last_run"),
-            last_scheduled_for=state.get("last_scheduled_for"), now=now,
-            last_accounted_for=state.get("last_accounted_for")))
+    """(whether ``run --due`` would start one of its occurrences now, the next occurrence) of
+    a routine."""
+    try:  # the run's own decision: not only recorded as paused, held or missed
+        due = policy.starts_now(routine, state, now)
     except TooManyMissedOccurrences:
         due = True
     if not routine.enabled:
@@ -225,11 +224,9 @@ def _when(routine: Routine, state: Mapping[str, Any], now: datetime) -> tuple[bo
         last = try_parse_instant(state.get("last_scheduled_for"))
         nxt = schedule.next_occurrence(routine, now=max(now, last) if last else now)
         next_text = format_ms(nxt) if nxt else None
-    else:
-        anchor = schedule.interval_anchor(state.get("last_run"), state.get("last_accounted_for"))
-        due_at = schedule.next_interval_due(
-            routine, last_run=format_s(anchor) if anchor else None, now=now)
-        next_text = format_s(max(due_at, now))  # an overdue interval routine is due now
+    else:  # an overdue interval routine is due now (unless the run will record it paused)
+        nxt = policy.interval_next(routine, state, now)
+        next_text = format_s(nxt) if nxt is not None else None
     return due, next_text
 
 

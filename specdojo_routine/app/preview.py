@@ -16,8 +16,9 @@ from specdojo_routine.app import run_select
 from specdojo_routine.core import policy
 from specdojo_routine.core.cron_syntax import cron_syntax_error
 from specdojo_routine.core.errors import UsageError
+from specdojo_routine.core.model import Routine
 from specdojo_routine.core.preview import Upcoming, cron_upcoming, routine_upcoming
-from specdojo_routine.core.timefmt import parse_instant, to_utc
+from specdojo_routine.core.timefmt import format_ms, parse_instant, to_utc
 from specdojo_routine.core.zones import zone_problem
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import load as definitions
@@ -71,7 +72,8 @@ def preview_with_notes(
             f"{routine_id} is disabled: nothing runs until it is enabled"])
     the_now = _now(now, clock)
     items = routine_upcoming(routine, dict(state) if state else None, now=the_now, count=count)
-    notes = [n for n in [_standing(routine_id, state)] if n is not None]
+    notes = [n for n in [_standing(routine_id, state), _first_recorded(routine, items, the_now),
+                         calendar_end(items, count, the_now)] if n]
     standing = policy.standing(state)
     if routine.policy.retry is None:
         return Preview(zone=zone, items=items, notes=notes, standing=standing)
@@ -99,6 +101,32 @@ def _retry_note(routine_id: str, outlook: Outlook, now: datetime) -> str:
                 f"runs at the first `run --due`{unless}")
     return (f"{head}: the occurrence of {outlook.pending.scheduled_for} runs again at the "
             "first `run --due` from then, before these occurrences")
+
+
+def _first_recorded(routine: Routine, items: list[Upcoming], now: datetime) -> str | None:
+    """Why an interval routine's first entry, due already, will be recorded missed rather than
+    run: its latest start has passed (SPEC §9.2); the next one then counts from the miss."""
+    first = items[0] if items else None
+    if routine.interval is None or first is None or first.latest_start is None:
+        return None
+    if parse_instant(first.latest_start) >= now:
+        return None
+    return (f"{routine.id} is overdue past its starting deadline (latest start "
+            f"{first.latest_start}): the next `run --due` records it as missed, not run, and "
+            "the next occurrence comes one interval after that run")
+
+
+def calendar_end(items: list[Upcoming], count: int, after: datetime) -> str | None:
+    """Why fewer than ``count`` occurrences are listed, when dates ran out: they end with year
+    9999, so near it a schedule simply ends (None otherwise)."""
+    last = parse_instant(items[-1].utc) if items else to_utc(after)
+    if len(items) >= count or last.year < _LAST_YEARS:
+        return None
+    return (f"dates end with year 9999: no occurrence after {format_ms(last)} can be listed "
+            f"({len(items)} of {count})")
+
+
+_LAST_YEARS = 9949  # within croniter's 50-year search of the last year a date can hold
 
 
 def _standing(routine_id: str, state: Mapping[str, Any] | None) -> str | None:

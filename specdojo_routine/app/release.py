@@ -100,15 +100,23 @@ def _run_each(
     ctx.refresh()
 
 
-def backfill_times(routine: Routine, start: datetime, end: datetime) -> list[datetime]:
+def backfill_times(
+    routine: Routine, start: datetime, end: datetime, now: datetime,
+) -> list[datetime]:
     """The occurrences of ``routine`` in ``[start, end]``; refused (exit 2) for an interval
-    routine, a reversed range or more than 1000 occurrences, before anything runs."""
+    routine, a reversed range, a range that ends after ``now`` (its occurrences have not
+    come: run early and recorded under their own times, ``run --due`` would run them again)
+    or more than 1000 occurrences, before anything runs."""
     if routine.trigger is None:
         raise UsageError(f"{routine.id} is an interval routine: there is no calendar to "
                          "backfill (use `run --id` to run it now)")
     if to_utc(start) > to_utc(end):
         raise UsageError(f"--from {format_ms(to_utc(start))} is after --to "
                          f"{format_ms(to_utc(end))}")
+    if to_utc(end) > to_utc(now):
+        raise UsageError(f"--to {format_ms(to_utc(end))} is after now ({format_ms(to_utc(now))})"
+                         ": a backfill runs past occurrences only; end the range at or before "
+                         "now and let `run --due` run the coming ones")
     try:
         return schedule.occurrences_in(routine, start, end, cap=schedule.MAX_MISSED)
     except TooManyMissedOccurrences:
@@ -128,7 +136,10 @@ def backfill(
     own attempt with ``trigger: backfill``; the cursor, the hold and the deadline are left."""
     wall = _wall(clock)
     defs, routine, report, the_env = _setup(paths, routine_id, env, dry_run)
-    times = backfill_times(routine, start, end)
+    times = backfill_times(routine, start, end, to_utc(now if now is not None else wall()))
+    if not times:  # said as such, not as "no due routines"
+        report.nothing = (f"no occurrence of {routine.id} from {format_ms(to_utc(start))} to "
+                          f"{format_ms(to_utc(end))}: nothing to backfill")
     if dry_run:
         for at in times:
             occ = schedule.Occurrence(routine_id=routine.id, scheduled_for=at, trigger="backfill")

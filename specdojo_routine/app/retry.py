@@ -53,6 +53,14 @@ class Outlook:
         return (f"retry ({self.pending.number}/{self.pending.of}) gives way to the occurrence "
                 f"of {self.superseded_by} (recorded as retry_superseded) and does not run")
 
+    def starts_now(self, now: datetime) -> bool:
+        """Whether ``run --due`` at ``now`` starts the retry (the rule of the run's
+        :func:`retry_rules.starts_now`)."""
+        from specdojo_routine.core import retry_rules
+
+        return retry_rules.starts_now(self.pending, now, paused=self.paused,
+                                      gives_way=self.gives_way)
+
     def to_json(self) -> dict[str, Any]:
         """``next ID --json``'s ``retry``: the agenda's retry object, when and whether it runs."""
         return {**self.pending.to_json(), "at": format_s(self.pending.due_at),

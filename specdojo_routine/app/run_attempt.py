@@ -57,11 +57,20 @@ class _Context:
     _append: Callable[[routine_events.RoutineEvent], int]  # the ledger's: use record()
     #: None while the routine lock is held, else how it was lost (see ``locks.LockInfo``)
     lock_lost: Callable[[], str | None] = lambda: None
+    #: the monotonic clock when the run began at ``now`` (see :meth:`instant`)
+    began: float = attrs.field(factory=time.monotonic)
     secrets: tuple[str, ...] = attrs.field(
         init=False, default=attrs.Factory(lambda self: tuple(secret_values(self.env)),
                                           takes_self=True))
     #: where a failing notification hook's warning goes (the run's report)
     warnings: list[str] = attrs.field(factory=list)
+
+    def instant(self) -> datetime:
+        """Now, as the run sees it: its ``now`` plus the real time elapsed since it began.
+        An occurrence started after earlier attempts is judged against its deadline, and
+        recorded as started and ended, when that really happened (SPEC §9.2); ``--now T``
+        means "the run began at T", so tests and replays stay deterministic."""
+        return self.now + timedelta(seconds=time.monotonic() - self.began)
 
     def notify(self, routine: Routine, kind: str, *, cause: str,
                attempt_id: str | None = None, scheduled_for: str | None = None,
@@ -175,8 +184,9 @@ def _record_attempt(
     disk ends it as a failure that says why (:class:`_Aborted`), or, if even that end
     cannot be recorded, is raised as it is."""
     routine, occ = chosen.routine, chosen.occurrence
-    attempt_id = _new_attempt_id(ctx.now)
-    started_at = format_s(ctx.now)
+    started = ctx.instant()  # after the attempts before it: the time it really starts
+    attempt_id = _new_attempt_id(started)
+    started_at = format_s(started)
     ctx.record(_started(ctx, chosen, state, attempt_id, started_at))
     t0 = time.monotonic()
     done: list[ActionReport] = []
@@ -190,9 +200,8 @@ def _record_attempt(
         if ended is None:  # attempt itself, if the ledger lets it
             raise
         raise _Aborted(ended, exc) from exc
-    completed = ctx.now + timedelta(seconds=time.monotonic() - t0)
     report = _end_attempt(
-        ctx, routine, attempt_id, occ.scheduled_for, started_at, format_s(completed),
+        ctx, routine, attempt_id, occ.scheduled_for, started_at, format_s(ctx.instant()),
         [(a.index, a.kind, a.result, a.reason) for a in done],
         [a.job_run_id for a in done if a.job_run_id],
         reason_override=_stop_reason(ctx, attempt_id))
@@ -295,7 +304,7 @@ def _end_aborted(ctx: _Context, chosen: Selected, attempt_id: str, started: tupl
     from specdojo_routine.store.fsfacts import describe as environment_error
 
     reason = f"run aborted: {environment_error(exc)}"
-    completed = ctx.now + timedelta(seconds=time.monotonic() - started[1])
+    completed = ctx.instant()
     try:
         for cut in opened:
             ended = ctx.record(routine_events.ActionEnded(
@@ -370,4 +379,4 @@ def _close_interrupted(ctx: _Context, routine: Routine, state: Mapping[str, Any]
                    if a.get("job_run_id")]
     _end_attempt(ctx, routine, open_attempt.get("attempt_id") or state.get("attempt_id") or "",
                  open_attempt.get("scheduled_for") or "", open_attempt.get("started_at") or "",
-                 format_s(ctx.now), outcomes, job_run_ids, reason_override="interrupted")
+                 format_s(ctx.instant()), outcomes, job_run_ids, reason_override="interrupted")

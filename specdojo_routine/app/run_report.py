@@ -76,6 +76,8 @@ class RunReport:
     #: what ``retention.auto`` pruned as the run went (SPEC §15), and why it could not
     pruned: PruneReport | None = None
     prune_error: str | None = None
+    #: what a run that started nothing says instead of ``no due routines`` (an empty backfill)
+    nothing: str | None = None
 
     @property
     def exit_code(self) -> int:

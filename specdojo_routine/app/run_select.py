@@ -49,26 +49,11 @@ def _occurrences(
 ) -> list[schedule.Occurrence]:
     if memo is not None and not explicit and _none_due(memo, routine, state, now, learn):
         return []
-    entry = state or {}
-    try:
-        found = schedule.due_occurrences(
-            routine,
-            last_run=entry.get("last_run"),
-            last_scheduled_for=entry.get("last_scheduled_for"),
-            now=now,
-            explicit=explicit,
-            last_accounted_for=entry.get("last_accounted_for"),
-        )
+    try:  # SPEC §13: a pause's span is accounted for as paused, only later ones run
+        return policy.due_occurrences(routine, state, now, explicit=explicit)
     except TooManyMissedOccurrences as exc:
         report.errors.append(str(exc))
         return []
-    resumed = (entry.get("pause") or {}).get("resumed_at")
-    if resumed is None or explicit:
-        return found
-    # SPEC §13: what `latest` coalesced across the end of a pause is cut there, so the
-    # occurrences of the paused span are accounted for as paused and only later ones run
-    until = parse_instant(resumed)
-    return [part for occ in found for part in schedule.split_at(routine, occ, until)]
 
 
 def _none_due(
@@ -140,10 +125,7 @@ def _select(
 def _due_now(routine: Routine, state: Mapping[str, Any] | None, now: datetime) -> str | None:
     """The ``scheduled_for`` of the routine's first due occurrence, if one is due."""
     try:
-        due = schedule.due_occurrences(
-            routine, last_run=(state or {}).get("last_run"),
-            last_scheduled_for=(state or {}).get("last_scheduled_for"), now=now,
-            explicit=False, last_accounted_for=(state or {}).get("last_accounted_for"))
+        due = policy.due_occurrences(routine, state, now)
     except TooManyMissedOccurrences:
         return "many"  # the occurrences are due (the run reports the error)
     return format_ms(due[0].scheduled_for) if due else None
@@ -159,7 +141,10 @@ def _retry_selection(
     due = _due_now(routine, state, now)
     if due is not None:
         return pending, due, None
-    if now < pending.due_at or pausefold.is_paused(state):  # a paused routine starts nothing
+    from specdojo_routine.core import retry_rules  # loaded by pending_retry already
+
+    if not retry_rules.starts_now(pending, now, paused=pausefold.is_paused(state),
+                                  gives_way=False):  # no occurrence is due (above)
         return pending, None, None
     at = parse_instant(pending.scheduled_for)
     occ = schedule.Occurrence(routine_id=routine.id, scheduled_for=at, trigger="retry")

@@ -113,6 +113,8 @@ def cmd_release(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err:
 
 def cmd_next(args: argparse.Namespace, paths: Callable[[], ProjectPaths], out: TextIO,
              err: TextIO) -> int:
+    from datetime import UTC, datetime
+
     from specdojo_routine.app import preview
 
     if args.cron is not None or args.timezone is not None:
@@ -120,6 +122,9 @@ def cmd_next(args: argparse.Namespace, paths: Callable[[], ProjectPaths], out: T
             raise UsageError("next takes either ID, or --cron EXPR with --timezone TZ")
         items = preview.preview_cron(args.cron, args.timezone, count=args.count or 5,
                                      now=args.now)
+        end = preview.calendar_end(items, args.count or 5, args.now or datetime.now(UTC))
+        if end is not None and not args.json:
+            out.write(f"note: {end}\n")
         _print_next(args, None, args.timezone, items, out)
         return EXIT_OK
     if args.routine_id is None:  # the agenda of every routine (SPEC §14)

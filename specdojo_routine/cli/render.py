@@ -177,11 +177,16 @@ def run_report(report: RunReport, out: TextIO, err: TextIO, *, as_json: bool) ->
 
 def _nothing_run(report: RunReport) -> str:
     """What a run that started nothing says: why each routine it had to leave was not run
-    (an interrupted attempt waits for ``resolve``), else that nothing was due."""
+    (an interrupted attempt waits for ``resolve``), that an error stopped it, that a backfill's
+    range holds no occurrence, else that nothing was due."""
     lines = [f"not run: {rid} has an interrupted attempt; check it, then `resolve {rid} "
              "--result success|failure|skipped --note TEXT`\n" for rid in report.interrupted]
     lines += [f"not run: {rid} has an interrupted attempt whose action still runs; run it "
               "again once that ends\n" for rid in report.still_running]
+    if not lines and report.nothing is not None:
+        lines.append(f"{report.nothing}\n")
+    if not lines and report.errors:  # not "no due routines": something was, and failed
+        lines.append("nothing was run: see the error(s) above\n")
     return "".join(lines) or "no due routines\n"
 
 

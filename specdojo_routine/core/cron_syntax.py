@@ -190,6 +190,8 @@ def _canonical_token(tok: str, text: str, spec: _Field) -> str:
     low = _value(first, spec, bad)
     if last is not None:
         high = _value(last, spec, bad)
+        if spec.label == "day-of-week" and high == 0 < low:  # mon-sun: sunday ends the week
+            high = 7
         if low > high:
             raise bad(f'range "{tok}" starts after it ends')
     else:

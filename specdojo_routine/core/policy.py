@@ -11,15 +11,16 @@ occurrences, so a 300-day gap costs what :func:`schedule.due_occurrences` costs.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
-from specdojo_routine.core import pausefold
+from specdojo_routine.core import pausefold, schedule
+from specdojo_routine.core.errors import TooManyMissedOccurrences
 from specdojo_routine.core.model import OnFailure, Routine
 from specdojo_routine.core.schedule import Occurrence
-from specdojo_routine.core.timefmt import format_ms, to_utc
+from specdojo_routine.core.timefmt import format_ms, to_utc, try_parse_instant
 
 if TYPE_CHECKING:  # imported by record(): `list` asks is_held() without an event class
     from specdojo_routine.core import routine_events
@@ -93,12 +94,81 @@ def classify(
         return Decision(verdict="run", occurrence=occurrence)
     if became_due is None:  # an interval routine that never ran has no deadline
         return Decision(verdict="run", occurrence=occurrence)
-    late = to_utc(now) - became_due
-    if late.total_seconds() <= deadline.seconds:  # exactly at the deadline is on time
+    # in whole seconds, as recorded: exactly at the deadline is on time, also a fraction of
+    # a second after it that the attempts before it took (the run's instant, SPEC §9.2)
+    late_by = int((to_utc(now) - became_due).total_seconds())
+    if late_by <= deadline.seconds:
         return Decision(verdict="run", occurrence=occurrence)
-    late_by = int(late.total_seconds())
     return Decision(verdict="miss", occurrence=occurrence, late_by_s=late_by,
                     deadline_s=deadline.seconds, reason=miss_reason(late_by, deadline.text))
+
+
+def due_occurrences(
+    routine: Routine, state: Mapping[str, Any] | None, now: datetime, *, explicit: bool = False,
+) -> list[Occurrence]:
+    """The occurrences ``run`` considers at ``now``, oldest first (SPEC §4, §13): those of
+    :func:`schedule.due_occurrences`, where a pause's span is accounted for as such - what
+    ``latest`` coalesced across the end of a pause is cut there (only the later part runs), and
+    under ``missed_run: all`` a paused span too long to enumerate is one occurrence
+    (:func:`schedule.paused_span_due`). Raises :class:`TooManyMissedOccurrences` when the
+    occurrences outside a pause exceed the cap."""
+    entry = state or {}
+    cursors = {"last_scheduled_for": entry.get("last_scheduled_for"),
+               "last_accounted_for": entry.get("last_accounted_for")}
+    try:
+        found = schedule.due_occurrences(routine, last_run=entry.get("last_run"), now=now,
+                                         explicit=explicit, **cursors)
+    except TooManyMissedOccurrences:
+        until = _pause_end(entry, now)
+        if until is None:
+            raise
+        found = schedule.paused_span_due(routine, now=now, until=until, **cursors)
+    resumed = try_parse_instant((entry.get("pause") or {}).get("resumed_at"))
+    if resumed is None or explicit:
+        return found
+    return [part for occ in found for part in schedule.split_at(routine, occ, resumed)]
+
+
+def _pause_end(entry: Mapping[str, Any], now: datetime) -> datetime | None:
+    """Until when the routine's last pause accounts for occurrences: ``now`` while paused,
+    its ``resumed_at`` after a resume; None without a pause."""
+    pause = entry.get("pause")
+    if not isinstance(pause, dict):
+        return None
+    return now if pause.get("resumed_at") is None else try_parse_instant(pause["resumed_at"])
+
+
+def starts_now(routine: Routine, state: Mapping[str, Any] | None, now: datetime) -> bool:
+    """Whether ``run --due`` at ``now`` would start one of the routine's due occurrences,
+    rather than only account for them as paused, held or missed: the decision the run takes
+    (:func:`due_occurrences`, :func:`classify`), which ``list``'s DUE shows. Raises
+    :class:`TooManyMissedOccurrences` as :func:`due_occurrences` does."""
+    return any(classify(routine, state, occ, now).verdict == "run"
+               for occ in due_occurrences(routine, state, now))
+
+
+def interval_next(
+    routine: Routine, state: Mapping[str, Any] | None, now: datetime,
+) -> datetime | None:
+    """When an interval routine's next occurrence comes (SPEC §9.5): ``now`` if it never ran,
+    else the later of ``now`` and its anchor plus the interval - except that one due by a
+    resume is only recorded as paused by the next ``run --due`` (§13), which anchors the
+    interval there, so the next one comes an interval after ``now``. None after year 9999."""
+    assert routine.interval is not None
+    entry, span = state or {}, timedelta(seconds=routine.interval.seconds)
+    anchor = schedule.interval_anchor(entry.get("last_run"), entry.get("last_accounted_for"))
+    due = _plus(anchor, span) if anchor is not None else now
+    if due is None or due > now:
+        return due
+    resumed = (entry.get("pause") or {}).get("resumed_at") is not None
+    return _plus(now, span) if resumed and pausefold.pause_reason(entry, due) else now
+
+
+def _plus(at: datetime, span: timedelta) -> datetime | None:
+    try:
+        return at + span
+    except OverflowError:  # beyond year 9999
+        return None
 
 
 def record(

@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 
 import attrs
 
+from specdojo_routine.core import policy
 from specdojo_routine.core.model import Duration, Routine
 from specdojo_routine.core.schedule import SlotEffect, cron_cursor, interval_anchor, slots_after
 from specdojo_routine.core.timefmt import format_ms, format_s, to_utc
@@ -102,16 +103,29 @@ def routine_upcoming(
         after = max(now, cursor) if cursor is not None else now
         return cron_upcoming(routine.trigger.cron, routine.trigger.timezone, after=after,
                              count=count, deadline=deadline)
+    return _interval_upcoming(routine, state, now, count)
+
+
+def _interval_upcoming(
+    routine: Routine, state: dict[str, Any], now: datetime, count: int,
+) -> list[Upcoming]:
+    """An interval routine's next ``count`` occurrences, one interval apart from
+    :func:`policy.interval_next`. The first one's latest start counts from when its interval
+    elapsed (SPEC §9.2): a routine overdue since 11:00 with a 5m deadline must start by 11:05,
+    whenever it is asked; one that never ran has no deadline."""
     assert routine.interval is not None
-    span = timedelta(seconds=routine.interval.seconds)
+    span, deadline = timedelta(seconds=routine.interval.seconds), routine.policy.starting_deadline
     anchor = interval_anchor(state.get("last_run"), state.get("last_accounted_for"))
-    due = _plus(anchor, span) if anchor is not None else now
     utc = ZoneInfo("UTC")
     items: list[Upcoming] = []
-    at = max(now, due) if due is not None else None
+    at = first = policy.interval_next(routine, state, now)
     while at is not None and len(items) < count:  # none beyond year 9999
         items.append(_upcoming(at, utc, None, deadline))
         at = _plus(at, span)
-    if anchor is None and items:  # a routine that never ran has no deadline (SPEC §9.2)
+    due = _plus(anchor, span) if anchor is not None else None
+    if items and due is None:  # never ran (or beyond year 9999): no deadline
         items[0] = attrs.evolve(items[0], latest_start=None)
+    elif items and due is not None and first is not None and due < first <= now:  # overdue
+        items[0] = attrs.evolve(items[0], latest_start=_upcoming(due, utc, None,
+                                                                   deadline).latest_start)
     return items

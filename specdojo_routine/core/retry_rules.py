@@ -81,6 +81,12 @@ def gives_way(pending: PendingRetry, next_occurrence: datetime | None, now: date
     return next_occurrence is not None and next_occurrence <= max(now, pending.due_at)
 
 
+def starts_now(pending: PendingRetry, now: datetime, *, paused: bool, gives_way: bool) -> bool:
+    """Whether ``run --due`` at ``now`` starts the pending retry: its delay has passed, the
+    routine is not paused, and it does not give way to an occurrence that is due."""
+    return not paused and not gives_way and pending.due_at <= now
+
+
 def wait(retry: Retry, n: int) -> timedelta:
     """How long the ``n``-th retry (n >= 1) waits after the attempt it retries."""
     seconds = min(retry.delay.seconds * retry.backoff ** (n - 1), retry.max_delay.seconds)

@@ -134,6 +134,8 @@ def _slots(cron: _Cron, start: datetime, *, backwards: bool) -> Iterator[datetim
             yield step(datetime)
     except CroniterBadDateError:  # nothing within croniter's search horizon (50 years)
         return
+    except (ValueError, OverflowError):  # past year 9999 (dateutil, datetime): it ends there
+        return
 
 
 def _start_after(cron: _Cron, low: datetime) -> datetime:
@@ -230,6 +232,34 @@ def due_occurrences(
         return _cron_due(routine, cron_cursor(last_scheduled_for, last_accounted_for), now)
     except OverflowError:  # `now` within a day of year 1 or 9999: outside what we can compute
         return []
+
+
+def paused_span_due(
+    routine: model.Routine, *, last_scheduled_for: str | None, last_accounted_for: str | None,
+    now: datetime, until: datetime,
+) -> list[Occurrence]:
+    """``missed_run: all`` when a pause covers more occurrences than :data:`MAX_MISSED` allows
+    (SPEC §13): those up to ``until`` (the end of the pause, or now while paused) become one
+    occurrence, the newest, coalescing the rest (``passed_over_since``), so they are accounted
+    for as paused without being enumerated; each one after ``until`` follows, and only those
+    count towards the cap (raises :class:`errors.TooManyMissedOccurrences` above it)."""
+    assert routine.trigger is not None
+    cron = _compile(routine.trigger.cron, routine.trigger.timezone)
+    current, low = _window(timefmt.to_utc(now))
+    cursor = cron_cursor(last_scheduled_for, last_accounted_for)
+    low = max(low, cursor) if cursor is not None else low
+    end = max(low, min(timefmt.to_utc(until), current))
+    span = []
+    newest = _latest(cron, low, end)
+    if newest is not None:
+        earliest = _earliest(cron, low, newest)
+        span.append(Occurrence(routine_id=routine.id, scheduled_for=newest, trigger="due",
+                               passed_over_since=earliest if earliest != newest else None))
+    rest = _between(cron, end, current, MAX_MISSED)
+    if len(rest) > MAX_MISSED:
+        raise errors.TooManyMissedOccurrences(routine.id)
+    return span + [Occurrence(routine_id=routine.id, scheduled_for=at, trigger="due")
+                   for at in rest]
 
 
 def _explicit_passed_over(
