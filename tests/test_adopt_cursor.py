@@ -181,7 +181,7 @@ def test_upstreams_occurrence_does_not_run_again_without_a_cursor(
     """Upstream ran the 23:00 occurrence and appended its line. The fold cannot tell this
     routine from an interval one (the view keeps no last_scheduled_for, SPEC §5), but the
     line's occurrence is accounted for: run --due at 23:02 selects nothing, list says not
-    due, and next lists 23:05 first even when asked from before 23:00."""
+    due, and next and list's next occurrence say 23:05 even when asked from before 23:00."""
     _no_cursor_yet(project, how)
     _append(project, _line("rtn-five", "2026-12-01T23:00:01Z", "2026-12-01T23:00:00.000Z"))
     dry = project.cli("run", "--due", "--dry-run", "--now", "2026-12-01T23:02:00Z")
@@ -191,6 +191,7 @@ def test_upstreams_occurrence_does_not_run_again_without_a_cursor(
     upcoming = orjson.loads(project.cli("next", "rtn-five", "--json", "--now",
                                         "2026-12-01T22:58:00Z").stdout)
     assert "2026-12-01T23:05:00.000Z" == upcoming["occurrences"][0]["utc"]
+    assert "2026-12-01T23:05:00.000Z" == _row(project, "2026-12-01T22:58:00Z")["next_occurrence"]
     proc = project.cli("run", "--due", "--now", "2026-12-01T23:05:10Z")
     assert 0 == proc.returncode, proc.stderr
     started = [e["scheduled_for"] for e in project.events() if e.get("type") == "attempt_started"

@@ -219,9 +219,10 @@ def _when(routine: Routine, state: Mapping[str, Any], now: datetime) -> tuple[bo
     if not routine.enabled:
         next_text = None  # a disabled routine has no next occurrence until it is enabled
     elif routine.trigger is not None:
-        # after the clock went back, nothing up to last_scheduled_for runs again: the next
+        # after the clock went back, nothing up to the cursor runs again: the next
         # occurrence that will really run is the first one after both
-        last = try_parse_instant(state.get("last_scheduled_for"))
+        last = schedule.cron_cursor(state.get("last_scheduled_for"),
+                                    state.get("last_accounted_for"))
         nxt = schedule.next_occurrence(routine, now=max(now, last) if last else now)
         next_text = format_ms(nxt) if nxt else None
     else:  # an overdue interval routine is due now (unless the run will record it paused)
