@@ -14,12 +14,9 @@ from conftest import Project, period_job
 
 from specdojo_routine.core import adopt as rules
 from tests.clirun import run_cli
+from tests.test_adopt_upstream import write_doc as _write
 
 NOW = "2026-12-01T07:00:00Z"
-
-
-def _write(path: Path, doc: Any) -> None:
-    path.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
 
 
 def _upstream_line(rid: str, started: str, result: str = "success") -> bytes:

@@ -9,7 +9,6 @@ a fact to import again and again nor drift.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -17,20 +16,11 @@ import pytest
 from conftest import Project
 
 from specdojo_routine.core import adopt as rules
+from tests.test_adopt_upstream import run_line as _line
+from tests.test_adopt_upstream import write_doc as _write
 
 NOW = "2026-12-01T07:00:30Z"
 LATER = "2026-12-01T07:30:00Z"
-
-
-def _write(path: Path, doc: Any) -> None:
-    path.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
-
-
-def _line(rid: str, started: str, scheduled: str, result: Any = "success") -> bytes:
-    """A run record line as newer upstream versions append it (no type, no seq)."""
-    return orjson.dumps({"version": 1, "routine_id": rid, "scheduled_for": scheduled,
-                         "started_at": started, "completed_at": started, "result": result,
-                         "job_run_ids": []}) + b"\n"
 
 
 def _append(project: Project, *lines: bytes) -> None:

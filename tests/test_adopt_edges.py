@@ -12,12 +12,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
 
 from tests.test_adopt_upstream import COMMIT_B, RUNS, E, R, Upstream
+from tests.test_adopt_upstream import run_line as _line
+from tests.test_adopt_upstream import write_doc as _write
 
 COMMIT_A = "064ac71aad669c714f68dacde0cd06105f5a36d3"
 STATE = R / "generated/routine-state.json"
@@ -28,17 +29,6 @@ JOB_STATE = E / "jobs/generated/job-state.json"
 @pytest.fixture
 def up(tmp_path: Path) -> Upstream:
     return Upstream(tmp_path)
-
-
-def _write(path: Path, doc: Any) -> None:
-    path.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
-
-
-def _line(rid: str, started: str, scheduled: str, result: str = "success") -> bytes:
-    """A run record line as newer upstream versions append it (no type, no seq)."""
-    return orjson.dumps({"version": 1, "routine_id": rid, "scheduled_for": scheduled,
-                         "started_at": started, "completed_at": started, "result": result,
-                         "job_run_ids": []}) + b"\n"
 
 
 def _types(up: Upstream, rel: Path | str) -> list[str]:

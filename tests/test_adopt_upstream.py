@@ -72,6 +72,18 @@ def up(tmp_path: Path) -> Iterator[Upstream]:
     yield Upstream(tmp_path)
 
 
+def write_doc(path: Path, doc: Any) -> None:
+    """``doc`` as upstream writes a view: 2-space JSON and a newline."""
+    path.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+
+
+def run_line(rid: str, started: str, scheduled: str, result: Any = "success") -> bytes:
+    """A run record line as newer upstream versions append it (no type, no seq)."""
+    return orjson.dumps({"version": 1, "routine_id": rid, "scheduled_for": scheduled,
+                         "started_at": started, "completed_at": started, "result": result,
+                         "job_run_ids": []}) + b"\n"
+
+
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
