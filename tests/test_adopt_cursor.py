@@ -232,3 +232,22 @@ def test_a_run_line_without_a_usable_result_accounts_for_its_occurrence_only(
     entry = cron.state()["routines"]["rtn-hourly"]
     assert ("success", "2026-12-01T09:00:00.000Z") == (entry["last_result"],
                                                       entry["last_scheduled_for"])
+
+
+@pytest.mark.parametrize("cron", ["*/5 * * * *", "* * * * *"])
+def test_a_routine_that_was_interval_has_its_first_cron_run_not_a_backlog(
+    project: Project, cron: str,
+) -> None:
+    """SPEC §4's first-run rule: an interval routine made cron (`missed_run: all`) a day
+    after its last run starts with the most recent occurrence only, not every occurrence
+    since its last interval run (287, or a "Too many missed" that never ends)."""
+    action = "action: {kind: specdojo, args: [index, build]}\n"
+    project.routine("rtn-switch", "interval: 1h\n" + action)
+    assert 0 == project.cli("run", "--due", "--now", "2026-05-01T10:07:00Z").returncode
+    project.routine("rtn-switch", f'trigger: {{cron: "{cron}", timezone: UTC}}\n'
+                    "policy: {missed_run: all}\n" + action)
+    proc = project.cli("run", "--due", "--now", "2026-05-02T10:00:30Z")
+    assert 0 == proc.returncode, proc.stderr
+    started = [e["scheduled_for"] for e in project.events()
+               if e.get("type") == "attempt_started" and e["trigger"] == "due"]
+    assert "2026-05-02T10:00:00.000Z" == started[-1] and 2 == len(started), started

@@ -207,7 +207,8 @@ def due_occurrences(
 
     An interval routine's anchor is the later of ``last_run`` and ``last_accounted_for`` (a
     held or missed occurrence anchors the next interval, SPEC §9.5); a cron routine's
-    candidates come after :func:`cron_cursor`.
+    candidates come after :func:`cron_cursor`, and one without ``last_scheduled_for`` has
+    its first run (only the most recent occurrence) among those after ``last_accounted_for``.
 
     Raises :class:`errors.TooManyMissedOccurrences` for ``missed_run: all`` with more than
     :data:`MAX_MISSED` candidates.
@@ -229,6 +230,9 @@ def due_occurrences(
                                due_at=due_at)]
         return []
     try:
+        if timefmt.try_parse_instant(last_scheduled_for) is None:  # the first run (SPEC §4)
+            floor = timefmt.try_parse_instant(last_accounted_for)
+            return _cron_due(routine, None, now, floor=floor)
         return _cron_due(routine, cron_cursor(last_scheduled_for, last_accounted_for), now)
     except OverflowError:  # `now` within a day of year 1 or 9999: outside what we can compute
         return []
@@ -284,12 +288,19 @@ def _window(now: datetime) -> tuple[datetime, datetime]:
     return current, current - WINDOW - _TICK  # an occurrence exactly 366 days old is inside
 
 
-def _cron_due(routine: model.Routine, last: datetime | None, now: datetime) -> list[Occurrence]:
+def _cron_due(
+    routine: model.Routine, last: datetime | None, now: datetime,
+    floor: datetime | None = None,
+) -> list[Occurrence]:
+    """The due occurrences after the cursor ``last``; without one, the first run's rule
+    (only the most recent occurrence), among the occurrences after ``floor``: an occurrence
+    already accounted for (an upstream run line names it; the last run of a routine that was
+    an interval routine) is not run again, and what came before it is no backlog."""
     assert routine.trigger is not None
     cron = _compile(routine.trigger.cron, routine.trigger.timezone)
     current, low = _window(now)
-    if last is not None:
-        low = max(low, last)
+    for bound in (last, floor):
+        low = max(low, bound) if bound is not None else low
     policy = routine.policy.missed_run
     rid = routine.id
     if policy is model.MissedRun.ALL and last is not None:
