@@ -251,3 +251,19 @@ def test_a_routine_that_was_interval_has_its_first_cron_run_not_a_backlog(
     started = [e["scheduled_for"] for e in project.events()
                if e.get("type") == "attempt_started" and e["trigger"] == "due"]
     assert "2026-05-02T10:00:00.000Z" == started[-1] and 2 == len(started), started
+
+
+def test_an_anchor_in_the_future_is_named_like_a_cursor_in_the_future(project: Project) -> None:
+    """A routine made cron after an interval run recorded in the future (a clock that ran
+    ahead) has no last_scheduled_for, but its first cron run waits for that instant: list
+    and status name it as they name a cron cursor in the future."""
+    action = "action: {kind: specdojo, args: [index, build]}\n"
+    project.routine("rtn-ahead", "interval: 1h\n" + action)
+    assert 0 == project.cli("run", "--id", "rtn-ahead", "--now", "2099-01-01T00:00:00Z").returncode
+    project.routine("rtn-ahead", 'trigger: {cron: "0 * * * *", timezone: UTC}\n' + action)
+    listed = project.cli("list", "--json")
+    assert 1 == listed.returncode
+    problems = orjson.loads(listed.stdout)["problems"]
+    assert [p for p in problems if p.startswith(
+        "rtn-ahead: its cron cursor 2099-01-01T00:00:00.000Z is later than now")], problems
+    assert "unhealthy: rtn-ahead: its cron cursor" in project.cli("status").stdout

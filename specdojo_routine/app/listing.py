@@ -123,27 +123,29 @@ def list_routines(
             for r, state, row in zip(defs.routines, states, rows, strict=True)]
     state_problems = [StateProblem(routine_id=None, message=f"{c} (until then `run` refuses)")
                       for c in conflicts]
-    state_problems += _future_cursors(defs.routines, rows, max(the_now, wall))
+    state_problems += _future_cursors(defs.routines, states, max(the_now, wall))
     return Listing(now=the_now, rows=rows, lock=lock, problems=[str(p) for p in defs.errors],
                    state_problems=state_problems)
 
 
 def _future_cursors(
-    routines: Sequence[Routine], rows: list[RoutineRow], now: datetime,
+    routines: Sequence[Routine], states: Sequence[Mapping[str, Any]], now: datetime,
 ) -> list[StateProblem]:
-    """Cron routines whose cursor (``last_scheduled_for``) is later than ``now`` (the later of
-    the clock and the time asked about, so a replay of the past flags nothing): no occurrence
-    up to it is due, and none is ever selected twice, so the cursor never moves back."""
+    """Cron routines whose cursor (:func:`schedule.cron_cursor`: ``last_scheduled_for``, or
+    the occurrence last accounted for) is later than ``now`` (the later of the clock and the
+    time asked about, so a replay of the past flags nothing): no occurrence up to it is due,
+    and none is ever selected twice, so the cursor never moves back."""
     found = []
-    for routine, row in zip(routines, rows, strict=True):
-        cursor = try_parse_instant(row.last_scheduled_for)
+    for routine, state in zip(routines, states, strict=True):
+        cursor = schedule.cron_cursor(state.get("last_scheduled_for"),
+                                      state.get("last_accounted_for"))
         if routine.trigger is None or cursor is None or cursor <= now:
             continue
         found.append(StateProblem(routine_id=routine.id, message=(
-            f"{routine.id}: its cron cursor (last_scheduled_for) {row.last_scheduled_for} is "
-            f"later than now ({format_s(now)}): no occurrence runs until after it, and no "
-            f"command moves a cursor back; `run --id {routine.id}` runs it now (the cursor "
-            "stays), or leave it to resume after that instant")))
+            f"{routine.id}: its cron cursor {format_ms(cursor)} is later than now "
+            f"({format_s(now)}): no occurrence runs until after it, and no command moves a "
+            f"cursor back; `run --id {routine.id}` runs it now (the cursor stays), or leave "
+            "it to resume after that instant")))
     return found
 
 
