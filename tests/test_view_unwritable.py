@@ -4,7 +4,8 @@ The ledger is the source of truth and ``routine-state.json`` is derived from it.
 fault is real: ``routines/generated`` is a small tmpfs whose inodes are all used, so the
 ledger (which exists) still takes appends while the view's temp file cannot be made. A
 control that is recorded is done (exit 0, one ``warning:`` line naming the view, the reason
-and `fold`); a run's attempts go on and end as their actions make them.
+and `fold`); a run delegates nothing before its attempt's view is out (SPEC §6), and once it
+is, the attempt goes on and ends as its actions make it.
 """
 
 from __future__ import annotations
@@ -89,23 +90,49 @@ def test_an_override_recorded_while_its_view_cannot_be_written_is_done(
     assert "failure" == project.state()["routines"]["rtn-a"]["status"]
 
 
-def test_a_run_whose_view_cannot_be_written_runs_every_action_and_warns_once(
+def test_a_run_whose_view_cannot_be_published_before_delegating_delegates_nothing(
         project: Project, no_inodes: Path) -> None:
-    """`run --due` with two routines of two actions each while the view cannot be written:
-    every action runs, both attempts end `success` (not "run aborted"), no failure hook
-    fires, exit 0, and stderr has one warning saying the view is stale and to run `fold`."""
-    told = project.root / "told"
-    for rid in ("rtn-a", "rtn-b"):
-        project.routine(rid, f"""\
-            interval: 1h
-            policy:
-              notify: {{on: [failure], command: "echo $SPECDOJO_RESULT >> {told}"}}
-            action:
-              - {{kind: specdojo, args: [{rid}-one]}}
-              - {{kind: specdojo, args: [{rid}-two]}}
-            """)
+    """The view published before an attempt's first action is required (SPEC §6: readers,
+    the upstream CLI among them, must see it running with its cursor moved): when it cannot
+    be written, nothing is delegated, and the attempt ends as a failure that says why."""
+    project.routine("rtn-a", "interval: 1h\naction: {kind: specdojo, args: [rtn-a-one]}\n")
     assert 0 == project.cli("run", "--due", "--now", "2026-05-01T10:00:00Z").returncode
     _use_up_inodes(no_inodes)
+    done = project.cli("run", "--due", "--now", "2026-05-01T12:00:00Z")
+    assert 1 == done.returncode, done.stdout + done.stderr
+    assert 1 == len([c for c in project.calls() if "rtn-a-one" in c])  # the 10:00 run only
+    ended = [e for e in project.events() if e["type"] == "attempt_ended"]
+    assert ("failure", True) == (ended[-1]["result"],
+                                 ended[-1]["reason"].startswith("run aborted: "))
+    _free_inodes(no_inodes)
+    assert 0 == project.cli("fold").returncode
+
+
+def test_a_view_that_cannot_be_written_once_the_attempt_runs_is_a_warning(
+        project: Project, no_inodes: Path) -> None:
+    """Once the attempt's view is out, its first action uses up the inodes of the view's
+    folder: the later views cannot be written, yet every action runs, the attempt ends
+    `success` (not "run aborted"), no failure hook fires, exit 0, and stderr has one warning
+    saying the view is stale and to run `fold`."""
+    told = project.root / "told"
+    fill = ("for n in $(seq 0 255); do touch routines/generated/.fill-$n 2>/dev/null || break; "
+            "done; true")
+    project.job("job-fill", f"""\
+        name: Fill
+        task:
+          mode: command
+          command: "{fill}"
+        run:
+          idempotency_key: "{{{{job_id}}}}:{{{{scheduled_at}}}}"
+        """)
+    project.routine("rtn-a", f"""\
+        interval: 1h
+        policy:
+          notify: {{on: [failure], command: "echo $SPECDOJO_RESULT >> {told}"}}
+        action:
+          - {{kind: job, job: job-fill}}
+          - {{kind: specdojo, args: [rtn-a-two]}}
+        """)
     done = project.cli("run", "--due", "--now", "2026-05-01T12:00:00Z")
     assert 0 == done.returncode, done.stdout + done.stderr
     line = _one_warning(done.stderr)
@@ -113,8 +140,8 @@ def test_a_run_whose_view_cannot_be_written_runs_every_action_and_warns_once(
     assert "run `fold` once" in line
     ended = [(e["routine_id"], e["result"], e.get("reason")) for e in project.events()
              if e["type"] == "attempt_ended"]
-    assert [("rtn-a", "success", None), ("rtn-b", "success", None)] == ended[2:]
-    assert 4 == len([c for c in project.calls() if "-two" in c])
+    assert [("rtn-a", "success", None)] == ended
+    assert 1 == len([c for c in project.calls() if "rtn-a-two" in c])
     assert not told.exists()
     _free_inodes(no_inodes)
     assert 0 == project.cli("fold").returncode

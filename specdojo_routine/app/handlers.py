@@ -107,7 +107,9 @@ def run(
         ctx = _Context(paths=paths, defs=defs, now=the_now, env=env, echo=echo, began=began,
                        job_runner=job_runner, lock_lost=held.lost, warnings=report.warnings,
                        append=ledger.Ledger(paths.routine_ledger, clock=wall).append)
-        view = ctx.refresh(plan.proof)
+        # published before anything is delegated (SPEC §6, §10 rule 6): a view that cannot
+        # be written here stops the run before it starts anything
+        view = views.refresh_routine_view(paths, plan.proof)
         refuse_if_owner_lives(view, paths)
         registered = _register(ctx, defs, view)
         view = _run_candidates(ctx, report, candidates, registered, explicit=routine_id is not None)

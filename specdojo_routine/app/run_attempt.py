@@ -2,8 +2,10 @@
 delegation, each action's start and end, and ``attempt_ended`` with the aggregate result,
 every event redacted as it is appended (:class:`_Context`); a stop or a lost routine lock
 starts nothing more. The routine view is published after each of these events, so a runner
-killed at any point leaves a view as current as its ledger - if it can be written: a view
-that cannot be is a warning and the attempt goes on (:meth:`_Context.refresh`). Any other
+killed at any point leaves a view as current as its ledger. The view published before the
+first action is delegated is required (SPEC §6: readers must see the attempt running): if it
+cannot be written, the attempt ends there. Once it is out, a later view that cannot be
+written is a warning and the attempt goes on (:meth:`_Context.refresh`). Any other
 environment error (a full or read-only disk) mid-attempt ends the attempt as a failure that
 says why: only a runner that died leaves an attempt open (interrupted). Also the closing of
 an interrupted attempt under ``on_interrupted: resume``. :mod:`.handlers`, ``release`` and
@@ -84,9 +86,10 @@ class _Context:
                              result=result, reason=reason, cause=cause)
 
     def refresh(self, proof: proven.Proven | None = None) -> views.RoutineView:
-        """Publish the routine view and return it. One that cannot be written does not end
-        the attempt nor the run: the ledger has every event (:mod:`.viewwarn`), so the run
-        goes on from the folded view and warns once. A ledger that cannot be read is raised."""
+        """Publish the routine view and return it. Once an attempt's view before delegation
+        is out, one that cannot be written does not end the attempt nor the run: the ledger
+        has every event (:mod:`.viewwarn`), so the run goes on from the folded view and warns
+        once. A ledger that cannot be read is raised."""
         try:
             return views.refresh_routine_view(self.paths, proof)
         except views.ViewNotWritten as exc:
@@ -192,7 +195,9 @@ def _record_attempt(
     done: list[ActionReport] = []
     opened: list[ActionReport] = []  # the action started and not ended, if any
     try:
-        ctx.refresh()  # before delegating: readers see running (§6, §10)
+        # before delegating, readers (the upstream CLI) must see it running with its cursor
+        # moved (SPEC §6, §10 rule 6): a view that cannot be written ends the attempt here
+        views.refresh_routine_view(ctx.paths)
         _run_actions(attrs.evolve(ctx, echo=prefix.prefixed(ctx.echo, routine.id)), chosen,
                      attempt_id, t0, done, opened)  # prefixed: whose output it is
     except OSError as exc:  # a full or read-only disk: this runner lives, so it ends the
