@@ -353,3 +353,30 @@ def test_a_job_run_whose_plan_or_creation_cannot_be_written_leaves_nothing(
         assert "JBR-" not in project.cli("job", "list").stdout
     done = project.cli(*args)
     assert 0 == done.returncode, done.stderr
+
+
+def test_a_stop_that_lands_after_run_created_is_written_keeps_the_runs_plan(
+    project: Project, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only the disk's refusal takes a new run's plan back: a stop (SIGTERM) that lands
+    during the append, after the line is written, leaves the recorded run with its plan."""
+    import signal
+
+    from specdojo_routine.execute import stop
+    from specdojo_routine.store.ledger import journal
+
+    project.job("job-x", SLOW_FILL.replace("cat /dev/zero > execution/fill", "true"))
+    written = journal.Ledger.append_many
+
+    def then_stopped(self: journal.Ledger, events: object) -> list[int]:
+        written(self, events)  # type: ignore[arg-type]
+        raise stop.Stopped(signal.SIGTERM)
+
+    monkeypatch.setattr(journal.Ledger, "append_many", then_stopped)
+    done = project.cli("job", "run", "--job", "job-x", "--input", "period=W1")
+    monkeypatch.undo()
+    assert 0 != done.returncode
+    [ledger] = (project.root / "execution" / "jobs" / "runs").glob("JBR-*.jsonl")
+    assert b'"run_created"' in ledger.read_bytes()
+    plan = project.root / "execution" / "exec" / "plans" / f"{ledger.stem}-plan.md"
+    assert plan.is_file()

@@ -294,7 +294,9 @@ def _create(ctx: _Env, prep: Prepared, log: RunLog) -> None:
     """Materialise the run: its plan, then ``run_created``. In that order, a full disk
     leaves nothing half-made: a plan that cannot be written records nothing, and a
     ``run_created`` that cannot be appended takes back the plan written for it - never a
-    run that is ``running`` with no attempt and no plan, which nothing would end."""
+    run that is ``running`` with no attempt and no plan, which nothing would end. Only the
+    disk's refusal takes the plan back: a stop that lands during the append may come after
+    the line is written, and a plan without its run is overwritten by the next one."""
     plan = jobfiles.plan_path(ctx.paths, prep.run_id)
     made = not plan.exists()
     jobfiles.write_plan(ctx.paths, prep)
@@ -304,7 +306,7 @@ def _create(ctx: _Env, prep: Prepared, log: RunLog) -> None:
             project_id=prep.project_id, trigger=prep.trigger, scheduled_at=prep.scheduled_at,
             inputs=prep.inputs, task=prep.recorded_task,
             checkpoint_before=prep.checkpoint_before))
-    except BaseException:
+    except OSError:
         if made:
             with contextlib.suppress(OSError):
                 plan.unlink(missing_ok=True)
