@@ -341,8 +341,9 @@ def release(path: Path | None, *, pid: int) -> None:
     except FileNotFoundError:
         return
     if not _ours(_owner(aside), pid):  # replaced between our look and the rename: theirs
-        with contextlib.suppress(OSError):
-            os.rename(aside, path)
+        if not os.path.lexists(path):  # a rename back would replace an empty directory
+            with contextlib.suppress(OSError):
+                os.rename(aside, path)
         return
     shutil.rmtree(aside, ignore_errors=True)
 
