@@ -411,3 +411,32 @@ def test_a_release_leaves_a_directory_that_is_no_longer_ours(tmp_path: Path) -> 
     (path / "owner.json").write_text('{"pid": 1, "host": "elsewhere"}')
     announce.release(path, pid=os.getpid())
     assert ["owner.json"] == os.listdir(path)
+
+
+@pytest.mark.parametrize("upstream_made_one", [False, True])
+def test_a_directory_found_not_ours_after_the_rename_is_put_back_only_where_nothing_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, upstream_made_one: bool,
+) -> None:
+    """What the release renamed turned out not to be ours (replaced between our look and the
+    rename): it goes back under its name, unless upstream has made a new directory there
+    meanwhile, which a rename back would replace."""
+    now = datetime(2026, 8, 7, 8, tzinfo=UTC)
+    path = announce.claim(tmp_path, pid=os.getpid(), host=socket.gethostname(),
+                          acquired_at="x", start=None, now=now, alive=lambda *_: True)
+    owner = announce._owner
+
+    def theirs_once_moved(where: Path, name: str = announce.OWNER_NAME) -> dict[str, object]:
+        if where == path:
+            return owner(where, name)
+        if upstream_made_one:
+            path.mkdir()  # upstream's mkdir, its owner file not written yet
+        return {"tool": "specdojo-cli", "pid": 1}
+
+    monkeypatch.setattr(announce, "_owner", theirs_once_moved)
+    announce.release(path, pid=os.getpid())
+    monkeypatch.undo()
+    aside = tmp_path / f"routine-run.lock.released-{os.getpid()}"
+    if upstream_made_one:
+        assert ([], True) == (os.listdir(path), aside.is_dir())
+    else:
+        assert (["owner.json"], False) == (os.listdir(path), aside.exists())
