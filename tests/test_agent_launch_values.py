@@ -64,16 +64,20 @@ def test_a_proficiency_outside_the_safe_charset_is_refused(ap: AgentProject, val
             f"shell words); got {json.dumps(value)}"] == done.stderr.splitlines()
 
 
-def test_a_command_params_value_outside_the_safe_charset_is_refused(ap: AgentProject) -> None:
-    """The error is at the value in the exec-defaults file, reported once."""
+@pytest.mark.parametrize(("written", "shown"), [
+    (f"--edit; touch {MARKER}", f'"--edit; touch {MARKER}"'), ("--edit\\0", '"--edit\\x00"')])
+def test_a_command_params_value_outside_the_safe_charset_is_refused(
+        ap: AgentProject, written: str, shown: str) -> None:
+    """The error is at the value in the exec-defaults file, reported once (a NUL too, which
+    no command line can hold)."""
     path = ap.root / ".specdojo" / "exec-defaults.yaml"
-    path.write_text(path.read_text().replace('"--edit"', f'"--edit; touch {MARKER}"'))
+    path.write_text(path.read_text().replace('"--edit"', f'"{written}"'))
     done = ap.cli("validate")
     assert 1 == done.returncode
     lines = [line for line in done.stderr.splitlines() if "exec-defaults" in line]
     assert [".specdojo/exec-defaults.yaml:9:23: providers.fake.command_params.by_mode.edit.flags"
             " must be words of letters, digits and ._:/=,+@%- separated by single spaces (it is "
-            'pasted into command_template as shell words); got "--edit; touch PWNED"'] == lines
+            f"pasted into command_template as shell words); got {shown}"] == lines
     out = _run(ap)
     assert ("failed", False, []) == (out["state"], (ap.root / MARKER).exists(), ap.launches())
 
