@@ -506,6 +506,18 @@ def test_unknown_project_is_a_config_error(tmp_path: Path) -> None:
         resolve_project(tmp_path, "zz", env={})
 
 
+def test_a_project_id_starting_with_a_dash_is_a_config_error(tmp_path: Path) -> None:
+    """The SpecDojo CLI is called with ``--project ID``: an id such as ``--help`` would be
+    read as an option there, so it is refused wherever it is chosen (exit 2)."""
+    entry = {"routines_path": "r", "jobs_path": "j", "execution_path": "e"}
+    write_config(tmp_path, {"version": 1, "current_project": "--all",
+                            "projects": {"--all": entry, "ok": entry}})
+    with pytest.raises(ConfigError, match='project id "--all" must not start with "-"') as caught:
+        resolve_project(tmp_path, env={})
+    assert 2 == caught.value.exit_code
+    assert "ok" == resolve_project(tmp_path, "ok", env={}).project_id
+
+
 def test_root_is_found_by_walking_up(tmp_path: Path) -> None:
     """Without --root, the nearest parent holding the config is the root."""
     two_projects(tmp_path)

@@ -90,6 +90,7 @@ INVALID = [
      {"$.action[0]", "$.action[1].kind", "$.action[3]"}),
     ("action-specdojo-args/routines/rtn-s1.yaml",
      {"$.action.args[0]", "$.action.args[2]", "$.action.args[4]"}),
+    ("action-specdojo-args/routines/rtn-s6.yaml", {"$.action.args[1]"}),
     ("routine-bad-intervals/routines/rtn-i1.yaml", {"$.interval"}),
     ("routine-bad-intervals/routines/rtn-i2.yaml", {"$.interval"}),
     ("routine-bad-cron/routines/rtn-c2.yaml", {"$.trigger.cron"}),

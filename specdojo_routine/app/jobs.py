@@ -104,6 +104,10 @@ def prepare(
     key = jobplan.render_key(job, base)
     run_id = jobplan.run_id_for(job.id, key)
     task = jobtask.freeze_task(job, {**base, "job_run_id": run_id}, paths.project_id)
+    jobplan.refuse_secrets_in_place(job, values, secrets, lambda given: jobtask.rendered_texts(
+        job, job_context(job_id=job.id, project_id=paths.project_id, specdojo=specdojo,
+                         scheduled_at=stamp, inputs=given, checkpoint=checkpoint,
+                         job_run_id=run_id), paths.project_id))
     return Prepared(job=job, project_id=paths.project_id, specdojo=specdojo, trigger=trigger,
                     scheduled_at=stamp, inputs=values, checkpoint_before=checkpoint,
                     run_id=run_id, key=key, recorded_key=redact(key, secrets), task=task,

@@ -13,6 +13,7 @@ from specdojo_routine.cli import render
 from specdojo_routine.core import jobplan
 from specdojo_routine.core.jobfold import JobRunDoc
 from specdojo_routine.core.jobplan import JobRunOutcome
+from specdojo_routine.core.validation import one_line
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import load as definitions
 from specdojo_routine.store.ledger import adopt, views
@@ -92,16 +93,17 @@ def _dry_run(
                         | ({"review": flow} if flow is not None else {})))
         return 0
     lines = [f"job: {prep.job.id}", f"run_id: {prep.run_id}",
-             f"idempotency_key: {prep.recorded_key}", f"scheduled_at: {prep.scheduled_at}",
-             f"trigger: {prep.trigger}", f"existing: {existing}", "inputs:"]
-    lines += [f"  {k}: {_text(v)}" for k, v in prep.inputs.items()] or ["  (none)"]
+             one_line(f"idempotency_key: {prep.recorded_key}"),
+             f"scheduled_at: {prep.scheduled_at}", f"trigger: {prep.trigger}",
+             f"existing: {existing}", "inputs:"]
+    lines += [one_line(f"  {k}: {_text(v)}") for k, v in prep.inputs.items()] or ["  (none)"]
     task = prep.recorded_task
     if "precondition" in task:
-        lines.append(f"precondition: {task['precondition']['command']}")
+        lines.append(_lines(f"precondition: {task['precondition']['command']}"))
     if task.get("mode") == "command":
-        lines.append(f"command: {task['command']}")
+        lines.append(_lines(f"command: {task['command']}"))
     else:
-        lines += [f"mode: {task.get('mode')}", f"description: {task.get('description', '')}"]
+        lines += [f"mode: {task.get('mode')}", _lines(f"description: {task.get('description')}")]
     lines += agentopts.dry_run_lines(flow)
     out.write("\n".join(lines) + "\n(dry run: nothing written)\n")
     return 0
@@ -109,6 +111,12 @@ def _dry_run(
 
 def _text(value: Any) -> str:
     return ",".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def _lines(text: str) -> str:
+    """A command or description as shown: its lines kept, control characters escaped as in
+    every other output (an input value inside it could otherwise repaint or hide text)."""
+    return "\n".join(map(one_line, text.split("\n")))
 
 
 # --- job list ------------------------------------------------------------------------------------
@@ -212,15 +220,15 @@ def _show_text(run_id: str, found: JobRunDoc, interrupted: bool) -> str:
     if interrupted:
         doc["state"] = ("interrupted (its runner died; `job resolve "
                         f"{run_id} --status succeeded|failed|noop --note TEXT`)")
-    lines = [f"{key}: {doc[key]}" for key in
+    lines = [one_line(f"{key}: {doc[key]}") for key in
              ("run_id", "job_id", "state", "trigger", "scheduled_at", "created_at",
               "updated_at", "idempotency_key", "plan_ref", "result_ref")]
-    lines.append(f"inputs: {_text_map(doc['inputs'])}")
-    lines.append(f"checkpoint_before: {_text_map(doc['checkpoint_before'])}")
-    lines.append(f"checkpoint_after: {_text_map(doc.get('checkpoint_after'))}")
+    lines.append(one_line(f"inputs: {_text_map(doc['inputs'])}"))
+    lines.append(one_line(f"checkpoint_before: {_text_map(doc['checkpoint_before'])}"))
+    lines.append(one_line(f"checkpoint_after: {_text_map(doc.get('checkpoint_after'))}"))
     task = doc["task"]
     body = task.get("command") if task.get("mode") == "command" else task.get("description")
-    lines.append(f"task: {task.get('mode')}: {body}")
+    lines.append(_lines(f"task: {task.get('mode')}: {body}"))
     if doc.get("review") is not None:  # SPEC §11.4
         review = doc["review"]
         reviewed = review.get("attempt")

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import attrs
 
+from specdojo_routine.core.launch_words import mode_problem, words_problem
 from specdojo_routine.core.shellquote import shell_problem
 from specdojo_routine.core.validation import (
     Node,
@@ -41,6 +42,11 @@ ROLES = ("executor", "reporter", "analysis", "review-executor", "review-reporter
 
 class AgentConfigError(Exception):
     """A member's launch command cannot be built (the message says why)."""
+
+
+class UnsafeLaunchValue(AgentConfigError):
+    """A value to paste into a launch command is not safe shell words (``validate`` reports
+    it at the value itself)."""
 
 
 @attrs.frozen(kw_only=True, repr=False)
@@ -153,6 +159,10 @@ def _member(r: Report, node: Node, index: int) -> Member | None:
         return None
     values = {key: _optional_text(r, node.get(key)) for key in
               ("type", "provider", "mode", "proficiency", "command", "stage_role")}
+    for key, check in (("mode", mode_problem), ("proficiency", words_problem)):
+        value, value_node = values[key], node.get(key)
+        if value_node is not None and value is not None and (problem := check(value)):
+            r.error(value_node.where(), f"{value_node.label} {problem}")
     command_node = node.get("command")
     if command_node is not None and values["command"] and (
             problem := shell_problem(values["command"])) is not None:
@@ -200,10 +210,18 @@ def _provider(r: Report, name: str, node: Node) -> Provider:
             for key, row in table_node.entries():
                 if mapping(r, row, " of variable names to text"):
                     rows[str(key)] = {str(k): v.value for k, v in row.entries()}
+                    _check_words(r, row)
     return Provider(name=name, command_template=template,
                     template_pos=template_node.where() if template_node else node.key_pos,
                     by_mode=tables["by_mode"], by_proficiency=tables["by_proficiency"],
                     detection=_detection(r, node.get("rate_limit_detection")))
+
+
+def _check_words(r: Report, row: Node) -> None:
+    """Each text variable of a ``command_params`` row is safe shell words."""
+    for _, value in row.entries():
+        if isinstance(value.value, str) and (problem := words_problem(value.value)) is not None:
+            r.error(value.where(), f"{value.label} {problem}")
 
 
 def _detection(r: Report, node: Node | None) -> Detection | None:
@@ -256,7 +274,10 @@ def _variables(provider: Provider, member: Member) -> dict[str, object]:
 def launch_command(defaults: ExecDefaults, member: Member) -> str:
     """The member's ``command``, else its provider's template expanded (SPEC §11.1); one
     ``/bin/sh`` cannot run (:func:`.shellquote.shell_problem`) is refused in the words
-    ``validate`` uses, instead of by the shell at every launch."""
+    ``validate`` uses, instead of by the shell at every launch. A substituted value that is
+    not safe shell words (:mod:`.launch_words`) is refused: it would be code."""
+    if (problem := mode_problem(member.mode)) is not None:
+        raise UnsafeLaunchValue(f"member {member.nickname}: mode {problem}")
     if member.command:
         if (problem := shell_problem(member.command)) is not None:
             raise AgentConfigError(f"the command of member {member.nickname}: {problem}")
@@ -275,6 +296,9 @@ def launch_command(defaults: ExecDefaults, member: Member) -> str:
             f"{member.proficiency or '-'})")
     used = {name: _variable_text(provider, member, name, variables[name])
             for name in PLACEHOLDER.findall(provider.command_template)}
+    for name, text_value in used.items():
+        if (problem := words_problem(text_value)) is not None:
+            raise UnsafeLaunchValue(f"{{{name}}} of member {member.nickname} {problem}")
     command = PLACEHOLDER.sub(lambda m: used[m.group(1)], provider.command_template)
     if (problem := shell_problem(command)) is not None:
         raise AgentConfigError(f"providers.{provider.name}.command_template for member "
@@ -323,6 +347,8 @@ def check_templates(r: Report, defaults: ExecDefaults, roster: Roster) -> None:
             continue
         try:
             launch_command(defaults, member)
+        except UnsafeLaunchValue:
+            continue  # reported at the value, in the roster or in the exec defaults
         except AgentConfigError as exc:
             r.error(provider.template_pos, str(exc))
 

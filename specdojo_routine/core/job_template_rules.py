@@ -17,6 +17,7 @@ from specdojo_routine.core.templates import (
     Placeholder,
     TemplateError,
     check_shell_template,
+    inner_shell_placeholders,
     placeholders,
 )
 from specdojo_routine.core.validation import NO_NUL, Node, Report, template_pos
@@ -93,6 +94,13 @@ def _check_shell_safety(r: Report, node: Node) -> None:
         check_shell_template(str(node.value))
     except TemplateError as exc:
         r.error(template_pos(r, node, exc.offset), f"{node.label}: {exc.message}")
+        return
+    for ph, command in inner_shell_placeholders(str(node.value)):
+        r.warn(template_pos(r, node, ph.start),
+               f"{node.label}: {{{{{ph.name}}}}} is in an argument `{command}` runs as shell "
+               "code again, where quoting protects nothing; pass the value as a positional "
+               f"argument instead (sh -c '... \"$1\"' sh \"{{{{{ph.name}}}}}\") or in the "
+               "environment")
 
 
 def _placeholder_problem(

@@ -10,7 +10,7 @@ What the run runs - the task and checkpoint values rendered from the Job's templ
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 import attrs
@@ -24,11 +24,13 @@ from specdojo_routine.core.jobmodel import (
 )
 from specdojo_routine.core.jobtask import redacted, render
 from specdojo_routine.core.model import Result
+from specdojo_routine.core.redact import redact
 from specdojo_routine.core.review_rules import integrated
 from specdojo_routine.core.review_rules import routine_result as review_result
 from specdojo_routine.core.templates import (
     TemplateError,
     find_placeholders,
+    template_text,
 )
 
 COMPLETE_STATES = frozenset({"succeeded", "noop"})
@@ -163,6 +165,30 @@ def refuse_secret_inputs(
         if redacted(value, secrets) != value:
             raise InputError(f"input {name} of {job.id} looks like a secret; secrets must reach "
                              "commands through the environment, never through inputs")
+
+
+def refuse_secrets_in_place(
+    job: JobDefinition, values: Mapping[str, Any], secrets: Sequence[str],
+    rendered: Callable[[Mapping[str, Any]], Sequence[str]],
+) -> None:
+    """An input the redactor hides where it is rendered (``Bearer {{inputs.tok}}``,
+    ``password={{inputs.tok}}``) is a secret there, though it does not look like one alone;
+    refused like those, before anything is recorded (the ledger, views and plan keep inputs
+    and key verbatim). ``rendered(values)`` is every text a run renders; it is compared with
+    the input left empty, so text the template itself redacts does not count against it."""
+    texts = rendered(values)
+    for name, value in values.items():
+        shown = template_text(value)
+        if shown and _hidden(shown, texts, secrets) > _hidden(
+                shown, rendered({**values, name: ""}), secrets):
+            raise InputError(f"input {name} of {job.id} would be redacted where it is used, so "
+                             "it holds a secret; secrets must reach commands through the "
+                             "environment, never through inputs")
+
+
+def _hidden(text: str, rendered: Sequence[str], secrets: Sequence[str]) -> int:
+    """How many occurrences of ``text`` redaction removes from ``rendered``."""
+    return sum(t.count(text) - redact(t, secrets).count(text) for t in rendered)
 
 
 # --- identity ----------------------------------------------------------------------------------

@@ -99,6 +99,23 @@ def _freeze_agent(
     })
 
 
+def rendered_texts(job: JobDefinition, context: Mapping[str, str], project_id: str) -> list[str]:
+    """Every text a run renders from ``context`` and may record: the idempotency key, the
+    task's strings and the checkpoint values."""
+    texts = [render(job, "run.idempotency_key", job.idempotency_key, context, shell=False)]
+    texts += _strings(freeze_task(job, context, project_id))
+    values = job.checkpoint.values if job.checkpoint is not None else {}
+    return texts + [render(job, f"checkpoint.values.{key}", template, context, shell=False)
+                    for key, template in values.items()]
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return [text for item in items for text in _strings(item)]
+
+
 def redacted(value: Any, secrets: Sequence[str]) -> Any:
     """``value`` (JSON data) with every string redacted."""
     if isinstance(value, str):

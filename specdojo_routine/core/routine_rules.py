@@ -201,6 +201,9 @@ def _specdojo_action(r: Report, node: Node) -> model.SpecdojoAction | None:
                     "exec-cycle)")
         elif isinstance(word, str) and (word == "--project" or word.startswith("--project=")):
             r.error(item.pos, f"{rule} (got {got(word)}; the routine's project is appended)")
+        elif word == "--":  # the appended --project ID would become operands
+            r.error(item.pos, f'{args_node.label} must not include "--" (the routine\'s '
+                    "--project is appended after args and must stay an option; remove it)")
         elif isinstance(word, str) and "\0" in word:  # the call's start would fail every run
             r.error(item.pos,
                     f"{args_node.label}[{index}] must not hold a NUL character (\\0) {NO_NUL}")

@@ -4,7 +4,11 @@ A placeholder in task.command / precondition.command reaches /bin/sh as data: th
 tracks the POSIX quoting state of the literal text before each placeholder, and the value is
 inserted so that the shell reads exactly the value, as part of the current word. Where the state
 cannot be known for sure, :meth:`ShellScanner.unsafe` says why and the caller refuses instead of
-guessing. This module knows nothing of templates (:mod:`templates` imports it, not the reverse).
+guessing. The same where dash and bash (either may be /bin/sh) read the text differently, or
+where bash evaluates even a quoted value as arithmetic (``$((`` closed by one ``)``, ``((``,
+``$[``, and the commands :mod:`.shellwords` knows); and right after ``$NAME``, which a value
+could lengthen. This module knows nothing of templates (:mod:`templates` imports it, not the
+reverse).
 
 A backslash-newline outside single quotes, comments and here-document bodies is a line
 continuation: the shell removes it before it reads anything else, so the scanner skips it and
@@ -18,23 +22,31 @@ import re
 
 import attrs
 
+from specdojo_routine.core.shellwords import CommandWords
 from specdojo_routine.core.validation import NO_NUL
 
 _DQ_SPECIAL = re.compile(r'[$`"\\]')
 _HEREDOC_OP = re.compile(r"<<(-?)[ \t]*")
 _HEREDOC_WORD = re.compile(r"""(?:[^\s;&|<>()'"\\]|'[^']*'|"(?:[^"\\]|\\.)*"|\\.)+""")
+# A delimiter every shell reads alike: a plain word, or one wholly in '...' or "..." with no
+# backslash, $ or backquote (quote removal differs by quote kind, and the shells differ on those).
+_PLAIN_DELIMITER = re.compile(r"[^\s;&|<>()'\"\\$`]+|'[^'\\$`\n]+'|\"[^\"\\$`\n]+\"")
+# A parameter name (or special parameter) that a value right after it could make longer.
+_PARAMETER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]")
 _UNQUOTE = re.compile(r"""\\(.)|['"]""")
 _CONTINUATION = "\\\n"
 # Characters whose meaning depends on the ones after them, and which of those may follow in
 # turn (`$((`, `<<-`, `))`): the line continuations among them are removed before looking ahead.
-_LOOKAHEAD = {"$": "({", "<": "<-\t ", ")": ")"}
+_LOOKAHEAD = {"$": "({[", "<": "<-\t ", ")": ")", "(": "("}
 _WORD_END = " \t\n;&|<>()"
 _RAW = ("sq", "comment", "heredoc")  # where a backslash-newline is not removed
 _INSIDE = {
     "heredoc": "a here-document body (pass the value as an argument instead)",
     "param": "a ${...} expansion",
-    "arith": "an arithmetic expansion $((...))",
+    "arith": "an arithmetic expansion $((...)) or ((...)) (the shell evaluates the value as an "
+             "expression)",
 }
+_CODE = ("top", "cmdsub", "backtick")
 
 
 @attrs.define(repr=False)
@@ -44,6 +56,7 @@ class _Frame:
     strip_tabs: bool = False  # here-document of `<<-`
     delimiter: str = ""  # here-document delimiter
     quoted: bool = False  # here-document whose delimiter is quoted (its body is not expanded)
+    command: CommandWords = attrs.Factory(CommandWords)  # of top, $( ) and `...`
 
 
 def _single_quoted(value: str) -> str:
@@ -153,6 +166,13 @@ class ShellScanner:
             return i + 2
         if nxt == "'" and self.top.kind != "dq":
             self.uncertain = "a $'...' string"
+        elif nxt == "[":
+            self.uncertain = "a $[...] expansion (bash arithmetic; write $((...)) instead)"
+        rest = text[i + 1 :].replace(_CONTINUATION, "")
+        name = _PARAMETER.match(rest)
+        if name is not None and name.end() == len(rest):
+            # `$HOME{{x}}`: a value starting with a letter would lengthen the name
+            self.hazard = f"the parameter ${name[0]} (write ${{{name[0]}}} instead)"
         return i + 1
 
     def _nested(self, text: str, i: int) -> int:
@@ -174,7 +194,11 @@ class ShellScanner:
                 frame.depth -= 1
             else:
                 self._pop()
-                return i + 2 if text[i + 1 : i + 2] == ")" else i + 1
+                if text[i + 1 : i + 2] == ")":
+                    return i + 2
+                # bash then reads `$((` as `$( (` and `((` as `( (`; dash does not
+                self.uncertain = ("a $(( or (( closed by a single ) (write $( ( or ( ( with a "
+                                  "space for a subshell)")
         return i + 1
 
     def _bare(self, text: str, i: int) -> int:
@@ -187,17 +211,25 @@ class ShellScanner:
             self.stack.append(_Frame("comment"))
         elif text.startswith("<<", i):
             return self._heredoc_op(text, i)
+        elif text.startswith("((", i) and self.word_start:
+            self._end_word()  # bash's arithmetic command (and `for ((`), two subshells to dash
+            self._push("arith")
+            return i + 2
         elif c == ")" and frame.kind == "cmdsub" and not frame.depth:
             self._end_word()
             self._pop()
         elif c in " \t\n;&|()<>":
             self._end_word()
+            if c in "\n;&|()":
+                frame.command.end_command()
             if frame.kind == "cmdsub" and c in "()":
                 frame.depth += 1 if c == "(" else -1
             self.word_start = True
             if c == "\n" and self.pending:
                 self.stack.append(self.pending.pop(0))
         else:
+            if c in "[]":
+                frame.command.bracket(self.word, "]" if c == "]" else text[i + 1 : i + 2])
             self.word_start = False
             self.word += c
         return i + 1
@@ -205,6 +237,8 @@ class ShellScanner:
     def _end_word(self) -> None:
         if self.word == "case" and self._ticks() + sum(f.kind == "cmdsub" for f in self.stack):
             self.uncertain = "a case statement inside $( ) or `...`"
+        declared = self.top.command.end_word(self.word)
+        self.uncertain = self.uncertain or declared
         self.word = ""
 
     def _heredoc_op(self, text: str, i: int) -> int:
@@ -216,6 +250,9 @@ class ShellScanner:
         if word is None or word.end() == len(text) or text[word.end()] not in _WORD_END:
             self.uncertain = "a here-document operator without a literal delimiter"
             return op.end()
+        if not _PLAIN_DELIMITER.fullmatch(word[0]):
+            self.uncertain = ("a here-document delimiter with a backslash, $, backquote or "
+                              "partial quoting (write <<'EOF' or <<EOF)")
         delimiter = _UNQUOTE.sub(lambda m: m.group(1) or "", word[0])
         self.pending.append(_Frame("heredoc", strip_tabs=op[1] == "-", delimiter=delimiter,
                                    quoted=delimiter != word[0]))
@@ -249,14 +286,28 @@ class ShellScanner:
             return 'a "..." string within "${...}" or $((...))'
         return None
 
+    def _arithmetic(self) -> str | None:
+        """Whether bash could evaluate the value as arithmetic, whatever its quotes: inside
+        $((...)) or ((...)) (even through a $( ) within), in [[ ... ]] or a let command."""
+        if any(frame.kind == "arith" for frame in self.stack):
+            return _INSIDE["arith"]
+        found = (frame.command.arithmetic() for frame in self.stack if frame.kind in _CODE)
+        return next((why for why in found if why is not None), None)
+
     def unsafe(self) -> str | None:
         """Why a value cannot be inserted safely here (``"inside ..."``; ``None``: it can)."""
         where = (self.uncertain or self.hazard or _INSIDE.get(self.top.kind)
-                 or self._quoted_in_expansion())
+                 or self._quoted_in_expansion() or self._arithmetic())
         if where is None:
             return None
         verb = "after" if self.uncertain else "right after" if self.hazard else "inside"
         return f"{verb} {where}"
+
+    def inner_shell(self) -> str | None:
+        """The command (``sh -c``, ``ssh``, ``eval``...) whose argument the next value is part
+        of, and which runs it as shell code again, if any: quoting protects one shell only."""
+        found = (frame.command.inner_shell() for frame in self.stack if frame.kind in _CODE)
+        return next((name for name in found if name is not None), None)
 
     def insert(self, value: str, trusted: bool) -> str:
         """The text to put here so that the shell reads exactly ``value`` (check :meth:`unsafe`

@@ -250,6 +250,24 @@ def check_shell_template(template: str) -> None:
     render_shell(template, names)
 
 
+def inner_shell_placeholders(template: str) -> list[tuple[Placeholder, str]]:
+    """The placeholders of a shell template (one :func:`check_shell_template` accepts) that
+    stand in an argument a command runs as shell code again (``sh -c``, ``ssh``, ``eval``...),
+    each with that command: quoting protects the outer shell only, so there the value is code
+    to the inner one."""
+    scanner = ShellScanner()
+    found: list[tuple[Placeholder, str]] = []
+    last = 0
+    for ph in find_placeholders(template):
+        scanner.feed(template[last : ph.start])
+        command = scanner.inner_shell()
+        if command is not None:
+            found.append((ph, command))
+        scanner.insert("x", ph.name == "specdojo")  # the state after a value, as rendered
+        last = ph.end
+    return found
+
+
 # --- the check of a definition's template strings ---------------------------------------------
 
 

@@ -285,6 +285,9 @@ def resolve_project(
     wanted, source = (project, "--project") if project else (
         env.get("SPECDOJO_PROJECT") or None, "$SPECDOJO_PROJECT")
     project_id = _select_project(projects, wanted, source, config.get("current_project"), where)
+    if project_id.startswith("-"):  # passed on as `--project ID`, it would read as an option
+        raise ConfigError(f'{where}: project id "{project_id}" must not start with "-"; '
+                          "rename the project")
     entry = projects[project_id]
     if not isinstance(entry, dict):
         raise ConfigError(f'{where}: project "{project_id}" must be an object')
