@@ -312,7 +312,7 @@ def test_routine_state_shape_and_ledger_position(project: Project) -> None:
             "head": hashlib.sha256(last).hexdigest()} == state["ledger"]
     keys = ["status", "last_run", "last_result", "last_scheduled_for", "last_action_results",
             "last_reason", "attempt_id", "digest", "last_accounted_for", "held",
-            "hold_attempt_id", "held_occurrences", "last_missed", "pause", "alarm", "open_attempt"]
+            "hold_attempt_id", "held_occurrences", "last_missed", "pause", "open_attempt"]
     upstream_absent = ["last_scheduled_for", "last_action_results"]  # absent, never null
     assert [keys, [k for k in keys if k not in upstream_absent]] == [
         list(e) for e in state["routines"].values()]

@@ -119,6 +119,43 @@ def test_a_pause_longer_than_the_cap_under_all_is_one_paused_occurrence(project:
     assert 0 == project.cli("fold", "--check").returncode
 
 
+def test_the_collapse_of_a_long_pause_begins_where_the_pause_began(project: Project) -> None:
+    """`all` every 5 minutes, last run 10:00, paused only at 12:00 (the occurrences after the
+    last run and before the pause are a backlog), resumed four days later: the paused span
+    alone is one occurrence_paused (from 12:00: an occurrence at the pause's instant is inside
+    it); the backlog before it stays one event per occurrence, and the occurrences after the
+    resume run."""
+    project.routine("rtn-g", HOURLY_ALL.replace('"0 * * * *"', '"*/5 * * * *"'))
+    assert 0 == project.cli("run", "--due", "--now", "2026-05-01T10:00:10Z").returncode
+    assert 0 == project.cli("pause", "rtn-g", "--now", "2026-05-01T12:00:00Z").returncode
+    assert 0 == project.cli("resume", "rtn-g", "--now", "2026-05-05T10:00:00Z").returncode
+    ran = project.cli("run", "--due", "--now", "2026-05-05T10:07:00Z", "--json")
+    assert (0, [], ["2026-05-05T10:05:00.000Z"]) == (
+        ran.returncode, _json(ran)["errors"],
+        [r["scheduled_for"] for r in _json(ran)["results"]]), ran.stderr
+    paused = [(e["scheduled_for"], e["passed_over_since"]) for e in project.events()
+              if e["type"] == "occurrence_paused"]
+    backlog = [(f"2026-05-01T{m // 60 + 10:02}:{m % 60:02}:00.000Z", None)
+               for m in range(5, 120, 5)]  # 10:05 .. 11:55, one each
+    assert [*backlog, ("2026-05-05T10:00:00.000Z", "2026-05-01T12:00:00.000Z")] == paused
+    assert 0 == project.cli("fold", "--check").returncode
+
+
+def test_a_pause_does_not_hide_a_backlog_from_before_it(project: Project) -> None:
+    """`all` every minute, last run in May, paused and resumed in December: the seven months
+    before the pause are more than 1000 missed occurrences no pause covers, so run --due
+    fails the routine with "Too many missed cron occurrences" (SPEC §4) and records
+    nothing, instead of calling them paused."""
+    project.routine("rtn-h", HOURLY_ALL.replace('"0 * * * *"', '"* * * * *"'))
+    assert 0 == project.cli("run", "--due", "--now", "2026-05-01T00:00:10Z").returncode
+    assert 0 == project.cli("pause", "rtn-h", "--now", "2026-12-07T00:00:00Z").returncode
+    assert 0 == project.cli("resume", "rtn-h", "--now", "2026-12-07T00:03:00Z").returncode
+    before = project.ledger.read_bytes()
+    ran = project.cli("run", "--due", "--now", "2026-12-07T00:05:30Z")
+    assert 1 == ran.returncode and "Too many missed cron occurrences for rtn-h" in ran.stderr
+    assert before == project.ledger.read_bytes()
+
+
 def test_list_due_says_what_run_due_would_start(project: Project) -> None:
     """DUE is "would `run --due` start it now": no for an occurrence the run only records as
     paused (after a resume) or missed (past its deadline); yes for a retry that is due."""

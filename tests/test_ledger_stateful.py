@@ -42,8 +42,7 @@ def fresh(rid: str, model: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "status": "never", "last_run": None, "last_result": None, "last_scheduled_for": None,
         "last_action_results": None, "last_reason": None, "attempt_id": None, "digest": None,
         "last_accounted_for": None, "held": False, "hold_attempt_id": None,
-        "held_occurrences": [], "last_missed": None, "pause": None, "alarm": None,
-        "open_attempt": None})
+        "held_occurrences": [], "last_missed": None, "pause": None, "open_attempt": None})
 
 
 class LedgerMachine(RuleBasedStateMachine):

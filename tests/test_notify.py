@@ -184,9 +184,9 @@ def test_the_default_timeout_is_sixty_seconds() -> None:
 def test_recovered_fires_on_the_first_success_after_a_failure_from_the_config_default(
     project: Project,
 ) -> None:
-    """The project's routine.notify (on: [failure, recovered]) is the default: the failure
-    is notified, the next success answers it (`recovered`), the success after it does not."""
-    _default_hook(project, "failure,recovered", "exit 0")
+    """The project's routine.notify (on: [recovered]) is the default: the failure is not
+    notified, the next success is (`recovered`), the success after it is not."""
+    _default_hook(project, "recovered", "exit 0")
     project.routine("rtn-flaky", "interval: 1h\naction: {kind: specdojo, args: [go]}\n")
     project.exit_codes({"go": 1})
     assert 1 == project.cli("run", "--due", "--now", T0).returncode
@@ -195,10 +195,10 @@ def test_recovered_fires_on_the_first_success_after_a_failure_from_the_config_de
     assert 0 == ok.returncode and "warning" not in ok.stderr, ok.stderr
     assert 0 == project.cli("run", "--due", "--now", T2).returncode
     sent = _sent(project)
-    assert [("failure", 0), ("recovered", 0)] == [(e["event"], e["exit_code"]) for e in sent]
+    assert [("recovered", 0)] == [(e["event"], e["exit_code"]) for e in sent]
     lines = (project.root / "hook.out").read_text().splitlines()
-    assert 2 == len(lines) and lines[1].startswith("recovered|rtn-flaky|att-")
-    assert "|success|" in lines[1]
+    assert 1 == len(lines) and lines[0].startswith("recovered|rtn-flaky|att-")
+    assert "|success|" in lines[0]
 
 
 def test_a_failing_default_hook_names_the_config_to_fix(project: Project) -> None:

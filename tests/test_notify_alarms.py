@@ -1,8 +1,8 @@
-"""SPEC §13 "Notifications": which failures are announced and which successes answer them.
-A failure is announced once it is final - when its attempt ends without a retry, or when the
-retry it waited for gives way to the next occurrence - and ``recovered`` answers the alarm the
-hook last sent (failure, held, interrupted), never a failure that was not announced. Real
-hooks in real runs.
+"""SPEC §13 "Notifications": which failures are announced and which successes are
+recoveries. A failure is announced once it is final - when its attempt ends without a retry,
+or when the retry it waited for gives way to the next occurrence - and ``recovered`` fires on
+the first success after a failure: the routine's most recent outcome other than ``skipped``
+was ``failure``, whether or not that failure was announced. Real hooks in real runs.
 """
 
 from __future__ import annotations
@@ -52,12 +52,12 @@ def test_a_failure_whose_retry_gives_way_is_notified_once_when_the_retry_is_drop
     assert 0 == project.cli("fold", "--check").returncode
 
 
-def test_the_last_failure_of_exhausted_retries_is_notified_and_a_retried_one_is_not(
+def test_the_last_failure_of_exhausted_retries_is_notified_and_a_retried_one_recovers(
     project: Project,
 ) -> None:
-    """rtn-r: attempts 1 and 2 fail and are retried (no alarm); attempt 3, the last, fails
-    and is announced. rtn-s: a failure retried into a success announces nothing, so no
-    `recovered` either."""
+    """rtn-r: attempts 1 and 2 fail and are retried (not announced); attempt 3, the last,
+    fails and is announced. rtn-s: a failure retried into a success is not announced, but
+    the success is the first after a failure, so it sends `recovered`."""
     for rid, arg in (("rtn-r", "go"), ("rtn-s", "flaky")):
         project.routine(rid, f"interval: 1d\naction: {{kind: specdojo, args: [{arg}]}}\n"
                         + _hook_policy("failure, recovered", "retry: {attempts: 3, delay: 1m}, "))
@@ -66,35 +66,87 @@ def test_the_last_failure_of_exhausted_retries_is_notified_and_a_retried_one_is_
     project.exit_codes({"go": 1})
     for at in ("00:02:00", "00:04:00"):
         project.cli("run", "--due", "--now", f"2026-01-01T{at}Z")
-    ended = [(e["routine_id"], e["result"]) for e in project.events()
+    ended = [(e["routine_id"], e["result"], e["attempt_id"]) for e in project.events()
              if e["type"] == "attempt_ended"]
     assert [("rtn-r", "failure"), ("rtn-s", "failure"), ("rtn-r", "failure"),
-            ("rtn-s", "success"), ("rtn-r", "failure")] == ended
-    last = [e["attempt_id"] for e in project.events() if e["type"] == "attempt_started"][-1]
-    assert [("failure", last)] == _sent(project)
+            ("rtn-s", "success"), ("rtn-r", "failure")] == [e[:2] for e in ended]
+    assert [("recovered", ended[3][2]), ("failure", ended[4][2])] == _sent(project)
 
 
-def test_recovered_answers_an_alarm_even_after_a_skipped_attempt(project: Project) -> None:
-    """failure (announced), skipped, success: the skip in between does not erase the alarm,
-    so the success sends `recovered`; the success after it sends nothing."""
+def test_a_retried_failure_then_success_sends_recovered_to_a_hook_on_recovered_only(
+    project: Project,
+) -> None:
+    """on: [recovered]; the first attempt fails and is retried, the retry succeeds: that
+    success is a recovery (SPEC §13), and it is the only notification."""
+    project.routine("rtn-t", "interval: 1d\naction: {kind: specdojo, args: [go]}\n"
+                    + _hook_policy("recovered", "retry: {attempts: 2, delay: 1m}, "))
+    project.exit_codes({"go": 1})
+    assert 1 == project.cli("run", "--due", "--now", "2026-01-01T00:00:10Z").returncode
+    project.exit_codes({})
+    assert 0 == project.cli("run", "--due", "--now", "2026-01-01T00:02:00Z").returncode
+    first, retry = _attempts(project)
+    assert retry == next(e["attempt_id"] for e in project.events()
+                         if e["type"] == "attempt_started" and e.get("retry_of") == first)
+    assert [("recovered", retry)] == _sent(project)
+
+
+def test_recovered_fires_after_failure_skipped_success(project: Project) -> None:
+    """failure, skipped, skipped, success: the skips in between do not erase the failure, so
+    the success sends `recovered`; the success after it sends nothing."""
     project.routine("rtn-k", "interval: 1h\naction: {kind: specdojo, args: [go]}\n"
                     + _hook_policy("failure, recovered"))
-    for hour, code in (("00", 1), ("01", 75), ("02", 0), ("03", 0)):
+    for hour, code in (("00", 1), ("01", 75), ("02", 75), ("03", 0), ("04", 0)):
         project.exit_codes({"go": code})
         project.cli("run", "--due", "--now", f"2026-01-01T{hour}:00:10Z")
     attempts = _attempts(project)
     results = [e["result"] for e in project.events() if e["type"] == "attempt_ended"]
-    assert ["failure", "skipped", "success", "success"] == results
-    assert [("failure", attempts[0]), ("recovered", attempts[2])] == _sent(project)
+    assert ["failure", "skipped", "skipped", "success", "success"] == results
+    assert [("failure", attempts[0]), ("recovered", attempts[3])] == _sent(project)
 
 
-def test_no_recovered_without_an_alarm_sent(project: Project) -> None:
-    """A hook that does not list `failure` sends no alarm, so no `recovered` answers one: the
-    rule reads the notifications the ledger records."""
+def test_no_recovered_after_success_skipped_success(project: Project) -> None:
+    """success, skipped, success: the outcome before the skip was a success, so the second
+    success recovers from nothing."""
+    project.routine("rtn-n", "interval: 1h\naction: {kind: specdojo, args: [go]}\n"
+                    + _hook_policy("recovered"))
+    for hour, code in (("00", 0), ("01", 75), ("02", 0)):
+        project.exit_codes({"go": code})
+        project.cli("run", "--due", "--now", f"2026-01-01T{hour}:00:10Z")
+    assert [] == _sent(project)
+
+
+def test_recovered_fires_for_a_hook_on_recovered_only(project: Project) -> None:
+    """on: [recovered] alone: the failure is not announced, yet the success after it, past
+    a skipped attempt, is the first after a failure and sends `recovered`."""
     project.routine("rtn-q", "interval: 1h\naction: {kind: specdojo, args: [go]}\n"
                     + _hook_policy("recovered"))
-    project.exit_codes({"go": 1})
-    project.cli("run", "--due", "--now", "2026-01-01T00:00:10Z")
-    project.exit_codes({})
-    assert 0 == project.cli("run", "--due", "--now", "2026-01-01T01:00:10Z").returncode
-    assert [] == _sent(project)
+    for hour, code in (("00", 1), ("01", 75), ("02", 0)):
+        project.exit_codes({"go": code})
+        project.cli("run", "--due", "--now", f"2026-01-01T{hour}:00:10Z")
+    assert [("recovered", _attempts(project)[2])] == _sent(project)
+    assert 0 == project.cli("fold", "--check").returncode
+
+
+def _ended(attempt: str, result: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "attempt_ended", "routine_id": "rtn-x", "attempt_id": attempt,
+            "result": result, **extra}
+
+
+def test_last_outcome_looks_past_skips_and_takes_overrides_and_imports() -> None:
+    """The rule `recovered` reads (newest first): skips are looked past, the attempt that
+    just ended is left out, other routines and accounted-for occurrences are no outcome, an
+    operator's override stands for its attempt, and an imported result counts."""
+    from specdojo_routine.core.attempts import last_outcome
+
+    older = [_ended("a3", "skipped"),
+             {"type": "occurrence_missed", "routine_id": "rtn-x"},
+             _ended("o1", "success", routine_id="rtn-other"),
+             _ended("a2", "skipped"), _ended("a1", "failure")]
+    assert "failure" == last_outcome([_ended("a4", "success"), *older], "rtn-x", before="a4")
+    override = {"type": "attempt_resolved", "routine_id": "rtn-x", "attempt_id": "a1",
+                "result": "success", "overrides": True}
+    assert "success" == last_outcome([override, *older], "rtn-x")
+    imported = {"type": "upstream_run_recorded", "routine_id": "rtn-x",
+                "record": {"result": "failure"}}
+    assert "failure" == last_outcome([_ended("b1", "skipped"), imported], "rtn-x")
+    assert None is last_outcome([_ended("b1", "skipped")], "rtn-x")

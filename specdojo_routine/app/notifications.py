@@ -23,7 +23,7 @@ from specdojo_routine.execute import notify as hooks
 from specdojo_routine.execute import runner, stop
 from specdojo_routine.store.config import CONFIG_RELPATH, ProjectPaths
 from specdojo_routine.store.definitions.notifyconfig import load_default_notify
-from specdojo_routine.store.ledger.backwards import attempt_events
+from specdojo_routine.store.ledger.backwards import attempt_events, read_backwards
 
 
 def hook_for(paths: ProjectPaths, routine: Routine) -> Notify | None:
@@ -67,6 +67,23 @@ def notify(
         fix = "" if runner.environment_limit(outcome.error) else f" (fix {where})"
         warnings.append(redact(f"warning: {routine.id}: the {kind} notification hook {why}; "
                                f"the routine's result stands{fix}", list(secrets)))
+
+
+def recovers(paths: ProjectPaths, routine: Routine, attempt_id: str, status: Any) -> bool:
+    """Whether the success of ``attempt_id`` is a recovery (SPEC §13: ``recovered`` fires on
+    the first success after a failure): the routine's status before it (``status``) was
+    ``failure``, or it was ``skipped`` and the most recent outcome before the skips was
+    ``failure``. Whether that failure was notified does not matter. Only a hook that lists
+    ``recovered`` has the ledger read back past the skipped attempts."""
+    if status == "failure":
+        return True
+    hook = hook_for(paths, routine) if status == "skipped" else None
+    if hook is None or "recovered" not in hook.on:
+        return False
+    from specdojo_routine.core.attempts import last_outcome
+
+    events = (event for _, event in read_backwards(paths.routine_ledger))
+    return last_outcome(events, routine.id, before=attempt_id) == "failure"
 
 
 def _already_told(paths: ProjectPaths, routine_id: str, attempt_id: str) -> bool:

@@ -163,21 +163,31 @@ def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None,
 
 def _notify_end(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None,
                 report: AttemptReport) -> None:
-    """Run the hook for a final failure, or for a success while an alarm the hook sent is
-    unanswered (SPEC §13: ``recovered`` answers a failure, held or interrupted notification,
-    so a failure that was retried, or a stop, which are not announced, are not answered)."""
+    """Run the hook for a final failure, or for the first success after a failure (SPEC §13:
+    ``recovered``; a skipped attempt in between does not erase the failure, and a failure
+    that was retried into this success counts too, notified or not)."""
     from specdojo_routine.core import retry_rules  # loaded where an attempt starts
 
     retried = retry_rules.retries_after(chosen.routine.policy.retry, chosen.occurrence.trigger,
                                         chosen.retry_number or 1) and not (
         report.reason or "").startswith("stopped by ")
+    before = (state or {}).get("status")
     kind = ("failure" if report.result == Result.FAILURE.value and not retried else
-            "recovered" if report.result == Result.SUCCESS.value and (state or {}).get("alarm")
+            "recovered" if report.result == Result.SUCCESS.value and before in (
+                "failure", "skipped") and _recovers(ctx, chosen.routine, report, before)
             else None)
     if kind is not None:
         ctx.notify(chosen.routine, kind, cause="attempt_ended", attempt_id=report.attempt_id,
                    scheduled_for=report.scheduled_for, result=report.result,
                    reason=report.reason)
+
+
+def _recovers(ctx: _Context, routine: Routine, report: AttemptReport, before: str) -> bool:
+    """Whether this success recovers from a failure (:func:`.notifications.recovers`; the
+    hook machinery is loaded only here, as for an event to notify)."""
+    from specdojo_routine.app import notifications
+
+    return notifications.recovers(ctx.paths, routine, report.attempt_id, before)
 
 
 def _record_attempt(

@@ -101,6 +101,7 @@ def _choose(
     if decision.verdict == "pause":
         report.paused.append(decision)
         return decision
+    occ = decision.occurrence  # an interval routine's: scheduled for ``now`` (SPEC §9.5)
     actions = decide.plan_actions(routine, occ.scheduled_for, project_id)
     override = report.inputs_override if occ.trigger == "id" else {}
     if override and report.defs is not None:

@@ -10,7 +10,7 @@ is one attempt by itself.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -191,3 +191,42 @@ def matches(attempt: Attempt, *, since: datetime | None, until: datetime | None,
     if until is not None and (when is None or when > until):
         return False
     return result is None or attempt.state == result
+
+
+#: The results an upstream record sets the routine's status to (SPEC §10).
+_IMPORTED_RESULTS = ("success", "failure", "skipped")
+
+
+def last_outcome(events_newest_first: Iterable[Raw], routine_id: str,
+                 *, before: str | None = None) -> str | None:
+    """The routine's most recent outcome that is not ``skipped`` - ``success``, ``failure``
+    or ``partial`` - or None when it has none, from its events newest first, leaving out the
+    attempt ``before`` (the one that just ended). SPEC §13's ``recovered`` fires on a success
+    when this is ``failure``: a skipped attempt in between does not erase the failure, and
+    occurrences accounted for without an attempt (missed, held, paused) are no outcome at
+    all. An operator's override of an ended attempt (``attempt_resolved`` with
+    ``overrides``) stands for that attempt's result; a record another tool wrote (imported)
+    counts with its result, as the fold takes it."""
+    overridden: dict[Any, Any] = {}
+    for event in events_newest_first:
+        if event.get("routine_id") != routine_id:
+            continue
+        kind = event.get("type")
+        if kind in ("routine_state_imported", "upstream_run_recorded"):
+            record = event.get("record") or {}
+            result = record.get("last_result" if kind == "routine_state_imported" else "result")
+            if result not in _IMPORTED_RESULTS:
+                continue
+        elif kind in ("attempt_ended", "attempt_resolved"):
+            attempt = event.get("attempt_id")
+            if attempt == before:
+                continue
+            if event.get("overrides") is True:
+                overridden.setdefault(attempt, event.get("result"))
+                continue
+            result = overridden.get(attempt, event.get("result"))
+        else:
+            continue
+        if result != "skipped":
+            return str(result)
+    return None

@@ -80,9 +80,6 @@ if TYPE_CHECKING:
         held_occurrences: list[str]
         last_missed: MissDoc | None
         pause: PauseDoc | None  # SPEC §13
-        #: SPEC §13: the failure-kind notification last sent and not yet answered by
-        #: ``recovered`` (``failure``, ``held`` or ``interrupted``), or None
-        alarm: str | None
         open_attempt: OpenAttemptDoc | None
 
     class LedgerPositionDoc(TypedDict):
@@ -106,8 +103,7 @@ def never_entry() -> RoutineEntryDoc:
     return {"status": "never", "last_run": None, "last_result": None, "last_scheduled_for": None,
             "last_action_results": None, "last_reason": None, "attempt_id": None, "digest": None,
             "last_accounted_for": None, "held": False, "hold_attempt_id": None,
-            "held_occurrences": [], "last_missed": None, "pause": None, "alarm": None,
-            "open_attempt": None}
+            "held_occurrences": [], "last_missed": None, "pause": None, "open_attempt": None}
 
 
 @attrs.frozen(kw_only=True, repr=False)

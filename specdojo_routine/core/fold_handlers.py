@@ -229,22 +229,13 @@ def _pruned(routines: dict[str, Raw], raw: Raw) -> None:
         raise TypeError("attempt_id must be a string and paths a list")
 
 
-#: The notifications that raise an alarm ``recovered`` answers (SPEC §13).
-ALARMS = ("failure", "held", "interrupted")
-
-
 def _notified(routines: dict[str, Raw], raw: Raw) -> None:
-    """SPEC §13: a notification hook ran. An alarm it sent is kept until a ``recovered``
-    answers it, so that a success sends ``recovered`` only after an alarm was sent."""
+    """SPEC §13: a notification hook ran; nothing in the view changes."""
     entry = routines.get(raw["routine_id"]) or _create(routines, raw["routine_id"])
     if entry["status"] not in _NOTIFIED:
         raise _illegal(raw, entry)
     if not isinstance(raw["event"], str) or not isinstance(raw["duration_s"], int | float):
         raise TypeError("event must be a string and duration_s a number")
-    if raw["event"] in ALARMS:
-        entry["alarm"] = raw["event"]
-    elif raw["event"] == "recovered":
-        entry["alarm"] = None
 
 
 def _superseded(routines: dict[str, Raw], raw: Raw) -> None:

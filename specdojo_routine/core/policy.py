@@ -79,9 +79,14 @@ def standing(state: Mapping[str, Any] | None) -> Literal["paused", "held"] | Non
 def classify(
     routine: Routine, state: Mapping[str, Any] | None, occurrence: Occurrence, now: datetime,
 ) -> Decision:
-    """Start, hold or miss ``occurrence`` at ``now``, given the routine's folded ``state``."""
+    """Start, hold or miss ``occurrence`` at ``now``, given the routine's folded ``state``.
+    An interval routine's occurrence is scheduled for the instant it is considered
+    (:func:`_considered_at`), and its lateness is measured at that same instant (SPEC §9.5)."""
     if occurrence.trigger != "due":
         return Decision(verdict="run", occurrence=occurrence)
+    if routine.interval is not None:
+        occurrence = _considered_at(occurrence, now)
+        now = occurrence.scheduled_for
     became_due = occurrence.scheduled_for if routine.trigger is not None else occurrence.due_at
     paused = pausefold.pause_reason(state, became_due)
     if paused is not None:  # an operator's pause comes before the hold (SPEC §13)
@@ -103,6 +108,19 @@ def classify(
                     deadline_s=deadline.seconds, reason=miss_reason(late_by, deadline.text))
 
 
+def _considered_at(occurrence: Occurrence, now: datetime) -> Occurrence:
+    """An interval routine's occurrence, scheduled for the instant ``now`` it is considered
+    (SPEC §4, §9.5: ``scheduled_for`` = now, the now its ``late_by_s`` counts to, and the next
+    interval's anchor): the run's now it was selected at plus the whole seconds since then
+    (earlier attempts of the run), as ``started_at`` counts them, so a run that took no whole
+    second keeps its ``--now`` exactly."""
+    elapsed = int((to_utc(now) - occurrence.scheduled_for).total_seconds())
+    if elapsed <= 0:
+        return occurrence
+    return attrs.evolve(occurrence,
+                        scheduled_for=occurrence.scheduled_for + timedelta(seconds=elapsed))
+
+
 def due_occurrences(
     routine: Routine, state: Mapping[str, Any] | None, now: datetime, *, explicit: bool = False,
 ) -> list[Occurrence]:
@@ -110,8 +128,9 @@ def due_occurrences(
     :func:`schedule.due_occurrences`, where a pause's span is accounted for as such - what
     ``latest`` coalesced across the end of a pause is cut there (only the later part runs), and
     under ``missed_run: all`` a paused span too long to enumerate is one occurrence
-    (:func:`schedule.paused_span_due`). Raises :class:`TooManyMissedOccurrences` when the
-    occurrences outside a pause exceed the cap."""
+    (:func:`schedule.paused_span_due`; the span begins when the pause began). Raises
+    :class:`TooManyMissedOccurrences` when the occurrences outside the paused span (before
+    it began or after it ended) exceed the cap."""
     entry = state or {}
     cursors = {"last_scheduled_for": entry.get("last_scheduled_for"),
                "last_accounted_for": entry.get("last_accounted_for")}
@@ -119,23 +138,29 @@ def due_occurrences(
         found = schedule.due_occurrences(routine, last_run=entry.get("last_run"), now=now,
                                          explicit=explicit, **cursors)
     except TooManyMissedOccurrences:
-        until = _pause_end(entry, now)
-        if until is None:
+        span = _pause_span(entry, now)
+        if span is None:
             raise
-        found = schedule.paused_span_due(routine, now=now, until=until, **cursors)
+        found = schedule.paused_span_due(routine, now=now, since=span[0], until=span[1],
+                                         **cursors)
     resumed = try_parse_instant((entry.get("pause") or {}).get("resumed_at"))
     if resumed is None or explicit:
         return found
     return [part for occ in found for part in schedule.split_at(routine, occ, resumed)]
 
 
-def _pause_end(entry: Mapping[str, Any], now: datetime) -> datetime | None:
-    """Until when the routine's last pause accounts for occurrences: ``now`` while paused,
-    its ``resumed_at`` after a resume; None without a pause."""
+def _pause_span(
+    entry: Mapping[str, Any], now: datetime,
+) -> tuple[datetime, datetime] | None:
+    """The span the routine's last pause accounts occurrences for: from when it began to
+    ``now`` while paused, or to its ``resumed_at`` after a resume; None without a pause (or
+    with one whose times cannot be read)."""
     pause = entry.get("pause")
     if not isinstance(pause, dict):
         return None
-    return now if pause.get("resumed_at") is None else try_parse_instant(pause["resumed_at"])
+    since = try_parse_instant(pause.get("at"))
+    until = now if pause.get("resumed_at") is None else try_parse_instant(pause["resumed_at"])
+    return None if since is None or until is None else (since, until)
 
 
 def starts_now(routine: Routine, state: Mapping[str, Any] | None, now: datetime) -> bool:

@@ -240,30 +240,36 @@ def due_occurrences(
 
 def paused_span_due(
     routine: model.Routine, *, last_scheduled_for: str | None, last_accounted_for: str | None,
-    now: datetime, until: datetime,
+    now: datetime, since: datetime, until: datetime,
 ) -> list[Occurrence]:
     """``missed_run: all`` when a pause covers more occurrences than :data:`MAX_MISSED` allows
-    (SPEC §13): those up to ``until`` (the end of the pause, or now while paused) become one
-    occurrence, the newest, coalescing the rest (``passed_over_since``), so they are accounted
-    for as paused without being enumerated; each one after ``until`` follows, and only those
-    count towards the cap (raises :class:`errors.TooManyMissedOccurrences` above it)."""
+    (SPEC §13): those inside the paused span - from ``since`` (when the pause began) up to
+    ``until`` (its end, or now while paused) - become one occurrence, the newest, coalescing
+    the rest (``passed_over_since``), so they are accounted for as paused without being
+    enumerated. Those before the pause began are a backlog like any other (SPEC §4), and so
+    are those after ``until``: each its own occurrence, and only they count towards the cap
+    (raises :class:`errors.TooManyMissedOccurrences` above it), so a pause and a resume never
+    make a backlog from before the pause disappear."""
     assert routine.trigger is not None
     cron = _compile(routine.trigger.cron, routine.trigger.timezone)
     current, low = _window(timefmt.to_utc(now))
     cursor = cron_cursor(last_scheduled_for, last_accounted_for)
     low = max(low, cursor) if cursor is not None else low
-    end = max(low, min(timefmt.to_utc(until), current))
+    begin = max(low, min(timefmt.to_utc(since) - _TICK, current))  # `since` itself is inside
+    end = max(begin, min(timefmt.to_utc(until), current))
+    before = _between(cron, low, begin, MAX_MISSED)
     span = []
-    newest = _latest(cron, low, end)
+    newest = _latest(cron, begin, end)
     if newest is not None:
-        earliest = _earliest(cron, low, newest)
+        earliest = _earliest(cron, begin, newest)
         span.append(Occurrence(routine_id=routine.id, scheduled_for=newest, trigger="due",
                                passed_over_since=earliest if earliest != newest else None))
-    rest = _between(cron, end, current, MAX_MISSED)
-    if len(rest) > MAX_MISSED:
+    rest = _between(cron, end, current, MAX_MISSED - len(before))
+    if len(before) + len(rest) > MAX_MISSED:
         raise errors.TooManyMissedOccurrences(routine.id)
-    return span + [Occurrence(routine_id=routine.id, scheduled_for=at, trigger="due")
-                   for at in rest]
+    return ([Occurrence(routine_id=routine.id, scheduled_for=at, trigger="due") for at in before]
+            + span + [Occurrence(routine_id=routine.id, scheduled_for=at, trigger="due")
+                      for at in rest])
 
 
 def _explicit_passed_over(
