@@ -16,29 +16,31 @@ from __future__ import annotations
 
 import re
 
-import attrs
-
 # Words before the command name: reserved words, prefixes that run the next word.
 _PREFIXES = frozenset({"!", "{", "if", "then", "else", "elif", "do", "while", "until", "time",
                        "command", "builtin", "exec", "nohup"})
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 _DECLARERS = frozenset({"declare", "typeset", "local"})
-_INTEGER_OR_REFERENCE = re.compile(r"[-+][A-Za-z]*[in][A-Za-z]*")
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox", "su"})
 _RUNS_ITS_ARGUMENTS = frozenset({"eval", "ssh"})
-_COMMAND_OPTION = re.compile(r"-[A-Za-z]*c[A-Za-z]*")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Patterns as text: ``re`` compiles (and caches) one when a template first needs it, not at
+# the import that every command loading a Job Definition pays for.
+_ASSIGNMENT = r"[A-Za-z_][A-Za-z0-9_]*\+?="
+_INTEGER_OR_REFERENCE = r"[-+][A-Za-z]*[in][A-Za-z]*"
+_COMMAND_OPTION = r"-[A-Za-z]*c[A-Za-z]*"
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 
 
-@attrs.define(repr=False)
 class CommandWords:
     """The plain words of the current simple command of one code frame (top, ``$( )``, or
-    ``...``), as far as the scanner has read."""
+    ``...``), as far as the scanner has read. A plain class: one per frame of a scan."""
 
-    words: list[str] = attrs.Factory(list)
-    name: str | None = None  # the command name: the first word not a prefix or assignment
-    test: bool = False  # inside [[ ... ]] (which a separator such as && does not end)
-    subscript: bool = False  # inside the [...] of an array element being assigned
+    __slots__ = ("name", "subscript", "test", "words")
+
+    def __init__(self) -> None:
+        self.words: list[str] = []
+        self.name: str | None = None  # the first word not a prefix or assignment
+        self.test = False  # inside [[ ... ]] (which a separator such as && does not end)
+        self.subscript = False  # inside the [...] of an array element being assigned
 
     def end_word(self, word: str) -> str | None:
         """Record a word that ended. Returns what makes every later placeholder unsafe (a
@@ -49,9 +51,9 @@ class CommandWords:
         if word in ("[[", "]]"):
             self.test = word == "[["
         if self.name is None:
-            if word not in _PREFIXES and not _ASSIGNMENT.match(word):
+            if word not in _PREFIXES and not re.match(_ASSIGNMENT, word):
                 self.name = word
-        elif self.name in _DECLARERS and _INTEGER_OR_REFERENCE.fullmatch(word):
+        elif self.name in _DECLARERS and re.fullmatch(_INTEGER_OR_REFERENCE, word):
             return (f"`{self.name} {word}` (bash evaluates later assignments to an integer "
                     "variable as arithmetic, and a name reference reads the variable its value "
                     "names; use a plain variable)")
@@ -72,7 +74,7 @@ class CommandWords:
             return
         assigns = self.name is None or self.name in (*_DECLARERS, "export", "readonly")
         test = following in (" ", "\t", "\n", "[")  # `[ ... ]`, `[[`: not a subscript
-        if assigns and (_NAME.fullmatch(word) or (not word and not test)):
+        if assigns and (re.fullmatch(_NAME, word) or (not word and not test)):
             self.subscript = True
 
     def arithmetic(self) -> str | None:
@@ -94,7 +96,7 @@ class CommandWords:
             base = word.rsplit("/", 1)[-1]
             if base in _RUNS_ITS_ARGUMENTS:
                 return base
-            if base in _SHELLS and index + 1 < len(self.words) and _COMMAND_OPTION.fullmatch(
-                    self.words[-1]):
+            if base in _SHELLS and index + 1 < len(self.words) and re.fullmatch(
+                    _COMMAND_OPTION, self.words[-1]):
                 return f"{base} {self.words[-1]}"
         return None
