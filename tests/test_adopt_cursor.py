@@ -267,3 +267,7 @@ def test_an_anchor_in_the_future_is_named_like_a_cursor_in_the_future(project: P
     assert [p for p in problems if p.startswith(
         "rtn-ahead: its cron cursor 2099-01-01T00:00:00.000Z is later than now")], problems
     assert "unhealthy: rtn-ahead: its cron cursor" in project.cli("status").stdout
+    page = project.root / "report.html"
+    assert 0 == project.cli("report", "--html", str(page)).returncode
+    assert "rtn-ahead: its cron cursor 2099-01-01T00:00:00.000Z is later than now" in (
+        page.read_text())

@@ -102,7 +102,7 @@ class Report:
     rows: tuple[Row, ...]
     upcoming: tuple[agenda.Entry, ...]
     evidence: tuple[EvidenceLine, ...]
-    problems: tuple[str, ...]  # invalid definitions
+    problems: tuple[str, ...]  # invalid definitions, then the routine state's (as `list`)
 
 
 # --- the page -------------------------------------------------------------------------------------
