@@ -211,7 +211,7 @@ def _record_attempt(
         _run_actions(attrs.evolve(ctx, echo=prefix.prefixed(ctx.echo, routine.id)), chosen,
                      attempt_id, t0, done, opened)  # prefixed: whose output it is
     except OSError as exc:  # a full or read-only disk: this runner lives, so it ends the
-        ended = _end_aborted(ctx, chosen, attempt_id, (started_at, t0), done, opened, exc)
+        ended = _end_aborted(ctx, chosen, attempt_id, started_at, done, opened, exc)
         if ended is None:  # attempt itself, if the ledger lets it
             raise
         raise _Aborted(ended, exc) from exc
@@ -306,15 +306,15 @@ def _skip(ctx: _Context, routine_id: str, attempt_id: str, planned: decide.Plann
                                 reason=reason)
 
 
-def _end_aborted(ctx: _Context, chosen: Selected, attempt_id: str, started: tuple[str, float],
+def _end_aborted(ctx: _Context, chosen: Selected, attempt_id: str, started_at: str,
                  done: list[ActionReport], opened: list[ActionReport],
                  exc: OSError) -> AttemptReport | None:
     """End an attempt an environment error cut short (SPEC §6.5: only a runner that died
     leaves an attempt open, interrupted): the action it cut short (``opened``) ends as a
     failure, and the attempt as a failure, both with the reason ``run aborted: …``; then the
-    end is published if the disk lets it. The attempt's report (``started``: its start as
-    stored and on the monotonic clock); None if the ledger itself refused the end: the
-    attempt stays open and the next run finds it interrupted."""
+    end is published if the disk lets it. The attempt's report (``started_at``: its start as
+    stored); None if the ledger itself refused the end: the attempt stays open and the next
+    run finds it interrupted."""
     from specdojo_routine.core import routine_events
     from specdojo_routine.store.fsfacts import describe as environment_error
 
@@ -327,7 +327,7 @@ def _end_aborted(ctx: _Context, chosen: Selected, attempt_id: str, started: tupl
                 kind=cut.kind, result=Result.FAILURE.value, reason=reason))
             done.append(attrs.evolve(cut, reason=ended.reason))
         report = _end_attempt(ctx, chosen.routine, attempt_id, chosen.occurrence.scheduled_for,
-                              started[0], format_s(completed),
+                              started_at, format_s(completed),
                               [(a.index, a.kind, a.result, a.reason) for a in done],
                               [a.job_run_id for a in done if a.job_run_id],
                               reason_override=reason)
