@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import signal
 import subprocess
 import sys
 import textwrap
@@ -13,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from tests.conftest import Project
+from tests.conftest import Project, wait_for
 
 FAKE_AGENT = Path(__file__).resolve().parent / "support" / "fake_agent.py"
 
@@ -149,3 +150,20 @@ def alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state not in ("Z", "X")
+
+
+def terminated_once_its_child_runs(
+        ap: AgentProject, proc: subprocess.Popen[str]) -> tuple[int, str, int]:
+    """SIGTERM the runner ``proc`` once its agent has started the background child the
+    control file asked for (``child``); (its exit code, its stderr, the child's pid)."""
+    child_file = Path(f"{ap.control}.child.pid")
+    try:
+        wait_for(lambda: proc.poll() is None and child_file.exists()
+                 and child_file.read_text().strip())
+        child = int(child_file.read_text())
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return code, proc.stderr.read() if proc.stderr else "", child

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from specdojo_routine.execute import runner
-from tests.agenthelper import AgentProject
+from tests.agenthelper import AgentProject, terminated_once_its_child_runs
 from tests.conftest import wait_for
 
 
@@ -82,15 +82,7 @@ def test_a_stop_during_the_executor_stage_is_recorded_as_the_stop(ap: AgentProje
     ap.edit_job("job-e", agent="{executor: editor}")
     ap.behave({"editor:executor": {"sleep": 60, "child": True}})
     proc = ap.popen("job", "run", "--job", "job-e", "--input", "period=w1")
-    child_file = Path(f"{ap.control}.child.pid")
-    try:
-        wait_for(lambda: child_file.exists() and child_file.read_text().strip())
-        proc.send_signal(signal.SIGTERM)
-        code = proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    stderr = proc.stderr.read() if proc.stderr else ""
+    code, stderr, _ = terminated_once_its_child_runs(ap, proc)
     assert 143 == code, stderr
     [ledger] = (ap.root / "execution" / "jobs" / "runs").glob("*.jsonl")
     ended = [json.loads(x) for x in ledger.read_bytes().splitlines()][-1]

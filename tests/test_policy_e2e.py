@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 import pytest
 
-from tests.conftest import Project, children, period_job
+from tests.conftest import Project, children, period_job, wait_for
 
 HOURLY_HOLD = """\
 trigger: {cron: "0 * * * *", timezone: UTC}
@@ -128,22 +127,13 @@ def test_release_waits_for_the_routine_lock(project: Project) -> None:
     _held_after_a_failure(project)
     project.routine("rtn-slow", "interval: 1h\naction: {kind: specdojo, args: [sleep-3]}\n")
     slow = project.popen("run", "--id", "rtn-slow")
-    _wait(lambda: any("sleep-3" in c for c in project.calls()))
+    wait_for(lambda: any("sleep-3" in c for c in project.calls()))
     proc = project.cli("release", "rtn-h", "--run", "all")
     slow.communicate(timeout=60)
     assert 75 == proc.returncode, proc.stderr
     assert "Another routine run is in progress" in proc.stderr
     assert not any(e["type"] == "routine_released" for e in project.events())
     assert (1, True) == (lambda r: (r[0], r[1]["held"]))(_row(project, "2026-05-01T12:50:00Z"))
-
-
-def _wait(predicate: Any, timeout: float = 30.0) -> None:
-    stop = time.monotonic() + timeout
-    while time.monotonic() < stop:
-        if predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not reached in time")
 
 
 def _kill_run(proc: Any) -> None:
@@ -165,7 +155,7 @@ def test_a_hold_survives_sigkill_and_a_rebuilt_view(project: Project) -> None:
         """)
     project.exit_codes({"work": 1})
     proc = project.popen("run", "--due", "--now", "2026-05-01T10:00:10Z")
-    _wait(lambda: any("sleep-30" in c for c in project.calls()))
+    wait_for(lambda: any("sleep-30" in c for c in project.calls()))
     _kill_run(proc)
     (project.root / "routines" / "generated" / "routine-state.json").unlink()
     assert 0 == project.cli("fold").returncode
@@ -182,7 +172,7 @@ def test_a_resolved_failure_of_a_killed_attempt_holds(project: Project) -> None:
     """An interrupted attempt started under hold, resolved as failure, holds the routine."""
     project.routine("rtn-h", HOURLY_HOLD.replace("[work]", "[sleep-30]"))
     proc = project.popen("run", "--due", "--now", "2026-05-01T10:00:10Z")
-    _wait(lambda: any("sleep-30" in c for c in project.calls()))
+    wait_for(lambda: any("sleep-30" in c for c in project.calls()))
     _kill_run(proc)
     assert 0 == project.cli("resolve", "rtn-h", "--result", "failure", "--note", "it broke",
                             "--by", "ops").returncode

@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import json
 import shlex
-import signal
 import subprocess
 import sys
 import time
@@ -18,7 +17,7 @@ import pytest
 
 from specdojo_routine.execute import worktree
 from tests import jobhelper
-from tests.agenthelper import FAKE_AGENT, AgentProject, alive
+from tests.agenthelper import FAKE_AGENT, AgentProject, alive, terminated_once_its_child_runs
 
 
 @pytest.fixture
@@ -559,19 +558,7 @@ def test_a_stop_during_the_review_is_a_stop_not_a_verdict(ap: AgentProject) -> N
     review_job(ap, WRITE)
     ap.behave({"reviewer:review-executor": {"sleep": 60, "child": True}})
     proc = ap.popen("job", "run", "--job", "job-r")
-    child_file = Path(f"{ap.control}.child.pid")
-    try:
-        deadline = time.monotonic() + 30
-        while not (child_file.exists() and child_file.read_text().strip()):
-            assert time.monotonic() < deadline and proc.poll() is None
-            time.sleep(0.02)
-        child = int(child_file.read_text())
-        proc.send_signal(signal.SIGTERM)
-        code = proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    stderr = proc.stderr.read() if proc.stderr else ""
+    code, stderr, child = terminated_once_its_child_runs(ap, proc)
     assert 143 == code, stderr
     assert not alive(child)
     [ledger] = (ap.root / "execution" / "jobs" / "runs").glob("*.jsonl")
