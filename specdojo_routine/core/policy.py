@@ -20,7 +20,7 @@ from specdojo_routine.core import pausefold, schedule
 from specdojo_routine.core.errors import TooManyMissedOccurrences
 from specdojo_routine.core.model import OnFailure, Routine
 from specdojo_routine.core.schedule import Occurrence
-from specdojo_routine.core.timefmt import format_ms, to_utc, try_parse_instant
+from specdojo_routine.core.timefmt import format_ms, plus, to_utc, try_parse_instant
 
 if TYPE_CHECKING:  # imported by record(): `list` asks is_held() without an event class
     from specdojo_routine.core import routine_events
@@ -182,18 +182,11 @@ def interval_next(
     assert routine.interval is not None
     entry, span = state or {}, timedelta(seconds=routine.interval.seconds)
     anchor = schedule.interval_anchor(entry.get("last_run"), entry.get("last_accounted_for"))
-    due = _plus(anchor, span) if anchor is not None else now
+    due = plus(anchor, span) if anchor is not None else now
     if due is None or due > now:
         return due
     resumed = (entry.get("pause") or {}).get("resumed_at") is not None
-    return _plus(now, span) if resumed and pausefold.pause_reason(entry, due) else now
-
-
-def _plus(at: datetime, span: timedelta) -> datetime | None:
-    try:
-        return at + span
-    except OverflowError:  # beyond year 9999
-        return None
+    return plus(now, span) if resumed and pausefold.pause_reason(entry, due) else now
 
 
 def record(

@@ -17,7 +17,7 @@ import attrs
 from specdojo_routine.core import policy
 from specdojo_routine.core.model import Duration, Routine
 from specdojo_routine.core.schedule import SlotEffect, cron_cursor, interval_anchor, slots_after
-from specdojo_routine.core.timefmt import format_ms, format_s, to_utc
+from specdojo_routine.core.timefmt import format_ms, format_s, plus, to_utc
 
 
 @attrs.frozen(kw_only=True, repr=False)
@@ -49,7 +49,7 @@ def _note(slot: datetime, effect: SlotEffect, index: int, local: datetime) -> st
 def _upcoming(at: datetime, tz: ZoneInfo, note: str | None,
               deadline: Duration | None) -> Upcoming:
     latest = None
-    if deadline is not None and (end := _plus(at, timedelta(seconds=deadline.seconds))):
+    if deadline is not None and (end := plus(at, timedelta(seconds=deadline.seconds))):
         latest = format_s(end)
     local = at.astimezone(tz)  # milliseconds as in ``utc``, never six-digit microseconds
     return Upcoming(local=local.isoformat(timespec="milliseconds" if local.microsecond
@@ -61,15 +61,6 @@ def at_instant(at: datetime, timezone: str) -> Upcoming:
     """``at`` as an entry of a preview, in ``timezone`` and UTC: a time that is not a slot of
     the schedule (a retry's), so without a DST note or a deadline."""
     return _upcoming(to_utc(at), ZoneInfo(timezone), None, None)
-
-
-def _plus(at: datetime, span: timedelta) -> datetime | None:
-    """``at + span``, or None beyond year 9999: an interval or a deadline may be written as
-    long as a timedelta holds, and then ends after the last instant a date can hold."""
-    try:
-        return at + span
-    except OverflowError:
-        return None
 
 
 def cron_upcoming(
@@ -121,8 +112,8 @@ def _interval_upcoming(
     at = first = policy.interval_next(routine, state, now)
     while at is not None and len(items) < count:  # none beyond year 9999
         items.append(_upcoming(at, utc, None, deadline))
-        at = _plus(at, span)
-    due = _plus(anchor, span) if anchor is not None else None
+        at = plus(at, span)
+    due = plus(anchor, span) if anchor is not None else None
     if items and due is None:  # never ran (or beyond year 9999): no deadline
         items[0] = attrs.evolve(items[0], latest_start=None)
     elif items and due is not None and first is not None and due < first <= now:  # overdue

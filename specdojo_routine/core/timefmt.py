@@ -6,7 +6,7 @@ style stamps do not (``2026-08-07T08:02:00Z``). Input accepts both, and offsets.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 
 def to_utc(value: datetime) -> datetime:
@@ -32,6 +32,15 @@ def _date_time(v: datetime) -> str:
     does not pad years before 1000 on every platform)."""
     return (f"{v.year:04d}-{v.month:02d}-{v.day:02d}T{v.hour:02d}:{v.minute:02d}:"
             f"{v.second:02d}")
+
+
+def plus(at: datetime, span: timedelta) -> datetime | None:
+    """``at + span``, or None beyond year 9999: an interval or a deadline may be written as
+    long as a timedelta holds, and then ends after the last instant a date can hold."""
+    try:
+        return at + span
+    except OverflowError:
+        return None
 
 
 def parse_instant(text: str) -> datetime:
