@@ -80,12 +80,13 @@ def classify(
     routine: Routine, state: Mapping[str, Any] | None, occurrence: Occurrence, now: datetime,
 ) -> Decision:
     """Start, hold or miss ``occurrence`` at ``now``, given the routine's folded ``state``.
-    An interval routine's occurrence is scheduled for the instant it is considered
-    (:func:`_considered_at`), and its lateness is measured at that same instant (SPEC §9.5)."""
+    An interval routine's occurrence is scheduled for the run's now (SPEC §4), and its
+    lateness is measured at that same now (§9.5), so that a run given ``--now`` records the
+    same occurrence however long the attempts before it took; a cron occurrence's lateness
+    is measured at ``now``, the instant it is about to start (§9.2)."""
     if occurrence.trigger != "due":
         return Decision(verdict="run", occurrence=occurrence)
     if routine.interval is not None:
-        occurrence = _considered_at(occurrence, now)
         now = occurrence.scheduled_for
     became_due = occurrence.scheduled_for if routine.trigger is not None else occurrence.due_at
     paused = pausefold.pause_reason(state, became_due)
@@ -106,19 +107,6 @@ def classify(
         return Decision(verdict="run", occurrence=occurrence)
     return Decision(verdict="miss", occurrence=occurrence, late_by_s=late_by,
                     deadline_s=deadline.seconds, reason=miss_reason(late_by, deadline.text))
-
-
-def _considered_at(occurrence: Occurrence, now: datetime) -> Occurrence:
-    """An interval routine's occurrence, scheduled for the instant ``now`` it is considered
-    (SPEC §4, §9.5: ``scheduled_for`` = now, the now its ``late_by_s`` counts to, and the next
-    interval's anchor): the run's now it was selected at plus the whole seconds since then
-    (earlier attempts of the run), as ``started_at`` counts them, so a run that took no whole
-    second keeps its ``--now`` exactly."""
-    elapsed = int((to_utc(now) - occurrence.scheduled_for).total_seconds())
-    if elapsed <= 0:
-        return occurrence
-    return attrs.evolve(occurrence,
-                        scheduled_for=occurrence.scheduled_for + timedelta(seconds=elapsed))
 
 
 def due_occurrences(
