@@ -264,6 +264,23 @@ def wait_for(predicate: Callable[[], object], timeout: float = 30.0) -> None:
     raise AssertionError("condition not reached in time")
 
 
+def wait_for_a_child_in_group(pgid: int) -> None:
+    """Until group ``pgid``'s leader (``sh``, which dies with a killed runner) has started a
+    command that is to outlive it: the runner records the group as soon as the leader
+    exists, and a runner killed before the leader's fork leaves no group behind."""
+    def a_child() -> bool:
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_bytes().rpartition(b")")[2].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and int(stat.parent.name) != pgid \
+                    and fields[0] not in (b"Z", b"X"):
+                return True
+        return False
+    wait_for(a_child)
+
+
 def wait_for_text(path: Path, timeout: float = 20) -> str:
     """The stripped text of ``path`` once it exists and holds some (a command under test
     writing its pid, say); fails after ``timeout`` seconds."""

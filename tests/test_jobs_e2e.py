@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import Project, period_job, wait_for_text
+from conftest import Project, period_job, wait_for_a_child_in_group, wait_for_text
 from jobhelper import HELPER
 
 JOB = """\
@@ -271,6 +271,8 @@ def test_a_command_is_never_run_twice_at_once_after_its_runner_is_killed(
     while not list((project.root / "execution").rglob("process.json")):
         assert time.monotonic() < deadline, "the process group was never recorded"
         time.sleep(0.02)
+    wait_for_a_child_in_group(orjson.loads(
+        next((project.root / "execution").rglob("process.json")).read_bytes())["pgid"])
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=10)
     retry = project.cli(*args, "--json", env=env(project))

@@ -22,7 +22,7 @@ from specdojo_routine.store.ledger import chain, proven, views
 from specdojo_routine.store.ledger import journal as ledger
 from specdojo_routine.store.locks import execlock
 from specdojo_routine.store.locks import routine as locks
-from tests.conftest import Project, wait_for
+from tests.conftest import Project, wait_for, wait_for_a_child_in_group
 
 NOW = "2026-05-01T10:00:30Z"
 LATER = "2026-05-01T11:00:30Z"
@@ -43,26 +43,9 @@ def _interrupted(project: Project, rid: str = "rtn-crash", seconds: int = 3,
     wait_for(lambda: len(project.calls()) == 1)
     record = project.root / "routines" / ".locks" / "action-group.json"
     wait_for(record.exists)
-    _wait_for_a_child_in_its_group(orjson.loads(record.read_bytes())["pgid"])
+    wait_for_a_child_in_group(orjson.loads(record.read_bytes())["pgid"])
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
-
-
-def _wait_for_a_child_in_its_group(pgid: int) -> None:
-    """Until the group's leader (``sh``, which dies with the runner) has started the command
-    that is to outlive it: the group is recorded as soon as the leader exists, and a runner
-    killed before the fork leaves no group behind."""
-    def a_child() -> bool:
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                fields = stat.read_bytes().rpartition(b")")[2].split()
-            except OSError:
-                continue
-            if int(fields[2]) == pgid and int(stat.parent.name) != pgid \
-                    and fields[0] not in (b"Z", b"X"):
-                return True
-        return False
-    wait_for(a_child)
 
 
 def _lines(path: Path) -> list[bytes]:
@@ -342,7 +325,7 @@ def _killed_mid_job(project: Project, policy: str = "") -> tuple[Path, int]:
     wait_for(lambda: any(evidence.glob("*/attempt-1/process.json")))
     [record] = evidence.glob("*/attempt-1/process.json")
     pgid: int = orjson.loads(record.read_bytes())["pgid"]
-    _wait_for_a_child_in_its_group(pgid)
+    wait_for_a_child_in_group(pgid)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
     assert execute_runner.group_alive(pgid)
