@@ -184,3 +184,30 @@ def test_a_cron_cursor_later_than_now_is_a_problem_of_status_and_list(up: Upstre
     assert not any("cron cursor" in p for p in later["problems"])
     other = orjson.loads(up.cli("status", "rtn-weekly-report", "--json").stdout)
     assert not any("cron cursor" in p for p in other["problems"])
+
+
+def test_next_warns_of_a_routine_state_conflict(partial: Upstream) -> None:
+    """`next ID` and the agenda still answer (exit 0) but say on stderr, one `warning:` line,
+    that the routine state is in conflict and every run refuses, as list and status do."""
+    for args in (["next", "rtn-weekly-report"], ["next"], ["next", "--json"]):
+        proc = partial.cli(*args)
+        assert 0 == proc.returncode, (args, proc.stdout, proc.stderr)
+        assert f"warning: {CONFLICT}" in proc.stderr, (args, proc.stderr)
+        assert "(until then `run` refuses)" in proc.stderr
+    orjson.loads(partial.cli("next", "--json").stdout)  # the document stays whole
+    assert partial.original == partial.files()
+
+
+def test_next_of_a_routine_whose_cron_cursor_is_later_than_now(up: Upstream) -> None:
+    """`next ID` reads the state another tool recorded, as the agenda does: an imported cron
+    cursor in 2030 puts the routine's next occurrence after it (not at tomorrow's, which no
+    run would start), and a `warning:` line names it; another routine has no such line."""
+    _edit_entry(up, "rtn-nightly-translate", last_scheduled_for=FUTURE)
+    proc = up.cli("next", "rtn-nightly-translate", "--json")
+    assert 0 == proc.returncode, proc.stderr
+    first = orjson.loads(proc.stdout)["occurrences"][0]
+    assert first["utc"] > FUTURE, first
+    assert proc.stderr.startswith(
+        f"warning: rtn-nightly-translate: its cron cursor {FUTURE} is later than now"), proc.stderr
+    assert "cron cursor" in up.cli("next").stderr
+    assert "cron cursor" not in up.cli("next", "rtn-weekly-report").stderr

@@ -706,8 +706,8 @@ def test_list_and_dry_run_read_the_lock_right_after_the_view(
         return call
 
     if command == "list":  # the view (which a project never run has without a fold)
-        monkeypatch.setattr(listing, "_routine_states",
-                            noting("view", listing._routine_states))
+        monkeypatch.setattr(listing, "routine_states",
+                            noting("view", listing.routine_states))
     else:
         monkeypatch.setattr(adopt, "plan_routine_imports",
                             noting("view", adopt.plan_routine_imports))

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from specdojo_routine.app import listing
 from specdojo_routine.core import policy
 from specdojo_routine.core.model import Routine
 from specdojo_routine.core.preview import Upcoming, at_instant, routine_upcoming
 from specdojo_routine.core.timefmt import to_utc
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import load as definitions
-from specdojo_routine.store.ledger import adopt
 
 if TYPE_CHECKING:
     from specdojo_routine.core.retry_rules import PendingRetry
@@ -49,21 +49,32 @@ class Entry:
                 f"`{undo} {self.routine_id}`")
 
 
+@attrs.frozen(kw_only=True, repr=False)
+class Agenda:
+    """What ``next`` without an id shows: the entries soonest first, and what is wrong with
+    the routine state (a conflict, a cron cursor in the future), as ``list`` says it."""
+
+    now: datetime
+    entries: list[Entry]
+    problems: list[str]
+
+
 def agenda(
     paths: ProjectPaths, *, count: int = 1, now: datetime | None = None,
     clock: Callable[[], datetime] | None = None, retries: bool = False,
-) -> tuple[datetime, list[Entry]]:
-    """(now, the next ``count`` occurrences of each enabled valid routine, soonest first);
-    with ``retries``, each routine's pending retry too, as described in the module docstring
+) -> Agenda:
+    """The next ``count`` occurrences of each enabled valid routine, soonest first; with
+    ``retries``, each routine's pending retry too, as described in the module docstring
     (``count`` still counts occurrences)."""
-    the_now = to_utc(now if now is not None else (clock or (lambda: datetime.now(UTC)))())
+    wall = to_utc((clock or (lambda: datetime.now(UTC)))())
+    the_now = to_utc(now) if now is not None else wall
     defs = definitions.load_definitions(paths)
-    view = adopt.plan_routine_imports(paths).view  # what another tool ran counts (SPEC §10)
+    view, conflicts = listing.routine_states(paths)  # what another tool ran counts (SPEC §10)
+    states = [view.get(r.id) or {} for r in defs.routines]
     entries: list[Entry] = []
-    for r in defs.routines:
+    for r, state in zip(defs.routines, states, strict=True):
         if not r.enabled:
             continue
-        state = view.get(r.id)
         found = [Entry(routine_id=r.id, timezone=r.timezone or "UTC", upcoming=item,
                        standing=policy.standing(state))
                  for item in routine_upcoming(r, dict(state), now=the_now, count=count)]
@@ -71,7 +82,8 @@ def agenda(
             found = _with_retry(paths, r, state, the_now, found)
         entries += found
     entries.sort(key=lambda e: (e.upcoming.utc, e.routine_id))
-    return the_now, entries
+    problems = listing.state_problems(defs.routines, states, conflicts, max(the_now, wall))
+    return Agenda(now=the_now, entries=entries, problems=[p.message for p in problems])
 
 
 def _with_retry(

@@ -108,7 +108,7 @@ def list_routines(
     """Every valid routine with its status, due-ness and next occurrence; writes nothing."""
     wall = to_utc((clock or (lambda: datetime.now(UTC)))())
     the_now = to_utc(now) if now is not None else wall
-    routines, conflicts = _routine_states(paths)
+    routines, conflicts = routine_states(paths)
     # The lock is read right after the view, as a run would see them: an attempt the view
     # shows open while the lock is free is interrupted.
     lock_status = locks.status_soon(paths.routine_locks_dir, now=wall, project=paths.project_id)
@@ -121,11 +121,21 @@ def list_routines(
             for r, state, due_next in zip(defs.routines, states, when, strict=True)]
     rows = [_with_retry(paths, r, state, row, the_now)
             for r, state, row in zip(defs.routines, states, rows, strict=True)]
-    state_problems = [StateProblem(routine_id=None, message=f"{c} (until then `run` refuses)")
-                      for c in conflicts]
-    state_problems += _future_cursors(defs.routines, states, max(the_now, wall))
     return Listing(now=the_now, rows=rows, lock=lock, problems=[str(p) for p in defs.errors],
-                   state_problems=state_problems)
+                   state_problems=state_problems(defs.routines, states, conflicts,
+                                                 max(the_now, wall)))
+
+
+def state_problems(
+    routines: Sequence[Routine], states: Sequence[Mapping[str, Any]], conflicts: Sequence[str],
+    now: datetime,
+) -> list[StateProblem]:
+    """What is wrong with the routine state (:class:`StateProblem`) of ``routines``, given
+    their entries and the conflicts :func:`routine_states` found, at ``now`` (the later of the
+    clock and the time asked about): what ``list``, ``status``, ``next`` and the report say."""
+    found = [StateProblem(routine_id=None, message=f"{c} (until then `run` refuses)")
+             for c in conflicts]
+    return found + _future_cursors(routines, states, now)
 
 
 def _future_cursors(
@@ -165,7 +175,7 @@ def _with_retry(
         due=row.due or outlook.starts_now(now))  # run --due starts a due retry too
 
 
-def _routine_states(paths: ProjectPaths) -> tuple[Mapping[str, Any], list[str]]:
+def routine_states(paths: ProjectPaths) -> tuple[Mapping[str, Any], list[str]]:
     """The entries of the routine view, with what another tool wrote there imported in memory
     (writes nothing), and the conflicts that keep the rest out (SPEC §10 rules 3, 4). A
     project that never ran, by us or by another tool, has neither the ledger nor the view:

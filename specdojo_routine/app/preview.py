@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from specdojo_routine.app import run_select
+from specdojo_routine.app import listing, run_select
 from specdojo_routine.core import policy
 from specdojo_routine.core.cron_syntax import cron_syntax_error
 from specdojo_routine.core.errors import UsageError
@@ -22,7 +22,6 @@ from specdojo_routine.core.timefmt import format_ms, parse_instant, to_utc
 from specdojo_routine.core.zones import zone_problem
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import load as definitions
-from specdojo_routine.store.ledger import views
 
 if TYPE_CHECKING:
     from specdojo_routine.app.retry import Outlook
@@ -40,6 +39,9 @@ class Preview:
     #: "paused" or "held" when the occurrences will be recorded as such instead of run, as
     #: the agenda's entries say (None: they run, or there are none)
     standing: str | None = None
+    #: what is wrong with the routine state for this routine (a conflict, a cron cursor in
+    #: the future), as ``list`` says it
+    problems: list[str] = attrs.field(factory=list)
 
 
 def _now(now: datetime | None, clock: Callable[[], datetime] | None) -> datetime:
@@ -65,24 +67,30 @@ def preview_with_notes(
     or held instead), and the retry that runs before them or gives way to the first."""
     defs = definitions.load_definitions(paths)
     routine = run_select._routines_to_consider(defs, routine_id)[0]
-    state = views.load_routine_view(paths).routines.get(routine_id)
+    view, conflicts = listing.routine_states(paths)  # what another tool ran counts (SPEC §10)
+    state = view.get(routine_id)
+    wall = _now(None, clock)
+    the_now = to_utc(now) if now is not None else wall
+    problems = [p.message for p in listing.state_problems(
+        [routine], [state or {}], conflicts, max(the_now, wall))]
     zone = routine.timezone or "UTC"
     if not routine.enabled:
-        return Preview(zone=zone, items=[], notes=[
+        return Preview(zone=zone, items=[], problems=problems, notes=[
             f"{routine_id} is disabled: nothing runs until it is enabled"])
-    the_now = _now(now, clock)
     items = routine_upcoming(routine, dict(state) if state else None, now=the_now, count=count)
     notes = [n for n in [_standing(routine_id, state), _first_recorded(routine, items, the_now),
                          calendar_end(items, count, the_now)] if n]
     standing = policy.standing(state)
     if routine.policy.retry is None:
-        return Preview(zone=zone, items=items, notes=notes, standing=standing)
+        return Preview(zone=zone, items=items, notes=notes, standing=standing,
+                       problems=problems)
     from specdojo_routine.app import retry  # only for routines with policy.retry
 
     outlook = retry.outlook(paths, routine, state, the_now)
     if outlook is not None:
         notes.append(_retry_note(routine_id, outlook, the_now))
-    return Preview(zone=zone, items=items, notes=notes, retry=outlook, standing=standing)
+    return Preview(zone=zone, items=items, notes=notes, retry=outlook, standing=standing,
+                   problems=problems)
 
 
 def _retry_note(routine_id: str, outlook: Outlook, now: datetime) -> str:

@@ -84,7 +84,7 @@ def collect(
                  cells.pop(r.id, []), since, the_now) for r in shown.rows]
     rows += [_row(rid, None, "no longer defined", "undefined", False, found, since, the_now)
              for rid, found in sorted(cells.items())]
-    _, entries = agenda.agenda(paths, count=NEXT_COUNT, now=the_now)
+    entries = agenda.agenda(paths, count=NEXT_COUNT, now=the_now).entries
     return Report(project_id=paths.project_id, now=the_now, days=columns,
                   rows=tuple(r for r in rows if r.cells or r.routine_id in defs),
                   upcoming=tuple(entries),

@@ -140,6 +140,7 @@ def cmd_next(args: argparse.Namespace, paths: Callable[[], ProjectPaths], out: T
         retry = found.retry.to_json() if found.retry is not None else None
         _print_next(args, args.routine_id, found.zone, found.items, out, retry=retry,
                     standing=found.standing)
+    render.state_warnings(found.problems, err)
     render.torn_warnings(project, err)  # "after last run" read the routine ledger's fold
     return EXIT_OK
 

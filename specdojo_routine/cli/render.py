@@ -39,6 +39,13 @@ def torn_warnings(paths: ProjectPaths, err: TextIO, *, routine: bool = True,
         err.write(f"{line}\n")
 
 
+def state_warnings(problems: Sequence[str], err: TextIO) -> None:
+    """What is wrong with the routine state (a conflict that makes `run` refuse, a cron
+    cursor in the future), one ``warning:`` line each on stderr, where an answer that does
+    not fail on them (``next``) still says them."""
+    err.writelines(one_line(f"warning: {problem}") + "\n" for problem in problems)
+
+
 def warner(err: TextIO) -> Callable[[str], None]:
     """Where a command's warnings go: one ``warning:`` line each on ``err`` (stderr, so a
     ``--json`` document stays whole)."""

@@ -277,7 +277,8 @@ def cmd_agenda(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err: 
     soonest first."""
     from specdojo_routine.app import agenda
 
-    now, entries = agenda.agenda(paths, count=args.count or 1, now=args.now, retries=True)
+    found = agenda.agenda(paths, count=args.count or 1, now=args.now, retries=True)
+    now, entries = found.now, found.entries
     if args.json:
         out.write(render.dumps({"now": format_s(now), "occurrences": [
             {"routine_id": e.routine_id, "timezone": e.timezone, **e.upcoming.to_json(),
@@ -287,6 +288,7 @@ def cmd_agenda(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err: 
         out.write("no upcoming occurrences (no enabled routine)\n")
     else:
         out.write(_agenda_text(now, entries))
+    render.state_warnings(found.problems, err)
     render.torn_warnings(paths, err)
     return 0
 
