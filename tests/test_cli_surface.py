@@ -1,0 +1,58 @@
+"""The command line as an operator meets it (SPEC §8, §14): what a mistyped or empty option
+does, and that each command's `--help` names the exit codes the command really returns."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.clirun import run_cli
+from tests.conftest import Project
+
+DAILY = """\
+    trigger: {cron: "0 2 * * *", timezone: UTC}
+    action: {kind: specdojo, args: [index, build]}
+    """
+
+
+def _second_project(project: Project) -> None:
+    """A config with two projects, the current one (`demo`) and `other`."""
+    config = project.root / ".specdojo" / "specdojo.config.json"
+    config.write_text(config.read_text().replace(
+        '"projects":{', '"projects":{"other":{"routines_path":"r2","jobs_path":"j2",'
+        '"execution_path":"e2"},'))
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "--due", "--now", "2026-08-07T08:00:00Z", "--project", ""], ["list", "--project="],
+    ["job", "list", "--project", ""],
+])
+def test_an_empty_project_is_refused_not_read_as_the_default(
+    project: Project, argv: list[str]
+) -> None:
+    """`--project "$P"` with P unset in a crontab: exit 2 and one line, nothing run or
+    written - not the config's current project in its place."""
+    project.routine("rtn-a", DAILY)
+    _second_project(project)
+    before = project.files()
+    done = project.cli(*argv)
+    assert (2, "", 1, True, before, []) == (
+        done.returncode, done.stdout, len(done.stderr.splitlines()),
+        "argument --project: an empty value: name a project" in done.stderr,
+        project.files(), project.calls()), done.stderr
+
+
+def test_an_empty_root_is_refused_not_read_as_the_working_directory(project: Project) -> None:
+    """`--root ""` is a usage error, even where the working directory is a project."""
+    project.routine("rtn-a", DAILY)
+    done = run_cli(["list", "--root", ""], cwd=project.root, env=project.env())
+    assert (2, "", True) == (done.returncode, done.stdout,
+                             done.stderr.startswith("error: python -m specdojo_routine list: "
+                                                    "argument --root: an empty value")
+                             ), done.stderr
+
+
+def test_a_project_named_by_the_option_still_wins(project: Project) -> None:
+    """The check refuses only the empty value: `--project other` selects that project."""
+    _second_project(project)
+    done = project.cli("where", "--project", "other")
+    assert (0, "project         other") == (done.returncode, done.stdout.splitlines()[1])
