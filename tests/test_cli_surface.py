@@ -56,3 +56,22 @@ def test_a_project_named_by_the_option_still_wins(project: Project) -> None:
     _second_project(project)
     done = project.cli("where", "--project", "other")
     assert (0, "project         other") == (done.returncode, done.stdout.splitlines()[1])
+
+
+@pytest.mark.parametrize("command", [["list"], ["run", "--due"], ["where", "--json"], ["init"]])
+@pytest.mark.parametrize("under", ["", "/sub"])
+def test_a_root_that_is_a_file_is_a_usage_error_that_says_so(
+    project: Project, command: list[str], under: str
+) -> None:
+    """`--root` naming a file (or a path through one), `init` too: exit 2, one line that
+    names the file and asks for the project's directory, nothing on stdout, nothing made."""
+    afile = project.root / "notes.txt"
+    afile.write_text("not a project\n")
+    done = run_cli([*command, "--root", f"{afile}{under}"], cwd=project.root,
+                   env=project.env())
+    said = ("is a file, not a directory" if not under else
+            f"goes through {afile}, which is a file, not a directory")
+    assert (2, "", 1, True, "not a project\n") == (
+        done.returncode, done.stdout, len(done.stderr.splitlines()),
+        done.stderr.startswith(f"error: --root {afile}{under} {said}; "),
+        afile.read_text()), done.stderr
