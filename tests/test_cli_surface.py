@@ -75,3 +75,39 @@ def test_a_root_that_is_a_file_is_a_usage_error_that_says_so(
         done.returncode, done.stdout, len(done.stderr.splitlines()),
         done.stderr.startswith(f"error: --root {afile}{under} {said}; "),
         afile.read_text()), done.stderr
+
+
+def _exit_codes(project: Project, *words: str) -> str:
+    """The `exit codes:` section of a command's `--help`, its lines joined."""
+    text = project.cli(*words, "--help").stdout
+    return " ".join(text.split("exit codes:\n", 1)[1].split())
+
+
+def test_next_exits_1_on_a_damaged_ledger_and_its_help_says_so(project: Project) -> None:
+    """`next` reads the ledger (the cursor, a retry): a changed line is exit 1, which its
+    help lists beside 0 and 2."""
+    project.routine("rtn-a", DAILY)
+    assert 0 == project.cli("run", "--id", "rtn-a").returncode
+    lines = project.ledger.read_bytes().splitlines(keepends=True)
+    lines[1] = lines[1].replace(b'"at":"', b'"at":"1', 1)
+    project.ledger.write_bytes(b"".join(lines))
+    done = project.cli("next", "rtn-a")
+    assert (1, "", True) == (done.returncode, done.stdout, done.stderr.startswith("error: "))
+    assert "1 a damaged ledger, or the routine ID is invalid" in _exit_codes(project, "next")
+
+
+def test_job_run_of_an_invalid_job_exits_1_and_its_help_says_so(project: Project) -> None:
+    """An invalid Job Definition is a refusal with exit 1 (a validation error), which the
+    help's line for 1 names beside failed and partial."""
+    project.job("job-bad", "name: Bad\n")
+    done = project.cli("job", "run", "--job", "job-bad")
+    assert (1, "error: invalid Job Definition: job-bad (run `job validate` and fix it)\n") == (
+        done.returncode, done.stderr)
+    assert "or the Job Definition is invalid" in _exit_codes(project, "job", "run")
+
+
+def test_job_resolve_help_names_the_lock_it_waits_for(project: Project) -> None:
+    """`job resolve` takes the project exec lock, not the routine lock: its 75 says so."""
+    said = _exit_codes(project, "job", "resolve")
+    assert (True, False) == ("75 another process holds the project exec lock" in said,
+                             "routine lock" in said)
