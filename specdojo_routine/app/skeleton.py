@@ -16,7 +16,7 @@ from typing import NamedTuple
 import orjson
 
 from specdojo_routine.core.errors import UsageError
-from specdojo_routine.store.config import CONFIG_RELPATH
+from specdojo_routine.store.config import CONFIG_RELPATH, file_in_the_way, is_a_file
 
 #: What a project id may be: it names the project in the config, in delegated calls
 #: (``--project ID``) and in review branches, so nothing a shell or git would read otherwise.
@@ -94,6 +94,10 @@ def create(root: Path, project_id: str | None = None) -> Created:
         raise UsageError(f'cannot use "{chosen}" ({named}) as a project id: use letters, '
                          "digits, '.', '_' and '-', starting with a letter or digit "
                          "(init --project ID)")
+    not_a_folder = file_in_the_way(root)
+    if not_a_folder is not None:
+        raise UsageError(f"--root {root} {is_a_file(root, not_a_folder)}; name the "
+                         "directory to create the project in (nothing was written)")
     files = skeleton(chosen)
     for name in files:
         path = root / name

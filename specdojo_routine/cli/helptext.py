@@ -157,7 +157,8 @@ COMMANDS: dict[str, CommandHelp] = {
         "in local time and UTC, with DST notes. Writes nothing.",
         ("{prog} next rtn-weekly-report", "{prog} next rtn-weekly-report -n 10 --json",
          '{prog} next --cron "30 2 * * *" --timezone Europe/Berlin'),
-        ((0, "printed"), (2, "a bad cron expression or time zone, or usage error"))),
+        ((0, "printed"), (1, "a damaged ledger, or the routine ID is invalid (see validate)"),
+         (2, "a bad cron expression or time zone, or usage error"))),
     "resolve": CommandHelp(
         "Record the outcome of a routine's interrupted attempt (one whose runner died), so "
         "the routine runs again; with --attempt, change an ended attempt's outcome.",
@@ -192,6 +193,7 @@ COMMANDS: dict[str, CommandHelp] = {
         ("{prog} fold", "{prog} fold --check", "{prog} fold --repair"),
         ((0, "views rebuilt, or (--check) they match"),
          (1, "--check found a view that differs, or a ledger is torn (use --repair) or damaged"),
+         (1, "a file another tool wrote contradicts the ledger (a conflict; see import)"),
          _USAGE, (75, "a run holds the routine lock or the exec lock"))),
     "import": CommandHelp(
         "Import what the upstream SpecDojo CLI wrote (routine-state.json, its run records, "
@@ -210,7 +212,9 @@ COMMANDS: dict[str, CommandHelp] = {
         "stay, and the views say what was pruned.",
         ("{prog} prune --dry-run", "{prog} prune", "{prog} prune --keep-days 30 --keep-runs 10",
          "{prog} prune --json --now 2026-12-31T00:00:00Z"),
-        ((0, "pruned (or nothing to prune, or dry run)"), _DAMAGED, _USAGE,
+        ((0, "pruned (or nothing to prune, or dry run)"), _DAMAGED,
+         (1, "an owner's files could not be removed (an error: line each; the others were "
+             "pruned)"), _USAGE,
          (75, "a run holds the routine lock or the exec lock; nothing was removed"))),
     "history": CommandHelp(
         "Show the routine ledger's events, oldest first, for every routine or one; or, with "
@@ -283,14 +287,17 @@ COMMANDS: dict[str, CommandHelp] = {
          '--note "the report was sent"',
          '{prog} job resolve JBR-weekly-report-0123456789ab --status failed --note "not sent" '
          "--by alice"),
-        ((0, "recorded"), (1, "the run is not interrupted"), _USAGE, _BUSY)),
+        ((0, "recorded"), (1, "the run is not interrupted"), _USAGE,
+         (75, "another process holds the project exec lock, or the dead runner's command "
+              "still runs (its process group is named); nothing was recorded"))),
     "job run": CommandHelp(
         "Create (or retry) the Job Run of a Job Definition for the given inputs and run it. "
         "The same inputs give the same run id: a complete run is not run twice.",
         ("{prog} job run --job job-weekly-report --input period=2026-W31",
          "{prog} job run --job job-weekly-report --input period=2026-W31 --dry-run"),
         ((0, "succeeded, noop, duplicate complete, or skipped (trigger manual or ci)"),
-         (1, "failed or partial"), _USAGE,
+         (1, "failed or partial; waiting (a reviewed commit not merged); refused: the run is "
+             "interrupted (see job resolve) or the Job Definition is invalid"), _USAGE,
          (75, "--trigger routine and skipped: the project is busy or the precondition "
               "skipped the run"), *_STOPPED)),
 }

@@ -37,6 +37,20 @@ def _positive(text: str) -> int:
     return value
 
 
+def _named(what: str, default: str) -> Callable[[str], str]:
+    """The type of an option that names something: an empty value (``--project "$P"`` with
+    ``P`` unset) is refused rather than read as the option left out, which would quietly
+    work on the default instead (another project, another directory)."""
+
+    def check(text: str) -> str:
+        if not text:
+            raise argparse.ArgumentTypeError(
+                f"an empty value: name {what}, or leave the option out to use {default}")
+        return text
+
+    return check
+
+
 class _Parser(helptext.Parser):
     """argparse that raises instead of exiting, so :func:`main.main` stays in control, and takes no
     abbreviation of an option (``--js`` is not ``--json``: a script that relied on one would
@@ -54,12 +68,20 @@ if TYPE_CHECKING:
     Subparsers = argparse._SubParsersAction[_Parser]
 
 
+_root_text = _named("the project's directory", "the nearest one upwards with the config")
+_project_text = _named("a project", "$SPECDOJO_PROJECT, else the config's current_project")
+
+
+def _root_path(text: str) -> Path:
+    return Path(_root_text(text))
+
+
 def _common() -> _Parser:
     common = _Parser(add_help=False)
-    common.add_argument("--root", type=Path, metavar="DIR",
+    common.add_argument("--root", type=_root_path, metavar="DIR",
                         help="project root (default: the nearest directory upwards that has "
                              ".specdojo/specdojo.config.json)")
-    common.add_argument("--project", metavar="ID",
+    common.add_argument("--project", type=_project_text, metavar="ID",
                         help="project id (default: $SPECDOJO_PROJECT, else the config's "
                              "current_project)")
     return common

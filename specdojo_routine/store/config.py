@@ -11,7 +11,7 @@ from pathlib import Path
 import attrs
 import orjson
 
-from specdojo_routine.core.errors import ConfigError
+from specdojo_routine.core.errors import ConfigError, remedy
 from specdojo_routine.core.retention import Retention, check_retention
 
 CONFIG_RELPATH = Path(".specdojo") / "specdojo.config.json"
@@ -240,10 +240,30 @@ def _load_config(root: Path) -> dict[str, object]:
     except orjson.JSONDecodeError as exc:
         raise ConfigError(f"{path}: invalid JSON ({exc}); fix the file") from None
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+        not_a_folder = file_in_the_way(root)
+        if not_a_folder is not None:
+            raise ConfigError(f"--root {root} {is_a_file(root, not_a_folder)}; pass the "
+                              "project's directory, the one holding "
+                              f"{CONFIG_RELPATH.as_posix()}") from None
+        raise ConfigError(f"{path}: cannot read ({exc.strerror}; {remedy(exc)})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the config must be a JSON object")
     return data
+
+
+def file_in_the_way(folder: Path) -> Path | None:
+    """The first of ``folder`` and its parents that exists, when it is not a directory: a
+    ``--root`` that names a file (or a path through one) cannot be a project's root."""
+    for place in (folder, *folder.parents):
+        if place.exists():
+            return None if place.is_dir() else place
+    return None
+
+
+def is_a_file(folder: Path, file: Path) -> str:
+    """What :func:`file_in_the_way` found, said of ``folder``."""
+    return ("is a file, not a directory" if file == folder else
+            f"goes through {file}, which is a file, not a directory")
 
 
 def _select_project(
