@@ -123,6 +123,17 @@ def test_history_event_filters(week: Week) -> None:
                                                             for x in last]
 
 
+def test_history_since_later_than_until_is_a_usage_error(week: Week) -> None:
+    """`--since` after `--until` selects nothing whatever the ledger holds: exit 2 with one
+    line saying so, where it printed "no events" as if the ledger had none in that span."""
+    for attempts in ([], ["--attempts"]):
+        done = week.cli("history", *attempts, "--since", "2026-08-08T00:00:00Z",
+                        "--until", "2026-08-07T00:00:00Z")
+        assert (2, "", 1) == (done.returncode, done.stdout, len(done.stderr.splitlines()))
+        assert "--since 2026-08-08T00:00:00Z is later than --until 2026-08-07T00:00:00Z" \
+            in done.stderr and "swap" in done.stderr
+
+
 def test_history_of_an_unknown_routine_says_did_you_mean(week: Week) -> None:
     """`history rtn-typo` is an error (exit 2), not "no events"."""
     done = week.cli("history", "rtn-nigthly-export")

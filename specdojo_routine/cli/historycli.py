@@ -12,8 +12,9 @@ import orjson
 from specdojo_routine.app import recent
 from specdojo_routine.cli import render
 from specdojo_routine.core.attempts import Attempt
+from specdojo_routine.core.errors import UsageError
 from specdojo_routine.core.policy import span_text
-from specdojo_routine.core.timefmt import try_parse_instant
+from specdojo_routine.core.timefmt import format_s, try_parse_instant
 from specdojo_routine.store.config import ProjectPaths
 
 RESULTS = ("success", "failure", "skipped", "partial", "running", "interrupted")
@@ -44,6 +45,9 @@ def add_history(sub: Any, common: argparse.ArgumentParser, instant: Callable[[st
 
 
 def cmd_history(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err: TextIO) -> int:
+    if args.since is not None and args.until is not None and args.since > args.until:
+        raise UsageError(f"--since {format_s(args.since)} is later than --until "
+                         f"{format_s(args.until)}: no event is between them; swap the two")
     if args.routine_id is not None:
         recent.check_routine_id(paths, args.routine_id, see="list")
     filters = {"limit": args.limit, "since": args.since, "until": args.until,
