@@ -192,23 +192,50 @@ def commit(git: Git, worktree: Path, files: Sequence[str], subject: str, body: s
     return head(git, worktree)
 
 
-def merge(git: Git, branch: str, message: str) -> tuple[str | None, str | None]:
-    """``git merge --no-ff`` into the root's branch: (merge commit, None) or (None, reason).
-    A failed merge is aborted so the integration branch is untouched."""
+def merge(git: Git, branch: str, message: str, *,
+          into: str) -> tuple[str | None, str | None]:
+    """``git merge --no-ff`` into ``into``, the integration branch checked out at the root
+    when the run began: (merge commit, None) or (None, reason). A root moved to another branch
+    or detached meanwhile is not merged into (the work would land elsewhere, and a detached
+    merge would leave it on no branch once the exec branch is removed). A failed merge is
+    aborted so the integration branch is untouched."""
+    now = git.run("symbolic-ref", "--quiet", "--short", "HEAD", check=False).stdout.strip()
+    if now != into:
+        return None, (f"not merged: the checkout at {git.root} is no longer on {into} (now "
+                      f"{now or 'a detached HEAD'}); check out {into}, then merge the kept "
+                      "branch by hand or run the Job again")
     before = head(git, git.root)
     done = git.run(*git.identity(), "merge", "--no-ff", "--no-edit", "-m", message, branch,
                    check=False)
     if done.returncode == 0:
         return head(git, git.root), None
-    detail = (done.stdout.strip() + "\n" + done.stderr.strip()).strip().splitlines()
     git.run("merge", "--abort", check=False)  # never leave anything half-merged behind
     if head(git, git.root) != before:
         raise GitError(f"the integration branch moved during a failed merge of {branch}")
-    reason = next((line for line in detail if "CONFLICT" in line), detail[-1] if detail else "")
-    return None, f"merge conflict: {reason.strip()}" if "CONFLICT" in reason else \
-        f"merge failed: {reason.strip()}"
+    return None, merge_failure(done.stdout + "\n" + done.stderr)
+
+
+def merge_failure(output: str) -> str:
+    """Why ``git merge`` failed, in one line: the conflict, or git's own ``error:`` with the
+    files it names and its advice (an untracked file or a local change in the root's checkout
+    in the way), rather than its closing ``Merge with strategy ort failed.``"""
+    lines = [line.rstrip() for line in output.splitlines() if line.strip()]
+    conflict = next((line for line in lines if "CONFLICT" in line), None)
+    if conflict is not None:
+        return f"merge conflict: {conflict.strip()}"
+    start = next((i for i, line in enumerate(lines) if line.startswith("error: ")), None)
+    if start is None:
+        return f"merge failed: {lines[-1].strip() if lines else 'git merge failed'}"
+    said = [lines[start].removeprefix("error: ").strip()]
+    files = [line.strip() for line in lines[start + 1:] if line[:1] in ("\t", " ")]
+    advice = next((line.strip() for line in lines[start + 1:] if line.startswith("Please ")),
+                  None)
+    shown = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+    return "merge failed: " + " ".join(
+        x for x in (said[0] + (f" {shown}." if shown else ""), advice) if x)
 
 
 def remove(git: Git, worktree: Path, branch: str) -> None:
-    git.run("worktree", "remove", "--force", str(worktree), what="cannot remove the worktree")
-    git.run("branch", "-D", branch, what="cannot delete the exec branch")
+    git.run("worktree", "remove", "--force", str(worktree),
+            what=f"cannot remove the worktree {worktree}")
+    git.run("branch", "-D", branch, what=f"cannot delete the exec branch {branch}")
