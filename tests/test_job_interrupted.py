@@ -125,6 +125,20 @@ def test_job_resolve_noop_appends_attempt_resolved_with_the_specs_fields(
              "resolved_by": "ops"}, "noop") == (payload, _view(project, run_id)["state"])
 
 
+def test_job_resolve_redacts_a_secret_in_by_as_in_note(project: Project) -> None:
+    """``--by`` is free text like ``--note``: a token pasted there never reaches the ledger,
+    as the routine ``resolve`` already redacts it."""
+    run_id = _interrupted_run(project)
+    token = "ghp_" + "a1B2c3D4e5" * 4
+    done = project.cli("job", "resolve", run_id, "--status", "failed", "--note",
+                       f"checked; token={token}", "--by", token)
+    assert 0 == done.returncode, done.stderr
+    ledger = project.root / "execution" / "jobs" / "runs" / f"{run_id}.jsonl"
+    assert token not in ledger.read_text()
+    assert token not in (project.root / "execution" / "jobs" / "runs" / f"{run_id}.json"
+                         ).read_text()
+
+
 def test_job_run_of_an_interrupted_run_names_its_state_and_open_attempt(
         project: Project) -> None:
     """`job run` refusing an interrupted run says `interrupted (attempt N)`, N its open

@@ -100,7 +100,8 @@ def _execute(ctx: _Env, prep: Prepared, handle: execlock.ExecLockHandle, attempt
         verdict = Verdict(status="failed", reason=record.reason, busy=True)
     elif record.error or record.stopped:  # a git step failed, or a stop ended the review
         verdict = Verdict(status="failed", reason=record.reason)
-    return attrs.evolve(done, verdict=verdict, review=record)
+    return attrs.evolve(done, verdict=verdict, review=record,
+                        notes=(*done.notes, *record.notes))
 
 
 def _execute_here(

@@ -20,8 +20,9 @@ from specdojo_routine.app import named_run
 from specdojo_routine.app.who import operator_name
 from specdojo_routine.core import jobtask
 from specdojo_routine.core.errors import LockBusy, RoutineError, UsageError
+from specdojo_routine.core.events import redacted
 from specdojo_routine.core.job_events import CheckpointAdvanced, JobEvent, RunAttemptResolved
-from specdojo_routine.core.redact import redact, secret_values
+from specdojo_routine.core.redact import secret_values
 from specdojo_routine.core.templates import job_context
 from specdojo_routine.execute import jobfiles, runner
 from specdojo_routine.store.config import ProjectPaths
@@ -201,9 +202,9 @@ def _resolve_locked(
                 raise RoutineError(f"Job Run {run_id} is not interrupted (state: {shown}); "
                                    "nothing was recorded")
             continue
-        batch: list[JobEvent] = [RunAttemptResolved(
+        batch: list[JobEvent] = [redacted(RunAttemptResolved(  # --by too: it is free text
             run_id=run_id, attempt=attempt, status=status,  # type: ignore[arg-type]
-            note=redact(note, secrets), resolved_by=who, reason=reason)]
+            note=note, resolved_by=who, reason=reason), secrets)]
         job = defs.job(view["job_id"])
         if job is not None:
             context = job_context(

@@ -89,6 +89,7 @@ class Record:
     skipped: bool = False  # a review agent was rate limited: the attempt is a skip
     error: bool = False  # a git step failed after the run: the attempt fails
     stopped: bool = False  # a stop ended the review: no verdict, the attempt fails (§6.5)
+    notes: tuple[str, ...] = ()  # cleanup that failed after a merge (the merge stands)
 
     def payload(self) -> dict[str, Any]:
         out = {"verdict": self.verdict, "merged": self.merged, "commit": self.commit,
@@ -103,6 +104,7 @@ class Flow:
     git: Git
     branch: str
     path: Path
+    into: str  # the integration branch checked out at the root when the run began
 
 
 def run_reviewed(
@@ -119,7 +121,8 @@ def run_reviewed(
         worktree.create(git, branch, path, base.head, keep_suffix=f"-attempt-{info.attempt - 1}")
     except GitError as exc:
         return None, Verdict(status="failed", reason=f"review flow: {exc}")
-    flow = Flow(info=info, options=options, git=git, branch=branch, path=path)
+    flow = Flow(info=info, options=options, git=git, branch=branch, path=path,
+                into=base.branch)
     done = inner(path, {**info.env, CHILD_ENV: "1"})
     try:
         return done, _after_run(flow, done.verdict)
@@ -150,16 +153,29 @@ def _after_run(flow: Flow, verdict: Verdict) -> Record:
                       **kept)
     if review_rules.may_merge(state, review):
         message = review_rules.merge_message(flow.info.run.name, flow.info.run.run_id, str(review))
-        merge_commit, failed = worktree.merge(git, flow.branch, message)
+        merge_commit, failed = worktree.merge(git, flow.branch, message, into=flow.into)
         if merge_commit is not None:
-            worktree.remove(git, path, flow.branch)
-            _note(flow, f"merged as {merge_commit}")
-            return Record(verdict=review, merged=True, commit=sha, reason=None,
-                          merge_commit=merge_commit)
+            return _merged(flow, review, sha, merge_commit)
         reason = failed
     reason = reason or review_rules.not_merged_reason(state, review)
     _note(flow, reason if reason.startswith("not merged") else f"not merged: {reason}")
     return Record(verdict=review, merged=False, commit=sha, reason=reason, **kept)
+
+
+def _merged(flow: Flow, review: str, sha: str, merge_commit: str) -> Record:
+    """The record of a merge, which stands whatever follows: a worktree or branch that cannot
+    be removed afterwards is kept, named, and noted (recording the merged work as unmerged would
+    make the next ``job run`` do it again)."""
+    _note(flow, f"merged as {merge_commit}")
+    try:
+        worktree.remove(flow.git, flow.path, flow.branch)
+    except GitError as exc:
+        return Record(verdict=review, merged=True, commit=sha, reason=None,
+                      merge_commit=merge_commit, worktree=str(flow.path), branch=flow.branch,
+                      notes=(f"merged, but not cleaned up: {exc}; remove the worktree and the "
+                             "branch by hand",))
+    return Record(verdict=review, merged=True, commit=sha, reason=None,
+                  merge_commit=merge_commit)
 
 
 def review_plan_path(paths: ProjectPaths, run_id: str) -> Path:

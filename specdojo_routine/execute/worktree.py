@@ -40,8 +40,7 @@ class Git:
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise GitError(f"git {args[0]} failed: {exc}") from None
         if check and done.returncode != 0:
-            detail = (done.stderr.strip() or done.stdout.strip()).splitlines() or ["failed"]
-            raise GitError(f"{what or 'git ' + args[0]}: {detail[-1]}")
+            raise GitError(f"{what or 'git ' + args[0]}: {_last_line(done)}")
         return done
 
     def out(self, *args: str, cwd: Path | None = None, what: str = "") -> str:
@@ -100,19 +99,37 @@ def create(git: Git, branch: str, path: Path, base: str, *, keep_suffix: str) ->
     of a project give a Job Run the same id, so a directory by either name may be another
     repository's: then nothing is done and the attempt fails saying so (git would refuse to
     move it, and would move this repository's worktree *into* a directory by the kept name).
+    A previous worktree deleted by hand is still registered with git, which would refuse the
+    path to every later attempt: its registration is pruned (its branch is kept as above).
     """
     if os.path.lexists(path):
         kept = path.with_name(path.name + keep_suffix)
-        if os.path.realpath(path) not in _known(git):
+        if os.path.islink(path) or os.path.realpath(path) not in _known(git):
             raise GitError(_not_ours(git, path))
         if os.path.lexists(kept):
             raise GitError(f"cannot keep the previous worktree: {_not_ours(git, kept)}")
-        git.run("worktree", "move", str(path), str(kept), what="cannot keep the previous worktree")
+        git.run("worktree", "move", str(path), str(kept),
+                what=f"cannot keep the previous worktree {path}")
+    elif os.path.realpath(path) in _known(git):
+        git.run("worktree", "prune", what="cannot prune the deleted previous worktree")
     if branch_exists(git, branch):
         git.run("branch", "-m", branch, branch + keep_suffix,
                 what="cannot keep the previous branch")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    git.run("worktree", "add", "-b", branch, str(path), base, what="cannot create the worktree")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise GitError(f"cannot create the worktree base {path.parent}: {exc.strerror}; make it "
+                       "a writable directory or set run.worktree_base in this project's config"
+                       ) from None
+    added = git.run("worktree", "add", "-b", branch, str(path), base, check=False)
+    if added.returncode != 0:  # git may have created the branch first: never leave it alone
+        git.run("branch", "-D", branch, check=False)  # (git keeps one a worktree checked out)
+        raise GitError(f"cannot create the worktree {path}: {_last_line(added)}")
+
+
+def _last_line(done: subprocess.CompletedProcess[str]) -> str:
+    lines = (done.stderr.strip() or done.stdout.strip()).splitlines()
+    return lines[-1] if lines else "failed"
 
 
 def _known(git: Git) -> set[str]:
@@ -144,6 +161,9 @@ def common_git_dir(where: Path, env: Mapping[str, str], *,
 
 def _not_ours(git: Git, path: Path) -> str:
     """Why ``path`` is not this repository's to use, and what to do (one line)."""
+    if os.path.islink(path):
+        return (f"{path} is a symbolic link, where the run's worktree goes: remove it (a "
+                "worktree is never made or moved through a link)")
     theirs = common_git_dir(path, git.env, ceiling=path.parent)
     if theirs is not None and theirs != common_git_dir(git.root, git.env):
         return (f"{path} is a worktree of another repository ({theirs}), a clone sharing this "
@@ -172,23 +192,50 @@ def commit(git: Git, worktree: Path, files: Sequence[str], subject: str, body: s
     return head(git, worktree)
 
 
-def merge(git: Git, branch: str, message: str) -> tuple[str | None, str | None]:
-    """``git merge --no-ff`` into the root's branch: (merge commit, None) or (None, reason).
-    A failed merge is aborted so the integration branch is untouched."""
+def merge(git: Git, branch: str, message: str, *,
+          into: str) -> tuple[str | None, str | None]:
+    """``git merge --no-ff`` into ``into``, the integration branch checked out at the root
+    when the run began: (merge commit, None) or (None, reason). A root moved to another branch
+    or detached meanwhile is not merged into (the work would land elsewhere, and a detached
+    merge would leave it on no branch once the exec branch is removed). A failed merge is
+    aborted so the integration branch is untouched."""
+    now = git.run("symbolic-ref", "--quiet", "--short", "HEAD", check=False).stdout.strip()
+    if now != into:
+        return None, (f"not merged: the checkout at {git.root} is no longer on {into} (now "
+                      f"{now or 'a detached HEAD'}); check out {into}, then merge the kept "
+                      "branch by hand or run the Job again")
     before = head(git, git.root)
     done = git.run(*git.identity(), "merge", "--no-ff", "--no-edit", "-m", message, branch,
                    check=False)
     if done.returncode == 0:
         return head(git, git.root), None
-    detail = (done.stdout.strip() + "\n" + done.stderr.strip()).strip().splitlines()
     git.run("merge", "--abort", check=False)  # never leave anything half-merged behind
     if head(git, git.root) != before:
         raise GitError(f"the integration branch moved during a failed merge of {branch}")
-    reason = next((line for line in detail if "CONFLICT" in line), detail[-1] if detail else "")
-    return None, f"merge conflict: {reason.strip()}" if "CONFLICT" in reason else \
-        f"merge failed: {reason.strip()}"
+    return None, merge_failure(done.stdout + "\n" + done.stderr)
+
+
+def merge_failure(output: str) -> str:
+    """Why ``git merge`` failed, in one line: the conflict, or git's own ``error:`` with the
+    files it names and its advice (an untracked file or a local change in the root's checkout
+    in the way), rather than its closing ``Merge with strategy ort failed.``"""
+    lines = [line.rstrip() for line in output.splitlines() if line.strip()]
+    conflict = next((line for line in lines if "CONFLICT" in line), None)
+    if conflict is not None:
+        return f"merge conflict: {conflict.strip()}"
+    start = next((i for i, line in enumerate(lines) if line.startswith("error: ")), None)
+    if start is None:
+        return f"merge failed: {lines[-1].strip() if lines else 'git merge failed'}"
+    said = [lines[start].removeprefix("error: ").strip()]
+    files = [line.strip() for line in lines[start + 1:] if line[:1] in ("\t", " ")]
+    advice = next((line.strip() for line in lines[start + 1:] if line.startswith("Please ")),
+                  None)
+    shown = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+    return "merge failed: " + " ".join(
+        x for x in (said[0] + (f" {shown}." if shown else ""), advice) if x)
 
 
 def remove(git: Git, worktree: Path, branch: str) -> None:
-    git.run("worktree", "remove", "--force", str(worktree), what="cannot remove the worktree")
-    git.run("branch", "-D", branch, what="cannot delete the exec branch")
+    git.run("worktree", "remove", "--force", str(worktree),
+            what=f"cannot remove the worktree {worktree}")
+    git.run("branch", "-D", branch, what=f"cannot delete the exec branch {branch}")

@@ -1,0 +1,139 @@
+"""Review before merge against an unlucky root checkout (SPEC §11.3, §11.4): the root moved to
+another branch or detached while the run worked, a file in the root in the way of the merge, a
+worktree that cannot be removed after the merge, a previous worktree deleted by hand, a
+symbolic link where the worktree goes. Real git, the real CLI, the fake agent as reviewer."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from specdojo_routine.execute import worktree
+from tests.agenthelper import AgentProject
+from tests.test_review import branches, review_job, run
+
+COMPLETE = {"reporter:review-reporter": {"verdict": "complete"}}
+
+
+@pytest.fixture
+def ap(tmp_path: Path) -> AgentProject:
+    project = AgentProject(tmp_path / "proj")
+    project.init_git()
+    return project
+
+
+@pytest.mark.parametrize("move", ["checkout -q feature", "checkout -q --detach"])
+def test_an_approved_run_is_never_merged_into_a_root_moved_off_its_branch(
+        ap: AgentProject, move: str) -> None:
+    """The operator switched the root to another branch (or detached it) during the run: the
+    approved commit is kept on its branch, not merged into whatever is checked out now."""
+    ap.git("branch", "feature")
+    before = ap.git("rev-parse", "HEAD")
+    review_job(ap, f"echo new > docs/new.md; git -C {ap.root} {move}")
+    ap.behave(COMPLETE)
+    out = run(ap, code=1)
+    assert out["state"] == "waiting" and out["review"]["merged"] is False
+    assert "is no longer on main" in out["reason"] and "check out main" in out["reason"]
+    assert ap.git("rev-parse", "HEAD") == before  # nothing merged anywhere
+    branch = f"exec/demo-{out['run_id']}"
+    assert ap.git("rev-parse", branch) == out["review"]["commit"]  # the work is kept
+
+
+@pytest.mark.parametrize(("in_the_way", "said"), [
+    ("new.md", "untracked working tree files would be overwritten by merge: docs/new.md."),
+    ("a.md", "local changes to the following files would be overwritten by merge: docs/a.md."),
+])
+def test_a_merge_refused_by_the_root_says_which_file_and_what_to_do(
+        ap: AgentProject, in_the_way: str, said: str) -> None:
+    """An untracked file, or a change made meanwhile, in the root's checkout where the merge
+    writes: the reason names the file and git's advice, not "Merge with strategy ort failed"."""
+    root_file = ap.root / "docs" / in_the_way
+    review_job(ap, f"echo run > docs/{in_the_way}; echo operator > {root_file}")
+    ap.behave(COMPLETE)
+    out = run(ap, code=1)
+    assert out["state"] == "waiting"
+    assert out["reason"].startswith("merge failed: ") and said in out["reason"]
+    assert "Please " in out["reason"] and "\n" not in out["reason"]
+    assert root_file.read_text() == "operator\n"
+
+
+def test_merge_failure_reasons() -> None:
+    assert worktree.merge_failure("Auto-merging a\nCONFLICT (content): Merge conflict in a\n"
+                                  "Automatic merge failed") == \
+        "merge conflict: CONFLICT (content): Merge conflict in a"
+    many = "error: Your local changes would be overwritten:\n" + "".join(
+        f"\tf{i}\n" for i in range(7)) + "Aborting\nMerge with strategy ort failed.\n"
+    assert worktree.merge_failure(many) == (
+        "merge failed: Your local changes would be overwritten: f0, f1, f2, f3, f4 and 2 more.")
+    assert worktree.merge_failure("fatal: refusing\n") == "merge failed: fatal: refusing"
+
+
+def test_a_merge_stands_when_the_worktree_cannot_be_removed_afterwards(
+        ap: AgentProject) -> None:
+    """The merge happened: it is recorded as merged (the run succeeded, so the next
+    ``job run`` is a duplicate, not the work again); the worktree kept is named."""
+    review_job(ap, 'echo x > docs/x.md; git worktree lock "$PWD"')
+    ap.behave(COMPLETE)
+    out = run(ap, code=0)
+    run_id = out["run_id"]
+    assert out["state"] == "succeeded" and out["review"]["merged"] is True
+    assert out["review"]["merge_commit"] == ap.git("rev-parse", "HEAD")
+    assert out["reason"].startswith("merged, but not cleaned up: cannot remove the worktree ")
+    assert ap.view(run_id)["review"]["merged"] is True
+    assert ap.view(run_id)["state"] == "succeeded"
+    again = run(ap, code=0)
+    assert again["duplicate_complete"] is True
+
+
+def test_a_previous_worktree_deleted_by_hand_does_not_block_later_attempts(
+        ap: AgentProject) -> None:
+    """``rm -rf`` of a kept worktree leaves git's registration behind; the next attempt prunes
+    it, keeps the previous branch, and leaves no stray branch when anything fails."""
+    review_job(ap, "echo $SPECDOJO_JOB_RUN_ID >> docs/log.md")
+    ap.behave({"reporter:review-reporter": {"verdict": "changes-requested"}})
+    first = run(ap, code=1)
+    run_id = first["run_id"]
+    shutil.rmtree(ap.root.parent / "worktrees" / run_id)
+    ap.behave(COMPLETE)
+    second = run(ap, code=0)
+    assert second["attempt"] == 2 and second["review"]["merged"] is True
+    assert branches(ap) == [f"exec/demo-{run_id}-attempt-1", "main"]
+    assert ap.git("rev-parse", f"exec/demo-{run_id}-attempt-1") == first["review"]["commit"]
+
+
+def test_a_failed_worktree_add_leaves_no_branch_behind(ap: AgentProject) -> None:
+    """A previous worktree locked, then deleted by hand, is not pruned, and git refuses its
+    path after creating the new branch: the attempt fails naming the path, and that branch is
+    deleted again (the previous one is kept)."""
+    git = worktree.Git(root=ap.root, env={"PATH": "/usr/bin:/bin"})
+    head = ap.git("rev-parse", "HEAD")
+    path = ap.root.parent / "worktrees" / "x"
+    worktree.create(git, "exec/demo-x", path, head, keep_suffix="-attempt-0")
+    ap.git("worktree", "lock", str(path))
+    shutil.rmtree(path)
+    with pytest.raises(worktree.GitError, match=f"cannot create the worktree {path}: .*unlock"):
+        worktree.create(git, "exec/demo-x", path, head, keep_suffix="-attempt-1")
+    assert branches(ap) == ["exec/demo-x-attempt-1", "main"]
+
+
+def test_a_worktree_base_that_is_a_file_is_one_line(ap: AgentProject) -> None:
+    (ap.root.parent / "worktrees").write_text("a file where the worktree base goes\n")
+    review_job(ap, "echo x > docs/x.md")
+    out = run(ap, code=1)
+    assert out["state"] == "failed" and "\n" not in out["reason"]
+    assert out["reason"].startswith("review flow: cannot create the worktree base ")
+    assert "run.worktree_base" in out["reason"] and "runner error" not in out["reason"]
+
+
+def test_a_symbolic_link_where_the_worktree_goes_is_refused(ap: AgentProject) -> None:
+    """A link to the root (or any of our worktrees) is never moved or used through."""
+    review_job(ap, "echo x > docs/x.md")
+    dry = ap.cli("job", "run", "--job", "job-r", "--json", "--dry-run")
+    run_id = dry.stdout.split('"run_id": "')[1].split('"')[0]
+    (ap.root.parent / "worktrees").mkdir()
+    (ap.root.parent / "worktrees" / run_id).symlink_to(ap.root)
+    out = run(ap, code=1)
+    assert out["state"] == "failed" and "is a symbolic link" in out["reason"]
+    assert branches(ap) == ["main"]
