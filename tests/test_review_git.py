@@ -5,13 +5,16 @@ symbolic link where the worktree goes. Real git, the real CLI, the fake agent as
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
 
-from specdojo_routine.execute import worktree
+from specdojo_routine.execute import runner, worktree
 from tests.agenthelper import AgentProject
+from tests.conftest import wait_for, wait_for_a_child_in_group, wait_for_text
 from tests.test_review import branches, review_job, run
 
 COMPLETE = {"reporter:review-reporter": {"verdict": "complete"}}
@@ -137,3 +140,32 @@ def test_a_symbolic_link_where_the_worktree_goes_is_refused(ap: AgentProject) ->
     out = run(ap, code=1)
     assert out["state"] == "failed" and "is a symbolic link" in out["reason"]
     assert branches(ap) == ["main"]
+
+
+@pytest.mark.parametrize("status", ["succeeded", "failed"])
+def test_resolving_an_interrupted_reviewed_run_names_the_worktree_it_left(
+        ap: AgentProject, status: str) -> None:
+    """The runner died mid-task: its worktree holds work never committed nor merged. `job
+    resolve --status succeeded` records the operator's word (SPEC §7.3) but merges nothing,
+    so a `warning:` line names the worktree and how to remove it; `failed` needs no word."""
+    marker = ap.root.parent / "task.pid"
+    review_job(ap, f"echo new > docs/new.md; echo $$ > {marker}; sleep 30")
+    proc = ap.popen("job", "run", "--job", "job-r")
+    pgid = int(wait_for_text(marker))
+    wait_for_a_child_in_group(pgid)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    os.killpg(pgid, signal.SIGKILL)
+    wait_for(lambda: not runner.group_alive(pgid))
+    [ledger] = (ap.root / "execution" / "jobs" / "runs").glob("*.jsonl")
+    kept = ap.root.parent / "worktrees" / ledger.stem
+    assert (kept / "docs" / "new.md").exists()
+    done = ap.cli("job", "resolve", ledger.stem, "--status", status, "--note", "checked")
+    assert 0 == done.returncode, done.stderr
+    if status == "failed":
+        assert "" == done.stderr
+        return
+    assert done.stderr.startswith(f"warning: the interrupted attempt's review worktree {kept} "
+                                  "is kept and its work was never merged"), done.stderr
+    assert f"git branch -D exec/demo-{ledger.stem}" in done.stderr
+    assert 1 == len(done.stderr.splitlines())

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from specdojo_routine.app import named_run
 from specdojo_routine.app.who import operator_name
-from specdojo_routine.core import jobtask
+from specdojo_routine.core import jobtask, review_rules
 from specdojo_routine.core.errors import LockBusy, RoutineError, UsageError
 from specdojo_routine.core.events import redacted
 from specdojo_routine.core.job_events import CheckpointAdvanced, JobEvent, RunAttemptResolved
@@ -93,6 +93,20 @@ def resolve_job_run(
         done = _resolve_locked(paths, [run_id], status=status, note=note, who=who,
                                env=the_env, clock=clock or _now, strict=True)
     return done[run_id]
+
+
+def unmerged_worktree(paths: ProjectPaths, run_id: str, status: str) -> str | None:
+    """What an operator who resolved a run ``succeeded`` or ``noop`` must still do when the
+    interrupted attempt left its review worktree (SPEC §11.3): its work was never committed to
+    the exec branch nor merged, and resolving does not merge it; None when there is none."""
+    path = paths.worktrees / run_id
+    if status == "failed" or not os.path.lexists(path):
+        return None
+    branch = review_rules.exec_branch(paths.project_id, run_id)
+    return (f"the interrupted attempt's review worktree {path} is kept and its work was never "
+            f"merged: resolving as {status} merges nothing; merge what it holds by hand, or "
+            f"remove it (git worktree remove --force {shlex.quote(str(path))}; git branch -D "
+            f"{branch})")
 
 
 def resolve_started_by(

@@ -257,4 +257,7 @@ def cmd_job_resolve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     attempt = job_resolve.resolve_job_run(paths, args.run_id, status=args.status,
                                           note=args.note, by=args.resolved_by)
     out.write(f"{args.run_id}: attempt {attempt} resolved as {args.status}\n")
+    left = job_resolve.unmerged_worktree(paths, args.run_id, args.status)
+    if left is not None:
+        err.write(f"warning: {left}\n")
     return 0
