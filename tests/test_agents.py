@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from specdojo_routine.app import jobs
-from specdojo_routine.core import agent_rules
+from specdojo_routine.core import agent_rules, agentdocs
 from specdojo_routine.core.agent_rules import Detection, ExecDefaults, Member, Provider, Roster
 from specdojo_routine.execute.agent import AgentRequest, AgentResult
 from specdojo_routine.store.config import resolve_project
@@ -119,6 +119,19 @@ def test_marker_left_fails_with_the_upstream_wording(ap: AgentProject) -> None:
     assert out["reason"] == ("agent exited 0 but result mandatory sections remain unfilled "
                              "(treated as blocked)")
     assert "status: blocked" in ap.result_text(str(out["run_id"]))
+
+
+@pytest.mark.parametrize("how", ["remove", "empty"])
+def test_an_agent_that_leaves_no_result_fails_and_the_runner_writes_one(
+        ap: AgentProject, how: str) -> None:
+    """Exit 0 with the result removed or emptied is no outcome: the run is failed (not
+    succeeded with nothing to show), and the runner writes the result document itself."""
+    ap.edit_job("job-e")
+    ap.behave({"editor": {"result": how}})
+    out = run_json(ap, code=1)
+    assert ("failed", agentdocs.NO_RESULT_REASON) == (out["state"], out["reason"])
+    text = ap.result_text(str(out["run_id"]))
+    assert "status: blocked" in text and "left no result document" in text
 
 
 def test_outcome_noop_in_the_result(ap: AgentProject) -> None:
