@@ -134,6 +134,25 @@ def test_an_agent_that_leaves_no_result_fails_and_the_runner_writes_one(
     assert "status: blocked" in text and "left no result document" in text
 
 
+@pytest.mark.parametrize(("old", "new", "where"), [
+    ("members:\n", "members: [\n", "members.yaml:4:3: YAML parse error"),
+    ("nickname: editor-b\n", "nickname: Editor-B\n",
+     'members.yaml:10:15: members[1].nickname must match [a-z0-9][a-z0-9_-]* (got "Editor-B")')])
+def test_no_agent_is_launched_from_a_roster_with_errors(
+        ap: AgentProject, old: str, new: str, where: str) -> None:
+    """A roster that cannot be read whole is not the one its author meant: the attempt fails
+    with its first error, located, instead of ``no agent executor configured`` or another
+    member than the unreadable one (here editor-b, priority 1, would be the pick if enabled,
+    and with its nickname unreadable the run must not fall back to editor)."""
+    path = ap.root / "members.yaml"
+    path.write_text(path.read_text().replace(old, new, 1).replace(
+        "priority: 1\n    disabled: true\n", "priority: 1\n"))
+    ap.edit_job("job-e")
+    out = run_json(ap, code=1)
+    assert where in str(out["reason"]) and "no agent is launched" in str(out["reason"])
+    assert [] == ap.launches()
+
+
 def test_outcome_noop_in_the_result(ap: AgentProject) -> None:
     ap.edit_job("job-e")
     ap.behave({"editor": {"outcome": "noop"}})

@@ -331,6 +331,8 @@ class RosterExecutor:
 
     def __call__(self, request: AgentRequest) -> AgentResult:
         task = request.task
+        if (refused := self.config.refusal()) is not None:
+            return AgentResult(status="failed", reason=refused)
         try:
             executor, reporter = self.members(request.mode, task)
         except AgentConfigError as exc:
