@@ -543,3 +543,22 @@ def test_a_members_path_that_is_no_roster_file_says_what_it_is(
     assert 2 == done.returncode, done.stderr
     assert [f'error: members_path "members.yaml" of project "demo" {said}'] == [
         line.split(" (see `")[0] for line in done.stderr.splitlines()]
+
+
+@pytest.mark.parametrize("key", ["members_path", "exec_defaults", "worktree_base"])
+def test_a_config_path_that_is_a_symbolic_link_loop_is_a_configuration_error(
+        tmp_path: Path, key: str) -> None:
+    """A roster, exec-defaults or worktree path that loops (a -> b -> a) is one line, exit 2,
+    saying so; it was an internal error (Python's RuntimeError of ``Path.resolve``)."""
+    ap = AgentProject(tmp_path / "proj")
+    (ap.root / "loop-a").symlink_to("loop-b")
+    (ap.root / "loop-b").symlink_to("loop-a")
+    config = ap.root / ".specdojo" / "specdojo.config.json"
+    data = json.loads(config.read_text())
+    entry = data["projects"]["demo"]
+    (entry if key == "members_path" else entry.setdefault("run", {}))[key] = "loop-a/x"
+    config.write_text(json.dumps(data))
+    done = ap.cli("validate", timeout=60)
+    assert 2 == done.returncode, done.stderr
+    assert f'"{key}" "loop-a/x" is a symbolic link loop; point it at a real file or folder' \
+        in done.stderr and "internal error" not in done.stderr
