@@ -562,3 +562,14 @@ def test_a_config_path_that_is_a_symbolic_link_loop_is_a_configuration_error(
     assert 2 == done.returncode, done.stderr
     assert f'"{key}" "loop-a/x" is a symbolic link loop; point it at a real file or folder' \
         in done.stderr and "internal error" not in done.stderr
+
+
+def test_dry_run_says_a_review_without_a_review_agent_ends_blocked(ap: AgentProject) -> None:
+    """With no ``mode: review`` agent, ``--dry-run`` says the review ends blocked; it said
+    "the review executor writes the result" of the review executor that is not there."""
+    path = ap.root / "members.yaml"
+    path.write_text(path.read_text().replace("mode: review", "mode: edit"))
+    ap.edit_job("job-e", review="{}")
+    done = ap.cli("job", "run", "--job", "job-e", "--input", "period=w1", "--dry-run")
+    assert ("  review executor: none: no enabled agent with mode: review, so the review ends "
+            "blocked, not merged (auto)") in done.stdout.splitlines(), done.stdout
