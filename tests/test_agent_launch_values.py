@@ -48,7 +48,8 @@ def test_a_mode_that_is_not_edit_or_review_is_refused(ap: AgentProject) -> None:
             'PWNED #")') in done.stderr
     out = _run(ap)
     assert ("failed", False) == (out["state"], (ap.root / MARKER).exists())
-    assert "member editor: mode must be edit or review" in str(out["reason"])
+    assert ('the roster has 1 error(s), the first members.yaml:7:11: members[0].mode must be '
+            "edit or review") in str(out["reason"])
     assert [] == ap.launches()
 
 

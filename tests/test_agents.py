@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from specdojo_routine.app import jobs
-from specdojo_routine.core import agent_rules
+from specdojo_routine.core import agent_rules, agentdocs
 from specdojo_routine.core.agent_rules import Detection, ExecDefaults, Member, Provider, Roster
 from specdojo_routine.execute.agent import AgentRequest, AgentResult
 from specdojo_routine.store.config import resolve_project
@@ -119,6 +119,38 @@ def test_marker_left_fails_with_the_upstream_wording(ap: AgentProject) -> None:
     assert out["reason"] == ("agent exited 0 but result mandatory sections remain unfilled "
                              "(treated as blocked)")
     assert "status: blocked" in ap.result_text(str(out["run_id"]))
+
+
+@pytest.mark.parametrize("how", ["remove", "empty"])
+def test_an_agent_that_leaves_no_result_fails_and_the_runner_writes_one(
+        ap: AgentProject, how: str) -> None:
+    """Exit 0 with the result removed or emptied is no outcome: the run is failed (not
+    succeeded with nothing to show), and the runner writes the result document itself."""
+    ap.edit_job("job-e")
+    ap.behave({"editor": {"result": how}})
+    out = run_json(ap, code=1)
+    assert ("failed", agentdocs.NO_RESULT_REASON) == (out["state"], out["reason"])
+    text = ap.result_text(str(out["run_id"]))
+    assert "status: blocked" in text and "left no result document" in text
+
+
+@pytest.mark.parametrize(("old", "new", "where"), [
+    ("members:\n", "members: [\n", "members.yaml:4:3: YAML parse error"),
+    ("nickname: editor-b\n", "nickname: Editor-B\n",
+     'members.yaml:10:15: members[1].nickname must match [a-z0-9][a-z0-9_-]* (got "Editor-B")')])
+def test_no_agent_is_launched_from_a_roster_with_errors(
+        ap: AgentProject, old: str, new: str, where: str) -> None:
+    """A roster that cannot be read whole is not the one its author meant: the attempt fails
+    with its first error, located, instead of ``no agent executor configured`` or another
+    member than the unreadable one (here editor-b, priority 1, would be the pick if enabled,
+    and with its nickname unreadable the run must not fall back to editor)."""
+    path = ap.root / "members.yaml"
+    path.write_text(path.read_text().replace(old, new, 1).replace(
+        "priority: 1\n    disabled: true\n", "priority: 1\n"))
+    ap.edit_job("job-e")
+    out = run_json(ap, code=1)
+    assert where in str(out["reason"]) and "no agent is launched" in str(out["reason"])
+    assert [] == ap.launches()
 
 
 def test_outcome_noop_in_the_result(ap: AgentProject) -> None:
@@ -511,3 +543,33 @@ def test_a_members_path_that_is_no_roster_file_says_what_it_is(
     assert 2 == done.returncode, done.stderr
     assert [f'error: members_path "members.yaml" of project "demo" {said}'] == [
         line.split(" (see `")[0] for line in done.stderr.splitlines()]
+
+
+@pytest.mark.parametrize("key", ["members_path", "exec_defaults", "worktree_base"])
+def test_a_config_path_that_is_a_symbolic_link_loop_is_a_configuration_error(
+        tmp_path: Path, key: str) -> None:
+    """A roster, exec-defaults or worktree path that loops (a -> b -> a) is one line, exit 2,
+    saying so; it was an internal error (Python's RuntimeError of ``Path.resolve``)."""
+    ap = AgentProject(tmp_path / "proj")
+    (ap.root / "loop-a").symlink_to("loop-b")
+    (ap.root / "loop-b").symlink_to("loop-a")
+    config = ap.root / ".specdojo" / "specdojo.config.json"
+    data = json.loads(config.read_text())
+    entry = data["projects"]["demo"]
+    (entry if key == "members_path" else entry.setdefault("run", {}))[key] = "loop-a/x"
+    config.write_text(json.dumps(data))
+    done = ap.cli("validate", timeout=60)
+    assert 2 == done.returncode, done.stderr
+    assert f'"{key}" "loop-a/x" is a symbolic link loop; point it at a real file or folder' \
+        in done.stderr and "internal error" not in done.stderr
+
+
+def test_dry_run_says_a_review_without_a_review_agent_ends_blocked(ap: AgentProject) -> None:
+    """With no ``mode: review`` agent, ``--dry-run`` says the review ends blocked; it said
+    "the review executor writes the result" of the review executor that is not there."""
+    path = ap.root / "members.yaml"
+    path.write_text(path.read_text().replace("mode: review", "mode: edit"))
+    ap.edit_job("job-e", review="{}")
+    done = ap.cli("job", "run", "--job", "job-e", "--input", "period=w1", "--dry-run")
+    assert ("  review executor: none: no enabled agent with mode: review, so the review ends "
+            "blocked, not merged (auto)") in done.stdout.splitlines(), done.stdout

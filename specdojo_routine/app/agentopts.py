@@ -88,9 +88,12 @@ def dry_run_lines(flow: Mapping[str, Any] | None) -> list[str]:
         return []
     lines = ["review before merge:", f"  branch: {flow['branch']}",
              f"  worktree: {flow['worktree']}"]
+    nobody = {"review_executor": "none: no enabled agent with mode: review, so the review "
+                                 "ends blocked, not merged",
+              "review_reporter": "none: the review executor writes the result"}
     for role in ("review_executor", "review_reporter"):
         pick = flow[role]
-        who = pick["nickname"] or "none: the review executor writes the result"
+        who = pick["nickname"] or nobody[role]
         lines.append(f"  {role.replace('_', ' ')}: {who} ({pick['source']})")
     return lines
 

@@ -138,11 +138,10 @@ def _files_around(
     view once its end is recorded; what could not be written comes back as warnings for the
     operator, and the outcome stands."""
     notes: list[str] = []
-    if done.result_written:
-        _side_effect(notes, "result not stamped", agentflow.stamp_result,
-                     jobfiles.result_path(ctx.paths, prep.run_id), done.verdict.status, reason,
-                     ctx.secrets)
-    else:
+    stamped = done.result_written and _side_effect(
+        notes, "result not stamped", agentflow.stamp_result,
+        jobfiles.result_path(ctx.paths, prep.run_id), done.verdict.status, reason, ctx.secrets)
+    if not stamped and not notes:  # no agent's document (or it removed it): the runner's own
         _side_effect(notes, "result not written", jobfiles.write_result, ctx.paths, prep,
                      AttemptDoc(attempt=attempt, status=done.verdict.status, reason=reason,
                                 started_at=format_s(started), completed_at=format_s(ctx.clock()),
@@ -153,13 +152,15 @@ def _files_around(
 
 
 def _side_effect(notes: list[str], what: str, write: Callable[..., object],
-                 *args: object) -> None:
-    """Write a file around the outcome; an environment error (full disk, read-only) becomes a
-    note instead of costing the outcome (the ledger, written first, is the truth)."""
+                 *args: object) -> object:
+    """Write a file around the outcome, and return what the writer did; an environment error
+    (full disk, read-only) becomes a note instead of costing the outcome (the ledger, written
+    first, is the truth)."""
     try:
-        write(*args)
+        return write(*args)
     except OSError as exc:
         notes.append(f"{what}: {environment_error(exc)}")
+        return None
 
 
 def _still_open(paths: ProjectPaths, run_id: str, attempt: int) -> None:

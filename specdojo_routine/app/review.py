@@ -193,6 +193,8 @@ def _review(flow: Flow, sha: str) -> tuple[str | None, str | None, bool]:
     config = agentconfig.load_agent_config(info.paths)
     if config is None:
         return "blocked", "no review agent: the project names no members_path (roster)", False
+    if (refused := config.refusal()) is not None:
+        return "blocked", f"review: {refused}", False
     executor, reporter = agent_rules.review_agents(
         config.roster, info.task.get("review"), review_by=flow.options.review_by,
         reporter_by=flow.options.reporter_by)

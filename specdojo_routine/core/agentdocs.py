@@ -21,6 +21,8 @@ RECOMMENDATION_MARKER = "recommendation: _TODO_"
 MARKERS = (WORK_MARKER, FILES_MARKER, RECOMMENDATION_MARKER)
 UNFILLED_REASON = ("agent exited 0 but result mandatory sections remain unfilled "
                    "(treated as blocked)")
+NO_RESULT_REASON = ("agent exited 0 but left no result document (it removed or emptied the "
+                    "result file; treated as blocked): the agent must fill the result in place")
 VERDICTS = ("complete", "complete-with-findings", "changes-requested", "blocked")
 _RECOMMENDATIONS = {"approve": "complete", "revise": "changes-requested", "reject": "blocked"}
 
@@ -196,7 +198,11 @@ def markers_left(text: str) -> bool:
 
 
 def agent_outcome(text: str) -> tuple[str, str | None]:
-    """(status, reason) of an agent that exited 0, from its result document."""
+    """(status, reason) of an agent that exited 0, from its result document. No document (the
+    agent removed it, emptied it or put something else there) is no outcome: without it
+    nothing says the work was done, and the run must not read as succeeded."""
+    if not text.strip():
+        return "failed", NO_RESULT_REASON
     if markers_left(text):
         return "failed", UNFILLED_REASON
     if (frontmatter_value(text, "outcome") or "").lower() == "noop":

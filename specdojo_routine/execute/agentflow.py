@@ -61,6 +61,8 @@ def analyse(
         return Analysed(verdict=Verdict(
             status="failed", reason="analysis failed: the project names no members_path "
             "(roster) to find the analysis agent in"))
+    if (refused := config.refusal()) is not None:
+        return Analysed(verdict=Verdict(status="failed", reason=f"analysis failed: {refused}"))
     try:
         member = agents.member_of(config, str(spec.get("agent")))
     except AgentConfigError as exc:

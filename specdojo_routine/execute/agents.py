@@ -300,18 +300,20 @@ def read_result(path: Path) -> str:
 
 def stamp_result(
     path: Path, run_status: str, reason: str | None, secrets: Sequence[str] = ()
-) -> None:
+) -> bool:
     """The runner, not the agent, sets the result's ``status`` (SPEC §11.1): ``complete``
     for a succeeded or noop run, else ``blocked`` with the reason. Whatever secret the agent
-    wrote into the document is redacted."""
+    wrote into the document is redacted. False when there is no document to stamp (the
+    agent removed or emptied it): the caller then writes its own."""
     text = redact(read_result(path), secrets)
-    if not text:
-        return
+    if not text.strip():
+        return False
     complete = run_status in ("succeeded", "noop")
     stamped = agentdocs.set_status(text, "complete" if complete else "blocked",
                                    None if complete else reason or run_status,
                                    completed_at=format_ms(datetime.now(UTC)))
     views.publish(path, stamped.encode("utf-8"))
+    return True
 
 
 # --- the executor of edit/review Jobs -----------------------------------------------------------
@@ -329,6 +331,8 @@ class RosterExecutor:
 
     def __call__(self, request: AgentRequest) -> AgentResult:
         task = request.task
+        if (refused := self.config.refusal()) is not None:
+            return AgentResult(status="failed", reason=refused)
         try:
             executor, reporter = self.members(request.mode, task)
         except AgentConfigError as exc:

@@ -397,11 +397,23 @@ def _agent_paths(
             raise ConfigError(f'{where}: project "{project_id}" "{key}" must be a path')
         if isinstance(value, str):
             _refuse_nul(value, where, project_id, key)
-        found[name] = (root / value).resolve() if isinstance(value, str) else None
+        found[name] = _resolved(root, value, where, project_id, key) \
+            if isinstance(value, str) else None
     default = root / ".specdojo" / DEFAULT_MEMBERS
     if found["members_path"] is None and default.is_file():  # seed 002's roster (SPEC §13)
         found["members_path"] = default.resolve()
     return found
+
+
+def _resolved(root: Path, value: str, where: Path, project_id: str, key: str) -> Path:
+    """``root / value`` resolved; a symbolic link loop on the way is a configuration error
+    that says so (Python raises a RuntimeError for it, an OSError from 3.13), not an internal
+    error."""
+    try:
+        return (root / value).resolve()
+    except (RuntimeError, OSError):
+        raise ConfigError(f'{where}: project "{project_id}" "{key}" "{value}" is a symbolic '
+                          "link loop; point it at a real file or folder") from None
 
 
 def _retention(entry: Mapping[str, object], where: Path, project_id: str) -> Retention:

@@ -14,6 +14,7 @@ the control file says. The control file maps ``"<nickname>:<role>"`` or ``"<nick
 - ``sleep``: seconds to sleep (after printing); ``child``: start a background ``sleep 60``
   first and write its pid to ``CONTROL_JSON.child.pid``;
 - ``ignore_term``: ignore SIGTERM (only SIGKILL ends it);
+- ``result``: ``"remove"`` or ``"empty"`` the result file instead of filling it;
 - ``exit``: the exit code (default 0).
 """
 
@@ -68,6 +69,9 @@ def _expand(text: str) -> str:
 def _result(how: dict[str, object]) -> None:
     path = Path(os.environ["SPECDOJO_RESULT_PATH"])
     if not path.exists():
+        return
+    if how.get("result") in ("remove", "empty"):
+        path.unlink() if how["result"] == "remove" else path.write_text("")
         return
     text = path.read_text(encoding="utf-8")
     if how.get("fill", True):

@@ -29,6 +29,18 @@ class AgentConfig:
     defaults: ExecDefaults
     problems: tuple[Problem, ...] = ()
 
+    def refusal(self) -> str | None:
+        """Why no agent may be launched: the roster has errors (None: it has none). A roster
+        with errors is not the one its author meant - a member it could not read is missing,
+        and the run would pick another one or none - as an invalid Job Definition is not run
+        either. An exec-defaults template a member cannot use is that member's refusal, at
+        its launch."""
+        errors = [p for p in self.problems if not p.warning and p.path == self.roster.path]
+        if not errors:
+            return None
+        return (f"the roster has {len(errors)} error(s), the first {errors[0]}; fix it "
+                "(validate lists them all): no agent is launched from it")
+
 
 def load_agent_config(paths: ProjectPaths) -> AgentConfig | None:
     """The roster and exec defaults, or None when the project names no ``members_path``."""
