@@ -104,6 +104,8 @@ class GroupKiller:
             self._signal(signal.SIGKILL)
         given_up = self.kill_at is not None and now >= self.kill_at + KILL_GRACE_S
         if leader_exited and (not alive or given_up):
+            if not given_up and self._new_strays():
+                return False  # born while the others were signalled: they end too
             self.done_at = self.done_at or now
             return True
         return False
@@ -111,10 +113,25 @@ class GroupKiller:
     def _strays_alive(self) -> bool:
         return any(proctree.start_of(pid) == start for pid, start in self.strays.items())
 
-    def _signal(self, signum: signal.Signals) -> None:
-        self.strays.update(proctree.left_the_group(self.pgid))
+    def _found(self) -> dict[int, bytes]:
+        found = proctree.left_the_group(self.pgid)
         if self.mark:
-            self.strays.update(proctree.carrying(_entry(self.mark)))
+            found.update(proctree.carrying(_entry(self.mark)))
+        return found
+
+    def _new_strays(self) -> bool:
+        """Whether a last look finds processes of the command not seen before (then they get
+        the signal of the moment): a process that left the group just before the group was
+        signalled, or the child of a stray forked while the strays were looked for. The group
+        is done only once a look finds none."""
+        new = {pid: start for pid, start in self._found().items()
+               if self.strays.get(pid) != start}
+        self.strays.update(new)
+        self._signal_strays(new, signal.SIGTERM if self.kill_at is None else signal.SIGKILL)
+        return bool(new)
+
+    def _signal(self, signum: signal.Signals) -> None:
+        self.strays.update(self._found())
         try:
             os.killpg(self.pgid, signum)
         except ProcessLookupError:  # not a group leader after all: at least the process itself
@@ -122,7 +139,11 @@ class GroupKiller:
                 os.kill(self.pgid, signum)
         except PermissionError:
             pass
-        for pid, start in self.strays.items():
+        self._signal_strays(self.strays, signum)
+
+    @staticmethod
+    def _signal_strays(strays: dict[int, bytes], signum: signal.Signals) -> None:
+        for pid, start in strays.items():
             if proctree.start_of(pid) == start:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signum)
