@@ -118,3 +118,26 @@ def test_run_shows_the_last_5_lines_of_a_failed_calls_stderr(project: Project) -
     done = project.cli("run", "--due", env=project.env(SPECDOJO_CLI=str(loud)))
     shown = [line for line in done.stdout.splitlines() if line.startswith("    | ")]
     assert (1, [f"    | line {n}" for n in range(8, 13)]) == (done.returncode, shown)
+
+
+@pytest.mark.parametrize(("command", "said"), [
+    ("nothere-xyz --now", "command exited with code 127 (the shell did not find the command "
+                          "(or a file it runs): see its stderr)"),
+    ("./notes.txt", "command exited with code 126 (the shell found the command but could not "
+                    "execute it: see its stderr)"),
+    ("sh -c 'kill -9 $$'", "command exited with code 137 (ended by signal 9)"),
+])
+def test_a_shell_exit_code_says_what_it_means(project: Project, command: str,
+                                              said: str) -> None:
+    """SPEC §14, why it failed: 127 and 126 are the shell's own (the command was not found,
+    or could not be executed) and 128+N a process ended by signal N; the reason said only
+    `command exited with code 127`."""
+    from tests.conftest import period_job
+
+    (project.root / "notes.txt").write_text("not a program\n")
+    project.job("job-x", period_job("x", command))
+    project.routine("rtn-x", "interval: 1h\naction: {kind: job, job: job-x, "
+                             "inputs: {period: W1}}\n")
+    done = project.cli("run", "--due", "--json")
+    [result] = orjson.loads(done.stdout)["results"]
+    assert (1, f"action 1 (job): {said}") == (done.returncode, result["reason"]), done.stdout

@@ -102,7 +102,7 @@ def execute(
     if result is Result.SKIPPED:
         reason = "project busy (exit 75)"
     elif result is Result.FAILURE:
-        reason = f"command exited with code {outcome.exit_code}"
+        reason = f"command {errors.exited_with(outcome.exit_code or 0)}"
     return attrs.evolve(base, result=result, reason=reason)
 
 

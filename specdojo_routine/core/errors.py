@@ -189,6 +189,18 @@ def remedy(exc: OSError, *, no_inodes: bool = False) -> str:
     return _REMEDIES.get(exc.errno or 0, "check the file system and run the command again")
 
 
+def exited_with(code: int) -> str:
+    """``exited with code N``, with what the shell's codes mean where they say more than a
+    number (SPEC §14: a failure says why): 126 and 127 are the shell's own (the command could
+    not be run), 128+N a process ended by signal N."""
+    meaning = {126: "the shell found the command but could not execute it: see its stderr",
+               127: "the shell did not find the command (or a file it runs): see its stderr"
+               }.get(code)
+    if meaning is None and 128 < code < 160:
+        meaning = f"ended by signal {code - 128}"
+    return f"exited with code {code}" + (f" ({meaning})" if meaning else "")
+
+
 _ONCE_ALLOWED = {
     errno.ENOSPC: "there is free space again",
     errno.EDQUOT: "the disk quota allows it again",

@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol
 import attrs
 
 from specdojo_routine.core import inputs as input_rules
-from specdojo_routine.core.errors import JobError, UsageError
+from specdojo_routine.core.errors import JobError, UsageError, exited_with
 from specdojo_routine.core.jobmodel import (
     InputSpec,
     InputValue,
@@ -328,7 +328,7 @@ def command_verdict(
         return Verdict(status="noop", reason=f"command exited with code {exit_code} (noop)")
     if exit_code == BUSY_EXIT_CODE:
         return Verdict(status="failed", reason="busy", busy=True)
-    return Verdict(status="failed", reason=f"command exited with code {exit_code}")
+    return Verdict(status="failed", reason=f"command {exited_with(exit_code)}")
 
 
 def no_agent_reason(mode: str) -> str:

@@ -32,6 +32,7 @@ import attrs
 
 from specdojo_routine.core import agent_rules, agentdocs
 from specdojo_routine.core.agent_rules import AgentConfigError, Member
+from specdojo_routine.core.errors import exited_with
 from specdojo_routine.core.redact import bound, redact, secret_values
 from specdojo_routine.core.redact_stream import LineRedactor
 from specdojo_routine.core.timefmt import format_ms
@@ -64,7 +65,7 @@ class Stage:
         if self.exit_code is None:
             return f"agent {self.nickname}: {self.error or 'did not run'}", False
         if self.exit_code != 0:
-            return f"agent {self.nickname} exited with code {self.exit_code}", False
+            return f"agent {self.nickname} {exited_with(self.exit_code)}", False
         return None
 
 
