@@ -169,3 +169,19 @@ def test_resolving_an_interrupted_reviewed_run_names_the_worktree_it_left(
                                   "is kept and its work was never merged"), done.stderr
     assert f"git branch -D exec/demo-{ledger.stem}" in done.stderr
     assert 1 == len(done.stderr.splitlines())
+
+
+@pytest.mark.parametrize("how", ["remove", "empty"])
+def test_a_review_agent_that_leaves_no_result_blocks_and_the_runner_writes_one(
+        ap: AgentProject, how: str) -> None:
+    """The review agent exits 0 after removing (or emptying) its review result: nothing says
+    what it found, so the work is not merged (blocked, the reason says why) and the review
+    result the run points to is the runner's, saying so; there was none to read."""
+    review_job(ap, "echo new > docs/new.md")
+    ap.behave({"reporter:review-reporter": {"result": how}})
+    out = run(ap, code=1)
+    assert (out["state"], out["review"]["merged"]) == ("waiting", False), out
+    assert "left no review result" in out["reason"], out["reason"]
+    written = ap.root / "execution" / "exec" / "results" / f"{out['run_id']}-review-result.md"
+    assert "status: blocked" in written.read_text() and "left no review result" in \
+        written.read_text()

@@ -217,11 +217,26 @@ def _review(flow: Flow, sha: str) -> tuple[str | None, str | None, bool]:
                             secret_values(info.env))
         return (review_rules.CHANGED_DURING_REVIEW,
                 "not merged: the reviewer changed the worktree (changed-during-review)", False)
-    verdict = agentdocs.review_verdict(agents.read_result(result_path))
+    text = agents.read_result(result_path)
+    if not text.strip():  # no document: nothing says what the reviewer found
+        return "blocked", _no_review_result(result_path, sha), False
+    verdict = agentdocs.review_verdict(text)
     good = verdict in ("complete", "complete-with-findings")
     agents.stamp_result(result_path, "succeeded" if good else "failed", f"verdict {verdict}",
                         secret_values(info.env))
     return verdict, None, False
+
+
+def _no_review_result(result_path: Path, sha: str) -> str:
+    """The reason, and the runner's own review result in place of the one the review agent
+    removed or emptied, so that the document the run points to says what happened."""
+    from specdojo_routine.store.ledger import views
+
+    reason = (f"the review agent exited 0 but left no review result for commit {sha} (it "
+              "removed or emptied the document): no verdict, treated as blocked")
+    views.publish(result_path, agentdocs.set_status(f"# Review\n\n{reason}\n", "blocked",
+                                                    reason).encode("utf-8"))
+    return reason
 
 
 def _launch_review(
