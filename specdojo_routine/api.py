@@ -7,13 +7,14 @@ arguments first and raises only the package's errors (:mod:`specdojo_routine.app
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from specdojo_routine.app import handlers, jobs, listing, run_report
 from specdojo_routine.app.calls import library_call
+from specdojo_routine.core.errors import UsageError
 from specdojo_routine.core.jobmodel import InputValue
 from specdojo_routine.core.jobplan import JobRunOutcome, Trigger
 from specdojo_routine.execute.agent import AgentExecutor
@@ -23,6 +24,8 @@ from specdojo_routine.store.ledger import views
 
 if TYPE_CHECKING:
     from specdojo_routine.app.prune import PruneReport
+    from specdojo_routine.core.events import Event
+    from specdojo_routine.store.ledger.codec import Recorded
 
 
 @library_call
@@ -161,6 +164,16 @@ def prune(
                          now=now, env=env)
 
 
-#: :func:`specdojo_routine.store.ledger.views.replay`: fold ledger files or events in memory;
-#: a path that is a directory or cannot be read is a :class:`~specdojo_routine.FileSystemError`
-replay = library_call(views.replay)
+@library_call
+def replay(*sources: Path | str | Iterable[Event | Recorded]) -> dict[str, Any]:
+    """Fold ledger files and/or events into view documents in memory
+    (:func:`specdojo_routine.store.ledger.views.replay`). A file that does not exist is a
+    :class:`~specdojo_routine.FileSystemError`, not an empty ledger: an audit of a mistyped
+    path must not pass on no events at all."""
+    for source in sources:
+        if isinstance(source, str | Path):
+            Path(source).stat()  # FileNotFoundError: the edge says which path
+        elif not isinstance(source, Iterable):
+            raise UsageError(f"replay takes ledger paths and iterables of events (got "
+                             f"{type(source).__name__})")
+    return views.replay(*sources)

@@ -146,3 +146,21 @@ def test_calls_leave_the_process_as_they_found_it(project: Project, tmp_path: Pa
     worker.join()
     assert results == [["rtn-a"], [], ["rtn-b"], [], ["rtn-b"]]
     assert _process_state() == before
+
+
+def test_replaying_a_ledger_that_does_not_exist_is_an_error(
+        demo: tuple[Project, sr.ProjectPaths]) -> None:
+    """An audit that names a mistyped path must fail, not pass on an empty ledger: replay
+    and the testing helper both say which file is missing."""
+    from specdojo_routine.testing import replay_ledger
+
+    project, paths = demo
+    sr.run_due(paths, now=NOW, env=project.env())
+    assert sr.replay(paths.routine_ledger)["routine-state.json"]["routines"]
+    for call in (sr.replay, replay_ledger):
+        with pytest.raises(sr.FileSystemError, match="No such file or directory"):
+            call(paths.routine_ledger.with_name("routine-run.jsonl"))
+        with pytest.raises(sr.FileSystemError):
+            call(paths.root / "routines" / "gone" / "routine-runs.jsonl")
+    with pytest.raises(sr.UsageError, match="replay takes ledger paths"):
+        sr.replay(7)  # type: ignore[arg-type]
