@@ -91,7 +91,13 @@ def fold_views(paths: ProjectPaths, *, check: bool = False, repair: bool = False
 def history(
     paths: ProjectPaths, routine_id: str | None = None, *, limit: int | None = None
 ) -> list[dict[str, Any]]:
-    """The routine ledger's events (upgraded to the current version), oldest first."""
+    """The routine ledger's events (upgraded to the current version), oldest first. An id
+    that no definition and no ledger entry names is a :class:`~specdojo_routine.UsageError`
+    (as ``history ID``), not an empty history."""
+    if routine_id is not None:
+        from specdojo_routine.app.recent import check_routine_id
+
+        check_routine_id(paths, routine_id)
     return [event for _raw, event in handlers.history(paths, routine_id, limit)]
 
 

@@ -164,3 +164,15 @@ def test_replaying_a_ledger_that_does_not_exist_is_an_error(
             call(paths.root / "routines" / "gone" / "routine-runs.jsonl")
     with pytest.raises(sr.UsageError, match="replay takes ledger paths"):
         sr.replay(7)  # type: ignore[arg-type]
+
+
+def test_history_of_an_unknown_routine_is_a_usage_error(
+        demo: tuple[Project, sr.ProjectPaths]) -> None:
+    """As ``history ID`` exits 2: a typo is not a routine that never ran. A routine whose
+    file was removed keeps its history (the ledger names it)."""
+    project, paths = demo
+    sr.run_due(paths, now=NOW, env=project.env())
+    with pytest.raises(sr.UsageError, match='unknown routine "rtn-nte"'):
+        sr.history(paths, "rtn-nte")
+    (project.root / "routines" / "rtn-note.yaml").unlink()
+    assert [e["type"] for e in sr.history(paths, "rtn-note")][-1] == "attempt_ended"
