@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name is imported o
         load_project,
         prune,
         release,
+        replay,
         resolve,
         run_due,
         run_job,
@@ -32,6 +33,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name is imported o
         ConfigError,
         CorruptLedgerError,
         DefinitionError,
+        FileSystemError,
         InvalidTransition,
         JobError,
         LedgerError,
@@ -48,7 +50,6 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name is imported o
     from specdojo_routine.execute.agent import AgentExecutor, AgentRequest, AgentResult
     from specdojo_routine.store.config import ProjectPaths
     from specdojo_routine.store.definitions.load import Definitions
-    from specdojo_routine.store.ledger.views import replay
     from specdojo_routine.store.locks.routine import LockInfo
 
 # public name -> the module that defines it (imported when the name is first used, so that
@@ -58,17 +59,17 @@ _EXPORTS = {
     "Listing": "app.listing", "RoutineRow": "app.listing", "PlannedAction": "core.decide",
     "PruneReport": "app.prune", "Removal": "app.prune",
     **dict.fromkeys(
-        ["ConfigError", "CorruptLedgerError", "DefinitionError", "InvalidTransition",
-         "JobError", "LedgerError", "LockBusy", "Problem", "RoutineError",
+        ["ConfigError", "CorruptLedgerError", "DefinitionError", "FileSystemError",
+         "InvalidTransition", "JobError", "LedgerError", "LockBusy", "Problem", "RoutineError",
          "TooManyMissedOccurrences", "TornLedgerError", "UsageError"], "core.errors"),
     "JobRunOutcome": "core.jobplan", "JobDefinition": "core.jobmodel", "Result": "core.model",
     "Routine": "core.model", "AgentExecutor": "execute.agent", "AgentRequest": "execute.agent",
     "AgentResult": "execute.agent", "ProjectPaths": "store.config",
     "Definitions": "store.definitions.load", "LockInfo": "store.locks.routine",
-    "replay": "store.ledger.views",
     **dict.fromkeys(
         ["backfill", "fold_views", "history", "list_routines", "load_project", "prune",
-         "release", "resolve", "run_due", "run_job", "run_routine", "upcoming", "validate"], "api"),
+         "release", "replay", "resolve", "run_due", "run_job", "run_routine", "upcoming",
+         "validate"], "api"),
 }
 
 
@@ -98,6 +99,7 @@ __all__ = [
     "CorruptLedgerError",
     "DefinitionError",
     "Definitions",
+    "FileSystemError",
     "InvalidTransition",
     "JobDefinition",
     "JobError",

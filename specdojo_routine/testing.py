@@ -20,9 +20,10 @@ from typing import Any
 import attrs
 import orjson
 
+from specdojo_routine.api import replay
 from specdojo_routine.execute.agent import AgentRequest, AgentResult, AgentStatus
 from specdojo_routine.store.config import ProjectPaths, resolve_project
-from specdojo_routine.store.ledger.views import fold_all, replay
+from specdojo_routine.store.ledger.views import fold_all
 from specdojo_routine.store.locks.routine import LockInfo, routine_lock
 
 __all__ = [
@@ -74,7 +75,8 @@ def hold_routine_lock(paths: ProjectPaths) -> Iterator[LockInfo]:
 
 def replay_ledger(*sources: Path | str) -> dict[str, Any]:
     """Fold ledger files into view documents in memory (keys: ``routine-state.json``,
-    ``runs/<run_id>.json``, ``job-state.json``); nothing on disk is touched."""
+    ``runs/<run_id>.json``, ``job-state.json``); nothing on disk is touched. A file that does
+    not exist is a :class:`~specdojo_routine.FileSystemError`, not an empty ledger."""
     return replay(*sources)
 
 

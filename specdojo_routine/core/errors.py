@@ -127,6 +127,21 @@ class JobError(RoutineError):
     """A Job Run cannot be materialised or executed."""
 
 
+class FileSystemError(RoutineError, OSError):
+    """The file system refused what a library call needs (a permission, a full disk, a file
+    where a directory should be): the environment, not a bug. The message says where, what and
+    what to do (as the CLI's ``error:`` line); ``errno``, ``strerror`` and ``filename`` are
+    the original ``OSError``'s, and it is still an ``OSError`` for callers that catch one."""
+
+    def __init__(self, message: str, cause: OSError) -> None:
+        super().__init__(message)
+        self.errno, self.strerror = cause.errno, cause.strerror
+        self.filename, self.filename2 = cause.filename, cause.filename2
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 class TooManyMissedOccurrences(RoutineError):
     """``missed_run: all`` found more than the cap of missed cron occurrences."""
 
