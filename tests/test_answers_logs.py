@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 
 import orjson
+import pytest
 
 from tests.conftest import Project
 from tests.weekhistory import SECRET, Week
@@ -85,6 +86,20 @@ def test_logs_refuses_unknown_routines_attempts_and_actions(week: Week) -> None:
     assert 'did you mean rtn-cleanup?' in routine.stderr
     assert "has no action 2 (it has 1; see `status rtn-cleanup`)" in action.stderr
     assert [1, 1, 1] == [p.stderr.count("\n") for p in (routine, attempt, action)]
+
+
+@pytest.mark.parametrize("body", [
+    "interval: 1h\naction: {kind: specdojo, args: [index]}\n",
+    "interval: 1x\naction: {kind: specdojo, args: [index]}\n",  # invalid: next would refuse
+])
+def test_logs_of_a_routine_without_attempts_points_to_status(project: Project, body: str) -> None:
+    """Nothing ran yet: exit 1, one line pointing to `status ID`, which answers for a valid
+    routine (its next occurrence) and an invalid one (what to fix) alike; it pointed to
+    `next ID`, which refuses an invalid routine."""
+    project.routine("rtn-new", body)
+    done = project.cli("logs", "rtn-new")
+    assert (1, "error: rtn-new has no attempt yet, so no output (`status rtn-new` says whether "
+            "and when it runs)\n") == (done.returncode, done.stderr)
 
 
 def test_logs_of_an_action_the_running_attempt_has_not_started_says_so(

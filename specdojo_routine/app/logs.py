@@ -102,8 +102,8 @@ def _find_attempt(paths: ProjectPaths, routine_id: str, attempt_id: str | None) 
             return attempt
         seen.append(attempt.attempt_id)
     if attempt_id is None:
-        raise RoutineError(f"{routine_id} has no attempt yet, so no output (see `next "
-                           f"{routine_id}`)")
+        raise RoutineError(f"{routine_id} has no attempt yet, so no output (`status "
+                           f"{routine_id}` says whether and when it runs)")
     raise UsageError(unknown(f"attempt of {routine_id}", attempt_id, seen,
                              f"history {routine_id} --attempts"))
 
