@@ -94,3 +94,33 @@ def test_a_snapshot_of_the_same_second_is_proven_again_once(coarse: Path) -> Non
     code, offsets = spied(root, "list")
     assert (0, []) == (code, offsets)
     assert fresh_fold(root) == views_of(root)
+
+
+def test_a_run_view_rewritten_in_the_second_of_the_check_is_read_again(coarse: Path) -> None:
+    """The import check's stamps (store/ledger/runcheck.py) on the same file system: a run
+    whose view another tool rewrites, keeping its length, in the second the check wrote its
+    snapshot is not taken as settled by the next check but read again (and the snapshot
+    written anew, so a later check settles it)."""
+    from specdojo_routine.store.config import resolve_project
+    from specdojo_routine.store.ledger import runcheck
+    from tests.conftest import Project, period_job
+
+    for attempt in range(5):
+        project = Project(coarse / f"proj{attempt}")
+        project.job("job-a", period_job("job-a", 'echo "{{inputs.period}}"'))
+        done = project.cli("job", "run", "--job", "job-a", "--input", "period=W1",
+                           env=project.env(), process=True)
+        assert 0 == done.returncode, done.stderr
+        done = project.cli("job", "run", "--job", "job-a", "--input", "period=W2",
+                           env=project.env(), process=True)  # settles W1's run
+        view = next(p for p in (project.root / "execution/jobs/runs").glob("*.json")
+                    if b"W1" in p.read_bytes())
+        before, data = stamp(view), view.read_bytes()
+        view.write_bytes(data.replace(b'"status": "succeeded"', b'"status":    "failed"'))
+        if stamp(view) == before:
+            break
+    else:
+        pytest.skip("the rewrite never fell in the second of the check")
+    found = runcheck.plan(resolve_project(project.root), "job-a")
+    assert view.stem not in found.settled
+    assert view.stem in found.folds
