@@ -61,7 +61,7 @@ def test_a_cache_directory_linked_out_of_the_project_is_neither_read_nor_written
     assert proven.Snapshot.read(paths.routine_snapshot) is None
     assert views.proven_job_state(paths) is None
     assert {} == DefinitionCache(paths.routine_cache_dir)._old
-    assert ({}, None) == runcheck._load(runcheck.snapshot_path(paths, "job-a"))
+    assert ({}, None, 0) == runcheck._load(runcheck.snapshot_path(paths, "job-a"))
     assert ({}, None) == prune_facts._load(prune_facts.cache_path(paths))
 
     for args in (["run", "--id", "rtn-a", "--now", "2026-08-07T09:00:00Z"],

@@ -20,7 +20,13 @@ from scratch:
 2. the ledger is the file the snapshot names (device, inode), either untouched since (same
    size and change time) or changed only by this process's own appends and repairs
    (:func:`stamps.only_grew`): an edit anywhere in the ledger, even one keeping its length,
-   changes its change time, and a copy is another inode;
+   changes its change time, and a copy is another inode. That holds only for a snapshot
+   written after the change time it records (its own change time is later): a file system
+   that keeps whole seconds (ext3, ext4 with 128-byte inodes, FAT) gives an edit in the
+   same second as the last append, keeping the length, the same stamp. Another process's
+   snapshot written within that tick has the ledger's chain up to ``offset`` verified again
+   before the view is continued from, and is then written anew (a later tick: it proves
+   again); one this process wrote itself is trusted as its own appends are;
 3. the view's bytes are exactly the ones published with the snapshot (an edit by hand, the
    upstream CLI rewriting the file, a view another tool wrote: any change breaks the sha256),
    it covers the position the snapshot names, and it is in this fold's canonical form;
@@ -44,6 +50,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +100,15 @@ class Snapshot:
     offset: int
     head: str
     view_sha256: str  # sha256 (hex) of the view's bytes as published
+    #: the change time of the snapshot file as read (0: not read from a file)
+    written_ns: int = 0
+
+    def proves_the_stamp(self) -> bool:
+        """Whether the snapshot file was written after the ledger's recorded change time:
+        only then would a later change to the ledger have another change time. Where the
+        two are equal (a file system that keeps whole seconds, or one clock tick) an edit
+        that keeps the ledger's size in that tick looks exactly like the proven file."""
+        return self.written_ns > self.stamp.ctime_ns
 
     def to_bytes(self) -> bytes:
         return orjson.dumps({
@@ -107,6 +123,7 @@ class Snapshot:
         not exactly what :meth:`to_bytes` of this code writes)."""
         try:
             doc: Any = orjson.loads(read_private(path))
+            written_ns = os.lstat(path).st_ctime_ns
         except (OSError, orjson.JSONDecodeError):  # none, not a regular file, not ours
             return None
         if not isinstance(doc, dict):
@@ -123,7 +140,8 @@ class Snapshot:
         if not ok or doc["code"] != codeprint.fingerprint():
             return None
         return cls(stamp=stamps.Stamp(**doc["ledger_file"]), seq=doc["seq"],
-                   offset=doc["offset"], head=doc["head"], view_sha256=doc["view_sha256"])
+                   offset=doc["offset"], head=doc["head"], view_sha256=doc["view_sha256"],
+                   written_ns=written_ns)
 
 
 @attrs.frozen(kw_only=True, repr=False)
@@ -133,6 +151,9 @@ class Proven:
     state: RoutineFold
     tail: ledger.Tail
     resumed_at: int  # the seq the fold continued after (0: folded from scratch)
+    #: the snapshot did not prove the ledger's stamp and the chain was verified again: the
+    #: next publish writes it anew, even with the same bytes, so that it proves it
+    rechecked: bool = False
     view_sha256: str | None = None  # the bytes of the view it continued from (None: scratch)
     #: The document of the view it continued from, as this fold writes it, when the ledger
     #: holds nothing after that view: proving the view built it (:func:`read_document`).
@@ -186,8 +207,13 @@ class Proven:
             return document
         snapshot = Snapshot(stamp=self.tail.stamp, seq=self.state.seq, offset=self.tail.end,
                             head=self.tail.head, view_sha256=hashlib.sha256(data).hexdigest())
-        with contextlib.suppress(OSError):
-            stamps.replace_private(snapshot_path, snapshot.to_bytes())
+        with contextlib.suppress(OSError):  # written again even with the same bytes when
+            # it did not prove the stamp: its new change time may (see the module docstring)
+            stamps.replace_private(snapshot_path, snapshot.to_bytes(),
+                                   force=self.rechecked or self.resumed_at == 0)
+        if len(_WRITTEN_HERE) >= _OWN_CHANGES_LIMIT:
+            _WRITTEN_HERE.clear()  # forgetting only costs a verification of the chain
+        _WRITTEN_HERE.add(snapshot.stamp)
         return document
 
 
@@ -202,10 +228,11 @@ def prove(path: Path, view_path: Path | None = None,
         resumed = _resumable(path, view_path, snapshot_path, tail)
     if resumed is None:
         return from_scratch(path, tail)
-    state, offset, head, view_sha256, document = resumed
+    state, offset, head, view_sha256, document, rechecked = resumed
     resumed_at = state.seq
     _fold(path, state, tail, offset=offset, head=head)
     return Proven(state=state, tail=tail, resumed_at=resumed_at, view_sha256=view_sha256,
+                  rechecked=rechecked,
                   published=document if offset == tail.end else None)
 
 
@@ -236,12 +263,19 @@ def _fold(path: Path, state: RoutineFold, tail: ledger.Tail, *, offset: int, hea
         raise CorruptLedgerError(str(path), state.seq + 1, "the ledger has fewer lines than seqs")
 
 
+_Resumed = tuple[RoutineFold, int, str, str, RoutineStateDoc, bool]
+#: The ledger stamps this process's own snapshots recorded (see the module docstring, 2).
+_WRITTEN_HERE: set[stamps.Stamp] = set()
+_OWN_CHANGES_LIMIT = 100_000
+
+
 def _resumable(
     path: Path, view_path: Path, snapshot_path: Path, tail: ledger.Tail
-) -> tuple[RoutineFold, int, str, str, RoutineStateDoc] | None:
-    """(fold state, offset, chain head, the view's sha256, its document) of the published
-    view when the snapshot proves it, else None. The cheap checks come first: a ledger that
-    is not the proven file costs no read of the view."""
+) -> _Resumed | None:
+    """(fold state, offset, chain head, the view's sha256, its document, whether the chain
+    up to offset was verified again) of the published view when the snapshot proves it,
+    else None. The cheap checks come first: a ledger that is not the proven file costs no
+    read of the view."""
     snapshot = Snapshot.read(snapshot_path)
     if snapshot is None or snapshot.seq > tail.seq or snapshot.offset > tail.end:
         return None
@@ -252,14 +286,35 @@ def _resumable(
         return None
     state, document = published
     offset, head, view = snapshot.offset, snapshot.head, snapshot.view_sha256
-    if offset == tail.end:
-        return (state, offset, head, view, document) if head == tail.head else None
-    if offset == 0:
-        return (state, offset, head, view, document) if head == chain.EMPTY_HEAD else None
-    last = ledger.line_ending_at(path, offset)
-    if last is None or chain.line_hash(last) != head:
+    if offset == 0 and head != chain.EMPTY_HEAD:
         return None
-    return state, offset, head, view, document
+    if offset == tail.end and head != tail.head:
+        return None
+    if 0 < offset < tail.end:
+        last = ledger.line_ending_at(path, offset)
+        if last is None or chain.line_hash(last) != head:
+            return None
+    recheck = not snapshot.proves_the_stamp() and snapshot.stamp not in _WRITTEN_HERE
+    if recheck and not _chain_holds(path, snapshot):
+        return None
+    return state, offset, head, view, document, recheck
+
+
+def _chain_holds(path: Path, snapshot: Snapshot) -> bool:
+    """Whether the ledger's lines up to the snapshot's ``offset`` chain from the first one,
+    are ``seq`` lines and end at its ``head`` (False: a fold from scratch says where not)."""
+    lines = 0
+    try:
+        with open(path, "rb", buffering=chain.READ_BUFFER) as f:
+            chunks = chain.verified_chunks(f, path, 0, snapshot.offset, line=1,
+                                           head=chain.EMPTY_HEAD, started=False)
+            while True:
+                try:
+                    lines += len(next(chunks))
+                except StopIteration as done:
+                    return lines == snapshot.seq and done.value == snapshot.head
+    except (OSError, CorruptLedgerError):
+        return False
 
 
 def _published_state(

@@ -16,7 +16,10 @@ records the fingerprint of the code that checked the runs (:func:`codeprint.fing
 run an earlier version found ours is checked again by this one after an upgrade, as with no
 snapshot. It is written only by commands that hold the exec lock; read-only commands use it
 and write nothing. A change that keeps a file's size and both its times in the same clock
-tick is the one change a stamp cannot see, as for the routine ledger (:mod:`.stamps`).
+tick is the one change a stamp cannot see, as for the routine ledger (:mod:`.stamps`): so a
+run whose files changed in the tick the snapshot was written in, or later (a file system
+that keeps whole seconds: ext3, ext4 with 128-byte inodes, FAT), is not settled by it but read
+again, as the routine view's snapshot is (:mod:`.proven`).
 """
 
 from __future__ import annotations
@@ -86,28 +89,32 @@ def _stamps(paths: ProjectPaths, job_id: str) -> dict[str, str]:
     return {run_id: " ".join(facts) for run_id, facts in found.items()}
 
 
-def _load(path: Path) -> tuple[dict[str, Any], bytes | None]:
+def _load(path: Path) -> tuple[dict[str, Any], bytes | None, int]:
     """The snapshot's runs (empty when it is missing, not one of ours or written by other
-    code) and its bytes. Only a regular file is read, never through a symlink: a FIFO in its
-    place would block every Job action (and the dry run) forever; anything else there is no
-    snapshot, and the next recording command replaces it."""
+    code), its bytes and its change time. Only a regular file is read, never through a
+    symlink: a FIFO in its place would block every Job action (and the dry run) forever;
+    anything else there is no snapshot, and the next recording command replaces it."""
     try:
         data = read_private(path)
         doc = orjson.loads(data)
+        written_ns = os.lstat(path).st_ctime_ns
     except (OSError, orjson.JSONDecodeError):
-        return {}, None
+        return {}, None, 0
     if not isinstance(doc, dict) or doc.get("version") != SNAPSHOT_VERSION \
             or type(doc.get("version")) is not int or not isinstance(doc.get("runs"), dict) \
             or doc.get("code") != codeprint.fingerprint():
-        return {}, data
-    return doc["runs"], data
+        return {}, data, 0
+    return doc["runs"], data, written_ns
 
 
-def _settled(known: Mapping[str, Any], stamps: Mapping[str, str]) -> Settled:
+def _settled(known: Mapping[str, Any], stamps: Mapping[str, str], written_ns: int) -> Settled:
     """The runs whose stamps are the snapshot's, with their checkpoints per job (a run whose
-    checkpoints are not what :func:`_save` writes is not settled: it is read again)."""
+    checkpoints are not what :func:`_save` writes is not settled: it is read again, and so is
+    one whose files changed no earlier than the snapshot was written: ``written_ns``)."""
     settled: Settled = {}
     for run_id, digest in stamps.items():
+        if _changed_ns(digest) >= written_ns:
+            continue
         entry = known.get(run_id)
         if isinstance(entry, str) and entry == digest:
             settled[run_id] = {}
@@ -115,6 +122,13 @@ def _settled(known: Mapping[str, Any], stamps: Mapping[str, str]) -> Settled:
                 and _checkpoints_of(run_id, entry[1]):
             settled[run_id] = entry[1]
     return settled
+
+
+def _changed_ns(digest: str) -> int:
+    """The latest change time in a run's stamp (:func:`_stamps`: each file's fields, its
+    change time last, or ``-`` for no file)."""
+    return max((int(facts.rsplit(":", 1)[1]) for facts in digest.split(" ") if facts != "-"),
+               default=0)
 
 
 def _checkpoints_of(run_id: str, best: Any) -> bool:
@@ -142,10 +156,12 @@ def _plan(
     is read again next time. ``every``: plan the import of every run and of every Job's
     ``job-state.json`` entry, reading them all."""
     stamps = _stamps(paths, job_id)
-    known, before = _load(snapshot_path(paths, job_id))
+    known, before, written_ns = _load(snapshot_path(paths, job_id))
     if every:
         return adopt.plan_job_imports(paths), stamps, before
-    settled = _settled(known, stamps)
+    settled = _settled(known, stamps, written_ns)
+    if any(_changed_ns(stamps[run_id]) >= written_ns for run_id in known if run_id in stamps):
+        before = None  # written again even with the same bytes: a later tick settles them
     changed = sorted(r for r in stamps if r not in settled)
     found = adopt.plan_job_imports(paths, job_id=job_id, only=changed, settled=settled)
     return found, stamps, before

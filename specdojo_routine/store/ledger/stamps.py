@@ -6,8 +6,9 @@ append and repair this process makes records the stamp before and after it; :fun
 walks those records back to tell whether a file is still the one a view was proven against,
 changed only by this process (anything else - another writer, an edit, ``touch`` - changes the
 change time and breaks the walk). Change times have the file system's granularity (nanoseconds
-on ext4, xfs, btrfs and tmpfs): an edit in the same clock tick as our last look, keeping the
-size, is the one change this cannot see.
+on ext4, xfs, btrfs and tmpfs, whole seconds on ext3 or FAT): an edit in the same clock tick as
+our last look, keeping the size, is the one change a stamp cannot see, so the routine view's
+snapshot is trusted only when it was written in a later tick (:mod:`.proven`).
 
 :func:`replace` writes a file whole or not at all (a temp file beside it, moved into place
 with ``os.replace``, which replaces a symlink rather than writing through it) and leaves a file
@@ -86,15 +87,17 @@ def only_grew(since: Stamp, now: Stamp) -> bool:
 # --- small files beside a ledger -------------------------------------------------------------
 
 
-def replace(path: Path, data: bytes, *, follow: bool = True, mode: int = 0o644) -> bool:
+def replace(path: Path, data: bytes, *, follow: bool = True, mode: int = 0o644,
+            force: bool = False) -> bool:
     """Make ``data`` the file ``path``, atomically, unless it already holds exactly those
-    bytes (read as :func:`config.read_regular` reads, ``follow`` passed on); True if written.
+    bytes (read as :func:`config.read_regular` reads, ``follow`` passed on; ``force``: write
+    it all the same, for a file whose change time says something); True if written.
 
     Readers see the old file or the new one, never part of it: a temp file in the same
     directory, moved into place with ``os.replace`` (which replaces a symlink or a FIFO there
     instead of writing through it)."""
     try:
-        if read_regular(path, follow=follow) == data:
+        if not force and read_regular(path, follow=follow) == data:
             return False
     except OSError:  # none there, not a regular file, not readable: replaced all the same
         pass
@@ -132,10 +135,10 @@ def _temp_file(path: Path, made: list[str]) -> int:
     raise FileExistsError(errno.EEXIST, "no free name for a temporary file", str(path))
 
 
-def replace_private(path: Path, data: bytes) -> bool:
+def replace_private(path: Path, data: bytes, *, force: bool = False) -> bool:
     """:func:`replace` for a private cache file: never through a symbolic link, neither at the
     file nor at its ``.cache`` folder or a folder under it
     (:class:`~specdojo_routine.store.config.LinkedCache`, an ``OSError`` the callers of a
     cache already treat as a cache that cannot be written)."""
     check_private(path)
-    return replace(path, data, follow=False)
+    return replace(path, data, follow=False, force=force)
