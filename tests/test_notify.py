@@ -368,3 +368,28 @@ def test_a_hook_that_cannot_start_for_lack_of_resources_blames_the_machine(
         in warning, warning
     assert "an environment limit, not the command" in warning and advice in warning
     assert "fix policy.notify.command" not in warning
+
+
+def test_an_invalid_default_hook_is_a_warning_of_the_run_not_a_silent_loss(
+    project: Project,
+) -> None:
+    """The config's `routine.notify` lists an unknown event: `validate` names it, but cron
+    only runs `run --due`. A failure that hook would have heard is not notified (the block is
+    not used), and the run says so in one `warning:` line with the config's file:line:col,
+    once per routine and kind; the routine's result stands."""
+    _default_hook(project, "failure,sometimes", "exit 0")
+    project.routine("rtn-fail", """\
+        interval: 1h
+        action: {kind: specdojo, args: [go]}
+        """)
+    project.exit_codes({"go": 3})
+    done = project.cli("run", "--due", "--now", T0)
+    assert 1 == done.returncode, done.stderr
+    assert [] == _sent(project) and not (project.root / "hook.out").exists()
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    assert [
+        "warning: rtn-fail: the failure notification was not sent: "
+        '.specdojo/specdojo.config.json:13:13: projects.demo.routine.notify.on contains unknown '
+        'event "sometimes". Allowed: failure, missed, held, interrupted, recovered '
+        "(fix routine.notify in .specdojo/specdojo.config.json; `validate` lists every problem)"
+    ] == warnings, done.stderr

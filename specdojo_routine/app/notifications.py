@@ -28,11 +28,17 @@ from specdojo_routine.store.ledger.backwards import attempt_events, read_backwar
 
 def hook_for(paths: ProjectPaths, routine: Routine) -> Notify | None:
     """The routine's own ``policy.notify``, else the project's default (a default with
-    problems is not used: ``validate`` names them)."""
+    problems is not used: ``validate`` names them, :func:`notify` warns)."""
+    return _hook_and_error(paths, routine)[0]
+
+
+def _hook_and_error(paths: ProjectPaths, routine: Routine) -> tuple[Notify | None, str | None]:
+    """:func:`hook_for`, and the first error of a project default it could not use."""
     if routine.policy.notify is not None:
-        return routine.policy.notify
+        return routine.policy.notify, None
     default, problems = load_default_notify(paths)
-    return None if any(not p.warning for p in problems) else default
+    error = next((str(p) for p in problems if not p.warning), None)
+    return (None, error) if error is not None else (default, None)
 
 
 def notify(
@@ -43,7 +49,9 @@ def notify(
 ) -> None:
     """Run the hook for ``kind`` if the routine's notify block asks for it (see the module
     docstring); ``cause`` is the ledger type of the event being notified."""
-    hook = hook_for(paths, routine)
+    hook, error = _hook_and_error(paths, routine)
+    if error is not None and stop.requested() is None:
+        _warn_unusable_default(routine, kind, error, secrets, warnings)
     if hook is None or kind not in hook.on or stop.requested() is not None:
         return
     if kind == "interrupted" and attempt_id is not None and _already_told(
@@ -67,6 +75,18 @@ def notify(
         fix = "" if runner.environment_limit(outcome.error) else f" (fix {where})"
         warnings.append(redact(f"warning: {routine.id}: the {kind} notification hook {why}; "
                                f"the routine's result stands{fix}", list(secrets)))
+
+
+def _warn_unusable_default(routine: Routine, kind: str, error: str,
+                           secrets: tuple[str, ...], warnings: list[str]) -> None:
+    """Say that an event went unnotified because the project's default hook is invalid: a
+    cron job runs ``run``, not ``validate``, so the run is where the operator can hear of it
+    (once per routine and kind in a run)."""
+    rel = CONFIG_RELPATH.as_posix()
+    line = redact(f"warning: {routine.id}: the {kind} notification was not sent: {error} "
+                  f"(fix routine.notify in {rel}; `validate` lists every problem)", list(secrets))
+    if line not in warnings:
+        warnings.append(line)
 
 
 def recovers(paths: ProjectPaths, routine: Routine, attempt_id: str, status: Any) -> bool:
