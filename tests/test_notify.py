@@ -393,3 +393,26 @@ def test_an_invalid_default_hook_is_a_warning_of_the_run_not_a_silent_loss(
         'event "sometimes". Allowed: failure, missed, held, interrupted, recovered '
         "(fix routine.notify in .specdojo/specdojo.config.json; `validate` lists every problem)"
     ] == warnings, done.stderr
+
+
+def test_a_reason_of_any_length_reaches_the_hook_bounded(project: Project) -> None:
+    """A reason longer than one environment string may be (128 KiB on Linux): the hook still
+    starts and exits 0 - no `could not start /bin/sh: Argument list too long` blamed on its
+    command - and gets the head of the reason, in SPECDOJO_REASON and SPECDOJO_NOTIFY_JSON
+    alike, with the cut marked."""
+    out = notify.run_hook(_hook(project, "exit 0"), root=project.root, env=project.env(),
+                          payload={"event": "failure", "reason": "x" * 200_000}, secrets=[])
+    assert (0, None) == (out.exit_code, out.error)
+    reason = (project.root / "hook.out").read_text().strip().split("|")[5]
+    event = orjson.loads((project.root / "hook.json").read_text())
+    assert reason == event["reason"] == "x" * (notify.VALUE_LIMIT - 1) + "…"
+
+
+def test_a_nul_in_what_the_hook_receives_does_not_stop_it(project: Project) -> None:
+    """No process can receive a NUL in its environment: one in a reason (an agent's message,
+    say) is shown as ``\\0`` and the hook runs."""
+    out = notify.run_hook('printf "%s" "$SPECDOJO_REASON" > reason.txt', root=project.root,
+                          env=project.env(), payload={"event": "failure", "reason": "a\0b"},
+                          secrets=[])
+    assert (0, None) == (out.exit_code, out.error)
+    assert "a\\0b" == (project.root / "reason.txt").read_text()
