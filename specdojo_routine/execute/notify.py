@@ -3,9 +3,10 @@
 The command runs as ``/bin/sh -c <command>`` in the project root, in its own process group,
 stdin closed, with the event in its environment (``SPECDOJO_NOTIFY_*``, every value redacted
 first, then cut to :data:`VALUE_LIMIT` characters) and at most :data:`TIMEOUT_S` seconds to
-finish; then its group is killed. Its output is captured and dropped: a hook reports by what it does, its outcome (exit code, duration) is
-recorded by the caller. ``SPECDOJO_NOTIFY_TIMEOUT_S`` overrides the bound (a positive number
-of seconds), for tests and for hooks that are known to be slow.
+finish; then its group is killed. Its output is captured and dropped: a hook reports by what it
+does, its outcome (exit code, duration) is recorded by the caller.
+``SPECDOJO_NOTIFY_TIMEOUT_S`` overrides the bound (a positive number of seconds), for tests and
+for hooks that are known to be slow.
 """
 
 from __future__ import annotations
