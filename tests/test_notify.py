@@ -143,6 +143,44 @@ def test_a_stop_during_a_hook_ends_it_and_records_its_outcome(project: Project) 
     assert not (project.root / "routines" / ".locks" / "routine-run.lock").exists()
 
 
+@pytest.mark.parametrize("kind", ["held", "interrupted"])
+def test_a_stop_during_a_hook_outside_an_attempt_publishes_what_it_recorded(
+    project: Project, kind: str,
+) -> None:
+    """SIGTERM to the runner while the hook of an occurrence held, or of an attempt found
+    interrupted, runs (no attempt of this run is open): the runner exits 143 with the event
+    and the hook's `notification_sent` in the ledger and in the published view alike
+    (`fold --check` is clean), as after a stop during a failure's hook."""
+    hook = orjson.dumps("echo $$ > hook.pgid; sleep 60").decode()
+    project.routine("rtn-x", f"""\
+        interval: 1h
+        policy: {{on_failure: hold, notify: {{on: [{kind}], command: {hook}}}}}
+        action: {{kind: specdojo, args: [go]}}
+        """)
+    if kind == "held":
+        project.exit_codes({"go": 1})
+        project.cli("run", "--due", "--now", T0)
+    else:  # an attempt left open by a runner that died
+        project.exit_codes({"go": 0})
+        project.cli("run", "--due", "--now", T0, process=True)  # its pid is gone after
+        events = project.events()
+        ended = next(i for i, e in enumerate(events) if e["type"] == "attempt_ended")
+        project.ledger.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in events[:ended]))
+        assert 0 == project.cli("fold").returncode
+    proc = project.popen("run", "--due", "--now", T1)
+    marker = project.root / "hook.pgid"
+    deadline = time.monotonic() + 30
+    while not (marker.exists() and marker.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    assert 143 == proc.wait(timeout=60), proc.stderr.read()
+    (sent,) = _sent(project)
+    assert (kind, "stopped by SIGTERM") == (sent["event"], sent["reason"])
+    checked = project.cli("fold", "--check")
+    assert 0 == checked.returncode, checked.stdout
+    assert not group_members(int(marker.read_text()))
+
+
 def test_the_hook_runs_in_the_root_in_its_own_group_with_stdin_closed(
     project: Project,
 ) -> None:
