@@ -6,12 +6,14 @@ routine's result (a failing hook is a `warning:` line). Real hooks in real runs.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -143,6 +145,54 @@ def test_a_stop_during_a_hook_ends_it_and_records_its_outcome(project: Project) 
     assert not (project.root / "routines" / ".locks" / "routine-run.lock").exists()
 
 
+def _leave_interrupted(project: Project) -> None:
+    """One attempt of ``rtn-x`` that succeeds, then its end cut from the ledger: an attempt
+    left open by a runner that died (its pid is gone: it ran in a child)."""
+    project.exit_codes({"go": 0})
+    project.cli("run", "--due", "--now", T0, process=True)
+    events = project.events()
+    ended = next(i for i, e in enumerate(events) if e["type"] == "attempt_ended")
+    project.ledger.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in events[:ended]))
+    assert 0 == project.cli("fold").returncode
+
+
+def _wait_for_hook(project: Project) -> Path:
+    """``hook.pgid`` once the hook has written its process group there."""
+    marker = project.root / "hook.pgid"
+    deadline = time.monotonic() + 30
+    while not (marker.exists() and marker.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return marker
+
+
+def test_a_runner_killed_during_an_interrupted_hook_has_it_told_again(
+    project: Project,
+) -> None:
+    """The documented exception to "at most once": a runner SIGKILLed while the hook of an
+    attempt awaiting `resolve` runs recorded no `notification_sent`, so the next run tells
+    it again (and the run after that does not)."""
+    hook = orjson.dumps('echo $$ > hook.pgid; [ -e told ] || { touch told; sleep 60; }; '
+                        'echo x >> hook.count').decode()
+    project.routine("rtn-x", f"""\
+        interval: 1h
+        policy: {{notify: {{on: [interrupted], command: {hook}}}}}
+        action: {{kind: specdojo, args: [go]}}
+        """)
+    _leave_interrupted(project)
+    proc = project.popen("run", "--due", "--now", T1)
+    pgid = int(_wait_for_hook(project).read_text())
+    proc.kill()
+    proc.wait(timeout=30)
+    with contextlib.suppress(ProcessLookupError):  # the hook's sleep outlives its shell
+        os.killpg(pgid, signal.SIGKILL)
+    assert [] == _sent(project)
+    project.cli("run", "--due", "--now", T1)
+    project.cli("run", "--due", "--now", T2)
+    (sent,) = _sent(project)
+    assert (0, ["x"]) == (sent["exit_code"],
+                          (project.root / "hook.count").read_text().split())
+
+
 @pytest.mark.parametrize("kind", ["held", "interrupted"])
 def test_a_stop_during_a_hook_outside_an_attempt_publishes_what_it_recorded(
     project: Project, kind: str,
@@ -160,18 +210,10 @@ def test_a_stop_during_a_hook_outside_an_attempt_publishes_what_it_recorded(
     if kind == "held":
         project.exit_codes({"go": 1})
         project.cli("run", "--due", "--now", T0)
-    else:  # an attempt left open by a runner that died
-        project.exit_codes({"go": 0})
-        project.cli("run", "--due", "--now", T0, process=True)  # its pid is gone after
-        events = project.events()
-        ended = next(i for i, e in enumerate(events) if e["type"] == "attempt_ended")
-        project.ledger.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in events[:ended]))
-        assert 0 == project.cli("fold").returncode
+    else:
+        _leave_interrupted(project)
     proc = project.popen("run", "--due", "--now", T1)
-    marker = project.root / "hook.pgid"
-    deadline = time.monotonic() + 30
-    while not (marker.exists() and marker.read_text().strip()) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    marker = _wait_for_hook(project)
     proc.send_signal(signal.SIGTERM)
     assert 143 == proc.wait(timeout=60), proc.stderr.read()
     (sent,) = _sent(project)
