@@ -94,11 +94,12 @@ def recovers(paths: ProjectPaths, routine: Routine, attempt_id: str, status: Any
     the first success after a failure): the routine's status before it (``status``) was
     ``failure``, or it was ``skipped`` and the most recent outcome before the skips was
     ``failure``. Whether that failure was notified does not matter. Only a hook that lists
-    ``recovered`` has the ledger read back past the skipped attempts."""
+    ``recovered`` has the ledger read back past the skipped attempts, or a project default
+    too invalid to tell (a recovery it may have announced is warned of, :func:`notify`)."""
     if status == "failure":
         return True
-    hook = hook_for(paths, routine) if status == "skipped" else None
-    if hook is None or "recovered" not in hook.on:
+    hook, error = _hook_and_error(paths, routine) if status == "skipped" else (None, None)
+    if error is None and (hook is None or "recovered" not in hook.on):
         return False
     from specdojo_routine.core.attempts import last_outcome
 
