@@ -475,6 +475,26 @@ def test_an_invalid_default_hook_is_a_warning_of_the_run_not_a_silent_loss(
     ] == warnings, done.stderr
 
 
+@pytest.mark.parametrize(("command", "said"), [
+    ("./no-such-hook", "exited with code 127 (the shell did not find the command (or a file "
+     "it runs));"),
+    ("./routines", "exited with code 126 (the shell found the command but could not execute "
+     "it);"),
+], ids=["not-found", "a-directory"])
+def test_a_hook_the_shell_cannot_run_says_so(project: Project, command: str, said: str) -> None:
+    """A hook command that is not there, or is a directory: the warning says what the
+    shell's exit code means, and points to no stderr (a hook's is not kept)."""
+    project.routine("rtn-fail", f"""\
+        interval: 1h
+        policy: {{notify: {{on: [failure], command: {command}}}}}
+        action: {{kind: specdojo, args: [go]}}
+        """)
+    project.exit_codes({"go": 3})
+    done = project.cli("run", "--due", "--now", T0)
+    [warning] = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    assert f"the failure notification hook {said}" in warning, warning
+
+
 def test_a_reason_of_any_length_reaches_the_hook_bounded(project: Project) -> None:
     """A reason longer than one environment string may be (128 KiB on Linux): the hook still
     starts and exits 0 - no `could not start /bin/sh: Argument list too long` blamed on its

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from specdojo_routine.core import routine_events
+from specdojo_routine.core import errors, routine_events
 from specdojo_routine.core.model import Notify, Routine
 from specdojo_routine.core.redact import redact
 from specdojo_routine.execute import notify as hooks
@@ -69,7 +69,7 @@ def notify(
             duration_s=float(outcome.duration_s), attempt_id=attempt_id,
             scheduled_for=scheduled_for, reason=outcome.error))
     if outcome.exit_code != 0:
-        why = outcome.error or f"exited with code {outcome.exit_code}"
+        why = outcome.error or errors.exited_with(outcome.exit_code or 0, stderr_kept=False)
         where = (f"policy.notify.command in {routine.path}" if routine.policy.notify is not None
                  else f"routine.notify in {CONFIG_RELPATH.as_posix()}")
         fix = "" if runner.environment_limit(outcome.error) else f" (fix {where})"
