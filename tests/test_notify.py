@@ -6,12 +6,14 @@ routine's result (a failing hook is a `warning:` line). Real hooks in real runs.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -141,6 +143,84 @@ def test_a_stop_during_a_hook_ends_it_and_records_its_outcome(project: Project) 
     assert 0 == checked.returncode, checked.stdout
     assert not group_members(pgid)
     assert not (project.root / "routines" / ".locks" / "routine-run.lock").exists()
+
+
+def _leave_interrupted(project: Project) -> None:
+    """One attempt of ``rtn-x`` that succeeds, then its end cut from the ledger: an attempt
+    left open by a runner that died (its pid is gone: it ran in a child)."""
+    project.exit_codes({"go": 0})
+    project.cli("run", "--due", "--now", T0, process=True)
+    events = project.events()
+    ended = next(i for i, e in enumerate(events) if e["type"] == "attempt_ended")
+    project.ledger.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in events[:ended]))
+    assert 0 == project.cli("fold").returncode
+
+
+def _wait_for_hook(project: Project) -> Path:
+    """``hook.pgid`` once the hook has written its process group there."""
+    marker = project.root / "hook.pgid"
+    deadline = time.monotonic() + 30
+    while not (marker.exists() and marker.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return marker
+
+
+def test_a_runner_killed_during_an_interrupted_hook_has_it_told_again(
+    project: Project,
+) -> None:
+    """The documented exception to "at most once": a runner SIGKILLed while the hook of an
+    attempt awaiting `resolve` runs recorded no `notification_sent`, so the next run tells
+    it again (and the run after that does not)."""
+    hook = orjson.dumps('echo $$ > hook.pgid; [ -e told ] || { touch told; sleep 60; }; '
+                        'echo x >> hook.count').decode()
+    project.routine("rtn-x", f"""\
+        interval: 1h
+        policy: {{notify: {{on: [interrupted], command: {hook}}}}}
+        action: {{kind: specdojo, args: [go]}}
+        """)
+    _leave_interrupted(project)
+    proc = project.popen("run", "--due", "--now", T1)
+    pgid = int(_wait_for_hook(project).read_text())
+    proc.kill()
+    proc.wait(timeout=30)
+    with contextlib.suppress(ProcessLookupError):  # the hook's sleep outlives its shell
+        os.killpg(pgid, signal.SIGKILL)
+    assert [] == _sent(project)
+    project.cli("run", "--due", "--now", T1)
+    project.cli("run", "--due", "--now", T2)
+    (sent,) = _sent(project)
+    assert (0, ["x"]) == (sent["exit_code"],
+                          (project.root / "hook.count").read_text().split())
+
+
+@pytest.mark.parametrize("kind", ["held", "interrupted"])
+def test_a_stop_during_a_hook_outside_an_attempt_publishes_what_it_recorded(
+    project: Project, kind: str,
+) -> None:
+    """SIGTERM to the runner while the hook of an occurrence held, or of an attempt found
+    interrupted, runs (no attempt of this run is open): the runner exits 143 with the event
+    and the hook's `notification_sent` in the ledger and in the published view alike
+    (`fold --check` is clean), as after a stop during a failure's hook."""
+    hook = orjson.dumps("echo $$ > hook.pgid; sleep 60").decode()
+    project.routine("rtn-x", f"""\
+        interval: 1h
+        policy: {{on_failure: hold, notify: {{on: [{kind}], command: {hook}}}}}
+        action: {{kind: specdojo, args: [go]}}
+        """)
+    if kind == "held":
+        project.exit_codes({"go": 1})
+        project.cli("run", "--due", "--now", T0)
+    else:
+        _leave_interrupted(project)
+    proc = project.popen("run", "--due", "--now", T1)
+    marker = _wait_for_hook(project)
+    proc.send_signal(signal.SIGTERM)
+    assert 143 == proc.wait(timeout=60), proc.stderr.read()
+    (sent,) = _sent(project)
+    assert (kind, "stopped by SIGTERM") == (sent["event"], sent["reason"])
+    checked = project.cli("fold", "--check")
+    assert 0 == checked.returncode, checked.stdout
+    assert not group_members(int(marker.read_text()))
 
 
 def test_the_hook_runs_in_the_root_in_its_own_group_with_stdin_closed(
@@ -368,3 +448,71 @@ def test_a_hook_that_cannot_start_for_lack_of_resources_blames_the_machine(
         in warning, warning
     assert "an environment limit, not the command" in warning and advice in warning
     assert "fix policy.notify.command" not in warning
+
+
+def test_an_invalid_default_hook_is_a_warning_of_the_run_not_a_silent_loss(
+    project: Project,
+) -> None:
+    """The config's `routine.notify` lists an unknown event: `validate` names it, but cron
+    only runs `run --due`. A failure that hook would have heard is not notified (the block is
+    not used), and the run says so in one `warning:` line with the config's file:line:col,
+    once per routine and kind; the routine's result stands."""
+    _default_hook(project, "failure,sometimes", "exit 0")
+    project.routine("rtn-fail", """\
+        interval: 1h
+        action: {kind: specdojo, args: [go]}
+        """)
+    project.exit_codes({"go": 3})
+    done = project.cli("run", "--due", "--now", T0)
+    assert 1 == done.returncode, done.stderr
+    assert [] == _sent(project) and not (project.root / "hook.out").exists()
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    assert [
+        "warning: rtn-fail: the failure notification was not sent: "
+        '.specdojo/specdojo.config.json:13:13: projects.demo.routine.notify.on contains unknown '
+        'event "sometimes". Allowed: failure, missed, held, interrupted, recovered '
+        "(fix routine.notify in .specdojo/specdojo.config.json; `validate` lists every problem)"
+    ] == warnings, done.stderr
+
+
+@pytest.mark.parametrize(("command", "said"), [
+    ("./no-such-hook", "exited with code 127 (the shell did not find the command (or a file "
+     "it runs));"),
+    ("./routines", "exited with code 126 (the shell found the command but could not execute "
+     "it);"),
+], ids=["not-found", "a-directory"])
+def test_a_hook_the_shell_cannot_run_says_so(project: Project, command: str, said: str) -> None:
+    """A hook command that is not there, or is a directory: the warning says what the
+    shell's exit code means, and points to no stderr (a hook's is not kept)."""
+    project.routine("rtn-fail", f"""\
+        interval: 1h
+        policy: {{notify: {{on: [failure], command: {command}}}}}
+        action: {{kind: specdojo, args: [go]}}
+        """)
+    project.exit_codes({"go": 3})
+    done = project.cli("run", "--due", "--now", T0)
+    [warning] = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    assert f"the failure notification hook {said}" in warning, warning
+
+
+def test_a_reason_of_any_length_reaches_the_hook_bounded(project: Project) -> None:
+    """A reason longer than one environment string may be (128 KiB on Linux): the hook still
+    starts and exits 0 - no `could not start /bin/sh: Argument list too long` blamed on its
+    command - and gets the head of the reason, in SPECDOJO_REASON and SPECDOJO_NOTIFY_JSON
+    alike, with the cut marked."""
+    out = notify.run_hook(_hook(project, "exit 0"), root=project.root, env=project.env(),
+                          payload={"event": "failure", "reason": "x" * 200_000}, secrets=[])
+    assert (0, None) == (out.exit_code, out.error)
+    reason = (project.root / "hook.out").read_text().strip().split("|")[5]
+    event = orjson.loads((project.root / "hook.json").read_text())
+    assert reason == event["reason"] == "x" * (notify.VALUE_LIMIT - 1) + "…"
+
+
+def test_a_nul_in_what_the_hook_receives_does_not_stop_it(project: Project) -> None:
+    """No process can receive a NUL in its environment: one in a reason (an agent's message,
+    say) is shown as ``\\0`` and the hook runs."""
+    out = notify.run_hook('printf "%s" "$SPECDOJO_REASON" > reason.txt', root=project.root,
+                          env=project.env(), payload={"event": "failure", "reason": "a\0b"},
+                          secrets=[])
+    assert (0, None) == (out.exit_code, out.error)
+    assert "a\\0b" == (project.root / "reason.txt").read_text()

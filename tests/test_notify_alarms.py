@@ -150,3 +150,25 @@ def test_last_outcome_looks_past_skips_and_takes_overrides_and_imports() -> None
                 "record": {"result": "failure"}}
     assert "failure" == last_outcome([_ended("b1", "skipped"), imported], "rtn-x")
     assert None is last_outcome([_ended("b1", "skipped")], "rtn-x")
+
+
+def test_a_recovery_past_skips_under_an_invalid_default_hook_is_warned_not_lost(
+    project: Project,
+) -> None:
+    """failure, skipped, success with the config's `routine.notify` invalid: the success is
+    a recovery the default hook would have announced, so the run warns that the `recovered`
+    notification was not sent, as it does for the failure."""
+    config = project.root / ".specdojo" / "specdojo.config.json"
+    data = orjson.loads(config.read_bytes())
+    data["projects"]["demo"]["routine"] = {"notify": {"on": ["recovered", "later"],
+                                                      "command": "true"}}
+    config.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    project.routine("rtn-k", "interval: 1h\naction: {kind: specdojo, args: [go]}\n")
+    said = []
+    for hour, code in (("00", 1), ("01", 75), ("02", 0)):
+        project.exit_codes({"go": code})
+        done = project.cli("run", "--due", "--now", f"2026-01-01T{hour}:00:10Z")
+        said += [line.split(":")[2].strip() for line in done.stderr.splitlines()
+                 if line.startswith("warning: rtn-k: the ")]
+    assert ["the failure notification was not sent",
+            "the recovered notification was not sent"] == said

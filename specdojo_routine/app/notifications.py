@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from specdojo_routine.core import routine_events
+from specdojo_routine.core import errors, routine_events
 from specdojo_routine.core.model import Notify, Routine
 from specdojo_routine.core.redact import redact
 from specdojo_routine.execute import notify as hooks
@@ -28,11 +28,17 @@ from specdojo_routine.store.ledger.backwards import attempt_events, read_backwar
 
 def hook_for(paths: ProjectPaths, routine: Routine) -> Notify | None:
     """The routine's own ``policy.notify``, else the project's default (a default with
-    problems is not used: ``validate`` names them)."""
+    problems is not used: ``validate`` names them, :func:`notify` warns)."""
+    return _hook_and_error(paths, routine)[0]
+
+
+def _hook_and_error(paths: ProjectPaths, routine: Routine) -> tuple[Notify | None, str | None]:
+    """:func:`hook_for`, and the first error of a project default it could not use."""
     if routine.policy.notify is not None:
-        return routine.policy.notify
+        return routine.policy.notify, None
     default, problems = load_default_notify(paths)
-    return None if any(not p.warning for p in problems) else default
+    error = next((str(p) for p in problems if not p.warning), None)
+    return (None, error) if error is not None else (default, None)
 
 
 def notify(
@@ -43,7 +49,9 @@ def notify(
 ) -> None:
     """Run the hook for ``kind`` if the routine's notify block asks for it (see the module
     docstring); ``cause`` is the ledger type of the event being notified."""
-    hook = hook_for(paths, routine)
+    hook, error = _hook_and_error(paths, routine)
+    if error is not None and stop.requested() is None:
+        _warn_unusable_default(routine, kind, error, secrets, warnings)
     if hook is None or kind not in hook.on or stop.requested() is not None:
         return
     if kind == "interrupted" and attempt_id is not None and _already_told(
@@ -61,7 +69,7 @@ def notify(
             duration_s=float(outcome.duration_s), attempt_id=attempt_id,
             scheduled_for=scheduled_for, reason=outcome.error))
     if outcome.exit_code != 0:
-        why = outcome.error or f"exited with code {outcome.exit_code}"
+        why = outcome.error or errors.exited_with(outcome.exit_code or 0, stderr_kept=False)
         where = (f"policy.notify.command in {routine.path}" if routine.policy.notify is not None
                  else f"routine.notify in {CONFIG_RELPATH.as_posix()}")
         fix = "" if runner.environment_limit(outcome.error) else f" (fix {where})"
@@ -69,16 +77,29 @@ def notify(
                                f"the routine's result stands{fix}", list(secrets)))
 
 
+def _warn_unusable_default(routine: Routine, kind: str, error: str,
+                           secrets: tuple[str, ...], warnings: list[str]) -> None:
+    """Say that an event went unnotified because the project's default hook is invalid: a
+    cron job runs ``run``, not ``validate``, so the run is where the operator can hear of it
+    (once per routine and kind in a run)."""
+    rel = CONFIG_RELPATH.as_posix()
+    line = redact(f"warning: {routine.id}: the {kind} notification was not sent: {error} "
+                  f"(fix routine.notify in {rel}; `validate` lists every problem)", list(secrets))
+    if line not in warnings:
+        warnings.append(line)
+
+
 def recovers(paths: ProjectPaths, routine: Routine, attempt_id: str, status: Any) -> bool:
     """Whether the success of ``attempt_id`` is a recovery (SPEC §13: ``recovered`` fires on
     the first success after a failure): the routine's status before it (``status``) was
     ``failure``, or it was ``skipped`` and the most recent outcome before the skips was
     ``failure``. Whether that failure was notified does not matter. Only a hook that lists
-    ``recovered`` has the ledger read back past the skipped attempts."""
+    ``recovered`` has the ledger read back past the skipped attempts, or a project default
+    too invalid to tell (a recovery it may have announced is warned of, :func:`notify`)."""
     if status == "failure":
         return True
-    hook = hook_for(paths, routine) if status == "skipped" else None
-    if hook is None or "recovered" not in hook.on:
+    hook, error = _hook_and_error(paths, routine) if status == "skipped" else (None, None)
+    if error is None and (hook is None or "recovered" not in hook.on):
         return False
     from specdojo_routine.core.attempts import last_outcome
 

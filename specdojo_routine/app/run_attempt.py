@@ -77,13 +77,21 @@ class _Context:
     def notify(self, routine: Routine, kind: str, *, cause: str,
                attempt_id: str | None = None, scheduled_for: str | None = None,
                result: str | None = None, reason: str | None = None) -> None:
-        """Run the routine's notification hook for ``kind``, if it asks (SPEC §13)."""
+        """Run the routine's notification hook for ``kind``, if it asks (SPEC §13). A stop
+        during the hook is raised once what was recorded - the event and the hook's outcome -
+        is published: readers of the view must not miss them until the next run."""
         from specdojo_routine.app import notifications  # the hook machinery: only for an event
 
-        notifications.notify(paths=self.paths, routine=routine, kind=kind, env=self.env,
-                             secrets=self.secrets, record=self.record, warnings=self.warnings,
-                             attempt_id=attempt_id, scheduled_for=scheduled_for,
-                             result=result, reason=reason, cause=cause)
+        try:
+            notifications.notify(paths=self.paths, routine=routine, kind=kind, env=self.env,
+                                 secrets=self.secrets, record=self.record,
+                                 warnings=self.warnings, attempt_id=attempt_id,
+                                 scheduled_for=scheduled_for, result=result, reason=reason,
+                                 cause=cause)
+        except stop.Stopped:
+            with contextlib.suppress(OSError):  # the ledger has it; the next command folds it
+                views.refresh_routine_view(self.paths)
+            raise
 
     def refresh(self, proof: proven.Proven | None = None) -> views.RoutineView:
         """Publish the routine view and return it. Once an attempt's view before delegation
@@ -150,13 +158,9 @@ def _attempt(ctx: _Context, chosen: Selected, state: Mapping[str, Any] | None,
                 aborted = exc
     try:
         _notify_end(ctx, chosen, state, report)
-    except OSError:
+    except OSError:  # (a stop during the hook is raised published: _Context.notify)
         if aborted is None:
             raise
-    except stop.Stopped:  # stopped during the hook: what it recorded is published first
-        with contextlib.suppress(OSError):
-            views.refresh_routine_view(ctx.paths)
-        raise
     if aborted is not None:  # the error the operator sees is the first one
         raise aborted
 

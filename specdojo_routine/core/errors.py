@@ -204,12 +204,14 @@ def remedy(exc: OSError, *, no_inodes: bool = False) -> str:
     return _REMEDIES.get(exc.errno or 0, "check the file system and run the command again")
 
 
-def exited_with(code: int) -> str:
+def exited_with(code: int, *, stderr_kept: bool = True) -> str:
     """``exited with code N``, with what the shell's codes mean where they say more than a
     number (SPEC §14: a failure says why): 126 and 127 are the shell's own (the command could
-    not be run), 128+N a process ended by signal N."""
-    meaning = {126: "the shell found the command but could not execute it: see its stderr",
-               127: "the shell did not find the command (or a file it runs): see its stderr"
+    not be run), 128+N a process ended by signal N. ``stderr_kept``: whether there is a
+    stderr to point to (a notification hook's is not kept)."""
+    see = ": see its stderr" if stderr_kept else ""
+    meaning = {126: f"the shell found the command but could not execute it{see}",
+               127: f"the shell did not find the command (or a file it runs){see}"
                }.get(code)
     if meaning is None and 128 < code < 160:
         meaning = f"ended by signal {code - 128}"

@@ -2,10 +2,11 @@
 
 The command runs as ``/bin/sh -c <command>`` in the project root, in its own process group,
 stdin closed, with the event in its environment (``SPECDOJO_NOTIFY_*``, every value redacted
-first) and at most :data:`TIMEOUT_S` seconds to finish; then its group is killed. Its output is
-captured and dropped: a hook reports by what it does, its outcome (exit code, duration) is
-recorded by the caller. ``SPECDOJO_NOTIFY_TIMEOUT_S`` overrides the bound (a positive number
-of seconds), for tests and for hooks that are known to be slow.
+first, then cut to :data:`VALUE_LIMIT` characters) and at most :data:`TIMEOUT_S` seconds to
+finish; then its group is killed. Its output is captured and dropped: a hook reports by what it
+does, its outcome (exit code, duration) is recorded by the caller.
+``SPECDOJO_NOTIFY_TIMEOUT_S`` overrides the bound (a positive number of seconds), for tests and
+for hooks that are known to be slow.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from specdojo_routine.execute import runner
 TIMEOUT_S = 60.0
 #: Overrides :data:`TIMEOUT_S` (seconds, a positive number).
 TIMEOUT_ENV = "SPECDOJO_NOTIFY_TIMEOUT_S"
+#: The most characters of one value the hook receives: a reason of any length still fits in
+#: one environment string (the kernel refuses one over 128 KiB, and the hook would not start).
+VALUE_LIMIT = 4096
 
 
 @attrs.frozen(kw_only=True, repr=False)
@@ -45,9 +49,9 @@ def timeout_s(env: Mapping[str, str]) -> float:
 def hook_env(payload: Mapping[str, Any], secrets: list[str]) -> dict[str, str]:
     """The ``SPECDOJO_NOTIFY_*`` variables of one event, each value redacted."""
     def clean(value: Any) -> str:
-        return "" if value is None else redact(str(value), secrets)
+        return "" if value is None else _bounded(redact(str(value), secrets))
 
-    safe = {k: (redact(v, secrets) if isinstance(v, str) else v) for k, v in payload.items()}
+    safe = {k: (clean(v) if isinstance(v, str) else v) for k, v in payload.items()}
     return {
         "SPECDOJO_NOTIFY_EVENT": clean(payload.get("event")),
         "SPECDOJO_ROUTINE_ID": clean(payload.get("routine_id")),
@@ -57,6 +61,14 @@ def hook_env(payload: Mapping[str, Any], secrets: list[str]) -> dict[str, str]:
         "SPECDOJO_REASON": clean(payload.get("reason")),
         "SPECDOJO_NOTIFY_JSON": orjson.dumps(safe).decode(),
     }
+
+
+def _bounded(text: str) -> str:
+    """``text`` as an environment value can carry it: a NUL (which no process can receive)
+    written ``\\0``, and at most :data:`VALUE_LIMIT` characters, the cut marked ``…``
+    (redacted before, so a cut never leaves part of a secret)."""
+    text = text.replace("\0", "\\0")
+    return text if len(text) <= VALUE_LIMIT else text[:VALUE_LIMIT - 1] + "…"
 
 
 def run_hook(
