@@ -311,11 +311,12 @@ def test_resolve_waits_for_an_action_that_outlived_its_runner(project: Project) 
 
 
 def _killed_mid_job(project: Project, policy: str = "") -> tuple[Path, int]:
-    """rtn-job's runner is SIGKILLed while its Job action's command (`sleep 20`) runs; the
-    run's ``process.json`` and that command's process group, still alive."""
+    """rtn-job's runner is SIGKILLed while its Job action's command (`sleep 20`, the first
+    time only: a resumed run of it ends at once) runs; the run's ``process.json`` and that
+    command's process group, still alive."""
     from tests.conftest import period_job
 
-    project.job("job-slow", period_job("slow", "sleep 20"))
+    project.job("job-slow", period_job("slow", "'[ -e slept ] || { touch slept; sleep 20; }'"))
     project.routine("rtn-job", f"""\
         trigger: {{cron: "0 * * * *", timezone: UTC}}
         action: {{kind: job, job: job-slow, inputs: {{period: "{{{{scheduled_at}}}}"}}}}
