@@ -94,6 +94,16 @@ def recent_events(
     return found
 
 
+def events_since(paths: ProjectPaths, since: datetime) -> Iterator[dict[str, Any]]:
+    """The events recorded from ``since`` on, newest first, handed out one at a time: a
+    caller that folds them keeps what it builds, never the window's lines themselves."""
+    for _raw, event in _checked_lines(paths):
+        at = try_parse_instant(event.get("at"))
+        if at is not None and at < since:
+            return  # the ledger is in the order it was recorded
+        yield event
+
+
 def _event_matches(event: dict[str, Any], routine_id: str | None, at: datetime | None,
                    until: datetime | None, result: str | None) -> bool:
     if routine_id is not None and event.get("routine_id") != routine_id:
