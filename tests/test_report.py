@@ -20,9 +20,9 @@ import pytest
 
 from specdojo_routine.app import report, report_page
 from specdojo_routine.core import event_parts, routine_events
+from specdojo_routine.store.config import resolve_project
 from specdojo_routine.store.ledger import journal
 from tests import viewhelper
-from specdojo_routine.store.config import resolve_project
 from tests.conftest import REPO, Project, copy_source
 from tests.ledgergen import write_ledger
 from tests.weekhistory import AFTER, Week, write_project
