@@ -150,3 +150,36 @@ def test_every_command_taking_a_routine_id_refuses_a_typo(week_copy: Week) -> No
                  ["history", typo], ["pause", typo], ["resume", typo], ["stop", typo]):
         done = week_copy.cli(*args)
         assert (2, True) == (done.returncode, "did you mean rtn-cleanup?" in done.stderr), args
+
+
+class _Sink(io.TextIOBase):
+    """A stdout that counts lines and keeps none of them."""
+
+    lines = 0
+
+    def write(self, text: str) -> int:
+        self.lines += text.count("\n")
+        return len(text)
+
+
+@pytest.mark.parametrize("as_json", [[], ["--json"]])
+def test_history_of_the_whole_ledger_is_written_as_it_is_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, as_json: list[str]) -> None:
+    """`history` without --limit or --since prints every event, holding one at a time: on a
+    10,000-event ledger its peak memory stays far below the ledger's size (holding every line
+    and event took about 2.5 KB an event, 2.5 GB for a million)."""
+    import tracemalloc
+
+    week = write_project(tmp_path / "proj")
+    write_ledger(week.ledger, 10_000, ["rtn-sync", "rtn-cleanup"])
+    events = week.ledger.read_bytes().count(b"\n")
+    sink = _Sink()
+    monkeypatch.setattr("sys.stdout", sink)
+    tracemalloc.start()
+    try:
+        code = main(["history", *as_json, "--root", str(week.root)])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (0, events + (0 if as_json else 1)) == (code, sink.lines)
+    assert peak < week.ledger.stat().st_size // 2

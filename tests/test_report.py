@@ -10,7 +10,9 @@ import stat
 import struct
 import subprocess
 import sys
+import tracemalloc
 import zlib
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import ClassVar
 
@@ -18,10 +20,12 @@ import pytest
 
 from specdojo_routine.app import report, report_page
 from specdojo_routine.core import event_parts, routine_events
+from specdojo_routine.store.config import resolve_project
 from specdojo_routine.store.ledger import journal
 from tests import viewhelper
 from tests.conftest import REPO, Project, copy_source
-from tests.weekhistory import AFTER, Week
+from tests.ledgergen import write_ledger
+from tests.weekhistory import AFTER, Week, write_project
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -439,3 +443,21 @@ def test_missed_held_and_paused_occurrences_have_their_own_colours_over_14_days(
             "rtn-late": "",
             "rtn-rest": "paused: recorded as paused, not run, until `resume rtn-rest`"} == \
         upcoming  # as the agenda of `next` notes them
+
+
+def test_the_window_is_folded_as_it_is_read_not_held_line_by_line(tmp_path: Path) -> None:
+    """A busy window (every event of a 10,000-event ledger falls in it) costs the report the
+    attempts it draws, not every line and event of the window kept at once (which took about
+    2 KB an event, 2 GB for a million)."""
+    week = write_project(tmp_path / "proj")
+    events = 10_000
+    write_ledger(week.ledger, events, ["rtn-sync", "rtn-cleanup"])
+    paths = resolve_project(week.root)
+    tracemalloc.start()
+    try:
+        shown = report.collect(paths, now=datetime(2026, 8, 10, tzinfo=UTC))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert {"rtn-sync", "rtn-cleanup"} <= {r.routine_id for r in shown.rows if r.cells}
+    assert peak / events < 1200

@@ -22,6 +22,7 @@ from specdojo_routine.core.timefmt import try_parse_instant
 from specdojo_routine.store.config import ProjectPaths, read_regular
 from specdojo_routine.store.definitions import load as definitions
 from specdojo_routine.store.ledger.backwards import read_backwards
+from specdojo_routine.store.ledger.journal import read_lines
 
 Line = tuple[bytes, dict[str, Any]]
 
@@ -66,13 +67,25 @@ def _view_ids(paths: ProjectPaths) -> set[str] | None:
     return set(routines) if isinstance(routines, dict) else None
 
 
-def _checked_lines(paths: ProjectPaths) -> Iterator[Line]:
-    """The routine ledger newest first; an unknown event type is damage (SPEC §5)."""
-    for raw, event in read_backwards(paths.routine_ledger):
+def _checked_lines(paths: ProjectPaths, *, forward: bool = False) -> Iterator[Line]:
+    """The routine ledger newest first (``forward``: oldest first); an unknown event type is
+    damage (SPEC §5)."""
+    lines = (read_lines if forward else read_backwards)(paths.routine_ledger)
+    for raw, event in lines:
         if (kind := event.get("type")) not in routine_events.ROUTINE_EVENT_TYPES:
             raise errors.CorruptLedgerError(str(paths.routine_ledger), int(event.get("seq", 0)),
                                             f"unknown routine event type {kind!r}")
         yield raw, event
+
+
+def every_event(paths: ProjectPaths, routine_id: str | None = None, *,
+                until: datetime | None = None, result: str | None = None) -> Iterator[Line]:
+    """The matching events of the whole ledger, oldest first, handed out as they are read
+    forward: ``history`` without ``--limit`` or ``--since`` asks for all of them, and holding
+    them before printing took memory in proportion to the project's age."""
+    for raw, event in _checked_lines(paths, forward=True):
+        if _event_matches(event, routine_id, try_parse_instant(event.get("at")), until, result):
+            yield raw, event
 
 
 def recent_events(
@@ -92,6 +105,16 @@ def recent_events(
                 break
     found.reverse()
     return found
+
+
+def events_since(paths: ProjectPaths, since: datetime) -> Iterator[dict[str, Any]]:
+    """The events recorded from ``since`` on, newest first, handed out one at a time: a
+    caller that folds them keeps what it builds, never the window's lines themselves."""
+    for _raw, event in _checked_lines(paths):
+        at = try_parse_instant(event.get("at"))
+        if at is not None and at < since:
+            return  # the ledger is in the order it was recorded
+        yield event
 
 
 def _event_matches(event: dict[str, Any], routine_id: str | None, at: datetime | None,

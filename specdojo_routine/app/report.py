@@ -70,8 +70,7 @@ def collect(
     columns = tuple(the_now.date() - timedelta(days=n) for n in range(days - 1, -1, -1))
     since = datetime.combine(columns[0], datetime.min.time(), tzinfo=UTC)
     defs = {r.id: r for r in definitions.load_definitions(paths).routines}
-    lines = recent.recent_events(paths, since=since)
-    attempts, extra = _read(reversed([event for _, event in lines]))
+    attempts, extra = _read(recent.events_since(paths, since))
     interrupted = {r.id for r in shown.rows if r.interrupted}
     cells: dict[str, list[Cell]] = {}
     for attempt in attempts:

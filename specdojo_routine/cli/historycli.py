@@ -4,7 +4,7 @@ filtered by time and result, read from the end of the ledger."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 import orjson
@@ -58,6 +58,8 @@ def cmd_history(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err:
             out.write("".join(orjson.dumps(a.to_json()).decode() + "\n" for a in attempts))
         else:
             out.write(_attempts_text(attempts, every=args.routine_id is None))
+    elif args.limit is None and args.since is None:
+        _every_event(args, paths, out)
     else:
         lines = recent.recent_events(paths, args.routine_id, **filters)
         if args.json:
@@ -66,6 +68,20 @@ def cmd_history(args: argparse.Namespace, paths: ProjectPaths, out: TextIO, err:
             out.write(render.history([event for _raw, event in lines]))
     render.torn_warnings(paths, err)
     return 0
+
+
+def _every_event(args: argparse.Namespace, paths: ProjectPaths, out: TextIO) -> None:
+    """The whole ledger's matching events, written as they are read, oldest first: the text
+    table reads the ledger twice (its widths, then its rows) rather than hold it."""
+    def lines() -> Iterator[recent.Line]:
+        return recent.every_event(paths, args.routine_id, until=args.until, result=args.result)
+
+    if args.json:
+        for raw, _event in lines():  # write, not writelines: the pipe guard watches write
+            out.write(raw.decode("utf-8") + "\n")
+    elif not render.stream_table(render.HISTORY_HEADERS,
+                                 lambda: (render.history_row(e) for _raw, e in lines()), out):
+        out.write("no events\n")
 
 
 def _minute(stamp: str | None) -> str:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import shlex
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 import orjson
@@ -363,10 +364,34 @@ def _policy_detail(etype: Any, event: dict[str, Any]) -> str:
     return ""
 
 
+HISTORY_HEADERS = ("SEQ", "AT", "ROUTINE", "EVENT", "DETAIL")
+
+
+def history_row(event: dict[str, Any]) -> list[str]:
+    """One event's row of the ``history`` table."""
+    return [str(event.get("seq")), str(event.get("at")), str(event.get("routine_id", "")),
+            str(event.get("type")), _event_detail(event)]
+
+
 def history(events: Sequence[dict[str, Any]]) -> str:
     """The routine ledger as an aligned table, oldest first."""
     if not events:
         return "no events\n"
-    rows = [[str(e.get("seq")), str(e.get("at")), str(e.get("routine_id", "")),
-             str(e.get("type")), _event_detail(e)] for e in events]
-    return table(["SEQ", "AT", "ROUTINE", "EVENT", "DETAIL"], rows)
+    return table(HISTORY_HEADERS, [history_row(e) for e in events])
+
+
+def stream_table(headers: Sequence[str], rows: Callable[[], Iterator[Sequence[str]]],
+                 out: TextIO) -> int:
+    """:func:`table`'s text written row by row (the number of rows; nothing when none): one
+    pass of ``rows()`` finds the widths and a second writes, so a table as long as the whole
+    ledger holds one row at a time. The second pass stops at the first pass's count, as rows
+    appended in between were not measured."""
+    widths, count = [len(one_line(h)) for h in headers], 0
+    for row in rows():
+        widths = [max(w, len(one_line(c))) for w, c in zip(widths, row, strict=True)]
+        count += 1
+    if count:
+        for row in itertools.chain([headers], itertools.islice(rows(), count)):
+            out.write("  ".join(one_line(c).ljust(w)
+                                for c, w in zip(row, widths, strict=True)).rstrip() + "\n")
+    return count
