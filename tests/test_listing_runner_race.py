@@ -69,3 +69,31 @@ def test_an_attempt_still_open_after_the_check_is_interrupted(tmp_path: Path,
     rows = {row.id: row for row in listing.list_routines(ended_meanwhile).rows}
     assert (True, "running") == (rows["rtn-heartbeat"].interrupted,
                                  rows["rtn-heartbeat"].status)
+
+
+def test_a_job_run_attempt_that_ended_meanwhile_is_not_interrupted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`job list` / `job show`: the same race for a Job Run's attempt and its runner."""
+    from specdojo_routine.app import job_resolve
+    from specdojo_routine.store.ledger import views
+
+    copy_source(DEMO, tmp_path / "demo")
+    subprocess.run([sys.executable, "-m", "specdojo_routine", "job", "run", "--job",
+                    "job-heartbeat", "--root", str(tmp_path / "demo")], env=cli_environ(),
+                   check=True, capture_output=True)
+    paths = resolve_project(tmp_path / "demo")
+    (run_ledger,) = paths.runs_dir.glob("*.jsonl")
+    run_id = run_ledger.stem
+    lines = run_ledger.read_bytes().splitlines(keepends=True)
+    cut = max(i for i, line in enumerate(lines) if b'"attempt_started"' in line) + 1
+    run_ledger.write_bytes(b"".join(lines[:cut]))
+    view = views.load_job_run(paths, run_id)
+    real: Callable[..., Any] = job_resolve.locks.owner_alive
+
+    def finished_then_checked(*args: Any) -> Any:
+        run_ledger.write_bytes(b"".join(lines))
+        return real(*args)
+
+    monkeypatch.setattr(job_resolve.locks, "owner_alive", finished_then_checked)
+    assert job_resolve.open_attempt(view) == 1
+    assert not job_resolve.interrupted(paths, run_id, view)
