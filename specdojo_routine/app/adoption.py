@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -165,7 +166,31 @@ def _published(path: Path) -> bytes | None:
         return None
 
 
+#: Pauses (seconds) before the views that differed are compared again (see :func:`_check`).
+RECHECK_PAUSES = (0.1, 0.5)
+
+
+def _pause(seconds: float) -> None:
+    time.sleep(seconds)
+
+
 def _check(paths: ProjectPaths) -> FoldReport:
+    """:func:`_check_once`, with drift only where it stays: ``fold --check`` takes no lock,
+    and a run appends a line and publishes its views a moment later, so a check that read
+    between the two would call a view drift that is gone then. A view is drift only when it
+    differs in every look (after each pause of :data:`RECHECK_PAUSES`); a view a killed writer
+    left behind its ledger stays different and is named."""
+    report = _check_once(paths)
+    for seconds in RECHECK_PAUSES:
+        if not report.drifted:
+            break
+        _pause(seconds)
+        again = _check_once(paths)
+        report = attrs.evolve(again, drifted=[d for d in again.drifted if d in report.drifted])
+    return report
+
+
+def _check_once(paths: ProjectPaths) -> FoldReport:
     """Drift after an in-memory import: a foreign file that would import cleanly is not
     drift - one whose facts would be imported without a conflict, or one that holds nothing
     our fold does not hold (upstream's own copy of the facts: its shape, our values, the

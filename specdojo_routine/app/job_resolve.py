@@ -65,7 +65,17 @@ def interrupted(paths: ProjectPaths, run_id: str, view: Mapping[str, Any] | None
         return False
     if alive is None and _holds_the_exec_lock(paths, owner):
         return False
-    return jobfiles.group_still_running(paths, run_id, attempt) is None
+    return jobfiles.group_still_running(paths, run_id, attempt) is None \
+        and _still_open(paths, run_id, attempt)
+
+
+def _still_open(paths: ProjectPaths, run_id: str, attempt: int) -> bool:
+    """Whether the run's ledger, read now, still has ``attempt`` open: a runner found gone
+    records nothing more, so a run that ended the attempt and exited after its view was read
+    is not interrupted. A run with no ledger of ours (another tool's view) is as it was read."""
+    if not paths.run_ledger(run_id).exists():
+        return True
+    return open_attempt(views.load_job_run(paths, run_id)) == attempt
 
 
 def _holds_the_exec_lock(paths: ProjectPaths, owner: Mapping[str, Any]) -> bool:

@@ -105,7 +105,42 @@ def list_routines(
     paths: ProjectPaths, *, now: datetime | None = None,
     clock: Callable[[], datetime] | None = None,
 ) -> Listing:
-    """Every valid routine with its status, due-ness and next occurrence; writes nothing."""
+    """Every valid routine with its status, due-ness and next occurrence; writes nothing.
+
+    An attempt is called interrupted only when the ledger, read again after its runner was
+    found gone, still has it open: a run that ended its attempt and exited between the first
+    read and that check is no crash, and the listing is then made again from the new state."""
+    for _ in range(_LIST_TRIES - 1):
+        shown, opened = _list_once(paths, now=now, clock=clock)
+        gone = {row.id: opened.get(row.id) for row in shown.rows if row.interrupted}
+        if not gone or still_open(paths, gone):
+            return shown
+    return _list_once(paths, now=now, clock=clock)[0]
+
+
+_LIST_TRIES = 3
+
+
+def still_open(paths: ProjectPaths, attempts: Mapping[str, str | None]) -> bool:
+    """Whether each routine's attempt in ``attempts`` (routine id -> attempt id) is still
+    its open attempt in the routine state read now (a runner found gone records nothing
+    more, so an attempt still open then was interrupted)."""
+    states = routine_states(paths)[0]
+    return all(attempt_id is not None and open_attempt_id(states.get(routine_id) or {})
+               == attempt_id for routine_id, attempt_id in attempts.items())
+
+
+def open_attempt_id(state: Mapping[str, Any]) -> str | None:
+    """The id of the routine's open attempt in its state entry (None: none open)."""
+    found = (state.get("open_attempt") or {}).get("attempt_id")
+    return found if isinstance(found, str) else None
+
+
+def _list_once(
+    paths: ProjectPaths, *, now: datetime | None, clock: Callable[[], datetime] | None,
+) -> tuple[Listing, dict[str, str | None]]:
+    """:func:`list_routines` from one read of the routine state and the lock, with the open
+    attempt of each routine in that read."""
     wall = to_utc((clock or (lambda: datetime.now(UTC)))())
     the_now = to_utc(now) if now is not None else wall
     routines, conflicts = routine_states(paths)
@@ -121,9 +156,11 @@ def list_routines(
             for r, state, due_next in zip(defs.routines, states, when, strict=True)]
     rows = [_with_retry(paths, r, state, row, the_now)
             for r, state, row in zip(defs.routines, states, rows, strict=True)]
-    return Listing(now=the_now, rows=rows, lock=lock, problems=[str(p) for p in defs.errors],
-                   state_problems=state_problems(defs.routines, states, conflicts,
-                                                 max(the_now, wall)))
+    shown = Listing(now=the_now, rows=rows, lock=lock, problems=[str(p) for p in defs.errors],
+                    state_problems=state_problems(defs.routines, states, conflicts,
+                                                  max(the_now, wall)))
+    return shown, {r.id: open_attempt_id(state) for r, state in zip(defs.routines, states,
+                                                                      strict=True)}
 
 
 def state_problems(

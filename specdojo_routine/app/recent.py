@@ -158,7 +158,8 @@ class RunnerCheck:
     """Whether an open attempt's runner is gone, by the rule ``list`` applies to a routine
     (:func:`specdojo_routine.app.listing.runner_gone`, SPEC §6.5), so every answer calls the
     same attempt the same thing. The routine view and the lock are read once, and only when an
-    open attempt is asked about: a history of ended attempts costs nothing more."""
+    open attempt is asked about: a history of ended attempts costs nothing more; an attempt
+    whose runner is gone is read again, as ``list`` does, in case it ended meanwhile."""
 
     def __init__(self, paths: ProjectPaths) -> None:
         self._paths = paths
@@ -182,7 +183,8 @@ class RunnerCheck:
         if attempt_id is None or (state.get("open_attempt") or {}).get(
                 "attempt_id") != attempt_id:
             return False
-        return listing.runner_gone(state, self._lock_held)
+        return listing.runner_gone(state, self._lock_held) \
+            and listing.still_open(self._paths, {routine_id: attempt_id})
 
     def mark(self, attempt: Attempt) -> Attempt:
         """``attempt``, marked interrupted when it is open and its runner is gone."""

@@ -120,10 +120,13 @@ class Snapshot:
     @classmethod
     def read(cls, path: Path) -> Snapshot | None:
         """The snapshot at ``path``, or None (none there, not a regular file, not readable,
-        not exactly what :meth:`to_bytes` of this code writes)."""
+        not exactly what :meth:`to_bytes` of this code writes). Its change time is taken
+        before its bytes are read: a snapshot another process puts in its place between the
+        two then lends the bytes read an earlier time, never a later one that would prove
+        what they do not."""
         try:
-            doc: Any = orjson.loads(read_private(path))
             written_ns = os.lstat(path).st_ctime_ns
+            doc: Any = orjson.loads(read_private(path))
         except (OSError, orjson.JSONDecodeError):  # none, not a regular file, not ours
             return None
         if not isinstance(doc, dict):

@@ -93,11 +93,12 @@ def _load(path: Path) -> tuple[dict[str, Any], bytes | None, int]:
     """The snapshot's runs (empty when it is missing, not one of ours or written by other
     code), its bytes and its change time. Only a regular file is read, never through a
     symlink: a FIFO in its place would block every Job action (and the dry run) forever;
-    anything else there is no snapshot, and the next recording command replaces it."""
+    anything else there is no snapshot, and the next recording command replaces it. The
+    change time is taken before the bytes are read, as :meth:`.proven.Snapshot.read` does."""
     try:
+        written_ns = os.lstat(path).st_ctime_ns
         data = read_private(path)
         doc = orjson.loads(data)
-        written_ns = os.lstat(path).st_ctime_ns
     except (OSError, orjson.JSONDecodeError):
         return {}, None, 0
     if not isinstance(doc, dict) or doc.get("version") != SNAPSHOT_VERSION \
