@@ -12,12 +12,15 @@ import textwrap
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import pytest
 
 from tests.clirun import run_cli
+
+if TYPE_CHECKING:
+    from specdojo_routine.store.config import ProjectPaths
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -262,6 +265,20 @@ def wait_for(predicate: Callable[[], object], timeout: float = 30.0) -> None:
             return
         time.sleep(0.02)
     raise AssertionError("condition not reached in time")
+
+
+def demo_that_ran(tmp_path: Path, routine_id: str) -> ProjectPaths:
+    """A copy of the bundled demo under ``tmp_path`` after one real ``run --id routine_id``
+    (a subprocess, with the demo's fake SpecDojo CLI), and its project paths."""
+    from specdojo_routine.store.config import resolve_project
+
+    root = tmp_path / "demo"
+    copy_source(REPO / "fixtures" / "demo", root)
+    env = dict(cli_environ(), SPECDOJO_CLI=str(root / "bin" / "fake-specdojo"),
+               FAKE_SPECDOJO_LOG=str(tmp_path / "calls.log"))
+    subprocess.run([sys.executable, "-m", "specdojo_routine", "run", "--id", routine_id,
+                    "--root", str(root)], env=env, check=True, capture_output=True)
+    return resolve_project(root)
 
 
 def wait_for_a_child_in_group(pgid: int) -> None:

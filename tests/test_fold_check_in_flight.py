@@ -5,17 +5,13 @@ killed writer left behind its ledger is still named. Found with `fold --check` i
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from specdojo_routine.app import adoption
-from specdojo_routine.store.config import ProjectPaths, resolve_project
-from tests.conftest import REPO, cli_environ, copy_source
-
-DEMO = REPO / "fixtures" / "demo"
+from specdojo_routine.store.config import ProjectPaths
+from tests.conftest import demo_that_ran
 
 
 @pytest.fixture
@@ -23,13 +19,7 @@ def in_flight(tmp_path: Path) -> tuple[ProjectPaths, bytes]:
     """A demo project that ran rtn-heartbeat, its last line taken off and the views folded
     without it (from no view), then the line appended again: the state between a run's
     append and its publish. Also the line."""
-    copy_source(DEMO, tmp_path / "demo")
-    env = dict(cli_environ(), SPECDOJO_CLI=str(tmp_path / "demo" / "bin" / "fake-specdojo"),
-               FAKE_SPECDOJO_LOG=str(tmp_path / "calls.log"))
-    subprocess.run([sys.executable, "-m", "specdojo_routine", "run", "--id", "rtn-heartbeat",
-                    "--root", str(tmp_path / "demo")], env=env, check=True,
-                   capture_output=True)
-    paths = resolve_project(tmp_path / "demo")
+    paths = demo_that_ran(tmp_path, "rtn-heartbeat")
     lines = paths.routine_ledger.read_bytes().splitlines(keepends=True)
     paths.routine_ledger.write_bytes(b"".join(lines[:-1]))
     paths.routine_state.unlink()  # else the fold would import it as another tool's write

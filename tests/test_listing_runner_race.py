@@ -14,7 +14,7 @@ import pytest
 
 from specdojo_routine.app import listing, recent
 from specdojo_routine.store.config import ProjectPaths, resolve_project
-from tests.conftest import REPO, cli_environ, copy_source
+from tests.conftest import REPO, cli_environ, copy_source, demo_that_ran
 
 DEMO = REPO / "fixtures" / "demo"
 
@@ -24,13 +24,7 @@ def ended_meanwhile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ProjectP
     """A demo project whose ledger ends with an open attempt of rtn-heartbeat (its runner, a
     real process, has exited); the first check of a runner puts the attempt's end back, as
     the runner would have appended it just before it exited."""
-    copy_source(DEMO, tmp_path / "demo")
-    env = dict(cli_environ(), SPECDOJO_CLI=str(tmp_path / "demo" / "bin" / "fake-specdojo"),
-               FAKE_SPECDOJO_LOG=str(tmp_path / "calls.log"))
-    subprocess.run([sys.executable, "-m", "specdojo_routine", "run", "--id", "rtn-heartbeat",
-                    "--root", str(tmp_path / "demo")], env=env, check=True,
-                   capture_output=True)
-    paths = resolve_project(tmp_path / "demo")
+    paths = demo_that_ran(tmp_path, "rtn-heartbeat")
     lines = paths.routine_ledger.read_bytes().splitlines(keepends=True)
     assert b'"attempt_ended"' in lines[-1]
     paths.routine_ledger.write_bytes(b"".join(lines[:-1]))
