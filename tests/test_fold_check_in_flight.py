@@ -31,17 +31,22 @@ def in_flight(tmp_path: Path) -> tuple[ProjectPaths, bytes]:
 
 def test_a_view_published_a_moment_after_the_append_is_no_drift(
         in_flight: tuple[ProjectPaths, bytes], monkeypatch: pytest.MonkeyPatch) -> None:
-    """The run publishes during the check's first pause."""
+    """A run holds its lock and publishes during the check's first pause."""
     paths, _line = in_flight
+    monkeypatch.setattr(adoption, "_writing", lambda paths: True)
     monkeypatch.setattr(adoption, "_pause", lambda seconds: adoption.fold(paths))
     assert [] == adoption.fold(paths, check=True).drifted
 
 
 def test_a_view_left_behind_by_a_killed_writer_is_drift(
         in_flight: tuple[ProjectPaths, bytes], monkeypatch: pytest.MonkeyPatch) -> None:
-    """Nobody publishes: the view stays behind its ledger in every look, and is named."""
+    """Nobody publishes: the view stays behind its ledger in every look, and is named; with
+    no lock held (no run is writing) it is looked at once more and named without waiting."""
     paths, _line = in_flight
     pauses: list[float] = []
     monkeypatch.setattr(adoption, "_pause", pauses.append)
+    assert ["routines/generated/routine-state.json"] == adoption.fold(paths, check=True).drifted
+    assert [] == pauses
+    monkeypatch.setattr(adoption, "_writing", lambda paths: True)
     assert ["routines/generated/routine-state.json"] == adoption.fold(paths, check=True).drifted
     assert list(adoption.RECHECK_PAUSES) == pauses

@@ -178,16 +178,29 @@ def _check(paths: ProjectPaths) -> FoldReport:
     """:func:`_check_once`, with drift only where it stays: ``fold --check`` takes no lock,
     and a run appends a line and publishes its views a moment later, so a check that read
     between the two would call a view drift that is gone then. A view is drift only when it
-    differs in every look (after each pause of :data:`RECHECK_PAUSES`); a view a killed writer
-    left behind its ledger stays different and is named."""
+    differs in every look: looked at again at once when no run holds a lock (a run that
+    released its lock has published), else after each pause of :data:`RECHECK_PAUSES`; a
+    view a killed writer left behind its ledger stays different and is named."""
     report = _check_once(paths)
     for seconds in RECHECK_PAUSES:
         if not report.drifted:
             break
-        _pause(seconds)
+        writing = _writing(paths)
+        if writing:
+            _pause(seconds)
         again = _check_once(paths)
         report = attrs.evolve(again, drifted=[d for d in again.drifted if d in report.drifted])
+        if not writing:
+            break
     return report
+
+
+def _writing(paths: ProjectPaths) -> bool:
+    """Whether a run may be between an append and its publish: the routine lock or the
+    project's exec lock is held (read only: nothing is taken)."""
+    held = locks.routine_lock_status(paths.routine_locks_dir, now=datetime.now(UTC),
+                                     project=paths.project_id).held
+    return held or execlock.live_holder(paths.exec_locks_dir) is not None
 
 
 def _check_once(paths: ProjectPaths) -> FoldReport:
