@@ -11,6 +11,7 @@ import pytest
 
 from specdojo_routine.app import adoption
 from specdojo_routine.store.config import ProjectPaths
+from specdojo_routine.testing import hold_routine_lock
 from tests.conftest import demo_that_ran
 
 
@@ -41,12 +42,14 @@ def test_a_view_published_a_moment_after_the_append_is_no_drift(
 def test_a_view_left_behind_by_a_killed_writer_is_drift(
         in_flight: tuple[ProjectPaths, bytes], monkeypatch: pytest.MonkeyPatch) -> None:
     """Nobody publishes: the view stays behind its ledger in every look, and is named; with
-    no lock held (no run is writing) it is looked at once more and named without waiting."""
+    no lock held (no run is writing) it is looked at once more and named without waiting,
+    while the routine lock is held only after the pauses."""
     paths, _line = in_flight
     pauses: list[float] = []
     monkeypatch.setattr(adoption, "_pause", pauses.append)
     assert ["routines/generated/routine-state.json"] == adoption.fold(paths, check=True).drifted
     assert [] == pauses
-    monkeypatch.setattr(adoption, "_writing", lambda paths: True)
-    assert ["routines/generated/routine-state.json"] == adoption.fold(paths, check=True).drifted
+    with hold_routine_lock(paths):  # a run holds its lock: the check waits for its publish
+        assert ["routines/generated/routine-state.json"] == adoption.fold(
+            paths, check=True).drifted
     assert list(adoption.RECHECK_PAUSES) == pauses
