@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -87,6 +87,17 @@ class Listing:
     lock: locks.LockInfo
     problems: list[str]  # invalid definitions
     state_problems: list[StateProblem] = attrs.field(factory=list)
+
+    def state_problems_of(self, routine_ids: Collection[str] = ()) -> list[StateProblem]:
+        """The routine state's problems of ``routine_ids`` and of the whole project (a
+        conflict refuses every run); all of them when no id is given."""
+        return [p for p in self.state_problems
+                if not routine_ids or p.routine_id is None or p.routine_id in routine_ids]
+
+    def problem_texts(self, routine_ids: Collection[str] = ()) -> list[str]:
+        """The ``problems`` of ``list --json``, ``status --json`` and the report: invalid
+        definitions, then :meth:`state_problems_of` ``routine_ids``."""
+        return [*self.problems, *(p.message for p in self.state_problems_of(routine_ids))]
 
     @property
     def unhealthy(self) -> list[RoutineRow]:

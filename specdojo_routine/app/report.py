@@ -88,7 +88,7 @@ def collect(
                   rows=tuple(r for r in rows if r.cells or r.routine_id in defs),
                   upcoming=tuple(entries),
                   evidence=tuple(_evidence(paths, attempts, interrupted)),
-                  problems=(*shown.problems, *(p.message for p in shown.state_problems)))
+                  problems=tuple(shown.problem_texts()))
 
 
 def _read(newest_first: Iterable[dict[str, Any]]) -> tuple[list[Attempt], list[dict[str, Any]]]:

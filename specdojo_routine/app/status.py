@@ -67,9 +67,7 @@ class Status:
     def state_problems(self) -> list[StateProblem]:
         """What is wrong with the routine state of the routines shown, or of the project (a
         conflict refuses every run)."""
-        shown = {d.row.id for d in self.details}
-        return [p for p in self.listing.state_problems
-                if not shown or p.routine_id is None or p.routine_id in shown]
+        return self.listing.state_problems_of({d.row.id for d in self.details})
 
     @property
     def exit_code(self) -> int:

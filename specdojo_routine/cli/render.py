@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import itertools
 import shlex
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 import orjson
@@ -94,14 +94,6 @@ def validation(defs: Definitions, out: TextIO, err: TextIO, *, jobs_only: bool =
 INVALID = "unhealthy: invalid definitions (see stderr; run `validate`)"
 
 
-def problem_texts(listing: Listing, routine_ids: Collection[str] = ()) -> list[str]:
-    """The ``problems`` of ``list --json`` and ``status --json``: invalid definitions, then
-    what is wrong with the routine state (of ``routine_ids`` only, when given, and of the
-    whole project)."""
-    return [*listing.problems, *(p.message for p in listing.state_problems
-                                 if not routine_ids or p.routine_id in (None, *routine_ids))]
-
-
 def listing(listing: Listing, out: TextIO, err: TextIO, *, as_json: bool) -> None:
     for problem in listing.problems:
         err.write(f"{problem}\n")
@@ -114,7 +106,7 @@ def listing(listing: Listing, out: TextIO, err: TextIO, *, as_json: bool) -> Non
                      "acquired_at": lock.acquired_at, "suspicious": lock.suspicious},
             # why it exits 1 besides an unhealthy routine: an invalid definition, a conflict
             # in the routine state, a cron cursor later than now (as in status --json, §14)
-            "problems": problem_texts(listing),
+            "problems": listing.problem_texts(),
         }))
         return
     now = listing.now

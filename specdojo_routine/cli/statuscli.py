@@ -263,7 +263,7 @@ def _json(shown: status_app.Status) -> dict[str, Any]:
                 else [_row_json(r) for r in shown.rows])
     return {"now": format_s(shown.listing.now), "healthy": shown.exit_code == 0,
             "unhealthy": [r.id for r in shown.unhealthy],
-            "problems": render.problem_texts(shown.listing, [d.row.id for d in shown.details]),
+            "problems": shown.listing.problem_texts([d.row.id for d in shown.details]),
             "routines": routines,
             "lock": {"held": lock.held, "pid": lock.pid, "host": lock.host,
                      "acquired_at": lock.acquired_at, "suspicious": lock.suspicious}}
