@@ -24,9 +24,9 @@ from scratch:
    written after the change time it records (its own change time is later): a file system
    that keeps whole seconds (ext3, ext4 with 128-byte inodes, FAT) gives an edit in the
    same second as the last append, keeping the length, the same stamp. Another process's
-   snapshot written within that tick has the ledger's chain up to ``offset`` verified again
-   before the view is continued from, and is then written anew (a later tick: it proves
-   again); one this process wrote itself is trusted as its own appends are;
+   snapshot written within that tick proves nothing: the ledger is folded from scratch (its
+   chain verified) and the snapshot written anew (a later tick: it proves again); one this
+   process wrote itself is trusted as its own appends are;
 3. the view's bytes are exactly the ones published with the snapshot (an edit by hand, the
    upstream CLI rewriting the file, a view another tool wrote: any change breaks the sha256),
    it covers the position the snapshot names, and it is in this fold's canonical form;
@@ -154,9 +154,6 @@ class Proven:
     state: RoutineFold
     tail: ledger.Tail
     resumed_at: int  # the seq the fold continued after (0: folded from scratch)
-    #: the snapshot did not prove the ledger's stamp and the chain was verified again: the
-    #: next publish writes it anew, even with the same bytes, so that it proves it
-    rechecked: bool = False
     view_sha256: str | None = None  # the bytes of the view it continued from (None: scratch)
     #: The document of the view it continued from, as this fold writes it, when the ledger
     #: holds nothing after that view: proving the view built it (:func:`read_document`).
@@ -213,7 +210,7 @@ class Proven:
         with contextlib.suppress(OSError):  # written again even with the same bytes when
             # it did not prove the stamp: its new change time may (see the module docstring)
             stamps.replace_private(snapshot_path, snapshot.to_bytes(),
-                                   force=self.rechecked or self.resumed_at == 0)
+                                   force=self.resumed_at == 0)
         if len(_WRITTEN_HERE) >= _OWN_CHANGES_LIMIT:
             _WRITTEN_HERE.clear()  # forgetting only costs a verification of the chain
         _WRITTEN_HERE.add(snapshot.stamp)
@@ -231,11 +228,10 @@ def prove(path: Path, view_path: Path | None = None,
         resumed = _resumable(path, view_path, snapshot_path, tail)
     if resumed is None:
         return from_scratch(path, tail)
-    state, offset, head, view_sha256, document, rechecked = resumed
+    state, offset, head, view_sha256, document = resumed
     resumed_at = state.seq
     _fold(path, state, tail, offset=offset, head=head)
     return Proven(state=state, tail=tail, resumed_at=resumed_at, view_sha256=view_sha256,
-                  rechecked=rechecked,
                   published=document if offset == tail.end else None)
 
 
@@ -266,7 +262,7 @@ def _fold(path: Path, state: RoutineFold, tail: ledger.Tail, *, offset: int, hea
         raise CorruptLedgerError(str(path), state.seq + 1, "the ledger has fewer lines than seqs")
 
 
-_Resumed = tuple[RoutineFold, int, str, str, RoutineStateDoc, bool]
+_Resumed = tuple[RoutineFold, int, str, str, RoutineStateDoc]
 #: The ledger stamps this process's own snapshots recorded (see the module docstring, 2).
 _WRITTEN_HERE: set[stamps.Stamp] = set()
 _OWN_CHANGES_LIMIT = 100_000
@@ -275,10 +271,9 @@ _OWN_CHANGES_LIMIT = 100_000
 def _resumable(
     path: Path, view_path: Path, snapshot_path: Path, tail: ledger.Tail
 ) -> _Resumed | None:
-    """(fold state, offset, chain head, the view's sha256, its document, whether the chain
-    up to offset was verified again) of the published view when the snapshot proves it,
-    else None. The cheap checks come first: a ledger that is not the proven file costs no
-    read of the view."""
+    """(fold state, offset, chain head, the view's sha256, its document) of the published
+    view when the snapshot proves it, else None. The cheap checks come first: a ledger that
+    is not the proven file costs no read of the view."""
     snapshot = Snapshot.read(snapshot_path)
     if snapshot is None or snapshot.seq > tail.seq or snapshot.offset > tail.end:
         return None
@@ -297,27 +292,9 @@ def _resumable(
         last = ledger.line_ending_at(path, offset)
         if last is None or chain.line_hash(last) != head:
             return None
-    recheck = not snapshot.proves_the_stamp() and snapshot.stamp not in _WRITTEN_HERE
-    if recheck and not _chain_holds(path, snapshot):
-        return None
-    return state, offset, head, view, document, recheck
-
-
-def _chain_holds(path: Path, snapshot: Snapshot) -> bool:
-    """Whether the ledger's lines up to the snapshot's ``offset`` chain from the first one,
-    are ``seq`` lines and end at its ``head`` (False: a fold from scratch says where not)."""
-    lines = 0
-    try:
-        with open(path, "rb", buffering=chain.READ_BUFFER) as f:
-            chunks = chain.verified_chunks(f, path, 0, snapshot.offset, line=1,
-                                           head=chain.EMPTY_HEAD, started=False)
-            while True:
-                try:
-                    lines += len(next(chunks))
-                except StopIteration as done:
-                    return lines == snapshot.seq and done.value == snapshot.head
-    except (OSError, CorruptLedgerError):
-        return False
+    if not snapshot.proves_the_stamp() and snapshot.stamp not in _WRITTEN_HERE:
+        return None  # a fold from scratch verifies the chain and writes the snapshot anew
+    return state, offset, head, view, document
 
 
 def _published_state(
