@@ -51,7 +51,6 @@ from specdojo_routine.store.locks.liveness import holder_alive as holder_alive
 from specdojo_routine.store.locks.liveness import is_self as is_self
 from specdojo_routine.store.locks.liveness import live_here as live_here
 from specdojo_routine.store.locks.liveness import owner_alive as owner_alive
-from specdojo_routine.store.locks.liveness import pid_alive as pid_alive
 from specdojo_routine.store.locks.liveness import process_start as process_start
 from specdojo_routine.store.locks.liveness import this_host as this_host
 
