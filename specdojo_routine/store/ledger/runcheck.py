@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import os
 import string
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -108,13 +108,14 @@ def _load(path: Path) -> tuple[dict[str, Any], bytes | None, int]:
     return doc["runs"], data, written_ns
 
 
-def _settled(known: Mapping[str, Any], stamps: Mapping[str, str], written_ns: int) -> Settled:
+def _settled(known: Mapping[str, Any], stamps: Mapping[str, str],
+             racy: Collection[str]) -> Settled:
     """The runs whose stamps are the snapshot's, with their checkpoints per job (a run whose
     checkpoints are not what :func:`_save` writes is not settled: it is read again, and so is
-    one whose files changed no earlier than the snapshot was written: ``written_ns``)."""
+    one of ``racy``, whose files changed no earlier than the snapshot was written)."""
     settled: Settled = {}
     for run_id, digest in stamps.items():
-        if _changed_ns(digest) >= written_ns:
+        if run_id in racy:
             continue
         entry = known.get(run_id)
         if isinstance(entry, str) and entry == digest:
@@ -160,8 +161,9 @@ def _plan(
     known, before, written_ns = _load(snapshot_path(paths, job_id))
     if every:
         return adopt.plan_job_imports(paths), stamps, before
-    settled = _settled(known, stamps, written_ns)
-    if any(_changed_ns(stamps[run_id]) >= written_ns for run_id in known if run_id in stamps):
+    racy = {run_id for run_id, digest in stamps.items() if _changed_ns(digest) >= written_ns}
+    settled = _settled(known, stamps, racy)
+    if not racy.isdisjoint(known):
         before = None  # written again even with the same bytes: a later tick settles them
     changed = sorted(r for r in stamps if r not in settled)
     found = adopt.plan_job_imports(paths, job_id=job_id, only=changed, settled=settled)
