@@ -99,15 +99,18 @@ def prepare(
     jobplan.refuse_secret_inputs(job, values, secrets)
     specdojo = shlex.join(runner.specdojo_prefix(env))
     stamp = format_ms(scheduled_at)
-    base = job_context(job_id=job.id, project_id=paths.project_id, specdojo=specdojo,
-                       scheduled_at=stamp, inputs=values, checkpoint=checkpoint, job_run_id=None)
+
+    def context(given: Mapping[str, Any], run_id: str | None) -> dict[str, Any]:
+        return job_context(job_id=job.id, project_id=paths.project_id, specdojo=specdojo,
+                           scheduled_at=stamp, inputs=given, checkpoint=checkpoint,
+                           job_run_id=run_id)
+
+    base = context(values, None)
     key = jobplan.render_key(job, base)
     run_id = jobplan.run_id_for(job.id, key)
     task = jobtask.freeze_task(job, {**base, "job_run_id": run_id}, paths.project_id)
     jobplan.refuse_secrets_in_place(job, values, secrets, lambda given: jobtask.rendered_texts(
-        job, job_context(job_id=job.id, project_id=paths.project_id, specdojo=specdojo,
-                         scheduled_at=stamp, inputs=given, checkpoint=checkpoint,
-                         job_run_id=run_id), paths.project_id))
+        job, context(given, run_id), paths.project_id))
     return Prepared(job=job, project_id=paths.project_id, specdojo=specdojo, trigger=trigger,
                     scheduled_at=stamp, inputs=values, checkpoint_before=checkpoint,
                     run_id=run_id, key=key, recorded_key=redact(key, secrets), task=task,
