@@ -8,7 +8,7 @@ marks that occurrence instead (the retry never runs, so it is not an entry)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -17,7 +17,6 @@ from specdojo_routine.app import listing
 from specdojo_routine.core import policy
 from specdojo_routine.core.model import Routine
 from specdojo_routine.core.preview import Upcoming, at_instant, routine_upcoming
-from specdojo_routine.core.timefmt import to_utc
 from specdojo_routine.store.config import ProjectPaths
 from specdojo_routine.store.definitions import load as definitions
 
@@ -66,8 +65,7 @@ def agenda(
     """The next ``count`` occurrences of each enabled valid routine, soonest first; with
     ``retries``, each routine's pending retry too, as described in the module docstring
     (``count`` still counts occurrences)."""
-    wall = to_utc((clock or (lambda: datetime.now(UTC)))())
-    the_now = to_utc(now) if now is not None else wall
+    the_now, wall = listing.instants(now, clock)
     defs = definitions.load_definitions(paths)
     view, conflicts = listing.routine_states(paths)  # what another tool ran counts (SPEC §10)
     states = [view.get(r.id) or {} for r in defs.routines]

@@ -152,8 +152,7 @@ def _list_once(
 ) -> tuple[Listing, dict[str, str | None]]:
     """:func:`list_routines` from one read of the routine state and the lock, with the open
     attempt of each routine in that read."""
-    wall = to_utc((clock or (lambda: datetime.now(UTC)))())
-    the_now = to_utc(now) if now is not None else wall
+    the_now, wall = instants(now, clock)
     routines, conflicts = routine_states(paths)
     # The lock is read right after the view, as a run would see them: an attempt the view
     # shows open while the lock is free is interrupted.
@@ -172,6 +171,16 @@ def _list_once(
                                                   max(the_now, wall)))
     return shown, {r.id: open_attempt_id(state) for r, state in zip(defs.routines, states,
                                                                       strict=True)}
+
+
+def instants(
+    now: datetime | None, clock: Callable[[], datetime] | None = None,
+) -> tuple[datetime, datetime]:
+    """(the time asked about, the clock's time), both UTC: ``now`` when given, else the
+    clock (``clock`` or the wall clock). :func:`state_problems` judges at the later of them,
+    so a replay of the past flags nothing the clock would not."""
+    wall = to_utc((clock or (lambda: datetime.now(UTC)))())
+    return (to_utc(now) if now is not None else wall), wall
 
 
 def state_problems(

@@ -69,8 +69,7 @@ def preview_with_notes(
     routine = run_select._routines_to_consider(defs, routine_id)[0]
     view, conflicts = listing.routine_states(paths)  # what another tool ran counts (SPEC §10)
     state = view.get(routine_id)
-    wall = _now(None, clock)
-    the_now = to_utc(now) if now is not None else wall
+    the_now, wall = listing.instants(now, clock)
     problems = [p.message for p in listing.state_problems(
         [routine], [state or {}], conflicts, max(the_now, wall))]
     zone = routine.timezone or "UTC"
