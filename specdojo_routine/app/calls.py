@@ -18,9 +18,10 @@ import inspect
 import os
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, get_args
 
 from specdojo_routine.core.errors import FileSystemError, RoutineError, UsageError
+from specdojo_routine.core.jobplan import Trigger
 from specdojo_routine.core.redact import redact_values, secret_values
 from specdojo_routine.store import fsfacts
 from specdojo_routine.store.config import ProjectPaths
@@ -30,7 +31,7 @@ R = TypeVar("R")
 
 #: ``next -n``'s bound: an ``upcoming`` count beyond it is a mistake, not a wish
 MAX_UPCOMING = 1000
-_WORDS = {"trigger": ("manual", "routine", "ci"), "run": ("none", "latest", "all"),
+_WORDS = {"trigger": get_args(Trigger), "run": ("none", "latest", "all"),
           "result": ("success", "failure", "skipped")}  # resolve's, as the CLI's --result
 #: argument name -> (the least value, the greatest or None)
 _COUNTS = {"count": (1, MAX_UPCOMING), "limit": (1, None), "keep_days": (0, None),
